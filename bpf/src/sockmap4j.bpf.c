@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sockmap4j kernel side.
+ *
+ * sm4j_sockops registers TCP sockets of opted-in connections into sm4j_socks at
+ * the ESTABLISHED callbacks. sm4j_redirect runs on every sendmsg of a
+ * registered socket and moves the data straight into the peer's receive queue
+ * when the peer is registered too; otherwise the data goes by plain TCP.
+ * No byte is ever dropped.
+ *
+ * Ordering: the reader drains redirected data before data that came by TCP.
+ * Once one send of a socket has gone by TCP, redirecting a later send could
+ * overtake it, so that socket is marked tainted and stays on TCP for good.
+ */
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <linux/socket.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "sockmap4j.h"
+
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Sized by the loader (bpf_map__set_max_entries) before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, __u64);
+} sm4j_socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sm4j_policy_key);
+	__type(value, struct sm4j_policy);
+} sm4j_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SM4J_CTR_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sm4j_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sm4j_sock_state);
+} sm4j_sockstate SEC(".maps");
+
+/* Written once by the loader: SM4J_ABI_VERSION of the program set pinned here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sm4j_meta SEC(".maps");
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&sm4j_counters, &idx);
+
+	if (c)
+		*c += n;
+}
+
+static __always_inline void map_v4(__u32 ip[4], __u32 ip4)
+{
+	ip[0] = 0;
+	ip[1] = 0;
+	ip[2] = bpf_htonl(0x0000ffff);
+	ip[3] = ip4;
+}
+
+static __always_inline int is_loopback(const __u32 ip[4])
+{
+	if (ip[0] || ip[1])
+		return 0;
+	if (ip[2] == bpf_htonl(0x0000ffff))
+		return (bpf_ntohl(ip[3]) >> 24) == 127;
+	return ip[2] == 0 && ip[3] == bpf_htonl(1);
+}
+
+/*
+ * Context fields are read one at a time through ctx_u32: the verifier only
+ * accepts 4-byte loads at constant offsets from the context pointer, and clang
+ * otherwise merges the AF_INET and AF_INET6 branches into loads through a
+ * computed pointer ("dereference of modified ctx ptr").
+ */
+#define ctx_u32(ctx, field)                                                      \
+	({                                                                           \
+		__u32 __v = (ctx)->field;                                                \
+		asm volatile("" : "+r"(__v));                                            \
+		__v;                                                                     \
+	})
+
+#define LOAD_ADDRS(ctx, key, ok)                                                 \
+	do {                                                                         \
+		__u32 family = ctx_u32(ctx, family);                                     \
+		ok = 1;                                                                  \
+		if (family == AF_INET) {                                                 \
+			map_v4((key)->local_ip, ctx_u32(ctx, local_ip4));                    \
+			map_v4((key)->remote_ip, ctx_u32(ctx, remote_ip4));                  \
+		} else if (family == AF_INET6) {                                         \
+			(key)->local_ip[0] = ctx_u32(ctx, local_ip6[0]);                     \
+			(key)->local_ip[1] = ctx_u32(ctx, local_ip6[1]);                     \
+			(key)->local_ip[2] = ctx_u32(ctx, local_ip6[2]);                     \
+			(key)->local_ip[3] = ctx_u32(ctx, local_ip6[3]);                     \
+			(key)->remote_ip[0] = ctx_u32(ctx, remote_ip6[0]);                   \
+			(key)->remote_ip[1] = ctx_u32(ctx, remote_ip6[1]);                   \
+			(key)->remote_ip[2] = ctx_u32(ctx, remote_ip6[2]);                   \
+			(key)->remote_ip[3] = ctx_u32(ctx, remote_ip6[3]);                   \
+		} else {                                                                 \
+			ok = 0;                                                              \
+		}                                                                        \
+	} while (0)
+
+static __always_inline int policy_allows(const __u32 server_ip[4], __u32 server_port)
+{
+	struct sm4j_policy_key pk = {};
+
+	pk.prefixlen = 16 + 128;
+	pk.port[0] = server_port >> 8;
+	pk.port[1] = server_port & 0xff;
+	__builtin_memcpy(pk.addr, server_ip, 16);
+	return bpf_map_lookup_elem(&sm4j_policy, &pk) != NULL;
+}
+
+SEC("sockops")
+int sm4j_sockops(struct bpf_sock_ops *skops)
+{
+	struct sm4j_sock_key key = {};
+	__u32 op = skops->op;
+	int ok;
+
+	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
+	    op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
+		return 1;
+
+	LOAD_ADDRS(skops, &key, ok);
+	if (!ok)
+		return 1;
+	key.local_port = skops->local_port;
+	/* remote_port is network order; bpf_ntohl gives the port (hazard 2). */
+	key.remote_port = bpf_ntohl(skops->remote_port);
+
+	/* The server is the remote end for a connect(), the local end for an accept(). */
+	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
+		if (!policy_allows(key.remote_ip, key.remote_port))
+			return 1;
+	} else if (!policy_allows(key.local_ip, key.local_port)) {
+		return 1;
+	}
+
+	if (is_loopback(key.local_ip) || is_loopback(key.remote_ip))
+		key.netns = bpf_get_netns_cookie(skops);
+
+	if (bpf_sock_hash_update(skops, &sm4j_socks, &key, BPF_ANY) == 0)
+		count(SM4J_CTR_SOCKETS_REGISTERED, 1);
+	else
+		count(SM4J_CTR_REGISTER_FAILED, 1); /* full map: this connection stays on TCP */
+	return 1;
+}
+
+SEC("sk_msg")
+int sm4j_redirect(struct sk_msg_md *msg)
+{
+	struct sm4j_sock_key peer = {};
+	struct sm4j_sock_state *st;
+	struct bpf_sock *sk;
+	__u32 size = msg->size;
+	int ok;
+
+	sk = msg->sk;
+	if (!sk)
+		goto pass;
+	st = bpf_sk_storage_get(&sm4j_sockstate, sk, 0, 0);
+	if (st && (st->flags & SM4J_SOCK_TCP_TAINTED))
+		goto pass;
+
+	/* The peer's own key: its local side is our remote side. */
+	{
+		struct sm4j_sock_key mine = {};
+
+		LOAD_ADDRS(msg, &mine, ok);
+		if (!ok)
+			goto pass;
+		__builtin_memcpy(peer.local_ip, mine.remote_ip, 16);
+		__builtin_memcpy(peer.remote_ip, mine.local_ip, 16);
+	}
+	peer.local_port = bpf_ntohl(msg->remote_port);
+	peer.remote_port = msg->local_port;
+	if (is_loopback(peer.local_ip) || is_loopback(peer.remote_ip))
+		peer.netns = bpf_get_netns_cookie(msg);
+
+	/*
+	 * bpf_msg_redirect_hash returns SK_DROP when the peer is not in the map;
+	 * returning that would drop the application's data (hazard 1).
+	 */
+	if (bpf_msg_redirect_hash(msg, &sm4j_socks, &peer, BPF_F_INGRESS) == SK_PASS) {
+		count(SM4J_CTR_MSGS_REDIRECTED, 1);
+		count(SM4J_CTR_BYTES_REDIRECTED, size);
+		return SK_PASS;
+	}
+
+	/* From now on this socket sends by TCP, so that no redirect overtakes these bytes. */
+	st = bpf_sk_storage_get(&sm4j_sockstate, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (st && !(st->flags & SM4J_SOCK_TCP_TAINTED)) {
+		st->flags |= SM4J_SOCK_TCP_TAINTED;
+		count(SM4J_CTR_SOCKETS_TAINTED, 1);
+	}
+pass:
+	count(SM4J_CTR_MSGS_PASSED, 1);
+	count(SM4J_CTR_BYTES_PASSED, size);
+	return SK_PASS;
+}

@@ -1,0 +1,369 @@
+package io.github.sockmap4j;
+
+import io.github.sockmap4j.internal.ffi.EpollEvent;
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.IllegalSelectorException;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.spi.AbstractSelectableChannel;
+import java.nio.channels.spi.AbstractSelectionKey;
+import java.nio.channels.spi.AbstractSelector;
+import java.util.AbstractSet;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A level-triggered epoll selector for sockmap4j channels, woken through an eventfd.
+ * epoll_wait runs outside the selector's monitor, so registering and changing interest from
+ * other threads never waits for a select to return.
+ */
+final class EpollSelector extends AbstractSelector {
+    private static final int MAX_EVENTS = 256;
+
+    private final int epfd;
+    private final int wakeFd;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment events;
+    private final MemorySegment wakeBuf;
+    private final ReentrantLock selectLock = new ReentrantLock();
+    private final Map<Integer, Key> byFd = new HashMap<>();
+    private final Set<SelectionKey> keys = new HashSet<>();
+    private final Set<SelectionKey> selected = new HashSet<>();
+    private final Set<SelectionKey> publicKeys = Collections.unmodifiableSet(keys);
+    private final Set<SelectionKey> publicSelected = new RemoveOnlySet(selected);
+    private volatile boolean woken;
+
+    EpollSelector(SockmapSelectorProvider provider) throws IOException {
+        super(provider);
+        epfd = LibC.epollCreate();
+        try {
+            wakeFd = LibC.eventfd();
+        } catch (NativeIOException e) {
+            LibC.close(epfd);
+            throw e;
+        }
+        int r = LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_ADD, wakeFd, LibC.EPOLLIN);
+        if (r < 0) {
+            LibC.close(wakeFd);
+            LibC.close(epfd);
+            throw new NativeIOException("epoll_ctl", -r);
+        }
+        events = arena.allocate(EpollEvent.SIZE * MAX_EVENTS, 8);
+        wakeBuf = arena.allocate(8, 8);
+    }
+
+    final class Key extends AbstractSelectionKey {
+        private final AbstractSelectableChannel channel;
+        private final int fd;
+        private volatile int interest;
+        private volatile int ready;
+        private boolean inEpoll;
+
+        Key(AbstractSelectableChannel channel, int fd) {
+            this.channel = channel;
+            this.fd = fd;
+        }
+
+        @Override
+        public SelectableChannel channel() {
+            return channel;
+        }
+
+        @Override
+        public Selector selector() {
+            return EpollSelector.this;
+        }
+
+        @Override
+        public int interestOps() {
+            if (!isValid()) {
+                throw new CancelledKeyException();
+            }
+            return interest;
+        }
+
+        @Override
+        public SelectionKey interestOps(int ops) {
+            if (!isValid()) {
+                throw new CancelledKeyException();
+            }
+            if ((ops & ~channel.validOps()) != 0) {
+                throw new IllegalArgumentException("invalid interest ops: " + ops);
+            }
+            synchronized (this) {
+                interest = ops;
+                updateEpoll(this);
+            }
+            return this;
+        }
+
+        @Override
+        public int readyOps() {
+            if (!isValid()) {
+                throw new CancelledKeyException();
+            }
+            return ready;
+        }
+
+        int translate(int ev) {
+            if (channel instanceof SockmapChannel ch) {
+                return ch.translateReadyOps(ev, interest);
+            }
+            return ((SockmapServerChannel) channel).translateReadyOps(ev, interest);
+        }
+
+        void kill() {
+            if (channel instanceof SockmapChannel ch) {
+                ch.kill();
+            } else {
+                ((SockmapServerChannel) channel).kill();
+            }
+        }
+    }
+
+    private void updateEpoll(Key k) {
+        int ev = 0;
+        int ops = k.interest;
+        if ((ops & (SelectionKey.OP_READ | SelectionKey.OP_ACCEPT)) != 0) {
+            ev |= LibC.EPOLLIN | LibC.EPOLLRDHUP;
+        }
+        if ((ops & (SelectionKey.OP_WRITE | SelectionKey.OP_CONNECT)) != 0) {
+            ev |= LibC.EPOLLOUT;
+        }
+        int r;
+        if (ev == 0) {
+            // An fd in epoll reports EPOLLHUP whatever it asked for: leave it out instead.
+            r = k.inEpoll ? LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_DEL, k.fd, 0) : 0;
+            k.inEpoll = false;
+        } else {
+            r = LibC.tryEpollCtl(epfd, k.inEpoll ? LibC.EPOLL_CTL_MOD : LibC.EPOLL_CTL_ADD, k.fd, ev);
+            k.inEpoll = r == 0;
+        }
+        if (r < 0 && -r != Errno.ENOENT && -r != Errno.EBADF) {
+            throw new UncheckedIOException(new NativeIOException("epoll_ctl", -r));
+        }
+    }
+
+    @Override
+    protected SelectionKey register(AbstractSelectableChannel ch, int ops, Object att) {
+        int fd;
+        if (ch instanceof SockmapChannel sc) {
+            fd = sc.fdVal();
+        } else if (ch instanceof SockmapServerChannel ss) {
+            fd = ss.fdVal();
+        } else {
+            throw new IllegalSelectorException();
+        }
+        if (!isOpen()) {
+            throw new ClosedSelectorException();
+        }
+        Key k = new Key(ch, fd);
+        k.attach(att);
+        synchronized (this) {
+            keys.add(k);
+            byFd.put(fd, k);
+        }
+        k.interestOps(ops);
+        return k;
+    }
+
+    @Override
+    public Set<SelectionKey> keys() {
+        ensureOpen();
+        return publicKeys;
+    }
+
+    @Override
+    public Set<SelectionKey> selectedKeys() {
+        ensureOpen();
+        return publicSelected;
+    }
+
+    private void ensureOpen() {
+        if (!isOpen()) {
+            throw new ClosedSelectorException();
+        }
+    }
+
+    @Override
+    public int selectNow() throws IOException {
+        return doSelect(0);
+    }
+
+    @Override
+    public int select(long timeout) throws IOException {
+        if (timeout < 0) {
+            throw new IllegalArgumentException("negative timeout: " + timeout);
+        }
+        return doSelect(timeout == 0 ? -1 : (int) Math.min(timeout, Integer.MAX_VALUE));
+    }
+
+    @Override
+    public int select() throws IOException {
+        return doSelect(-1);
+    }
+
+    private int doSelect(int timeoutMillis) throws IOException {
+        ensureOpen();
+        selectLock.lock();
+        try {
+            ensureOpen();
+            processCancelled();
+            int n;
+            try {
+                begin();
+                int timeout = woken ? 0 : timeoutMillis;
+                do {
+                    n = LibC.tryEpollWait(epfd, events, timeout);
+                } while (n == -Errno.EINTR && !Thread.currentThread().isInterrupted());
+            } finally {
+                end();
+            }
+            if (n < 0 && n != -Errno.EINTR) {
+                throw new NativeIOException("epoll_wait", -n);
+            }
+            woken = false;
+            processCancelled();
+            int updated = 0;
+            synchronized (this) {
+                for (int i = 0; i < n; i++) {
+                    int fd = EpollEvent.fd(events, i);
+                    if (fd == wakeFd) {
+                        LibC.tryRead(wakeFd, wakeBuf);
+                        continue;
+                    }
+                    Key k = byFd.get(fd);
+                    if (k == null || !k.isValid()) {
+                        continue;
+                    }
+                    int ready = k.translate(EpollEvent.events(events, i));
+                    if (ready == 0) {
+                        continue;
+                    }
+                    if (selected.add(k)) {
+                        k.ready = ready;
+                        updated++;
+                    } else if ((k.ready | ready) != k.ready) {
+                        k.ready |= ready;
+                        updated++;
+                    }
+                }
+            }
+            return updated;
+        } finally {
+            selectLock.unlock();
+        }
+    }
+
+    private void processCancelled() {
+        Set<SelectionKey> cancelled = cancelledKeys();
+        synchronized (cancelled) {
+            if (cancelled.isEmpty()) {
+                return;
+            }
+            for (Iterator<SelectionKey> it = cancelled.iterator(); it.hasNext(); ) {
+                Key k = (Key) it.next();
+                it.remove();
+                synchronized (this) {
+                    if (k.inEpoll) {
+                        LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_DEL, k.fd, 0);
+                        k.inEpoll = false;
+                    }
+                    keys.remove(k);
+                    selected.remove(k);
+                    if (byFd.get(k.fd) == k) {
+                        byFd.remove(k.fd);
+                    }
+                }
+                deregister(k);
+                k.kill();
+            }
+        }
+    }
+
+    @Override
+    public Selector wakeup() {
+        if (!woken) {
+            woken = true;
+            try (Arena a = Arena.ofConfined()) {
+                LibC.tryWrite(wakeFd, a.allocateFrom(ValueLayout.JAVA_LONG, 1L));
+            }
+        }
+        return this;
+    }
+
+    @Override
+    protected void implCloseSelector() throws IOException {
+        wakeup();
+        selectLock.lock();
+        try {
+            Set<SelectionKey> all;
+            synchronized (this) {
+                all = new HashSet<>(keys);
+            }
+            for (SelectionKey k : all) {
+                k.cancel();
+            }
+            processCancelled();
+            LibC.close(wakeFd);
+            LibC.close(epfd);
+            arena.close();
+        } finally {
+            selectLock.unlock();
+        }
+    }
+
+    /** The selected-key set: callers may remove keys, never add them (Selector's contract). */
+    private static final class RemoveOnlySet extends AbstractSet<SelectionKey> {
+        private final Set<SelectionKey> backing;
+
+        RemoveOnlySet(Set<SelectionKey> backing) {
+            this.backing = backing;
+        }
+
+        @Override
+        public Iterator<SelectionKey> iterator() {
+            return backing.iterator();
+        }
+
+        @Override
+        public int size() {
+            return backing.size();
+        }
+
+        @Override
+        public boolean remove(Object o) {
+            return backing.remove(o);
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            return backing.contains(o);
+        }
+
+        @Override
+        public void clear() {
+            backing.clear();
+        }
+
+        @Override
+        public boolean add(SelectionKey k) {
+            throw new UnsupportedOperationException("keys cannot be added to the selected-key set");
+        }
+    }
+}

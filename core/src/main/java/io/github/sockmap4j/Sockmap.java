@@ -1,0 +1,398 @@
+package io.github.sockmap4j;
+
+import io.github.sockmap4j.internal.bpf.Counter;
+import io.github.sockmap4j.internal.bpf.KernelProbe;
+import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.sys.Capabilities;
+import io.github.sockmap4j.internal.sys.Cgroups;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.Selector;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The sockmap fast path of one pin directory: opened once, shared by every channel. When
+ * anything it needs is missing it is <em>inactive</em>: channels then run over plain TCP, and
+ * {@link #unavailabilityCause()} says why (logged once, at open).
+ *
+ * <pre>{@code
+ * Sockmap sockmap = Sockmap.global();          // from -Dsockmap4j.* properties
+ * try (SockmapServerChannel server = sockmap.openServerChannel()) {
+ *     server.bind(new InetSocketAddress(9000)); // port 9000 is opted in until close
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+public final class Sockmap implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Sockmap.class);
+    private static final Object GLOBAL_LOCK = new Object();
+    private static Sockmap global;
+
+    private final SockmapConfig config;
+    private final KernelSockmap kernel;
+    private final String cause;
+    private final Throwable causeException;
+    private volatile boolean closed;
+
+    private Sockmap(SockmapConfig config, KernelSockmap kernel, String cause, Throwable causeException) {
+        this.config = config;
+        this.kernel = kernel;
+        this.cause = cause;
+        this.causeException = causeException;
+    }
+
+    /**
+     * The process-wide instance, opened on first use from {@link SockmapConfig#fromSystemProperties()}
+     * and closed at JVM exit.
+     *
+     * @throws IllegalStateException when {@code sockmap4j.require=true} and the fast path is off
+     */
+    public static Sockmap global() {
+        synchronized (GLOBAL_LOCK) {
+            if (global == null || global.closed) {
+                Sockmap s = openQuietly(SockmapConfig.fromSystemProperties());
+                if (s.config.required() && !s.isActive()) {
+                    throw new IllegalStateException(new SockmapUnavailableException(
+                            "sockmap4j.require=true but the fast path is off: " + s.cause, s.causeException));
+                }
+                global = s;
+                if (s.isActive()) {
+                    Runtime.getRuntime().addShutdownHook(new Thread(s::close, "sockmap4j-close"));
+                }
+            }
+            return global;
+        }
+    }
+
+    /**
+     * Opens the fast path for {@code config}; never fails for a missing prerequisite unless
+     * {@link SockmapConfig#required()}: the instance is then inactive and says why.
+     */
+    public static Sockmap open(SockmapConfig config) throws SockmapUnavailableException {
+        Sockmap s = openQuietly(config);
+        if (config.required() && !s.isActive()) {
+            throw new SockmapUnavailableException(
+                    "the fast path was required but is off: " + s.cause, s.causeException);
+        }
+        return s;
+    }
+
+    private static Sockmap openQuietly(SockmapConfig config) {
+        Sockmap s = tryOpen(config);
+        if (s.isActive()) {
+            LOG.info("sockmap4j fast path active: pins {}, cgroup {}", config.pinDirectory(),
+                    s.kernel.cgroupDir());
+        } else {
+            LOG.info("sockmap4j fast path off, plain TCP: {}", s.cause);
+        }
+        return s;
+    }
+
+    private static Sockmap tryOpen(SockmapConfig config) {
+        if (config.disabled()) {
+            return inactive(config, "disabled by configuration (sockmap4j.disable=true)", null);
+        }
+        if (!System.getProperty("os.name", "").startsWith("Linux")) {
+            return inactive(config, "not Linux (os.name=" + System.getProperty("os.name") + ")", null);
+        }
+        if (!"amd64".equals(System.getProperty("os.arch")) && !"x86_64".equals(System.getProperty("os.arch"))) {
+            return inactive(config, "only x86_64 is supported so far (os.arch=" + System.getProperty("os.arch") + ")", null);
+        }
+        Libbpf bpf;
+        try {
+            bpf = Libbpf.load();
+        } catch (UnsatisfiedLinkError e) {
+            return inactive(config, e.getMessage(), e);
+        }
+        Path cgroup;
+        try {
+            Capabilities caps = Capabilities.current();
+            if (!caps.canBpf() || !caps.has(Capabilities.CAP_NET_ADMIN)) {
+                return inactive(config, "missing privileges: loading the programs needs CAP_BPF (or CAP_SYS_ADMIN) "
+                        + "and CAP_NET_ADMIN; run as root or grant them (e.g. setcap, or a container's capabilities)",
+                        null);
+            }
+            if (bpf.probeMapType(Libbpf.BPF_MAP_TYPE_SOCKHASH) != 1
+                    || bpf.probeProgType(Libbpf.BPF_PROG_TYPE_SK_MSG) != 1
+                    || bpf.probeProgType(Libbpf.BPF_PROG_TYPE_SOCK_OPS) != 1) {
+                return inactive(config, "this kernel (" + System.getProperty("os.version")
+                        + ") lacks SOCKHASH, sk_msg or sockops support (CONFIG_BPF_STREAM_PARSER, "
+                        + "CONFIG_NET_SOCK_MSG, CONFIG_CGROUP_BPF)", null);
+            }
+            String bpffs = ensureBpffs(config.pinDirectory());
+            if (bpffs != null) {
+                return inactive(config, bpffs, null);
+            }
+            Optional<Cgroups.Mount> mount = Cgroups.unifiedMount();
+            if (mount.isEmpty()) {
+                return inactive(config, "no cgroup v2 hierarchy is mounted (no cgroup2 line in /proc/self/mountinfo)",
+                        null);
+            }
+            if (config.cgroup() != null) {
+                cgroup = config.cgroup();
+                if (!Files.isRegularFile(cgroup.resolve("cgroup.procs"))) {
+                    return inactive(config, "sockmap4j.cgroup=" + cgroup + " is not a cgroup v2 directory (cgroup v2 "
+                            + "is mounted at " + mount.get().mountPoint() + ")", null);
+                }
+            } else {
+                Optional<Path> own = Cgroups.ownCgroupDir();
+                if (own.isEmpty()) {
+                    return inactive(config, "cannot find this process's cgroup v2 directory", null);
+                }
+                cgroup = own.get();
+            }
+            if (Cgroups.isRoot(cgroup) && !config.allowRootCgroup()) {
+                return inactive(config, "the cgroup to attach to is the root cgroup " + cgroup
+                        + ", which would touch every process on the host: run the service in a child cgroup, "
+                        + "or set -Dsockmap4j.cgroup=<child cgroup dir> (or sockmap4j.allowRootCgroup=true to accept it)",
+                        null);
+            }
+        } catch (IOException e) {
+            return inactive(config, e.getMessage(), e);
+        }
+        KernelSockmap kernel;
+        try {
+            kernel = KernelSockmap.open(bpf, config.pinDirectory(), cgroup, config.maxSockets());
+        } catch (IOException e) {
+            return inactive(config, "setting up the kernel objects failed: " + e.getMessage(), e);
+        }
+        if (config.probe()) {
+            String failed = probeIfInside(kernel);
+            if (failed != null) {
+                try {
+                    kernel.close();
+                } catch (IOException e) {
+                    LOG.warn("Closing after a failed probe: {}", e.toString());
+                }
+                return inactive(config, failed, null);
+            }
+        }
+        return new Sockmap(config, kernel, null, null);
+    }
+
+    private static String probeIfInside(KernelSockmap kernel) {
+        try {
+            Optional<Path> own = Cgroups.ownCgroupDir();
+            if (own.isEmpty() || !own.get().equals(kernel.cgroupDir())) {
+                LOG.debug("Start-up probe skipped: this process is not in {}", kernel.cgroupDir());
+                return null;
+            }
+        } catch (IOException e) {
+            return e.getMessage();
+        }
+        return KernelProbe.run(kernel);
+    }
+
+    private static String ensureBpffs(Path pinDir) throws IOException {
+        Path mountPoint = Path.of("/sys/fs/bpf");
+        if (!pinDir.toAbsolutePath().normalize().startsWith(mountPoint)) {
+            return null; // a custom bpffs mount: bpf_obj_pin says so if it is not one
+        }
+        if (Cgroups.isMountedAt(mountPoint, "bpf")) {
+            return null;
+        }
+        try {
+            Files.createDirectories(mountPoint);
+            LibC.mount("bpf", mountPoint.toString(), "bpf");
+            LOG.info("Mounted bpffs at {}", mountPoint);
+            return null;
+        } catch (NativeIOException e) {
+            return "bpffs is not mounted at /sys/fs/bpf and mounting it failed (" + e.getMessage()
+                    + "): run 'mount -t bpf bpf /sys/fs/bpf' as root";
+        }
+    }
+
+    private static Sockmap inactive(SockmapConfig config, String cause, Throwable e) {
+        return new Sockmap(config, null, cause, e);
+    }
+
+    /** Whether sockets opted in here move their bytes through the redirect. */
+    public boolean isActive() {
+        return kernel != null && !closed;
+    }
+
+    /** Why the fast path is off, or null when it is active. */
+    public String unavailabilityCause() {
+        return closed ? "closed" : cause;
+    }
+
+    /** Throws, with the reason, when the fast path is off. */
+    public void ensureActive() throws SockmapUnavailableException {
+        if (!isActive()) {
+            throw new SockmapUnavailableException("sockmap4j fast path is off: " + unavailabilityCause(),
+                    causeException);
+        }
+    }
+
+    public SockmapConfig config() {
+        return config;
+    }
+
+    /** The cgroup the sockops program is attached to, when active. */
+    public Optional<Path> cgroup() {
+        return isActive() ? Optional.of(kernel.cgroupDir()) : Optional.empty();
+    }
+
+    /** Opts in every same-host connection to {@code port}, whoever serves it. */
+    public OptIn optIn(int port) throws IOException {
+        return optIn(port, null, 0);
+    }
+
+    /**
+     * Opts in connections to {@code port} on server addresses within {@code network/prefixBits}
+     * (IPv4 prefixes count IPv4 bits). Works for servers that are not Java too, as long as
+     * they run in the attached cgroup.
+     */
+    public OptIn optIn(int port, InetAddress network, int prefixBits) throws IOException {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
+        }
+        int bits = prefixBits;
+        if (network != null) {
+            int max = network instanceof java.net.Inet4Address ? 32 : 128;
+            if (prefixBits < 0 || prefixBits > max) {
+                throw new IllegalArgumentException("prefix must be 0.." + max + " for " + network
+                        + ": prefixBits=" + prefixBits);
+            }
+            bits = max == 32 ? 96 + prefixBits : prefixBits;
+        }
+        if (!isActive()) {
+            return new Handle(null, port);
+        }
+        return new Handle(kernel.optIn(port, network, bits), port);
+    }
+
+    private final class Handle implements OptIn {
+        private final KernelSockmap.PolicyRule rule;
+        private final int port;
+        private boolean closedHandle;
+
+        Handle(KernelSockmap.PolicyRule rule, int port) {
+            this.rule = rule;
+            this.port = port;
+        }
+
+        @Override
+        public int port() {
+            return port;
+        }
+
+        @Override
+        public boolean active() {
+            return rule != null && !closedHandle && isActive();
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!closedHandle && rule != null && kernel != null) {
+                kernel.optOut(rule);
+            }
+            closedHandle = true;
+        }
+
+        @Override
+        public String toString() {
+            return "OptIn[port=" + port + ", active=" + active() + "]";
+        }
+    }
+
+    /** The kernel counters (zeros when inactive). */
+    public SockmapStats stats() {
+        if (!isActive()) {
+            return SockmapStats.EMPTY;
+        }
+        long[] c = kernel.counters();
+        return new SockmapStats(c[Counter.SOCKETS_REGISTERED.ordinal()], c[Counter.REGISTER_FAILED.ordinal()],
+                c[Counter.MSGS_REDIRECTED.ordinal()], c[Counter.BYTES_REDIRECTED.ordinal()],
+                c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],
+                c[Counter.SOCKETS_TAINTED.ordinal()], kernel.registeredSockets());
+    }
+
+    /**
+     * Whether the connected socket {@code fd} sends through the redirect: it and its peer are
+     * both in the SOCKHASH (checked against the map) and its sends were never diverted to TCP.
+     */
+    boolean isAccelerated(int fd) {
+        if (!isActive()) {
+            return false;
+        }
+        try {
+            InetSocketAddress local = Sockets.localAddress(fd);
+            InetSocketAddress remote = Sockets.remoteAddress(fd);
+            long netns = Sockets.netnsCookie(fd);
+            long own = kernel.lookupSocket(local.getAddress(), local.getPort(), remote.getAddress(),
+                    remote.getPort(), netns);
+            if (own == 0 || own != Sockets.cookie(fd)) {
+                return false;
+            }
+            long peer = kernel.lookupSocket(remote.getAddress(), remote.getPort(), local.getAddress(),
+                    local.getPort(), netns);
+            return peer != 0 && (kernel.socketFlags(fd) & 1) == 0;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** A new unconnected channel using this fast path. */
+    public SockmapChannel openChannel() throws IOException {
+        return new SockmapChannel(SockmapSelectorProvider.INSTANCE, this);
+    }
+
+    /** A new unbound server channel; binding it opts its port in until it closes. */
+    public SockmapServerChannel openServerChannel() throws IOException {
+        return new SockmapServerChannel(SockmapSelectorProvider.INSTANCE, this);
+    }
+
+    /** A selector for sockmap4j channels (they cannot join a JDK selector). */
+    public static Selector openSelector() throws IOException {
+        return SockmapSelectorProvider.INSTANCE.openSelector();
+    }
+
+    /**
+     * Closes this process's use of the pin directory: its opt-ins are removed; the cgroup
+     * attachment and pins go when no other process uses them (see docs/architecture.md).
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (kernel != null) {
+            try {
+                kernel.close();
+            } catch (IOException e) {
+                LOG.warn("Closing the sockmap4j kernel objects in {}: {}", config.pinDirectory(), e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * Removes the pins of {@code pinDirectory} (maps, programs, cgroup attachments) even while
+     * processes use them: their connections leave the fast path, and redirected bytes not yet
+     * read may be lost. For operators cleaning up after crashed services; {@link #close()} is
+     * the normal way out.
+     *
+     * @return how many pins were removed
+     */
+    public static int removePins(Path pinDirectory) throws IOException {
+        return KernelSockmap.forceRemove(pinDirectory);
+    }
+
+    @Override
+    public String toString() {
+        return isActive() ? "Sockmap[active, pins=" + config.pinDirectory() + ", cgroup=" + kernel.cgroupDir() + "]"
+                : "Sockmap[off: " + unavailabilityCause() + "]";
+    }
+}

@@ -1,0 +1,652 @@
+package io.github.sockmap4j;
+
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.net.Sockets;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketAddress;
+import java.net.SocketOption;
+import java.nio.ByteBuffer;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.AsynchronousCloseException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.NoConnectionPendingException;
+import java.nio.channels.NotYetConnectedException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+import java.nio.channels.spi.SelectorProvider;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A TCP stream channel whose connection takes the sockmap fast path when both ends are
+ * registered, and plain TCP otherwise: the code is the same either way.
+ *
+ * <p>It is a {@link SocketChannel}: blocking or non-blocking, selectable with a selector from
+ * {@link Sockmap#openSelector()}. Besides {@link ByteBuffer}s it reads and writes
+ * {@link MemorySegment}s; native memory and direct buffers go to {@code recv}/{@code send} as
+ * they are, and so do heap buffers (through a critical downcall): no copy through the JVM heap.
+ * The kernel still copies once on each side (docs/zero-copy.md).
+ *
+ * <p>{@link #socket()} is not supported: there is no {@code java.net.Socket} adaptor.
+ *
+ * <p><b>Note:</b> this class is threadsafe: one reader and one writer may work at once, as with
+ * any {@code SocketChannel}.
+ */
+public final class SockmapChannel extends SocketChannel {
+    private enum State { UNCONNECTED, PENDING, CONNECTED }
+
+    private final Sockmap sockmap;
+    private final ReentrantLock readLock = new ReentrantLock();
+    private final ReentrantLock writeLock = new ReentrantLock();
+    private final Object stateLock = new Object();
+    private int fd;
+    private State state;
+    private boolean inputShutdown;
+    private boolean outputShutdown;
+    private boolean fdClosed;
+    private int activeOps;
+    private InetSocketAddress remote;
+
+    SockmapChannel(SelectorProvider provider, Sockmap sockmap) throws IOException {
+        super(provider);
+        this.sockmap = Objects.requireNonNull(sockmap, "sockmap");
+        this.fd = Sockets.newStreamSocket();
+        this.state = State.UNCONNECTED;
+    }
+
+    /** An accepted connection. */
+    SockmapChannel(SelectorProvider provider, Sockmap sockmap, int fd) throws IOException {
+        super(provider);
+        this.sockmap = sockmap;
+        this.fd = fd;
+        this.state = State.CONNECTED;
+        this.remote = Sockets.remoteAddress(fd);
+    }
+
+    /** A new channel over the process-wide {@link Sockmap#global()}. */
+    public static SockmapChannel open() throws IOException {
+        return Sockmap.global().openChannel();
+    }
+
+    /** Opens a channel and connects it (blocking). */
+    public static SockmapChannel open(SocketAddress remote) throws IOException {
+        SockmapChannel ch = open();
+        try {
+            ch.connect(remote);
+        } catch (IOException | RuntimeException e) {
+            ch.close();
+            throw e;
+        }
+        return ch;
+    }
+
+    /** The fast path this channel belongs to. */
+    public Sockmap sockmap() {
+        return sockmap;
+    }
+
+    /**
+     * Whether this connection's sends go through the redirect now: both sockets are in the
+     * SOCKHASH (looked up, not assumed) and this socket's sends were never diverted to TCP.
+     */
+    public boolean isAccelerated() {
+        synchronized (stateLock) {
+            if (state != State.CONNECTED || fdClosed) {
+                return false;
+            }
+            return sockmap.isAccelerated(fd);
+        }
+    }
+
+    int fdVal() {
+        return fd;
+    }
+
+    // -- connection --------------------------------------------------------------------------
+
+    @Override
+    public SocketChannel bind(SocketAddress local) throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            if (state != State.UNCONNECTED) {
+                throw new AlreadyConnectedException();
+            }
+            InetSocketAddress isa = local == null ? new InetSocketAddress(0) : NativeSocketSupport.checkAddress(local);
+            try (Arena arena = Arena.ofConfined()) {
+                LibC.bind(fd, Sockets.encode(arena, isa));
+            }
+        }
+        return this;
+    }
+
+    @Override
+    public boolean connect(SocketAddress addr) throws IOException {
+        InetSocketAddress isa = NativeSocketSupport.checkAddress(addr);
+        if (isa.getAddress().isAnyLocalAddress()) {
+            isa = new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), isa.getPort());
+        }
+        synchronized (stateLock) {
+            ensureOpen();
+            if (state == State.CONNECTED) {
+                throw new AlreadyConnectedException();
+            }
+            if (state == State.PENDING) {
+                throw new ConnectionPendingException();
+            }
+            int r;
+            try (Arena arena = Arena.ofConfined()) {
+                r = LibC.tryConnect(fd, Sockets.encode(arena, isa));
+            }
+            remote = isa;
+            if (r == 0) {
+                state = State.CONNECTED;
+                return true;
+            }
+            if (-r != Errno.EINPROGRESS) {
+                throw NativeSocketSupport.connectFailure(-r, isa);
+            }
+            state = State.PENDING;
+            if (!isBlocking()) {
+                return false;
+            }
+        }
+        boolean done = false;
+        enterIo();
+        try {
+            begin();
+            if (isOpen()) {
+                Sockets.await(fd, LibC.POLLOUT, -1);
+            }
+            done = finishPending();
+            return done;
+        } finally {
+            try {
+                end(done && isOpen());
+            } finally {
+                exitIo();
+            }
+        }
+    }
+
+    @Override
+    public boolean finishConnect() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            if (state == State.CONNECTED) {
+                return true;
+            }
+            if (state != State.PENDING) {
+                throw new NoConnectionPendingException();
+            }
+        }
+        if (!isBlocking()) {
+            if (!Sockets.await(fd, LibC.POLLOUT, 0)) {
+                return false;
+            }
+            return finishPending();
+        }
+        boolean done = false;
+        enterIo();
+        try {
+            begin();
+            if (isOpen()) {
+                Sockets.await(fd, LibC.POLLOUT, -1);
+            }
+            done = finishPending();
+            return done;
+        } finally {
+            try {
+                end(done && isOpen());
+            } finally {
+                exitIo();
+            }
+        }
+    }
+
+    private boolean finishPending() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            int err = LibC.getsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_ERROR);
+            if (err != 0) {
+                throw NativeSocketSupport.connectFailure(err, remote);
+            }
+            state = State.CONNECTED;
+            return true;
+        }
+    }
+
+    @Override
+    public boolean isConnected() {
+        synchronized (stateLock) {
+            return state == State.CONNECTED && isOpen();
+        }
+    }
+
+    @Override
+    public boolean isConnectionPending() {
+        synchronized (stateLock) {
+            return state == State.PENDING && isOpen();
+        }
+    }
+
+    @Override
+    public SocketAddress getLocalAddress() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            InetSocketAddress a = Sockets.localAddress(fd);
+            return a.getPort() == 0 && state == State.UNCONNECTED ? null : a;
+        }
+    }
+
+    @Override
+    public SocketAddress getRemoteAddress() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            return state == State.CONNECTED ? remote : null;
+        }
+    }
+
+    @Override
+    public SocketChannel shutdownInput() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            ensureConnected();
+            if (!inputShutdown) {
+                LibC.shutdown(fd, LibC.SHUT_RD);
+                inputShutdown = true;
+            }
+        }
+        return this;
+    }
+
+    @Override
+    public SocketChannel shutdownOutput() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            ensureConnected();
+            if (!outputShutdown) {
+                LibC.shutdown(fd, LibC.SHUT_WR);
+                outputShutdown = true;
+            }
+        }
+        return this;
+    }
+
+    @Override
+    public Socket socket() {
+        throw new UnsupportedOperationException(
+                "SockmapChannel has no java.net.Socket adaptor: use the channel's own methods");
+    }
+
+    @Override
+    public <T> SocketChannel setOption(SocketOption<T> name, T value) throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            NativeSocketSupport.setOption(fd, NativeSocketSupport.STREAM_OPTIONS, name, value);
+        }
+        return this;
+    }
+
+    @Override
+    public <T> T getOption(SocketOption<T> name) throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            return NativeSocketSupport.getOption(fd, NativeSocketSupport.STREAM_OPTIONS, name);
+        }
+    }
+
+    @Override
+    public Set<SocketOption<?>> supportedOptions() {
+        return NativeSocketSupport.STREAM_OPTIONS;
+    }
+
+    private void ensureOpen() throws ClosedChannelException {
+        if (!isOpen()) {
+            throw new ClosedChannelException();
+        }
+    }
+
+    private void ensureConnected() {
+        if (state != State.CONNECTED) {
+            throw new NotYetConnectedException();
+        }
+    }
+
+    // -- reading -------------------------------------------------------------------------------
+
+    /**
+     * Reads into native or heap memory without an intermediate copy.
+     *
+     * @return bytes read, 0 when non-blocking and nothing is there, -1 at end of stream
+     */
+    public long read(MemorySegment dst) throws IOException {
+        Objects.requireNonNull(dst, "dst");
+        if (dst.isReadOnly()) {
+            throw new IllegalArgumentException("read-only destination");
+        }
+        readLock.lock();
+        try {
+            return readLocked(dst, isBlocking());
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    @Override
+    public int read(ByteBuffer dst) throws IOException {
+        Objects.requireNonNull(dst, "dst");
+        if (dst.isReadOnly()) {
+            throw new IllegalArgumentException("read-only buffer");
+        }
+        readLock.lock();
+        try {
+            int n = (int) readLocked(MemorySegment.ofBuffer(dst), isBlocking());
+            if (n > 0) {
+                dst.position(dst.position() + n);
+            }
+            return n;
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    @Override
+    public long read(ByteBuffer[] dsts, int offset, int length) throws IOException {
+        Objects.checkFromIndexSize(offset, length, dsts.length);
+        readLock.lock();
+        try {
+            long total = 0;
+            boolean blocking = isBlocking();
+            for (int i = offset; i < offset + length; i++) {
+                ByteBuffer b = dsts[i];
+                if (b.isReadOnly()) {
+                    throw new IllegalArgumentException("read-only buffer");
+                }
+                if (!b.hasRemaining()) {
+                    continue;
+                }
+                long n = readLocked(MemorySegment.ofBuffer(b), blocking && total == 0);
+                if (n < 0) {
+                    return total == 0 ? -1 : total;
+                }
+                b.position(b.position() + (int) n);
+                total += n;
+                if (b.hasRemaining()) {
+                    break;
+                }
+            }
+            return total;
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    private long readLocked(MemorySegment dst, boolean blocking) throws IOException {
+        enterIo();
+        try {
+            return readIo(dst, blocking);
+        } finally {
+            exitIo();
+        }
+    }
+
+    private long readIo(MemorySegment dst, boolean blocking) throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            ensureConnected();
+            if (inputShutdown) {
+                return -1;
+            }
+        }
+        if (dst.byteSize() == 0) {
+            return 0;
+        }
+        long n = LibC.tryRecv(fd, dst, 0);
+        if (n >= 0) {
+            return n == 0 ? -1 : n;
+        }
+        if (-n != Errno.EAGAIN && -n != Errno.EINTR) {
+            throw readFailure((int) -n);
+        }
+        if (!blocking) {
+            return 0;
+        }
+        boolean completed = false;
+        try {
+            begin();
+            while (true) {
+                if (!isOpen()) {
+                    return 0;
+                }
+                n = LibC.tryRecv(fd, dst, 0);
+                if (n >= 0) {
+                    completed = true;
+                    return n == 0 ? -1 : n;
+                }
+                if (-n != Errno.EAGAIN && -n != Errno.EINTR) {
+                    throw readFailure((int) -n);
+                }
+                Sockets.await(fd, LibC.POLLIN, -1);
+            }
+        } finally {
+            end(completed && isOpen());
+        }
+    }
+
+    private IOException readFailure(int errno) {
+        if (!isOpen()) {
+            return new AsynchronousCloseException();
+        }
+        return new NativeIOException("recv", errno);
+    }
+
+    // -- writing -------------------------------------------------------------------------------
+
+    /**
+     * Writes native or heap memory without an intermediate copy. Blocking mode writes all of
+     * it; non-blocking mode writes what the socket takes now.
+     */
+    public long write(MemorySegment src) throws IOException {
+        Objects.requireNonNull(src, "src");
+        writeLock.lock();
+        try {
+            return writeLocked(src, isBlocking());
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    @Override
+    public int write(ByteBuffer src) throws IOException {
+        Objects.requireNonNull(src, "src");
+        writeLock.lock();
+        try {
+            int n = (int) writeLocked(MemorySegment.ofBuffer(src), isBlocking());
+            src.position(src.position() + n);
+            return n;
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    @Override
+    public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
+        Objects.checkFromIndexSize(offset, length, srcs.length);
+        writeLock.lock();
+        try {
+            long total = 0;
+            boolean blocking = isBlocking();
+            for (int i = offset; i < offset + length; i++) {
+                ByteBuffer b = srcs[i];
+                if (!b.hasRemaining()) {
+                    continue;
+                }
+                int n = (int) writeLocked(MemorySegment.ofBuffer(b), blocking);
+                b.position(b.position() + n);
+                total += n;
+                if (b.hasRemaining()) {
+                    break;
+                }
+            }
+            return total;
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    private long writeLocked(MemorySegment src, boolean blocking) throws IOException {
+        enterIo();
+        try {
+            return writeIo(src, blocking);
+        } finally {
+            exitIo();
+        }
+    }
+
+    private long writeIo(MemorySegment src, boolean blocking) throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            ensureConnected();
+            if (outputShutdown) {
+                throw new ClosedChannelException();
+            }
+        }
+        long size = src.byteSize();
+        long written = 0;
+        boolean completed = false;
+        boolean begun = false;
+        try {
+            while (written < size) {
+                long n = LibC.trySend(fd, written == 0 ? src : src.asSlice(written), 0);
+                if (n >= 0) {
+                    written += n;
+                    continue;
+                }
+                if (-n == Errno.EINTR) {
+                    continue;
+                }
+                if (-n != Errno.EAGAIN) {
+                    if (!isOpen()) {
+                        throw new AsynchronousCloseException();
+                    }
+                    throw new NativeIOException("send", (int) -n);
+                }
+                if (!blocking) {
+                    break;
+                }
+                if (!begun) {
+                    begin();
+                    begun = true;
+                }
+                if (!isOpen()) {
+                    return written;
+                }
+                Sockets.await(fd, LibC.POLLOUT, -1);
+            }
+            completed = true;
+            return written;
+        } finally {
+            if (begun) {
+                end(completed && isOpen());
+            }
+        }
+    }
+
+    // -- selection and closing ------------------------------------------------------------------
+
+    /** Ready ops for the epoll events reported on this channel. */
+    int translateReadyOps(int events, int interest) {
+        int ready = 0;
+        if ((events & (LibC.EPOLLERR | LibC.EPOLLHUP)) != 0) {
+            ready = interest;
+        }
+        if ((events & LibC.EPOLLIN) != 0) {
+            ready |= interest & SelectionKey.OP_READ;
+        }
+        if ((events & LibC.EPOLLOUT) != 0) {
+            ready |= interest & (SelectionKey.OP_WRITE | SelectionKey.OP_CONNECT);
+        }
+        synchronized (stateLock) {
+            if (state != State.PENDING) {
+                ready &= ~SelectionKey.OP_CONNECT;
+            }
+            if (state != State.CONNECTED) {
+                ready &= ~(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+            }
+        }
+        return ready;
+    }
+
+    @Override
+    protected void implConfigureBlocking(boolean block) {
+        // The fd stays O_NONBLOCK; blocking mode waits in poll(2) instead.
+    }
+
+    @Override
+    protected void implCloseSelectableChannel() throws IOException {
+        synchronized (stateLock) {
+            if (!fdClosed) {
+                try {
+                    // Wakes a reader or writer waiting in poll(2) on this fd.
+                    LibC.shutdown(fd, LibC.SHUT_RDWR);
+                } catch (NativeIOException ignored) {
+                    // Not connected: nobody can be waiting.
+                }
+            }
+            // The fd is closed by the last of: this, the last thread in I/O, the last selector.
+            maybeCloseFd();
+        }
+    }
+
+    /** Marks the start of an operation that uses the fd; the fd stays open until {@link #exitIo}. */
+    private void enterIo() throws ClosedChannelException {
+        synchronized (stateLock) {
+            ensureOpen();
+            activeOps++;
+        }
+    }
+
+    private void exitIo() {
+        synchronized (stateLock) {
+            activeOps--;
+            maybeCloseFd();
+        }
+    }
+
+    private void maybeCloseFd() {
+        if (!isOpen() && activeOps == 0 && !isRegistered()) {
+            closeFd();
+        }
+    }
+
+    /** Called by a selector once it dropped its last key of this channel. */
+    void kill() {
+        synchronized (stateLock) {
+            maybeCloseFd();
+        }
+    }
+
+    private void closeFd() {
+        if (!fdClosed) {
+            fdClosed = true;
+            LibC.close(fd);
+            fd = -1;
+        }
+    }
+
+    @Override
+    public String toString() {
+        synchronized (stateLock) {
+            return "SockmapChannel[" + (isOpen() ? state.name().toLowerCase(java.util.Locale.ROOT) : "closed")
+                    + (remote != null ? " remote=" + remote : "") + "]";
+        }
+    }
+}

@@ -1,0 +1,20 @@
+package io.github.sockmap4j;
+
+/**
+ * The kernel counters of one pin directory (all processes sharing it), summed over CPUs.
+ * tcpdump cannot see redirected bytes: these counters are the witness of the fast path.
+ *
+ * @param socketsRegistered  sockets the sockops program put into the SOCKHASH
+ * @param registerFailures   sockets that could not be registered (the map was full)
+ * @param messagesRedirected sendmsg calls moved straight into the peer's receive queue
+ * @param bytesRedirected    their bytes
+ * @param messagesPassed     sendmsg calls of registered sockets that went by plain TCP
+ * @param bytesPassed        their bytes
+ * @param socketsTainted     sockets whose sends were switched to TCP for good, to keep order
+ * @param socketsInMap       sockets in the SOCKHASH now
+ */
+public record SockmapStats(long socketsRegistered, long registerFailures, long messagesRedirected,
+                           long bytesRedirected, long messagesPassed, long bytesPassed,
+                           long socketsTainted, long socketsInMap) {
+    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0);
+}

@@ -1,0 +1,527 @@
+package io.github.sockmap4j.internal.bpf;
+
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.sys.Cgroups;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The kernel side of one pin directory: pinned maps and programs, the cgroup attachment, the
+ * policy entries of this process.
+ *
+ * <h2>Who creates and who removes what</h2>
+ * Every process using a pin directory holds a shared lock on {@code users.lock}, and a shared
+ * lock on {@code cgroup-<id>.lock} for the cgroup it attached to; setup and teardown run under
+ * an exclusive {@code setup.lock}, so they never interleave. The first process loads the
+ * programs, pins maps and programs, and attaches the {@code sk_msg} verdict to the SOCKHASH;
+ * later ones open the pins. A cgroup attachment is a pinned BPF link, made by the first
+ * process of that cgroup. On close, a process that finds no other holder of its cgroup lock
+ * unpins that link (which detaches the sockops program); one that finds no other user at all
+ * unpins everything and removes the directory, unless sockets are still registered: removing
+ * the SOCKHASH then would discard redirected bytes their readers have not yet read, so the pins
+ * stay, with a warning, for the next process to close. A process that dies releases its locks
+ * with it; what it left is removed by the next last user.
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+public final class KernelSockmap implements AutoCloseable {
+    public static final int ABI_VERSION = 1;
+    static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
+
+    private static final Logger LOG = LoggerFactory.getLogger(KernelSockmap.class);
+    private static final String[][] MAP_PINS = {
+        {"sm4j_socks", "socks"},
+        {"sm4j_policy", "policy"},
+        {"sm4j_counters", "counters"},
+        {"sm4j_sockstate", "sockstate"},
+        {"sm4j_meta", "meta"},
+    };
+    private static final String[][] PROG_PINS = {
+        {"sm4j_sockops", "prog_sockops"},
+        {"sm4j_redirect", "prog_redirect"},
+    };
+
+    private final Libbpf bpf;
+    private final Path pinDir;
+    private final Path cgroupDir;
+    private final long cgroupId;
+    private final LockDir locks;
+    private final int socksFd;
+    private final int policyFd;
+    private final int countersFd;
+    private final int stateFd;
+    private final int metaFd;
+    private final int sockopsFd;
+    private final int redirectFd;
+    private final int possibleCpus;
+    private final Map<PolicyRule, Integer> policyRefs = new HashMap<>();
+    private boolean closed;
+
+    private KernelSockmap(Libbpf bpf, Path pinDir, Path cgroupDir, long cgroupId, LockDir locks,
+                          int[] fds, int possibleCpus) {
+        this.bpf = bpf;
+        this.pinDir = pinDir;
+        this.cgroupDir = cgroupDir;
+        this.cgroupId = cgroupId;
+        this.locks = locks;
+        this.socksFd = fds[0];
+        this.policyFd = fds[1];
+        this.countersFd = fds[2];
+        this.stateFd = fds[3];
+        this.metaFd = fds[4];
+        this.sockopsFd = fds[5];
+        this.redirectFd = fds[6];
+        this.possibleCpus = possibleCpus;
+    }
+
+    /**
+     * Opens (or creates) the pinned objects in {@code pinDir} and attaches the sockops program
+     * to {@code cgroupDir}.
+     */
+    public static KernelSockmap open(Libbpf bpf, Path pinDir, Path cgroupDir, int maxSockets)
+            throws IOException {
+        Path cg = cgroupDir.toAbsolutePath().normalize();
+        long cgroupId = Cgroups.id(cg);
+        LockDir locks = LockDir.forPinDir(pinDir);
+        locks.lockSetup();
+        int[] fds = null;
+        try {
+            locks.joinUsers(cgroupId);
+            Files.createDirectories(pinDir, PosixFilePermissions.asFileAttribute(
+                    PosixFilePermissions.fromString("rwxr-x---")));
+            fds = openOrCreatePins(bpf, pinDir, maxSockets);
+            attachCgroup(bpf, pinDir, cg, cgroupId, fds[5]);
+            return new KernelSockmap(bpf, pinDir, cg, cgroupId, locks, fds, bpf.possibleCpus());
+        } catch (IOException | RuntimeException e) {
+            if (fds != null) {
+                for (int fd : fds) {
+                    LibC.close(fd);
+                }
+            }
+            try {
+                teardownIfLast(bpf, pinDir, cgroupId, locks, -1);
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            locks.close();
+            throw e;
+        } finally {
+            locks.unlockSetup();
+        }
+    }
+
+    private static String pin(Path dir, String name) {
+        return dir.resolve(name).toString();
+    }
+
+    private static int[] openOrCreatePins(Libbpf bpf, Path dir, int maxSockets) throws IOException {
+        int present = 0;
+        for (String[] p : MAP_PINS) {
+            present += Files.exists(dir.resolve(p[1])) ? 1 : 0;
+        }
+        for (String[] p : PROG_PINS) {
+            present += Files.exists(dir.resolve(p[1])) ? 1 : 0;
+        }
+        if (present != 0 && present != MAP_PINS.length + PROG_PINS.length) {
+            // A process died half-way through setup (setup runs under the lock, so nobody is in it now).
+            LOG.warn("Removing incomplete pins in {} left by an interrupted setup", dir);
+            unpinObjects(dir);
+            present = 0;
+        }
+        if (present == 0) {
+            createPins(bpf, dir, maxSockets);
+        }
+        int[] fds = new int[MAP_PINS.length + PROG_PINS.length];
+        int i = 0;
+        try {
+            for (String[] p : MAP_PINS) {
+                fds[i++] = getPinned(bpf, pin(dir, p[1]));
+            }
+            for (String[] p : PROG_PINS) {
+                fds[i++] = getPinned(bpf, pin(dir, p[1]));
+            }
+            checkAbi(bpf, dir, fds[4]);
+            return fds;
+        } catch (IOException e) {
+            for (int j = 0; j < i; j++) {
+                LibC.close(fds[j]);
+            }
+            throw e;
+        }
+    }
+
+    private static int getPinned(Libbpf bpf, String path) throws NativeIOException {
+        int fd = bpf.tryGetPinned(path);
+        if (fd < 0) {
+            throw new NativeIOException("bpf_obj_get", -fd, path);
+        }
+        return fd;
+    }
+
+    private static void checkAbi(Libbpf bpf, Path dir, int metaFd) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment val = arena.allocate(ValueLayout.JAVA_INT);
+            int r = bpf.tryMapLookup(metaFd, key, val);
+            if (r < 0) {
+                throw new NativeIOException("bpf_map_lookup_elem(meta)", -r, dir.toString());
+            }
+            int abi = val.get(ValueLayout.JAVA_INT, 0);
+            if (abi != ABI_VERSION) {
+                throw new IOException("the pins in " + dir + " come from another sockmap4j version (ABI "
+                        + abi + ", this library has " + ABI_VERSION + "): stop the processes using them, "
+                        + "or set -Dsockmap4j.pinDir to another directory");
+            }
+        }
+    }
+
+    private static void createPins(Libbpf bpf, Path dir, int maxSockets) throws IOException {
+        byte[] elf = embeddedObject();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(elf.length, 8);
+            MemorySegment.copy(elf, 0, buf, ValueLayout.JAVA_BYTE, 0, elf.length);
+            MemorySegment obj = bpf.openObject(buf);
+            List<String> pinned = new ArrayList<>();
+            try {
+                bpf.setMaxEntries(bpf.findMap(obj, "sm4j_socks"), maxSockets);
+                bpf.loadObject(obj);
+                int socks = bpf.mapFd(bpf.findMap(obj, "sm4j_socks"));
+                int redirect = bpf.programFd(bpf.findProgram(obj, "sm4j_redirect"));
+                bpf.progAttach(redirect, socks, Libbpf.BPF_SK_MSG_VERDICT);
+                MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
+                MemorySegment val = arena.allocateFrom(ValueLayout.JAVA_INT, ABI_VERSION);
+                int r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, "sm4j_meta")), key, val, Libbpf.BPF_ANY);
+                if (r < 0) {
+                    throw new NativeIOException("bpf_map_update_elem(meta)", -r);
+                }
+                // The meta map is pinned last: its pin marks a complete set.
+                for (String[] p : MAP_PINS) {
+                    bpf.pin(bpf.mapFd(bpf.findMap(obj, p[0])), pin(dir, p[1]));
+                    pinned.add(p[1]);
+                }
+                for (String[] p : PROG_PINS) {
+                    bpf.pin(bpf.programFd(bpf.findProgram(obj, p[0])), pin(dir, p[1]));
+                    pinned.add(p[1]);
+                }
+            } catch (IOException | RuntimeException e) {
+                for (String p : pinned) {
+                    Files.deleteIfExists(dir.resolve(p));
+                }
+                throw e;
+            } finally {
+                bpf.closeObject(obj);
+            }
+        }
+        LOG.debug("Loaded the sockmap4j programs and pinned them in {}", dir);
+    }
+
+    /** The compiled BPF object embedded in this jar. */
+    public static byte[] embeddedObject() throws IOException {
+        try (InputStream in = KernelSockmap.class.getResourceAsStream(OBJECT_RESOURCE)) {
+            if (in == null) {
+                throw new IOException("the BPF object " + OBJECT_RESOURCE
+                        + " is missing from the sockmap4j-core jar (a broken build)");
+            }
+            return in.readAllBytes();
+        }
+    }
+
+    private static void attachCgroup(Libbpf bpf, Path dir, Path cgroup, long cgroupId, int sockopsFd)
+            throws IOException {
+        Path link = dir.resolve(linkName(cgroupId));
+        if (Files.exists(link)) {
+            return;
+        }
+        int cgFd = LibC.open(cgroup.toString(), LibC.O_RDONLY | LibC.O_DIRECTORY, 0);
+        try {
+            int linkFd = bpf.linkCreate(sockopsFd, cgFd, Libbpf.BPF_CGROUP_SOCK_OPS);
+            try {
+                bpf.pin(linkFd, link.toString());
+            } finally {
+                LibC.close(linkFd);
+            }
+        } finally {
+            LibC.close(cgFd);
+        }
+        LOG.debug("Attached sm4j_sockops to cgroup {} (id {})", cgroup, cgroupId);
+    }
+
+    private static String linkName(long cgroupId) {
+        return "link_cgroup_" + cgroupId;
+    }
+
+    private static void unpinObjects(Path dir) throws IOException {
+        for (String[] p : PROG_PINS) {
+            Files.deleteIfExists(dir.resolve(p[1]));
+        }
+        for (String[] p : MAP_PINS) {
+            Files.deleteIfExists(dir.resolve(p[1]));
+        }
+    }
+
+    /**
+     * Under the setup lock, having left the user locks: detaches the cgroup link when no other
+     * process of that cgroup remains, and removes the pins when no user remains and no socket is
+     * registered.
+     */
+    private static void teardownIfLast(Libbpf bpf, Path dir, long cgroupId, LockDir locks, int socksFd)
+            throws IOException {
+        if (locks.leaveCgroupAndCheckLast(cgroupId)) {
+            Files.deleteIfExists(dir.resolve(linkName(cgroupId)));
+        }
+        if (!locks.leaveUsersAndCheckLast()) {
+            return;
+        }
+        int registered = socksFd >= 0 ? countKeys(bpf, socksFd, SockKeyLayout.LAYOUT.byteSize()) : 0;
+        if (registered > 0) {
+            LOG.warn("{} sockets are still registered in {}; leaving its pins in place so their unread bytes "
+                    + "are not lost. The next sockmap4j process to close there removes them.", registered, dir);
+            return;
+        }
+        try (var entries = Files.list(dir)) {
+            for (Path p : (Iterable<Path>) entries::iterator) {
+                if (p.getFileName().toString().startsWith("link_cgroup_")) {
+                    // Links of cgroups whose processes all died without closing.
+                    Files.deleteIfExists(p);
+                }
+            }
+        } catch (java.nio.file.NoSuchFileException e) {
+            return;
+        }
+        unpinObjects(dir);
+        try {
+            Files.deleteIfExists(dir);
+        } catch (java.nio.file.DirectoryNotEmptyException e) {
+            LOG.warn("{} holds files sockmap4j did not create; leaving the directory", dir);
+        }
+        locks.removeFiles();
+    }
+
+    /**
+     * Removes every pin in {@code dir} (cgroup links, programs, maps) and the directory,
+     * whoever uses them. Connections in the SOCKHASH leave the fast path; redirected bytes
+     * their readers have not read yet may be lost. For operators and test clean-up.
+     *
+     * @return how many pins were removed
+     */
+    public static int forceRemove(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return 0;
+        }
+        LockDir locks = LockDir.forPinDir(dir);
+        locks.lockSetup();
+        try {
+            int n = 0;
+            try (var entries = Files.list(dir)) {
+                for (Path p : (Iterable<Path>) entries::iterator) {
+                    if (p.getFileName().toString().startsWith("link_cgroup_")) {
+                        n += Files.deleteIfExists(p) ? 1 : 0;
+                    }
+                }
+            }
+            for (String[] p : PROG_PINS) {
+                n += Files.deleteIfExists(dir.resolve(p[1])) ? 1 : 0;
+            }
+            for (String[] p : MAP_PINS) {
+                n += Files.deleteIfExists(dir.resolve(p[1])) ? 1 : 0;
+            }
+            Files.deleteIfExists(dir);
+            locks.removeFiles();
+            return n;
+        } finally {
+            locks.unlockSetup();
+            locks.close();
+        }
+    }
+
+    static int countKeys(Libbpf bpf, int mapFd, long keySize) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(keySize, 8);
+            MemorySegment b = arena.allocate(keySize, 8);
+            int n = 0;
+            MemorySegment prev = MemorySegment.NULL;
+            while (bpf.tryMapNextKey(mapFd, prev, b) == 0) {
+                n++;
+                MemorySegment.copy(b, 0, a, 0, keySize);
+                prev = a;
+            }
+            return n;
+        }
+    }
+
+    public Path pinDir() {
+        return pinDir;
+    }
+
+    public Path cgroupDir() {
+        return cgroupDir;
+    }
+
+    public long cgroupId() {
+        return cgroupId;
+    }
+
+    /** A policy rule: a server port, optionally limited to a server address prefix. */
+    public record PolicyRule(int port, String prefixHex, int bits) {
+    }
+
+    /**
+     * Opts a server endpoint in. Rules are counted in this process: the entry leaves the kernel
+     * when the last {@link #optOut} of the same rule runs.
+     */
+    public synchronized PolicyRule optIn(int port, InetAddress network, int bits) throws IOException {
+        ensureOpen();
+        byte[] addr = network == null ? new byte[16] : SockKeyLayout.mapped(network);
+        int addrBits = network == null ? 0 : bits;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
+            PolicyKeyLayout.fill(key, port, addr, addrBits);
+            PolicyRule rule = new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)),
+                    addrBits);
+            Integer refs = policyRefs.get(rule);
+            if (refs == null) {
+                MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+                int r = bpf.tryMapUpdate(policyFd, key, val, Libbpf.BPF_ANY);
+                if (r < 0) {
+                    throw new NativeIOException("bpf_map_update_elem(policy)", -r,
+                            -r == Errno.ENOSPC || -r == Errno.E2BIG
+                                    ? "the policy map is full: opt out unused ports" : "port " + port);
+                }
+                refs = 0;
+            }
+            policyRefs.put(rule, refs + 1);
+            return rule;
+        }
+    }
+
+    public synchronized void optOut(PolicyRule rule) {
+        Integer refs = policyRefs.get(rule);
+        if (refs == null || closed) {
+            return;
+        }
+        if (refs > 1) {
+            policyRefs.put(rule, refs - 1);
+            return;
+        }
+        policyRefs.remove(rule);
+        deletePolicy(rule);
+    }
+
+    private void deletePolicy(PolicyRule rule) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
+            int r = bpf.tryMapDelete(policyFd, key);
+            if (r < 0 && -r != Errno.ENOENT) {
+                LOG.warn("Could not remove the policy entry for port {}: {}", rule.port(), Errno.describe(-r));
+            }
+        }
+    }
+
+    /** Whether a policy entry matches this server endpoint (as the kernel decides it). */
+    public boolean policyAllows(InetAddress server, int port) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
+            PolicyKeyLayout.fill(key, port, SockKeyLayout.mapped(server), 128);
+            return bpf.tryMapLookup(policyFd, key, arena.allocate(PolicyKeyLayout.VALUE)) == 0;
+        }
+    }
+
+    /**
+     * The socket cookie stored under this key, or 0 when the key is absent.
+     */
+    public long lookupSocket(InetAddress local, int localPort, InetAddress remote, int remotePort, long netns) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(SockKeyLayout.LAYOUT);
+            SockKeyLayout.fill(key, local, localPort, remote, remotePort, netns);
+            MemorySegment val = arena.allocate(ValueLayout.JAVA_LONG);
+            return bpf.tryMapLookup(socksFd, key, val) == 0 ? val.get(ValueLayout.JAVA_LONG, 0) : 0L;
+        }
+    }
+
+    /** The sm4j_sock_state flags of a socket of this process (0 when it has none). */
+    public int socketFlags(int socketFd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
+            MemorySegment val = arena.allocate(8, 4);
+            return bpf.tryMapLookup(stateFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, 0) : 0;
+        }
+    }
+
+    /** How many sockets the SOCKHASH holds now. */
+    public int registeredSockets() {
+        return countKeys(bpf, socksFd, SockKeyLayout.LAYOUT.byteSize());
+    }
+
+    /** The per-CPU counters, summed. */
+    public long[] counters() {
+        long[] out = new long[Counter.values().length];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment val = arena.allocate(8L * possibleCpus, 8);
+            for (Counter c : Counter.values()) {
+                key.set(ValueLayout.JAVA_INT, 0, c.ordinal());
+                if (bpf.tryMapLookup(countersFd, key, val) == 0) {
+                    long sum = 0;
+                    for (int cpu = 0; cpu < possibleCpus; cpu++) {
+                        sum += val.getAtIndex(ValueLayout.JAVA_LONG, cpu);
+                    }
+                    out[c.ordinal()] = sum;
+                }
+            }
+        }
+        return out;
+    }
+
+    public int sockopsProgramFd() {
+        return sockopsFd;
+    }
+
+    public int redirectProgramFd() {
+        return redirectFd;
+    }
+
+    private void ensureOpen() throws IOException {
+        if (closed) {
+            throw new IOException("the sockmap4j kernel handle for " + pinDir + " is closed");
+        }
+    }
+
+    @Override
+    public synchronized void close() throws IOException {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (PolicyRule rule : policyRefs.keySet()) {
+            deletePolicy(rule);
+        }
+        policyRefs.clear();
+        locks.lockSetup();
+        try {
+            teardownIfLast(bpf, pinDir, cgroupId, locks, socksFd);
+        } finally {
+            for (int fd : new int[] {socksFd, policyFd, countersFd, stateFd, metaFd, sockopsFd, redirectFd}) {
+                LibC.close(fd);
+            }
+            locks.unlockSetup();
+            locks.close();
+        }
+    }
+}

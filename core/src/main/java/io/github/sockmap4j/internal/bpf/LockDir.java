@@ -1,0 +1,122 @@
+package io.github.sockmap4j.internal.bpf;
+
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+
+/**
+ * flock(2) files that tell processes sharing a pin directory about each other (bpffs holds no
+ * regular files, so they live under /run/sockmap4j). A lock dies with its process, so a crash
+ * never leaves a stale holder.
+ *
+ * <p><b>Note:</b> not threadsafe; {@link KernelSockmap} serialises its use.
+ */
+final class LockDir implements AutoCloseable {
+    private final Path dir;
+    private int setupFd = -1;
+    private int usersFd = -1;
+    private int cgroupFd = -1;
+
+    private LockDir(Path dir) {
+        this.dir = dir;
+    }
+
+    static LockDir forPinDir(Path pinDir) throws IOException {
+        String name = pinDir.toAbsolutePath().normalize().toString().replace('/', '_');
+        Path base = Path.of(System.getProperty("sockmap4j.lockDir", "/run/sockmap4j"));
+        Path dir = base.resolve(name);
+        Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-x---")));
+        return new LockDir(dir);
+    }
+
+    private int openLock(String name) throws NativeIOException {
+        return LibC.open(dir.resolve(name).toString(), LibC.O_RDWR | LibC.O_CREAT, 0640);
+    }
+
+    private static void lock(int fd, int op, String what) throws NativeIOException {
+        while (true) {
+            int r = LibC.tryFlock(fd, op);
+            if (r == 0) {
+                return;
+            }
+            if (-r != Errno.EINTR) {
+                throw new NativeIOException("flock", -r, what);
+            }
+        }
+    }
+
+    void lockSetup() throws NativeIOException {
+        setupFd = openLock("setup.lock");
+        lock(setupFd, LibC.LOCK_EX, "setup.lock");
+    }
+
+    void unlockSetup() {
+        LibC.close(setupFd);
+        setupFd = -1;
+    }
+
+    void joinUsers(long cgroupId) throws NativeIOException {
+        usersFd = openLock("users.lock");
+        lock(usersFd, LibC.LOCK_SH, "users.lock");
+        cgroupFd = openLock("cgroup-" + cgroupId + ".lock");
+        lock(cgroupFd, LibC.LOCK_SH, "cgroup lock");
+    }
+
+    /** Leaves the cgroup's users; true when nobody else holds the lock now. */
+    boolean leaveCgroupAndCheckLast(long cgroupId) throws NativeIOException {
+        return leaveAndCheckLast(cgroupFd, "cgroup-" + cgroupId + ".lock", true);
+    }
+
+    boolean leaveUsersAndCheckLast() throws NativeIOException {
+        return leaveAndCheckLast(usersFd, "users.lock", false);
+    }
+
+    private boolean leaveAndCheckLast(int heldFd, String name, boolean cgroup) throws NativeIOException {
+        if (heldFd >= 0) {
+            LibC.close(heldFd);
+        }
+        if (cgroup) {
+            cgroupFd = -1;
+        } else {
+            usersFd = -1;
+        }
+        int fd = openLock(name);
+        try {
+            boolean last = LibC.tryFlock(fd, LibC.LOCK_EX | LibC.LOCK_NB) == 0;
+            if (last && cgroup) {
+                Files.deleteIfExists(dir.resolve(name));
+            }
+            return last;
+        } catch (IOException e) {
+            return true;
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
+    /** Removes the lock files once the pins are gone (called under the setup lock). */
+    void removeFiles() {
+        try (var files = Files.list(dir)) {
+            for (Path p : (Iterable<Path>) files::iterator) {
+                if (!p.getFileName().toString().equals("setup.lock")) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        } catch (IOException ignored) {
+            // Lock files are harmless leftovers.
+        }
+    }
+
+    @Override
+    public void close() {
+        LibC.close(usersFd);
+        LibC.close(cgroupFd);
+        usersFd = -1;
+        cgroupFd = -1;
+    }
+}

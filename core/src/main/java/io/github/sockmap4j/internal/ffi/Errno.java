@@ -1,0 +1,58 @@
+package io.github.sockmap4j.internal.ffi;
+
+/** errno values this library reacts to (x86_64 and aarch64 Linux share them). */
+public final class Errno {
+    public static final int EPERM = 1;
+    public static final int ENOENT = 2;
+    public static final int EINTR = 4;
+    public static final int E2BIG = 7;
+    public static final int EBADF = 9;
+    public static final int EAGAIN = 11;
+    public static final int ENOMEM = 12;
+    public static final int EACCES = 13;
+    public static final int EBUSY = 16;
+    public static final int EEXIST = 17;
+    public static final int EINVAL = 22;
+    public static final int ENOSPC = 28;
+    public static final int EPIPE = 32;
+    public static final int EOPNOTSUPP = 95;
+    public static final int EADDRINUSE = 98;
+    public static final int ECONNRESET = 104;
+    public static final int EISCONN = 106;
+    public static final int ENOTCONN = 107;
+    public static final int ECONNREFUSED = 111;
+    public static final int EALREADY = 114;
+    public static final int EINPROGRESS = 115;
+
+    private Errno() {
+    }
+
+    /** "ENOENT (No such file or directory)", from the C library's own text. */
+    public static String describe(int errno) {
+        String name = switch (errno) {
+            case EPERM -> "EPERM";
+            case ENOENT -> "ENOENT";
+            case EINTR -> "EINTR";
+            case E2BIG -> "E2BIG";
+            case EBADF -> "EBADF";
+            case EAGAIN -> "EAGAIN";
+            case ENOMEM -> "ENOMEM";
+            case EACCES -> "EACCES";
+            case EBUSY -> "EBUSY";
+            case EEXIST -> "EEXIST";
+            case EINVAL -> "EINVAL";
+            case ENOSPC -> "ENOSPC";
+            case EPIPE -> "EPIPE";
+            case EOPNOTSUPP -> "EOPNOTSUPP";
+            case EADDRINUSE -> "EADDRINUSE";
+            case ECONNRESET -> "ECONNRESET";
+            case EISCONN -> "EISCONN";
+            case ENOTCONN -> "ENOTCONN";
+            case ECONNREFUSED -> "ECONNREFUSED";
+            case EALREADY -> "EALREADY";
+            case EINPROGRESS -> "EINPROGRESS";
+            default -> "errno " + errno;
+        };
+        return name + " (" + LibC.strerror(errno) + ")";
+    }
+}

@@ -1,0 +1,486 @@
+package io.github.sockmap4j.internal.ffi;
+
+import static io.github.sockmap4j.internal.ffi.Native.C_INT;
+import static io.github.sockmap4j.internal.ffi.Native.C_LONG;
+import static io.github.sockmap4j.internal.ffi.Native.C_PTR;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * Every C library call sockmap4j makes. Each wrapper returns the call's result and throws
+ * {@link NativeIOException} naming the call and the errno when it fails; the {@code try*}
+ * variants return {@code -errno} instead, for callers that handle EAGAIN and friends.
+ *
+ * <p><b>Note:</b> this class is threadsafe; errno is captured per thread.
+ */
+@SuppressWarnings("restricted")
+public final class LibC {
+    public static final int AF_INET = 2;
+    public static final int AF_INET6 = 10;
+    public static final int SOCK_STREAM = 1;
+    public static final int SOCK_NONBLOCK = 0x800;
+    public static final int SOCK_CLOEXEC = 0x80000;
+    public static final int IPPROTO_TCP = 6;
+    public static final int IPPROTO_IPV6 = 41;
+    public static final int SOL_SOCKET = 1;
+    public static final int SO_REUSEADDR = 2;
+    public static final int SO_ERROR = 4;
+    public static final int SO_SNDBUF = 7;
+    public static final int SO_RCVBUF = 8;
+    public static final int SO_KEEPALIVE = 9;
+    public static final int SO_LINGER = 13;
+    public static final int SO_REUSEPORT = 15;
+    public static final int SO_COOKIE = 57;
+    public static final int SO_NETNS_COOKIE = 71;
+    public static final int TCP_NODELAY = 1;
+    public static final int IPV6_V6ONLY = 26;
+    public static final int SHUT_RD = 0;
+    public static final int SHUT_WR = 1;
+    public static final int SHUT_RDWR = 2;
+    public static final int MSG_NOSIGNAL = 0x4000;
+    public static final int MSG_DONTWAIT = 0x40;
+    public static final long FIONREAD = 0x541B;
+    public static final short POLLIN = 0x1;
+    public static final short POLLOUT = 0x4;
+    public static final short POLLERR = 0x8;
+    public static final short POLLHUP = 0x10;
+    public static final int EPOLL_CLOEXEC = 0x80000;
+    public static final int EPOLL_CTL_ADD = 1;
+    public static final int EPOLL_CTL_DEL = 2;
+    public static final int EPOLL_CTL_MOD = 3;
+    public static final int EPOLLIN = 0x1;
+    public static final int EPOLLOUT = 0x4;
+    public static final int EPOLLERR = 0x8;
+    public static final int EPOLLHUP = 0x10;
+    public static final int EPOLLRDHUP = 0x2000;
+    public static final int EPOLLET = 1 << 31;
+    public static final int EFD_NONBLOCK = 0x800;
+    public static final int EFD_CLOEXEC = 0x80000;
+    public static final int O_RDONLY = 0;
+    public static final int O_RDWR = 2;
+    public static final int O_CREAT = 0x40;
+    public static final int O_DIRECTORY = 0x10000;
+    public static final int O_CLOEXEC = 0x80000;
+    public static final int LOCK_SH = 1;
+    public static final int LOCK_EX = 2;
+    public static final int LOCK_NB = 4;
+    public static final int LOCK_UN = 8;
+
+    private static final SymbolLookup LIBC = Native.LINKER.defaultLookup();
+
+    private static final MethodHandle SOCKET = Native.downcall(LIBC, "socket",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
+    private static final MethodHandle BIND = Native.downcall(LIBC, "bind",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT));
+    private static final MethodHandle LISTEN = Native.downcall(LIBC, "listen",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle ACCEPT4 = Native.downcall(LIBC, "accept4",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR, C_INT));
+    private static final MethodHandle CONNECT = Native.downcall(LIBC, "connect",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT));
+    private static final MethodHandle GETSOCKNAME = Native.downcall(LIBC, "getsockname",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
+    private static final MethodHandle GETPEERNAME = Native.downcall(LIBC, "getpeername",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
+    private static final MethodHandle SETSOCKOPT = Native.downcall(LIBC, "setsockopt",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR, C_INT));
+    private static final MethodHandle GETSOCKOPT = Native.downcall(LIBC, "getsockopt",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR, C_PTR));
+    private static final MethodHandle RECV = Native.downcall(LIBC, "recv",
+            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT));
+    private static final MethodHandle SEND = Native.downcall(LIBC, "send",
+            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT));
+    /*
+     * Heap arrays go to recv/send without a copy: the socket is non-blocking, so the call is
+     * short, which is what a critical downcall with heap access requires.
+     */
+    private static final MethodHandle RECV_HEAP = Native.downcall(LIBC, "recv",
+            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT), Linker.Option.critical(true));
+    private static final MethodHandle SEND_HEAP = Native.downcall(LIBC, "send",
+            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT), Linker.Option.critical(true));
+    private static final MethodHandle SHUTDOWN = Native.downcall(LIBC, "shutdown",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle CLOSE = Native.downcall(LIBC, "close",
+            FunctionDescriptor.of(C_INT, C_INT));
+    private static final MethodHandle POLL = Native.downcall(LIBC, "poll",
+            FunctionDescriptor.of(C_INT, C_PTR, C_LONG, C_INT));
+    private static final MethodHandle IOCTL = Native.downcall(LIBC, "ioctl",
+            FunctionDescriptor.of(C_INT, C_INT, C_LONG, C_PTR), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle EPOLL_CREATE1 = Native.downcall(LIBC, "epoll_create1",
+            FunctionDescriptor.of(C_INT, C_INT));
+    private static final MethodHandle EPOLL_CTL = Native.downcall(LIBC, "epoll_ctl",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
+    private static final MethodHandle EPOLL_WAIT = Native.downcall(LIBC, "epoll_wait",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT, C_INT));
+    private static final MethodHandle EVENTFD = Native.downcall(LIBC, "eventfd",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle READ = Native.downcall(LIBC, "read",
+            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG));
+    private static final MethodHandle WRITE = Native.downcall(LIBC, "write",
+            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG));
+    private static final MethodHandle OPEN = Native.downcall(LIBC, "open",
+            FunctionDescriptor.of(C_INT, C_PTR, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle FLOCK = Native.downcall(LIBC, "flock",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle MOUNT = Native.downcall(LIBC, "mount",
+            FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR, C_LONG, C_PTR));
+    private static final MethodHandle STRERROR = Native.plain(LIBC, "strerror",
+            FunctionDescriptor.of(C_PTR, C_INT));
+
+    private LibC() {
+    }
+
+    private static int check(String op, int res, MemorySegment state) throws NativeIOException {
+        if (res < 0) {
+            throw new NativeIOException(op, Native.errno(state));
+        }
+        return res;
+    }
+
+    private static long check(String op, long res, MemorySegment state) throws NativeIOException {
+        if (res < 0) {
+            throw new NativeIOException(op, Native.errno(state));
+        }
+        return res;
+    }
+
+    public static String strerror(int errno) {
+        try {
+            MemorySegment s = (MemorySegment) STRERROR.invokeExact(errno);
+            return s.reinterpret(256).getString(0);
+        } catch (Throwable t) {
+            return "errno " + errno;
+        }
+    }
+
+    public static int socket(int family, int type, int protocol) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            return check("socket", (int) SOCKET.invokeExact(st, family, type, protocol), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static void bind(int fd, MemorySegment addr) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            check("bind", (int) BIND.invokeExact(st, fd, addr, (int) addr.byteSize()), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static void listen(int fd, int backlog) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            check("listen", (int) LISTEN.invokeExact(st, fd, backlog), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** accept4 with SOCK_NONBLOCK|SOCK_CLOEXEC; {@code -errno} on failure. */
+    public static int tryAccept(int fd) {
+        MemorySegment st = Native.callState();
+        try {
+            int res = (int) ACCEPT4.invokeExact(st, fd, MemorySegment.NULL, MemorySegment.NULL,
+                    SOCK_NONBLOCK | SOCK_CLOEXEC);
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** connect; 0 on success, {@code -errno} on failure. */
+    public static int tryConnect(int fd, MemorySegment addr) {
+        MemorySegment st = Native.callState();
+        try {
+            int res = (int) CONNECT.invokeExact(st, fd, addr, (int) addr.byteSize());
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Fills {@code addr} (at least 28 bytes) and returns the address length. */
+    public static int getsockname(int fd, MemorySegment addr) throws NativeIOException {
+        return sockName("getsockname", GETSOCKNAME, fd, addr);
+    }
+
+    public static int getpeername(int fd, MemorySegment addr) throws NativeIOException {
+        return sockName("getpeername", GETPEERNAME, fd, addr);
+    }
+
+    private static int sockName(String op, MethodHandle mh, int fd, MemorySegment addr)
+            throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment len = arena.allocate(ValueLayout.JAVA_INT);
+            len.set(ValueLayout.JAVA_INT, 0, (int) addr.byteSize());
+            check(op, (int) mh.invokeExact(st, fd, addr, len), st);
+            return len.get(ValueLayout.JAVA_INT, 0);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static void setsockoptInt(int fd, int level, int name, int value) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocateFrom(ValueLayout.JAVA_INT, value);
+            check("setsockopt(" + level + "," + name + ")",
+                    (int) SETSOCKOPT.invokeExact(st, fd, level, name, v, 4), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static void setsockopt(int fd, int level, int name, MemorySegment value) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            check("setsockopt(" + level + "," + name + ")",
+                    (int) SETSOCKOPT.invokeExact(st, fd, level, name, value, (int) value.byteSize()), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static int getsockoptInt(int fd, int level, int name) throws NativeIOException {
+        return (int) getsockopt(fd, level, name, 4);
+    }
+
+    public static long getsockoptLong(int fd, int level, int name) throws NativeIOException {
+        return getsockopt(fd, level, name, 8);
+    }
+
+    private static long getsockopt(int fd, int level, int name, int size) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(8, 8);
+            MemorySegment len = arena.allocateFrom(ValueLayout.JAVA_INT, size);
+            check("getsockopt(" + level + "," + name + ")",
+                    (int) GETSOCKOPT.invokeExact(st, fd, level, name, v, len), st);
+            return size == 8 ? v.get(ValueLayout.JAVA_LONG, 0) : v.get(ValueLayout.JAVA_INT, 0);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** recv into native or heap memory; bytes read, 0 at end of stream, {@code -errno} on failure. */
+    public static long tryRecv(int fd, MemorySegment buf, int flags) {
+        MemorySegment st = Native.callState();
+        try {
+            long res = buf.isNative()
+                    ? (long) RECV.invokeExact(st, fd, buf, buf.byteSize(), flags)
+                    : (long) RECV_HEAP.invokeExact(st, fd, buf, buf.byteSize(), flags);
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** send from native or heap memory, with MSG_NOSIGNAL; bytes sent or {@code -errno}. */
+    public static long trySend(int fd, MemorySegment buf, int flags) {
+        MemorySegment st = Native.callState();
+        try {
+            long res = buf.isNative()
+                    ? (long) SEND.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_NOSIGNAL)
+                    : (long) SEND_HEAP.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_NOSIGNAL);
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** shutdown; ENOTCONN is not an error here (the peer may be gone already). */
+    public static void shutdown(int fd, int how) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            int res = (int) SHUTDOWN.invokeExact(st, fd, how);
+            if (res < 0 && Native.errno(st) != Errno.ENOTCONN) {
+                throw new NativeIOException("shutdown", Native.errno(st));
+            }
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** close, ignoring errors (there is nothing a caller can do about them). */
+    public static void close(int fd) {
+        if (fd < 0) {
+            return;
+        }
+        MemorySegment st = Native.callState();
+        try {
+            int res = (int) CLOSE.invokeExact(st, fd);
+            assert res == 0 || Native.errno(st) != Errno.EBADF : "close of a bad fd " + fd;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** poll one fd; the returned revents, 0 on timeout, {@code -errno} on failure. */
+    public static int tryPoll(int fd, short events, int timeoutMillis) {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pfd = arena.allocate(8, 4);
+            pfd.set(ValueLayout.JAVA_INT, 0, fd);
+            pfd.set(ValueLayout.JAVA_SHORT, 4, events);
+            int res = (int) POLL.invokeExact(st, pfd, 1L, timeoutMillis);
+            if (res < 0) {
+                return -Native.errno(st);
+            }
+            return res == 0 ? 0 : pfd.get(ValueLayout.JAVA_SHORT, 6) & 0xffff;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** FIONREAD: bytes the next read would return. */
+    public static int fionread(int fd) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(ValueLayout.JAVA_INT);
+            check("ioctl(FIONREAD)", (int) IOCTL.invokeExact(st, fd, FIONREAD, v), st);
+            return v.get(ValueLayout.JAVA_INT, 0);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static int epollCreate() throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            return check("epoll_create1", (int) EPOLL_CREATE1.invokeExact(st, EPOLL_CLOEXEC), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** epoll_ctl with data = fd; {@code -errno} on failure. */
+    public static int tryEpollCtl(int epfd, int op, int fd, int events) {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment ev = arena.allocate(EpollEvent.SIZE, 4);
+            EpollEvent.set(ev, 0, events, fd);
+            int res = (int) EPOLL_CTL.invokeExact(st, epfd, op, fd, ev);
+            return res < 0 ? -Native.errno(st) : 0;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** epoll_wait into {@code events} (an array of {@link EpollEvent}); count or {@code -errno}. */
+    public static int tryEpollWait(int epfd, MemorySegment events, int timeoutMillis) {
+        MemorySegment st = Native.callState();
+        try {
+            int res = (int) EPOLL_WAIT.invokeExact(st, epfd, events,
+                    (int) (events.byteSize() / EpollEvent.SIZE), timeoutMillis);
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static int eventfd() throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            return check("eventfd", (int) EVENTFD.invokeExact(st, 0, EFD_NONBLOCK | EFD_CLOEXEC), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** read; bytes or {@code -errno}. */
+    public static long tryRead(int fd, MemorySegment buf) {
+        MemorySegment st = Native.callState();
+        try {
+            long res = (long) READ.invokeExact(st, fd, buf, buf.byteSize());
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** write; bytes or {@code -errno}. */
+    public static long tryWrite(int fd, MemorySegment buf) {
+        MemorySegment st = Native.callState();
+        try {
+            long res = (long) WRITE.invokeExact(st, fd, buf, buf.byteSize());
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static int open(String path, int flags, int mode) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment p = arena.allocateFrom(path);
+            int res = (int) OPEN.invokeExact(st, p, flags | O_CLOEXEC, mode);
+            if (res < 0) {
+                throw new NativeIOException("open", Native.errno(st), path);
+            }
+            return res;
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** flock; 0, or {@code -errno} (EAGAIN when LOCK_NB and held elsewhere). */
+    public static int tryFlock(int fd, int op) {
+        MemorySegment st = Native.callState();
+        try {
+            int res = (int) FLOCK.invokeExact(st, fd, op);
+            return res < 0 ? -Native.errno(st) : 0;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static void mount(String source, String target, String fstype) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            int res = (int) MOUNT.invokeExact(st, arena.allocateFrom(source), arena.allocateFrom(target),
+                    arena.allocateFrom(fstype), 0L, MemorySegment.NULL);
+            if (res < 0) {
+                throw new NativeIOException("mount -t " + fstype, Native.errno(st), target);
+            }
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+}

@@ -1,0 +1,382 @@
+package io.github.sockmap4j.internal.ffi;
+
+import static io.github.sockmap4j.internal.ffi.Native.C_INT;
+import static io.github.sockmap4j.internal.ffi.Native.C_LONG;
+import static io.github.sockmap4j.internal.ffi.Native.C_PTR;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The part of libbpf 1.x ({@code libbpf.so.1}) sockmap4j uses. libbpf 1.x returns
+ * {@code -errno} from int-returning calls and NULL with errno set from pointer-returning
+ * ones; both become a {@link NativeIOException} naming the call.
+ *
+ * <p>Load with {@link #load()}: it fails with a readable cause when libbpf is missing, which
+ * the availability probe reports.
+ */
+@SuppressWarnings("restricted")
+public final class Libbpf {
+    public static final int BPF_MAP_TYPE_SOCKHASH = 18;
+    public static final int BPF_MAP_TYPE_SK_STORAGE = 24;
+    public static final int BPF_PROG_TYPE_SOCK_OPS = 13;
+    public static final int BPF_PROG_TYPE_SK_MSG = 16;
+    public static final int BPF_CGROUP_SOCK_OPS = 3;
+    public static final int BPF_SK_MSG_VERDICT = 7;
+    public static final long BPF_ANY = 0;
+    public static final long BPF_NOEXIST = 1;
+
+    private static final Logger LOG = LoggerFactory.getLogger("io.github.sockmap4j.libbpf");
+    private static volatile Libbpf instance;
+
+    private final MethodHandle objectOpenMem;
+    private final MethodHandle objectFindMap;
+    private final MethodHandle mapSetMaxEntries;
+    private final MethodHandle objectLoad;
+    private final MethodHandle objectFindProgram;
+    private final MethodHandle programFd;
+    private final MethodHandle mapFd;
+    private final MethodHandle objectClose;
+    private final MethodHandle objPin;
+    private final MethodHandle objGet;
+    private final MethodHandle progAttach;
+    private final MethodHandle progDetach2;
+    private final MethodHandle linkCreate;
+    private final MethodHandle mapUpdate;
+    private final MethodHandle mapLookup;
+    private final MethodHandle mapDelete;
+    private final MethodHandle mapNextKey;
+    private final MethodHandle probeMapType;
+    private final MethodHandle probeProgType;
+    private final MethodHandle numPossibleCpus;
+
+    private Libbpf(SymbolLookup lib) {
+        objectOpenMem = Native.downcall(lib, "bpf_object__open_mem",
+                FunctionDescriptor.of(C_PTR, C_PTR, C_LONG, C_PTR));
+        objectFindMap = Native.plain(lib, "bpf_object__find_map_by_name",
+                FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
+        mapSetMaxEntries = Native.plain(lib, "bpf_map__set_max_entries",
+                FunctionDescriptor.of(C_INT, C_PTR, C_INT));
+        objectLoad = Native.plain(lib, "bpf_object__load", FunctionDescriptor.of(C_INT, C_PTR));
+        objectFindProgram = Native.plain(lib, "bpf_object__find_program_by_name",
+                FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
+        programFd = Native.plain(lib, "bpf_program__fd", FunctionDescriptor.of(C_INT, C_PTR));
+        mapFd = Native.plain(lib, "bpf_map__fd", FunctionDescriptor.of(C_INT, C_PTR));
+        objectClose = Native.plain(lib, "bpf_object__close", FunctionDescriptor.ofVoid(C_PTR));
+        objPin = Native.plain(lib, "bpf_obj_pin", FunctionDescriptor.of(C_INT, C_INT, C_PTR));
+        objGet = Native.plain(lib, "bpf_obj_get", FunctionDescriptor.of(C_INT, C_PTR));
+        progAttach = Native.plain(lib, "bpf_prog_attach",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_INT));
+        progDetach2 = Native.plain(lib, "bpf_prog_detach2",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
+        linkCreate = Native.plain(lib, "bpf_link_create",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
+        mapUpdate = Native.plain(lib, "bpf_map_update_elem",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR, C_LONG));
+        mapLookup = Native.plain(lib, "bpf_map_lookup_elem",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
+        mapDelete = Native.plain(lib, "bpf_map_delete_elem",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR));
+        mapNextKey = Native.plain(lib, "bpf_map_get_next_key",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
+        probeMapType = Native.plain(lib, "libbpf_probe_bpf_map_type",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR));
+        probeProgType = Native.plain(lib, "libbpf_probe_bpf_prog_type",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR));
+        numPossibleCpus = Native.plain(lib, "libbpf_num_possible_cpus", FunctionDescriptor.of(C_INT));
+        installPrintCallback(lib);
+    }
+
+    /**
+     * libbpf.so.1, loaded once.
+     *
+     * @throws UnsatisfiedLinkError naming what to install when it is missing
+     */
+    public static Libbpf load() {
+        Libbpf l = instance;
+        if (l == null) {
+            synchronized (Libbpf.class) {
+                l = instance;
+                if (l == null) {
+                    SymbolLookup lib;
+                    try {
+                        lib = SymbolLookup.libraryLookup("libbpf.so.1", Arena.global());
+                    } catch (IllegalArgumentException e) {
+                        UnsatisfiedLinkError err = new UnsatisfiedLinkError(
+                                "libbpf.so.1 not found: install libbpf 1.x (Debian/Ubuntu: apt-get install libbpf1)");
+                        err.initCause(e);
+                        throw err;
+                    }
+                    l = new Libbpf(lib);
+                    instance = l;
+                }
+            }
+        }
+        return l;
+    }
+
+    private static int ret(String op, int res) throws NativeIOException {
+        if (res < 0) {
+            throw new NativeIOException(op, -res);
+        }
+        return res;
+    }
+
+    /** Opens an ELF object from memory (not yet loaded into the kernel). */
+    public MemorySegment openObject(MemorySegment elf) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            MemorySegment obj = (MemorySegment) objectOpenMem.invokeExact(st, elf, elf.byteSize(),
+                    MemorySegment.NULL);
+            if (obj.equals(MemorySegment.NULL)) {
+                throw new NativeIOException("bpf_object__open_mem", Native.errno(st));
+            }
+            return obj;
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public MemorySegment findMap(MemorySegment obj, String name) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment m = (MemorySegment) objectFindMap.invokeExact(obj, arena.allocateFrom(name));
+            if (m.equals(MemorySegment.NULL)) {
+                throw new NativeIOException("bpf_object__find_map_by_name", Errno.ENOENT, name);
+            }
+            return m;
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public MemorySegment findProgram(MemorySegment obj, String name) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment p = (MemorySegment) objectFindProgram.invokeExact(obj, arena.allocateFrom(name));
+            if (p.equals(MemorySegment.NULL)) {
+                throw new NativeIOException("bpf_object__find_program_by_name", Errno.ENOENT, name);
+            }
+            return p;
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public void setMaxEntries(MemorySegment map, int n) throws NativeIOException {
+        try {
+            ret("bpf_map__set_max_entries", (int) mapSetMaxEntries.invokeExact(map, n));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Loads every program and creates every map; the verifier's log goes to the debug logger. */
+    public void loadObject(MemorySegment obj) throws NativeIOException {
+        try {
+            ret("bpf_object__load", (int) objectLoad.invokeExact(obj));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public int programFd(MemorySegment prog) throws NativeIOException {
+        try {
+            return ret("bpf_program__fd", (int) programFd.invokeExact(prog));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public int mapFd(MemorySegment map) throws NativeIOException {
+        try {
+            return ret("bpf_map__fd", (int) mapFd.invokeExact(map));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Frees libbpf's object; fds already taken with dup semantics stay with their owner. */
+    public void closeObject(MemorySegment obj) {
+        try {
+            objectClose.invokeExact(obj);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public void pin(int fd, String path) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            int res = (int) objPin.invokeExact(fd, arena.allocateFrom(path));
+            if (res < 0) {
+                throw new NativeIOException("bpf_obj_pin", -res, path);
+            }
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Opens a pinned object; {@code -errno} (ENOENT when absent). */
+    public int tryGetPinned(String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) objGet.invokeExact(arena.allocateFrom(path));
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public void progAttach(int progFd, int targetFd, int attachType) throws NativeIOException {
+        try {
+            ret("bpf_prog_attach", (int) progAttach.invokeExact(progFd, targetFd, attachType, 0));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public int tryProgDetach(int progFd, int targetFd, int attachType) {
+        try {
+            return (int) progDetach2.invokeExact(progFd, targetFd, attachType);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** A BPF link: the attachment lives as long as the link fd or its pin. */
+    public int linkCreate(int progFd, int targetFd, int attachType) throws NativeIOException {
+        try {
+            return ret("bpf_link_create",
+                    (int) linkCreate.invokeExact(progFd, targetFd, attachType, MemorySegment.NULL));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Update; 0 or {@code -errno} (E2BIG/ENOSPC when full, EEXIST with BPF_NOEXIST). */
+    public int tryMapUpdate(int fd, MemorySegment key, MemorySegment value, long flags) {
+        try {
+            return (int) mapUpdate.invokeExact(fd, key, value, flags);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Lookup; 0 or {@code -errno} (ENOENT when absent). */
+    public int tryMapLookup(int fd, MemorySegment key, MemorySegment value) {
+        try {
+            return (int) mapLookup.invokeExact(fd, key, value);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Delete; 0 or {@code -errno} (ENOENT when absent). */
+    public int tryMapDelete(int fd, MemorySegment key) {
+        try {
+            return (int) mapDelete.invokeExact(fd, key);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** Next key after {@code key} (NULL for the first); 0 or {@code -errno} (ENOENT at the end). */
+    public int tryMapNextKey(int fd, MemorySegment key, MemorySegment next) {
+        try {
+            return (int) mapNextKey.invokeExact(fd, key, next);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** 1 when the kernel supports the map type, 0 when not, {@code -errno} when the probe failed. */
+    public int probeMapType(int type) {
+        try {
+            return (int) probeMapType.invokeExact(type, MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public int probeProgType(int type) {
+        try {
+            return (int) probeProgType.invokeExact(type, MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public int possibleCpus() throws NativeIOException {
+        try {
+            return ret("libbpf_num_possible_cpus", (int) numPossibleCpus.invokeExact());
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /*
+     * libbpf prints to stderr unless told otherwise; its messages (the verifier log among
+     * them) go to SLF4J instead. The callback gets a va_list, which vsnprintf formats.
+     */
+    private static MethodHandle vsnprintf;
+
+    private static void installPrintCallback(SymbolLookup lib) {
+        try {
+            vsnprintf = Native.plain(Native.LINKER.defaultLookup(), "vsnprintf",
+                    FunctionDescriptor.of(C_INT, C_PTR, C_LONG, C_PTR, C_PTR));
+            MethodHandle target = MethodHandles.lookup().findStatic(Libbpf.class, "print",
+                    MethodType.methodType(int.class, int.class, MemorySegment.class, MemorySegment.class));
+            MemorySegment stub = Native.LINKER.upcallStub(target,
+                    FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR), Arena.global());
+            MethodHandle setPrint = Native.plain(lib, "libbpf_set_print", FunctionDescriptor.of(C_PTR, C_PTR));
+            MemorySegment previous = (MemorySegment) setPrint.invokeExact(stub);
+            assert previous != null;
+        } catch (Throwable t) {
+            LOG.debug("libbpf messages stay on stderr: {}", t.toString());
+        }
+    }
+
+    private static int print(int level, MemorySegment format, MemorySegment args) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(4096);
+            int n = (int) vsnprintf.invokeExact(buf, 4096L, format.reinterpret(Long.MAX_VALUE), args);
+            if (n > 0) {
+                String msg = buf.getString(0).stripTrailing();
+                if (level == 0) {
+                    LOG.warn("{}", msg);
+                } else {
+                    LOG.debug("{}", msg);
+                }
+            }
+        } catch (Throwable t) {
+            // An upcall must not throw: the JVM would exit.
+            return 0;
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,115 @@
+package io.github.sockmap4j.internal.sys;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * cgroup v2 paths. The unified hierarchy is found in /proc/self/mountinfo (fstype cgroup2),
+ * never assumed: it is /sys/fs/cgroup on most distributions, /sys/fs/cgroup/unified on hybrid
+ * setups.
+ */
+public final class Cgroups {
+    private Cgroups() {
+    }
+
+    /** A cgroup2 mount: where it is mounted and which cgroup path its root is. */
+    public record Mount(Path mountPoint, String root) {
+    }
+
+    public static Optional<Mount> unifiedMount() throws IOException {
+        return unifiedMount(Files.readAllLines(Path.of("/proc/self/mountinfo")));
+    }
+
+    static Optional<Mount> unifiedMount(List<String> mountinfo) {
+        for (String line : mountinfo) {
+            int dash = line.indexOf(" - ");
+            if (dash < 0) {
+                continue;
+            }
+            String[] post = line.substring(dash + 3).split(" ");
+            if (post.length > 0 && post[0].equals("cgroup2")) {
+                String[] pre = line.substring(0, dash).split(" ");
+                return Optional.of(new Mount(Path.of(unescape(pre[4])), unescape(pre[3])));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** Whether a filesystem of the given type is mounted exactly at {@code dir}. */
+    public static boolean isMountedAt(Path dir, String fstype) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+            int dash = line.indexOf(" - ");
+            if (dash < 0) {
+                continue;
+            }
+            String[] pre = line.substring(0, dash).split(" ");
+            String[] post = line.substring(dash + 3).split(" ");
+            if (post[0].equals(fstype) && Path.of(unescape(pre[4])).equals(dir)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The cgroup v2 path of this process ("0::/path" in /proc/self/cgroup). */
+    public static Optional<String> ownCgroupPath() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/cgroup"))) {
+            if (line.startsWith("0::")) {
+                return Optional.of(line.substring(3));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** The directory of this process's cgroup v2, under the unified mount. */
+    public static Optional<Path> ownCgroupDir() throws IOException {
+        Optional<Mount> mount = unifiedMount();
+        Optional<String> own = ownCgroupPath();
+        if (mount.isEmpty() || own.isEmpty()) {
+            return Optional.empty();
+        }
+        String path = own.get();
+        String root = mount.get().root();
+        if (!root.equals("/")) {
+            if (!path.startsWith(root)) {
+                return Optional.empty();
+            }
+            path = path.substring(root.length());
+        }
+        Path dir = mount.get().mountPoint();
+        for (String part : path.split("/")) {
+            if (!part.isEmpty()) {
+                dir = dir.resolve(part);
+            }
+        }
+        return Optional.of(dir);
+    }
+
+    /** Whether {@code dir} is the root of the cgroup v2 hierarchy mounted here. */
+    public static boolean isRoot(Path dir) throws IOException {
+        Optional<Mount> mount = unifiedMount();
+        return mount.isPresent() && mount.get().mountPoint().equals(dir.toAbsolutePath().normalize());
+    }
+
+    /** The cgroup's inode number: the id bpftool and the kernel show for it. */
+    public static long id(Path dir) throws IOException {
+        return ((Number) Files.getAttribute(dir, "unix:ino")).longValue();
+    }
+
+    /** Moves the whole process (every thread) into the cgroup. */
+    public static void moveSelf(Path dir) throws IOException {
+        Files.writeString(dir.resolve("cgroup.procs"), Long.toString(ProcessHandle.current().pid()));
+    }
+
+    /** Moves one process into the cgroup. */
+    public static void move(long pid, Path dir) throws IOException {
+        Files.writeString(dir.resolve("cgroup.procs"), Long.toString(pid));
+    }
+
+    private static String unescape(String s) {
+        return s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\");
+    }
+}

@@ -1,0 +1,101 @@
+package io.github.sockmap4j;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import io.github.sockmap4j.internal.sys.Cgroups;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
+
+/**
+ * A test's own corner of the kernel: a child cgroup this JVM moves into, a pin directory, and
+ * the Sockmap opened over both. {@link #close()} undoes all of it, and checks that nothing is
+ * left; a shutdown hook does the same if the JVM dies first.
+ */
+final class TestKernel implements AutoCloseable {
+    private static final AtomicInteger SEQ = new AtomicInteger();
+    static final boolean REQUIRED = Boolean.getBoolean("sockmap4j.require");
+
+    final Path cgroup;
+    final Path pinDir;
+    final Path originalCgroup;
+    final Sockmap sockmap;
+    private final Thread hook;
+
+    private TestKernel(Path cgroup, Path pinDir, Path originalCgroup, Sockmap sockmap) {
+        this.cgroup = cgroup;
+        this.pinDir = pinDir;
+        this.originalCgroup = originalCgroup;
+        this.sockmap = sockmap;
+        this.hook = new Thread(this::cleanupQuietly, "test-kernel-cleanup");
+        Runtime.getRuntime().addShutdownHook(hook);
+    }
+
+    static String uniqueName(String what) {
+        return "sockmap4j-test-" + ProcessHandle.current().pid() + "-" + what + "-" + SEQ.incrementAndGet();
+    }
+
+    /** A new child cgroup under the unified hierarchy (not entered). */
+    static Path newCgroup(String what) throws IOException {
+        Path unified = Cgroups.unifiedMount().orElseThrow(() -> new IllegalStateException("no cgroup2")).mountPoint();
+        Path dir = unified.resolve(uniqueName(what));
+        Files.createDirectory(dir);
+        return dir;
+    }
+
+    static TestKernel start(String what) throws IOException {
+        return start(what, c -> c);
+    }
+
+    /**
+     * Opens a fast path in a fresh cgroup and pin directory. Fails when the fast path is
+     * required (sockmap4j.require=true) and cannot be had.
+     */
+    static TestKernel start(String what, UnaryOperator<SockmapConfig> tweak) throws IOException {
+        Path original = Cgroups.ownCgroupDir().orElseThrow();
+        Path cg = newCgroup(what);
+        Path pins = Path.of("/sys/fs/bpf").resolve(uniqueName(what));
+        Sockmap s = null;
+        try {
+            Cgroups.moveSelf(cg);
+            SockmapConfig config = tweak.apply(SockmapConfig.fromSystemProperties()
+                    .withPinDirectory(pins).withCgroup(cg).withRequired(REQUIRED));
+            s = Sockmap.open(config);
+            return new TestKernel(cg, pins, original, s);
+        } catch (IOException | RuntimeException e) {
+            if (s != null) {
+                s.close();
+            }
+            Cgroups.moveSelf(original);
+            Files.deleteIfExists(cg);
+            throw e;
+        }
+    }
+
+    private void cleanupQuietly() {
+        try {
+            sockmap.close();
+            Cgroups.moveSelf(originalCgroup);
+            Files.deleteIfExists(cgroup);
+            Sockmap.removePins(pinDir);
+        } catch (IOException ignored) {
+            // Best effort at exit.
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            sockmap.close();
+            Cgroups.moveSelf(originalCgroup);
+            Files.deleteIfExists(cgroup);
+        } finally {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        }
+        boolean left = Files.exists(pinDir);
+        Sockmap.removePins(pinDir); // whatever happened, the kernel is left clean
+        assertFalse(left, "pins left behind in " + pinDir + " (sockets still registered: a channel was not closed)");
+    }
+}
