@@ -3,6 +3,7 @@ package io.github.sockmap4j;
 import io.github.sockmap4j.internal.bpf.Counter;
 import io.github.sockmap4j.internal.bpf.KernelProbe;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.bpf.SockStateLayout;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
@@ -338,7 +339,7 @@ public final class Sockmap implements AutoCloseable {
             }
             long peer = kernel.lookupSocket(remote.getAddress(), remote.getPort(), local.getAddress(),
                     local.getPort(), netns);
-            return peer != 0 && (kernel.socketFlags(fd) & 1) == 0;
+            return peer != 0 && (kernel.socketFlags(fd) & SockStateLayout.TCP_TAINTED) == 0;
         } catch (IOException e) {
             return false;
         }

@@ -127,7 +127,7 @@ abstract class ChannelContractTest {
                 accepted.completeExceptionally(e);
                 throw new java.io.UncheckedIOException(e);
             }
-        });
+        }, TestThreads.POOL);
         return new Echo(accepted, done);
     }
 
@@ -340,7 +340,7 @@ abstract class ChannelContractTest {
     void peerClosingWithDataQueuedLosesNothing() throws Exception {
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(V4, 0));
-            byte[] data = random(1 << 20, 21);
+            byte[] data = random(512 << 10, 21);
             try (SockmapChannel client = sockmap.openChannel()) {
                 client.connect(server.getLocalAddress());
                 try (SockmapChannel side = (SockmapChannel) server.accept()) {
@@ -351,7 +351,7 @@ abstract class ChannelContractTest {
                         } catch (IOException e) {
                             throw new java.io.UncheckedIOException(e);
                         }
-                    });
+                    }, TestThreads.POOL);
                     writer.get(30, TimeUnit.SECONDS);
                     ByteBuffer got = ByteBuffer.allocate(data.length);
                     readFully(side, got);
@@ -421,11 +421,11 @@ abstract class ChannelContractTest {
                 try (SockmapChannel side = (SockmapChannel) server.accept()) {
                     byte[] a = random(size, 1);
                     byte[] b = random(size, 2);
-                    CompletableFuture<Void> w1 = CompletableFuture.runAsync(() -> write(client, a));
-                    CompletableFuture<Void> w2 = CompletableFuture.runAsync(() -> write(side, b));
+                    CompletableFuture<Void> w1 = CompletableFuture.runAsync(() -> write(client, a), TestThreads.POOL);
+                    CompletableFuture<Void> w2 = CompletableFuture.runAsync(() -> write(side, b), TestThreads.POOL);
                     ByteBuffer gotA = ByteBuffer.allocateDirect(size);
                     ByteBuffer gotB = ByteBuffer.allocateDirect(size);
-                    CompletableFuture<Void> r1 = CompletableFuture.runAsync(() -> read(side, gotA));
+                    CompletableFuture<Void> r1 = CompletableFuture.runAsync(() -> read(side, gotA), TestThreads.POOL);
                     read(client, gotB);
                     CompletableFuture.allOf(w1, w2, r1).get(60, TimeUnit.SECONDS);
                     assertEquals(ByteBuffer.wrap(a), gotA.flip());
@@ -483,7 +483,7 @@ abstract class ChannelContractTest {
                         } catch (Throwable t) {
                             return t;
                         }
-                    });
+                    }, TestThreads.POOL);
                     assertTrue(reading.await(10, TimeUnit.SECONDS));
                     Thread.sleep(100); // let it reach poll(2): no event exists to wait for
                     side.close();

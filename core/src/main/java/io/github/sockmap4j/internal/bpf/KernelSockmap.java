@@ -459,7 +459,7 @@ public final class KernelSockmap implements AutoCloseable {
     public int socketFlags(int socketFd) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
-            MemorySegment val = arena.allocate(8, 4);
+            MemorySegment val = arena.allocate(SockStateLayout.LAYOUT);
             return bpf.tryMapLookup(stateFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, 0) : 0;
         }
     }

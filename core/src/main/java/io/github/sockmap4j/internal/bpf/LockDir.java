@@ -28,10 +28,7 @@ final class LockDir implements AutoCloseable {
     static LockDir forPinDir(Path pinDir) throws IOException {
         String name = pinDir.toAbsolutePath().normalize().toString().replace('/', '_');
         Path base = Path.of(System.getProperty("sockmap4j.lockDir", "/run/sockmap4j"));
-        Path dir = base.resolve(name);
-        Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
-                PosixFilePermissions.fromString("rwxr-x---")));
-        return new LockDir(dir);
+        return new LockDir(base.resolve(name));
     }
 
     private int openLock(String name) throws NativeIOException {
@@ -50,9 +47,23 @@ final class LockDir implements AutoCloseable {
         }
     }
 
-    void lockSetup() throws NativeIOException {
-        setupFd = openLock("setup.lock");
-        lock(setupFd, LibC.LOCK_EX, "setup.lock");
+    /**
+     * Takes the setup lock. The last user removes the lock files, so a waiter may wake holding
+     * a lock on a file that is gone; it then retries on the new one.
+     */
+    void lockSetup() throws IOException {
+        while (true) {
+            Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
+                    PosixFilePermissions.fromString("rwxr-x---")));
+            int fd = openLock("setup.lock");
+            lock(fd, LibC.LOCK_EX, "setup.lock");
+            Path target = Files.readSymbolicLink(Path.of("/proc/self/fd/" + fd));
+            if (!target.toString().endsWith(" (deleted)")) {
+                setupFd = fd;
+                return;
+            }
+            LibC.close(fd);
+        }
     }
 
     void unlockSetup() {
@@ -99,14 +110,13 @@ final class LockDir implements AutoCloseable {
         }
     }
 
-    /** Removes the lock files once the pins are gone (called under the setup lock). */
+    /** Removes the lock files and their directory once the pins are gone (under the setup lock). */
     void removeFiles() {
         try (var files = Files.list(dir)) {
             for (Path p : (Iterable<Path>) files::iterator) {
-                if (!p.getFileName().toString().equals("setup.lock")) {
-                    Files.deleteIfExists(p);
-                }
+                Files.deleteIfExists(p);
             }
+            Files.deleteIfExists(dir);
         } catch (IOException ignored) {
             // Lock files are harmless leftovers.
         }

@@ -1,0 +1,38 @@
+package io.github.sockmap4j;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** The kernel's own view, through bpftool: a witness independent of the library. */
+final class Bpftool {
+    private Bpftool() {
+    }
+
+    static String run(String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add("bpftool");
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IOException("bpftool timed out");
+        }
+        return out;
+    }
+
+    /** The programs attached to a cgroup, one line each (empty when none). */
+    static List<String> cgroupAttachments(Path cgroup) throws IOException, InterruptedException {
+        List<String> lines = new ArrayList<>();
+        for (String line : run("cgroup", "show", cgroup.toString()).split("\n")) {
+            if (line.matches("^\\s*\\d+\\s+.*")) {
+                lines.add(line.trim());
+            }
+        }
+        return lines;
+    }
+}

@@ -1,0 +1,123 @@
+package io.github.sockmap4j;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/** A second process (a JVM running a test main, or a shell command) talked to over stdio. */
+final class ChildJvm implements AutoCloseable {
+    private final Process process;
+    private final PrintWriter in;
+    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    private final List<String> all = new ArrayList<>();
+
+    private ChildJvm(List<String> command) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        process = pb.start();
+        in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
+        Thread reader = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(
+                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    synchronized (all) {
+                        all.add(line);
+                    }
+                    lines.add(line);
+                }
+            } catch (IOException ignored) {
+                // The process ended.
+            }
+        }, "child-output");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    static String java() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    static String classpath() {
+        String cp = System.getProperty("surefire.test.class.path");
+        return cp != null ? cp : System.getProperty("java.class.path");
+    }
+
+    /** The java command line running {@code main} with this JVM's test class path. */
+    static List<String> javaCommand(Class<?> main, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(java(), "--enable-native-access=ALL-UNNAMED",
+                "-Dsockmap4j.lockDir=" + System.getProperty("sockmap4j.lockDir", "/run/sockmap4j"),
+                "-cp", classpath(), main.getName()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    static ChildJvm start(List<String> command) throws IOException {
+        return new ChildJvm(command);
+    }
+
+    /** Runs the command after moving the shell into {@code cgroup}, so all it creates is there. */
+    static ChildJvm startInCgroup(Path cgroup, List<String> command) throws IOException {
+        StringBuilder sb = new StringBuilder("echo $$ > '" + cgroup.resolve("cgroup.procs") + "' && exec");
+        for (String c : command) {
+            sb.append(" '").append(c.replace("'", "'\\''")).append('\'');
+        }
+        return new ChildJvm(List.of("sh", "-c", sb.toString()));
+    }
+
+    /** The next line starting with {@code prefix}, within the timeout. */
+    String expect(String prefix, long seconds) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (true) {
+            long left = deadline - System.nanoTime();
+            String line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
+            if (line == null) {
+                throw new AssertionError("no line starting with '" + prefix + "' within " + seconds + " s; output: "
+                        + output());
+            }
+            if (line.startsWith(prefix)) {
+                return line.substring(prefix.length());
+            }
+        }
+    }
+
+    void send(String line) {
+        in.println(line);
+    }
+
+    String output() {
+        synchronized (all) {
+            return String.join("\n", all);
+        }
+    }
+
+    int waitFor(long seconds) throws InterruptedException {
+        if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("child did not exit within " + seconds + " s; output: " + output());
+        }
+        return process.exitValue();
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            process.destroy();
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

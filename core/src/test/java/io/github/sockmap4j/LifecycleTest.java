@@ -1,0 +1,104 @@
+package io.github.sockmap4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import org.junit.jupiter.api.Test;
+
+/** Setup and teardown against the kernel's own view (bpftool), not the library's. */
+@SuppressWarnings("try")
+class LifecycleTest {
+    @Test
+    void closeDetachesAndUnpinsEverything() throws Exception {
+        TestKernel kernel = TestKernel.start("lifecycle");
+        try {
+            assertTrue(kernel.sockmap.isActive());
+            assertEquals(1, Bpftool.cgroupAttachments(kernel.cgroup).size());
+            assertTrue(Bpftool.cgroupAttachments(kernel.cgroup).get(0).contains("sm4j_sockops"));
+            assertTrue(Files.exists(kernel.pinDir.resolve("prog_redirect")));
+        } finally {
+            kernel.sockmap.close();
+        }
+        assertTrue(Bpftool.cgroupAttachments(kernel.cgroup).isEmpty(), "sockops detached at close");
+        assertFalse(Files.exists(kernel.pinDir), "pins removed at close");
+        kernel.close();
+    }
+
+    @Test
+    void pinsStayWhileSocketsAreRegisteredAndGoWithRemovePins() throws Exception {
+        TestKernel kernel = TestKernel.start("lingering");
+        SockmapChannel client = null;
+        SockmapChannel side = null;
+        try (SockmapServerChannel server = kernel.sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            client = kernel.sockmap.openChannel();
+            client.connect(server.getLocalAddress());
+            side = (SockmapChannel) server.accept();
+            assertTrue(client.isAccelerated());
+            kernel.sockmap.close(); // two sockets still registered: their unread bytes must survive
+            assertTrue(Files.exists(kernel.pinDir.resolve("socks")), "pins kept while sockets are registered");
+            assertTrue(Bpftool.cgroupAttachments(kernel.cgroup).isEmpty(), "no new registrations after close");
+        } finally {
+            if (client != null) {
+                client.close();
+            }
+            if (side != null) {
+                side.close();
+            }
+        }
+        assertTrue(Sockmap.removePins(kernel.pinDir) > 0);
+        assertFalse(Files.exists(kernel.pinDir));
+        kernel.close();
+    }
+
+    @Test
+    void optInsAreCountedAndRemoved() throws Exception {
+        try (TestKernel kernel = TestKernel.start("optin")) {
+            Sockmap s = kernel.sockmap;
+            OptIn a = s.optIn(4711);
+            OptIn b = s.optIn(4711);
+            assertTrue(a.active() && b.active());
+            a.close();
+            assertTrue(policyHas(kernel, 4711), "still opted in by b");
+            b.close();
+            assertFalse(policyHas(kernel, 4711));
+        }
+    }
+
+    static boolean policyHas(TestKernel kernel, int port) throws Exception {
+        String dump = Bpftool.run("-j", "map", "dump", "pinned", kernel.pinDir.resolve("policy").toString());
+        // the raw key holds the port big-endian at bytes 4..5
+        String hex = String.format("\"0x%02x\",\"0x%02x\"", port >>> 8, port & 0xff);
+        return dump.contains(hex);
+    }
+
+    @Test
+    void cidrOptInForAServerThatIsNotASockmapChannel() throws Exception {
+        try (TestKernel kernel = TestKernel.start("cidr");
+             java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()) {
+            Sockmap s = kernel.sockmap;
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            try (OptIn other = s.optIn(port, InetAddress.getByName("10.0.0.0"), 8);
+                 SockmapChannel c = s.openChannel()) {
+                c.connect(server.getLocalAddress());
+                try (var side = server.accept()) {
+                    assertFalse(c.isAccelerated(), "10.0.0.0/8 does not cover 127.0.0.1");
+                }
+                assertTrue(other.active());
+            }
+            try (OptIn lo = s.optIn(port, InetAddress.getByName("127.0.0.0"), 8);
+                 SockmapChannel c = s.openChannel()) {
+                c.connect(server.getLocalAddress());
+                try (var side = server.accept()) {
+                    assertTrue(c.isAccelerated(), "127.0.0.0/8 covers 127.0.0.1");
+                }
+                assertTrue(lo.active());
+            }
+        }
+    }
+}
