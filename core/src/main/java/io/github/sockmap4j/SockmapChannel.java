@@ -60,6 +60,17 @@ public final class SockmapChannel extends SocketChannel {
         this.sockmap = Objects.requireNonNull(sockmap, "sockmap");
         this.fd = Sockets.newStreamSocket();
         this.state = State.UNCONNECTED;
+        blockingFd(fd);
+    }
+
+    /** New channels are in blocking mode, so their fd is too. */
+    private static void blockingFd(int fd) throws NativeIOException {
+        try {
+            LibC.setNonBlocking(fd, false);
+        } catch (NativeIOException e) {
+            LibC.close(fd);
+            throw e;
+        }
     }
 
     /** An accepted connection. */
@@ -68,6 +79,7 @@ public final class SockmapChannel extends SocketChannel {
         this.sockmap = sockmap;
         this.fd = fd;
         this.state = State.CONNECTED;
+        blockingFd(fd);
         this.remote = Sockets.remoteAddress(fd);
     }
 
@@ -142,8 +154,15 @@ public final class SockmapChannel extends SocketChannel {
                 throw new ConnectionPendingException();
             }
             int r;
+            // connect(2) always runs non-blocking, so that no thread waits in it holding the state lock.
+            if (isBlocking()) {
+                LibC.setNonBlocking(fd, true);
+            }
             try (Arena arena = Arena.ofConfined()) {
                 r = LibC.tryConnect(fd, Sockets.encode(arena, isa));
+            }
+            if (isBlocking() && r != -Errno.EINPROGRESS) {
+                LibC.setNonBlocking(fd, false);
             }
             remote = isa;
             if (r == 0) {
@@ -215,6 +234,9 @@ public final class SockmapChannel extends SocketChannel {
         synchronized (stateLock) {
             ensureOpen();
             int err = LibC.getsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_ERROR);
+            if (isBlocking()) {
+                LibC.setNonBlocking(fd, false);
+            }
             if (err != 0) {
                 throw NativeSocketSupport.connectFailure(err, remote);
             }
@@ -409,16 +431,17 @@ public final class SockmapChannel extends SocketChannel {
         if (dst.byteSize() == 0) {
             return 0;
         }
-        long n = LibC.tryRecv(fd, dst, 0);
-        if (n >= 0) {
-            return n == 0 ? -1 : n;
-        }
-        if (-n != Errno.EAGAIN && -n != Errno.EINTR) {
+        if (!blocking) {
+            long n = LibC.tryRecv(fd, dst, 0);
+            if (n >= 0) {
+                return n == 0 ? -1 : n;
+            }
+            if (-n == Errno.EAGAIN || -n == Errno.EINTR) {
+                return 0;
+            }
             throw readFailure((int) -n);
         }
-        if (!blocking) {
-            return 0;
-        }
+        // In blocking mode the fd is blocking: one recv(2) waits, and close() wakes it with shutdown(2).
         boolean completed = false;
         try {
             begin();
@@ -426,15 +449,16 @@ public final class SockmapChannel extends SocketChannel {
                 if (!isOpen()) {
                     return 0;
                 }
-                n = LibC.tryRecv(fd, dst, 0);
+                long n = LibC.tryRecv(fd, dst, 0);
                 if (n >= 0) {
                     completed = true;
                     return n == 0 ? -1 : n;
                 }
-                if (-n != Errno.EAGAIN && -n != Errno.EINTR) {
+                if (-n == Errno.EAGAIN) {
+                    Sockets.await(fd, LibC.POLLIN, -1); // heap memory, which never waits in recv
+                } else if (-n != Errno.EINTR) {
                     throw readFailure((int) -n);
                 }
-                Sockets.await(fd, LibC.POLLIN, -1);
             }
         } finally {
             end(completed && isOpen());
@@ -522,39 +546,33 @@ public final class SockmapChannel extends SocketChannel {
         long size = src.byteSize();
         long written = 0;
         boolean completed = false;
-        boolean begun = false;
+        if (blocking) {
+            begin();
+        }
         try {
             while (written < size) {
+                if (blocking && !isOpen()) {
+                    return written;
+                }
                 long n = LibC.trySend(fd, written == 0 ? src : src.asSlice(written), 0);
                 if (n >= 0) {
                     written += n;
-                    continue;
-                }
-                if (-n == Errno.EINTR) {
-                    continue;
-                }
-                if (-n != Errno.EAGAIN) {
+                } else if (-n == Errno.EAGAIN) {
+                    if (!blocking) {
+                        break;
+                    }
+                    Sockets.await(fd, LibC.POLLOUT, -1); // heap memory, which never waits in send
+                } else if (-n != Errno.EINTR) {
                     if (!isOpen()) {
                         throw new AsynchronousCloseException();
                     }
                     throw new NativeIOException("send", (int) -n);
                 }
-                if (!blocking) {
-                    break;
-                }
-                if (!begun) {
-                    begin();
-                    begun = true;
-                }
-                if (!isOpen()) {
-                    return written;
-                }
-                Sockets.await(fd, LibC.POLLOUT, -1);
             }
             completed = true;
             return written;
         } finally {
-            if (begun) {
+            if (blocking) {
                 end(completed && isOpen());
             }
         }
@@ -586,8 +604,11 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     @Override
-    protected void implConfigureBlocking(boolean block) {
-        // The fd stays O_NONBLOCK; blocking mode waits in poll(2) instead.
+    protected void implConfigureBlocking(boolean block) throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            LibC.setNonBlocking(fd, !block);
+        }
     }
 
     @Override

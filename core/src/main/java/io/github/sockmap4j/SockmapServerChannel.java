@@ -45,6 +45,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
         this.fd = Sockets.newStreamSocket();
         try {
             LibC.setsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_REUSEADDR, 1);
+            LibC.setNonBlocking(fd, false); // new channels are in blocking mode
         } catch (NativeIOException e) {
             LibC.close(fd);
             throw e;
@@ -109,34 +110,32 @@ public final class SockmapServerChannel extends ServerSocketChannel {
             }
             boolean blocking = isBlocking();
             boolean completed = false;
-            boolean begun = false;
+            if (blocking) {
+                begin(); // accept4(2) waits on a blocking fd; close() wakes it with shutdown(2)
+            }
             try {
                 while (true) {
+                    if (blocking && !isOpen()) {
+                        return null;
+                    }
                     int afd = LibC.tryAccept(fd);
                     if (afd >= 0) {
                         completed = true;
                         return new SockmapChannel(provider(), sockmap, afd);
                     }
                     int err = -afd;
-                    if (err == Errno.EINTR) {
+                    if (err == Errno.EINTR || err == Errno.ECONNABORTED) {
                         continue;
+                    }
+                    if (err == Errno.EAGAIN && !blocking) {
+                        completed = true;
+                        return null;
                     }
                     if (err != Errno.EAGAIN) {
                         if (!isOpen()) {
                             throw new java.nio.channels.AsynchronousCloseException();
                         }
                         throw new NativeIOException("accept4", err);
-                    }
-                    if (!blocking) {
-                        completed = true;
-                        return null;
-                    }
-                    if (!begun) {
-                        begin();
-                        begun = true;
-                    }
-                    if (!isOpen()) {
-                        return null;
                     }
                     Sockets.await(fd, LibC.POLLIN, -1);
                 }
@@ -145,7 +144,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                     accepting--;
                 }
                 kill();
-                if (begun) {
+                if (blocking) {
                     end(completed && isOpen());
                 }
             }
@@ -204,8 +203,13 @@ public final class SockmapServerChannel extends ServerSocketChannel {
     }
 
     @Override
-    protected void implConfigureBlocking(boolean block) {
-        // The fd stays O_NONBLOCK; blocking accept waits in poll(2).
+    protected void implConfigureBlocking(boolean block) throws IOException {
+        synchronized (stateLock) {
+            if (!isOpen()) {
+                throw new ClosedChannelException();
+            }
+            LibC.setNonBlocking(fd, !block);
+        }
     }
 
     @Override

@@ -17,6 +17,7 @@ public final class Errno {
     public static final int EPIPE = 32;
     public static final int EOPNOTSUPP = 95;
     public static final int EADDRINUSE = 98;
+    public static final int ECONNABORTED = 103;
     public static final int ECONNRESET = 104;
     public static final int EISCONN = 106;
     public static final int ENOTCONN = 107;

@@ -46,6 +46,7 @@ public final class LibC {
     public static final int MSG_NOSIGNAL = 0x4000;
     public static final int MSG_DONTWAIT = 0x40;
     public static final long FIONREAD = 0x541B;
+    public static final long FIONBIO = 0x5421;
     public static final short POLLIN = 0x1;
     public static final short POLLOUT = 0x4;
     public static final short POLLERR = 0x8;
@@ -287,26 +288,33 @@ public final class LibC {
         }
     }
 
-    /** recv into native or heap memory; bytes read, 0 at end of stream, {@code -errno} on failure. */
+    /**
+     * recv into native or heap memory; bytes read, 0 at end of stream, {@code -errno} on
+     * failure. Native memory may block on a blocking fd; heap memory never does (MSG_DONTWAIT:
+     * a critical downcall must be short).
+     */
     public static long tryRecv(int fd, MemorySegment buf, int flags) {
         MemorySegment st = Native.callState();
         try {
             long res = buf.isNative()
                     ? (long) RECV.invokeExact(st, fd, buf, buf.byteSize(), flags)
-                    : (long) RECV_HEAP.invokeExact(st, fd, buf, buf.byteSize(), flags);
+                    : (long) RECV_HEAP.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_DONTWAIT);
             return res < 0 ? -Native.errno(st) : res;
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
     }
 
-    /** send from native or heap memory, with MSG_NOSIGNAL; bytes sent or {@code -errno}. */
+    /**
+     * send from native or heap memory, with MSG_NOSIGNAL; bytes sent or {@code -errno}. As
+     * with {@link #tryRecv}, only native memory may block.
+     */
     public static long trySend(int fd, MemorySegment buf, int flags) {
         MemorySegment st = Native.callState();
         try {
             long res = buf.isNative()
                     ? (long) SEND.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_NOSIGNAL)
-                    : (long) SEND_HEAP.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_NOSIGNAL);
+                    : (long) SEND_HEAP.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_NOSIGNAL | MSG_DONTWAIT);
             return res < 0 ? -Native.errno(st) : res;
         } catch (Throwable t) {
             throw Native.rethrow(t);
@@ -366,6 +374,19 @@ public final class LibC {
             MemorySegment v = arena.allocate(ValueLayout.JAVA_INT);
             check("ioctl(FIONREAD)", (int) IOCTL.invokeExact(st, fd, FIONREAD, v), st);
             return v.get(ValueLayout.JAVA_INT, 0);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** FIONBIO: switches O_NONBLOCK on or off. */
+    public static void setNonBlocking(int fd, boolean on) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocateFrom(ValueLayout.JAVA_INT, on ? 1 : 0);
+            check("ioctl(FIONBIO)", (int) IOCTL.invokeExact(st, fd, FIONBIO, v), st);
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {

@@ -1,0 +1,123 @@
+package io.github.sockmap4j.bench;
+
+import io.github.sockmap4j.Sockmap;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Ping-pong round trips over one loopback connection: the client writes {@code size} bytes,
+ * the server echoes them, the client reads them back. Both ends run in this JVM on blocking
+ * channels with direct buffers.
+ */
+public final class PingPong {
+    /** Which channels carry the connection. */
+    public enum Path {
+        /** JDK java.nio channels; the port is not opted in. */
+        NIO_TCP("java.nio TCP"),
+        /** sockmap4j channels on a port that is not opted in: the channel's own cost. */
+        SOCKMAP_TCP("SockmapChannel, TCP"),
+        /** sockmap4j channels on an opted-in port: the redirect. */
+        SOCKMAP_REDIRECT("SockmapChannel, redirect");
+
+        public final String label;
+
+        Path(String label) {
+            this.label = label;
+        }
+    }
+
+    /** One run's latencies, in nanoseconds. */
+    public record Result(Path path, int size, long p50, long p99, long count, boolean accelerated) {
+    }
+
+    private static Sockmap plain;
+
+    private PingPong() {
+    }
+
+    private static synchronized Sockmap plainSockmap(Sockmap like) throws IOException {
+        if (plain == null) {
+            plain = Sockmap.open(like.config().withDisabled(true).withRequired(false));
+        }
+        return plain;
+    }
+
+    /** Runs {@code warmup} then {@code iterations} round trips of {@code size} bytes. */
+    public static Result run(Sockmap sockmap, Path path, int size, int warmup, int iterations) throws Exception {
+        InetSocketAddress any = new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0);
+        try (ServerSocketChannel server = openServer(sockmap, path)) {
+            server.bind(any);
+            SocketChannel client = path == Path.NIO_TCP ? SocketChannel.open() : sockmap.openChannel();
+            try (client) {
+                client.connect(server.getLocalAddress());
+                client.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+                try (SocketChannel side = server.accept()) {
+                    side.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+                    Thread echo = new Thread(() -> echo(side, size), "pingpong-echo");
+                    echo.setDaemon(true);
+                    echo.start();
+                    boolean accelerated = client instanceof io.github.sockmap4j.SockmapChannel sc && sc.isAccelerated();
+                    ByteBuffer out = ByteBuffer.allocateDirect(size);
+                    ByteBuffer in = ByteBuffer.allocateDirect(size);
+                    Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+                    for (int i = 0; i < warmup + iterations; i++) {
+                        long t0 = System.nanoTime();
+                        out.clear();
+                        while (out.hasRemaining()) {
+                            client.write(out);
+                        }
+                        in.clear();
+                        while (in.hasRemaining()) {
+                            if (client.read(in) < 0) {
+                                throw new IOException("echo ended early");
+                            }
+                        }
+                        long t = System.nanoTime() - t0;
+                        if (i >= warmup) {
+                            h.recordValue(Math.min(t, h.getHighestTrackableValue()));
+                        }
+                    }
+                    client.shutdownOutput();
+                    echo.join(10_000);
+                    return new Result(path, size, h.getValueAtPercentile(50), h.getValueAtPercentile(99),
+                            h.getTotalCount(), accelerated);
+                }
+            }
+        }
+    }
+
+    private static ServerSocketChannel openServer(Sockmap sockmap, Path path) throws IOException {
+        return switch (path) {
+            case NIO_TCP -> ServerSocketChannel.open();
+            case SOCKMAP_REDIRECT -> sockmap.openServerChannel();
+            // A sockmap4j server channel of a Sockmap that is off: same code, no opt-in.
+            case SOCKMAP_TCP -> plainSockmap(sockmap).openServerChannel();
+        };
+    }
+
+    private static void echo(SocketChannel ch, int size) {
+        ByteBuffer buf = ByteBuffer.allocateDirect(size);
+        try {
+            while (true) {
+                buf.clear();
+                while (buf.hasRemaining()) {
+                    if (ch.read(buf) < 0) {
+                        return;
+                    }
+                }
+                buf.flip();
+                while (buf.hasRemaining()) {
+                    ch.write(buf);
+                }
+            }
+        } catch (IOException e) {
+            // The client closed: the run is over.
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package io.github.sockmap4j.bench;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Ping-pong RTT of java.nio TCP, SockmapChannel over TCP and SockmapChannel redirected, for
+ * 64 B, 4 KiB and 64 KiB, measured in interleaved rounds in one run. Prints the median over
+ * rounds of each round's p50 and p99, and the ratios to java.nio TCP from the same run.
+ *
+ * <p>Usage: {@code RttBench [rounds] [iterations-per-round] [sizes]} (defaults 7, 20000, 64,4096,65536).
+ */
+public final class RttBench {
+    private RttBench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 7;
+        int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
+        Sockmap sockmap = Sockmap.global();
+        if (!sockmap.isActive()) {
+            System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
+            System.err.println("Only plain paths can be measured; run scripts/bench.sh as root.");
+        }
+        int[] sizes = args.length > 2 ? Arrays.stream(args[2].split(",")).mapToInt(Integer::parseInt).toArray()
+                : new int[] {64, 4096, 65536};
+        System.out.printf(Locale.ROOT, "sockmap4j RTT benchmark: %d rounds x %d round trips per path and size, "
+                + "%d CPUs, kernel %s, %s%n", rounds, iterations, Runtime.getRuntime().availableProcessors(),
+                System.getProperty("os.version"), Runtime.version());
+        SockmapStats before = sockmap.stats();
+        List<String[]> rows = new ArrayList<>();
+        for (int size : sizes) {
+            int iters = size >= 65536 ? Math.max(1000, iterations / 4) : iterations;
+            Map<PingPong.Path, long[]> p50 = new EnumMap<>(PingPong.Path.class);
+            Map<PingPong.Path, long[]> p99 = new EnumMap<>(PingPong.Path.class);
+            boolean accelerated = true;
+            for (PingPong.Path p : PingPong.Path.values()) {
+                p50.put(p, new long[rounds]);
+                p99.put(p, new long[rounds]);
+            }
+            for (int r = 0; r < rounds; r++) {
+                for (PingPong.Path p : PingPong.Path.values()) {
+                    if (p == PingPong.Path.SOCKMAP_REDIRECT && !sockmap.isActive()) {
+                        continue;
+                    }
+                    PingPong.Result res = PingPong.run(sockmap, p, size, iters / 5, iters);
+                    p50.get(p)[r] = res.p50();
+                    p99.get(p)[r] = res.p99();
+                    if (p == PingPong.Path.SOCKMAP_REDIRECT) {
+                        accelerated &= res.accelerated();
+                    }
+                }
+            }
+            double base50 = median(p50.get(PingPong.Path.NIO_TCP));
+            double base99 = median(p99.get(PingPong.Path.NIO_TCP));
+            for (PingPong.Path p : PingPong.Path.values()) {
+                if (p == PingPong.Path.SOCKMAP_REDIRECT && !sockmap.isActive()) {
+                    continue;
+                }
+                double m50 = median(p50.get(p));
+                double m99 = median(p99.get(p));
+                rows.add(new String[] {size(size), p.label + (p == PingPong.Path.SOCKMAP_REDIRECT && !accelerated
+                        ? " (NOT ACCELERATED)" : ""),
+                        fmt(m50 / 1000), fmt(m99 / 1000), ratio(m50 / base50), ratio(m99 / base99)});
+            }
+        }
+        System.out.printf(Locale.ROOT, "%-7s %-28s %10s %10s %10s %10s%n", "size", "path", "p50 us", "p99 us",
+                "p50 ratio", "p99 ratio");
+        for (String[] r : rows) {
+            System.out.printf(Locale.ROOT, "%-7s %-28s %10s %10s %10s %10s%n", (Object[]) r);
+        }
+        SockmapStats after = sockmap.stats();
+        System.out.printf(Locale.ROOT, "kernel counters during the run: %d messages / %d bytes redirected, "
+                        + "%d messages passed to TCP, %d sockets registered%n",
+                after.messagesRedirected() - before.messagesRedirected(),
+                after.bytesRedirected() - before.bytesRedirected(),
+                after.messagesPassed() - before.messagesPassed(),
+                after.socketsRegistered() - before.socketsRegistered());
+        System.out.println("ratios are against java.nio TCP in the same run (lower is faster); medians over rounds");
+    }
+
+    static double median(long[] v) {
+        long[] s = v.clone();
+        Arrays.sort(s);
+        int n = s.length;
+        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+    }
+
+    static String fmt(double us) {
+        return String.format(Locale.ROOT, "%.1f", us);
+    }
+
+    static String ratio(double r) {
+        return String.format(Locale.ROOT, "%.2f", r);
+    }
+
+    static String size(int size) {
+        return size >= 1024 ? (size / 1024) + " KiB" : size + " B";
+    }
+}

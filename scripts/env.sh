@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Sourced by the other scripts: installs what the build and tests need on a Debian machine,
+# finds a JDK >= 22, mounts bpffs, and offers helpers for a child cgroup.
+# Needs root (apt-get, bpffs, cgroups, BPF).
+set -euo pipefail
+
+if [ "$(id -u)" != 0 ]; then
+  echo "sockmap4j scripts need root: loading BPF programs and making cgroups needs CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN" >&2
+  exit 1
+fi
+
+need_pkgs=()
+command -v clang >/dev/null || need_pkgs+=(clang llvm)
+[ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
+ldconfig -p | grep -q 'libbpf.so.1 ' || need_pkgs+=(libbpf1)
+command -v bpftool >/dev/null || need_pkgs+=(bpftool)
+command -v ip >/dev/null || need_pkgs+=(iproute2)
+command -v setpriv >/dev/null || need_pkgs+=(util-linux)
+command -v mvn >/dev/null || need_pkgs+=(maven)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "Installing Debian packages: ${need_pkgs[*]}" >&2
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
+fi
+
+# A JDK >= 22: JAVA_HOME if it is one, else the newest under /usr/lib/jvm, else java on PATH.
+java_major() { "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'; }
+find_jdk() {
+  local c best="" bestv=0 v
+  for c in "${JAVA_HOME:-}" /usr/lib/jvm/* "$(dirname "$(dirname "$(readlink -f "$(command -v javac || echo /nonexistent)")")")"; do
+    [ -n "$c" ] && [ -x "$c/bin/javac" ] || continue
+    v=$(java_major "$c"); v=${v%%.*}
+    if [ -n "$v" ] && [ "$v" -ge 22 ] && [ "$v" -gt "$bestv" ]; then best=$c; bestv=$v; fi
+  done
+  [ -n "$best" ] && echo "$best"
+}
+JAVA_HOME=$(find_jdk) || true
+if [ -z "${JAVA_HOME:-}" ]; then
+  echo "No JDK >= 22 found (looked at \$JAVA_HOME, /usr/lib/jvm/*, javac on PATH): install one, e.g. Temurin 25" >&2
+  exit 1
+fi
+export JAVA_HOME
+export PATH="$JAVA_HOME/bin:$PATH"
+
+if ! mountpoint -q /sys/fs/bpf; then
+  mkdir -p /sys/fs/bpf
+  mount -t bpf bpf /sys/fs/bpf
+fi
+
+CGROUP2=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+if [ -z "$CGROUP2" ]; then
+  echo "No cgroup v2 hierarchy is mounted: sockmap4j attaches its sockops program to a cgroup v2" >&2
+  exit 1
+fi
+
+# Moves this shell (and so everything it starts) into a new child cgroup, and arranges for
+# the shell to move back and remove it on exit.
+enter_child_cgroup() {
+  local name=$1
+  SM4J_ORIG_CGROUP="$CGROUP2$(sed -n 's/^0:://p' /proc/self/cgroup)"
+  SM4J_CGROUP="$CGROUP2/$name-$$"
+  mkdir "$SM4J_CGROUP"
+  echo $$ > "$SM4J_CGROUP/cgroup.procs"
+  trap leave_child_cgroup EXIT
+}
+
+leave_child_cgroup() {
+  local rc=$?
+  if [ -n "${SM4J_CGROUP:-}" ] && [ -d "$SM4J_CGROUP" ]; then
+    echo $$ > "$SM4J_ORIG_CGROUP/cgroup.procs" 2>/dev/null || true
+    # Processes the run left behind (there should be none) leave with it.
+    while read -r pid; do echo "$pid" > "$SM4J_ORIG_CGROUP/cgroup.procs" 2>/dev/null || true; done \
+      < "$SM4J_CGROUP/cgroup.procs"
+    rmdir "$SM4J_CGROUP" 2>/dev/null || echo "warning: could not remove $SM4J_CGROUP" >&2
+  fi
+  exit $rc
+}
+
+# Maven, quiet about downloads, on the JDK found above.
+mvn_b() { mvn -B -ntp "$@"; }

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every test against the real kernel, with the fast path required: a test that could
+# only pass by falling back to TCP fails. Extra arguments go to Maven (e.g. -pl core).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+enter_child_cgroup sockmap4j-tests
+# The kernel's own per-program run counters (bpftool prog show: run_cnt), on for the run.
+stats_before=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || true
+restore_stats() { echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || true; leave_child_cgroup; }
+trap restore_stats EXIT
+
+mvn_b verify -Dsockmap4j.require=true "$@"
