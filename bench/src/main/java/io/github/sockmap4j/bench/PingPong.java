@@ -32,6 +32,32 @@ public final class PingPong {
         }
     }
 
+    /** How each end waits for its peer's bytes. */
+    public enum Wait {
+        /** Blocking channels: each message wakes a sleeping thread, as most services run. */
+        BLOCKING,
+        /** Non-blocking channels polled in a loop: no wake-ups, only the path's own cost. */
+        BUSY_POLL
+    }
+
+    /** Which CPUs the client and the echo thread run on. */
+    public enum Placement {
+        /** Wherever the scheduler puts them. */
+        ANY(-1, -1),
+        /** Both on CPU 0: a wake-up needs no inter-processor interrupt. */
+        SAME_CPU(0, 0),
+        /** Client on CPU 0, echo on CPU 1: every wake-up crosses CPUs. */
+        CROSS_CPU(0, 1);
+
+        final int clientCpu;
+        final int echoCpu;
+
+        Placement(int clientCpu, int echoCpu) {
+            this.clientCpu = clientCpu;
+            this.echoCpu = echoCpu;
+        }
+    }
+
     /** One run's latencies, in nanoseconds. */
     public record Result(Path path, int size, long p50, long p99, long count, boolean accelerated) {
     }
@@ -49,7 +75,9 @@ public final class PingPong {
     }
 
     /** Runs {@code warmup} then {@code iterations} round trips of {@code size} bytes. */
-    public static Result run(Sockmap sockmap, Path path, int size, int warmup, int iterations) throws Exception {
+    public static Result run(Sockmap sockmap, Path path, Wait wait, Placement placement, int size, int warmup,
+                             int iterations) throws Exception {
+        boolean spin = wait == Wait.BUSY_POLL;
         InetSocketAddress any = new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0);
         try (ServerSocketChannel server = openServer(sockmap, path)) {
             server.bind(any);
@@ -59,10 +87,18 @@ public final class PingPong {
                 client.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
                 try (SocketChannel side = server.accept()) {
                     side.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
-                    Thread echo = new Thread(() -> echo(side, size), "pingpong-echo");
+                    if (spin) {
+                        client.configureBlocking(false);
+                        side.configureBlocking(false);
+                    }
+                    Thread echo = new Thread(() -> {
+                        Affinity.pin(placement.echoCpu);
+                        echo(side, size);
+                    }, "pingpong-echo");
                     echo.setDaemon(true);
                     echo.start();
                     boolean accelerated = client instanceof io.github.sockmap4j.SockmapChannel sc && sc.isAccelerated();
+                    Affinity.pin(placement.clientCpu);
                     ByteBuffer out = ByteBuffer.allocateDirect(size);
                     ByteBuffer in = ByteBuffer.allocateDirect(size);
                     Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
@@ -70,12 +106,18 @@ public final class PingPong {
                         long t0 = System.nanoTime();
                         out.clear();
                         while (out.hasRemaining()) {
-                            client.write(out);
+                            if (client.write(out) == 0) {
+                                Thread.onSpinWait();
+                            }
                         }
                         in.clear();
                         while (in.hasRemaining()) {
-                            if (client.read(in) < 0) {
+                            int n = client.read(in);
+                            if (n < 0) {
                                 throw new IOException("echo ended early");
+                            }
+                            if (n == 0) {
+                                Thread.onSpinWait();
                             }
                         }
                         long t = System.nanoTime() - t0;
@@ -83,6 +125,8 @@ public final class PingPong {
                             h.recordValue(Math.min(t, h.getHighestTrackableValue()));
                         }
                     }
+                    Affinity.unpin();
+                    client.configureBlocking(true);
                     client.shutdownOutput();
                     echo.join(10_000);
                     return new Result(path, size, h.getValueAtPercentile(50), h.getValueAtPercentile(99),
@@ -107,13 +151,19 @@ public final class PingPong {
             while (true) {
                 buf.clear();
                 while (buf.hasRemaining()) {
-                    if (ch.read(buf) < 0) {
+                    int n = ch.read(buf);
+                    if (n < 0) {
                         return;
+                    }
+                    if (n == 0) {
+                        Thread.onSpinWait();
                     }
                 }
                 buf.flip();
                 while (buf.hasRemaining()) {
-                    ch.write(buf);
+                    if (ch.write(buf) == 0) {
+                        Thread.onSpinWait();
+                    }
                 }
             }
         } catch (IOException e) {

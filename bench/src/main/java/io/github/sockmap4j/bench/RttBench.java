@@ -22,6 +22,8 @@ public final class RttBench {
 
     public static void main(String[] args) throws Exception {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 7;
+        PingPong.Wait wait = PingPong.Wait.valueOf(System.getProperty("wait", "BLOCKING"));
+        PingPong.Placement placement = PingPong.Placement.valueOf(System.getProperty("placement", "ANY"));
         int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
@@ -31,8 +33,8 @@ public final class RttBench {
         int[] sizes = args.length > 2 ? Arrays.stream(args[2].split(",")).mapToInt(Integer::parseInt).toArray()
                 : new int[] {64, 4096, 65536};
         System.out.printf(Locale.ROOT, "sockmap4j RTT benchmark: %d rounds x %d round trips per path and size, "
-                + "%d CPUs, kernel %s, %s%n", rounds, iterations, Runtime.getRuntime().availableProcessors(),
-                System.getProperty("os.version"), Runtime.version());
+                + "%d CPUs, kernel %s, %s, wait %s, placement %s%n", rounds, iterations, Runtime.getRuntime().availableProcessors(),
+                System.getProperty("os.version"), Runtime.version(), wait, placement);
         SockmapStats before = sockmap.stats();
         List<String[]> rows = new ArrayList<>();
         for (int size : sizes) {
@@ -49,7 +51,7 @@ public final class RttBench {
                     if (p == PingPong.Path.SOCKMAP_REDIRECT && !sockmap.isActive()) {
                         continue;
                     }
-                    PingPong.Result res = PingPong.run(sockmap, p, size, iters / 5, iters);
+                    PingPong.Result res = PingPong.run(sockmap, p, wait, placement, size, iters / 5, iters);
                     p50.get(p)[r] = res.p50();
                     p99.get(p)[r] = res.p99();
                     if (p == PingPong.Path.SOCKMAP_REDIRECT) {
