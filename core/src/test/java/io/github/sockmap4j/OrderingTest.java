@@ -8,6 +8,10 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -87,6 +91,16 @@ class OrderingTest {
                     redirected, passed, after.socketsTainted() - before.socketsTainted());
             assertEquals(bytes, redirected + passed, "every byte went through the verdict program");
             assertTrue(redirected > 0, "nothing was redirected");
+            // The kernel's own count of sk_msg runs, independent of our counters (scripts/test.sh
+            // turns kernel.bpf_stats_enabled on for the run).
+            if (Files.readString(Path.of("/proc/sys/kernel/bpf_stats_enabled")).trim().equals("1")) {
+                String show = Bpftool.run("prog", "show", "pinned", kernel.pinDir.resolve("prog_redirect").toString());
+                Matcher m = Pattern.compile("run_cnt (\\d+)").matcher(show);
+                assertTrue(m.find(), show);
+                long runs = Long.parseLong(m.group(1));
+                System.out.printf("ordering: sk_msg run_cnt %d (kernel.bpf_stats_enabled)%n", runs);
+                assertTrue(runs >= (long) CONNECTIONS * MESSAGES, "run_cnt " + runs);
+            }
         }
     }
 }
