@@ -69,6 +69,20 @@ class LifecycleTest {
         }
     }
 
+    @Test
+    void aServerChannelOptsItsPortInUntilItCloses() throws Exception {
+        try (TestKernel kernel = TestKernel.start("serverport")) {
+            int port;
+            try (SockmapServerChannel server = kernel.sockmap.openServerChannel()) {
+                server.bind(new InetSocketAddress(0));
+                port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+                assertTrue(server.isOptedIn());
+                assertTrue(policyHas(kernel, port));
+            }
+            assertFalse(policyHas(kernel, port), "closing the server opts its port out");
+        }
+    }
+
     static boolean policyHas(TestKernel kernel, int port) throws Exception {
         String dump = Bpftool.run("-j", "map", "dump", "pinned", kernel.pinDir.resolve("policy").toString());
         // the raw key holds the port big-endian at bytes 4..5

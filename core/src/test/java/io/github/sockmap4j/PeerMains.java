@@ -28,11 +28,12 @@ final class PeerMains {
         ch.shutdownOutput();
     }
 
-    /** A plain JDK echo server on 127.0.0.1, for one connection. */
+    /** A plain JDK echo server on 127.0.0.1 (or args[0]), for one connection. */
     static final class EchoServer {
         public static void main(String[] args) throws Exception {
+            String host = args.length > 0 ? args[0] : "127.0.0.1";
             try (ServerSocketChannel server = ServerSocketChannel.open()) {
-                server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+                server.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
                 System.out.println("port=" + ((InetSocketAddress) server.getLocalAddress()).getPort());
                 try (SocketChannel ch = server.accept()) {
                     echo(ch);
@@ -42,20 +43,66 @@ final class PeerMains {
         }
     }
 
-    /** A plain JDK client: connects, sends n bytes, reads them back, prints ok. */
+    /** A plain JDK client: connects to 127.0.0.1 (or args[2]), sends n bytes, reads them back, prints ok. */
     static final class EchoClient {
         public static void main(String[] args) throws Exception {
             int port = Integer.parseInt(args[0]);
             int n = Integer.parseInt(args[1]);
+            String host = args.length > 2 ? args[2] : "127.0.0.1";
             byte[] data = new byte[n];
             new java.util.Random(n).nextBytes(data);
-            try (SocketChannel ch = SocketChannel.open(new InetSocketAddress("127.0.0.1", port))) {
+            try (SocketChannel ch = SocketChannel.open(new InetSocketAddress(host, port))) {
                 ch.write(ByteBuffer.wrap(data));
                 ByteBuffer back = ByteBuffer.allocate(n);
                 while (back.hasRemaining() && ch.read(back) >= 0) {
                     // keep reading
                 }
                 System.out.println("ok=" + Arrays.equals(data, back.array()));
+            }
+        }
+    }
+
+    /**
+     * A loopback connection with a fixed 4-tuple (127.0.0.1:args[1] -> 127.0.0.1:args[0]):
+     * run in two network namespaces at once, both have the same tuple. Each side checks that
+     * every message it receives carries this process's tag (args[2]).
+     */
+    static final class LoopbackPair {
+        public static void main(String[] args) throws Exception {
+            InetAddress lo = InetAddress.getByName("127.0.0.1");
+            int port = Integer.parseInt(args[0]);
+            int clientPort = Integer.parseInt(args[1]);
+            int tag = Integer.parseInt(args[2]);
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            try (ServerSocketChannel server = ServerSocketChannel.open(); SocketChannel client = SocketChannel.open()) {
+                server.bind(new InetSocketAddress(lo, port));
+                client.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
+                client.bind(new InetSocketAddress(lo, clientPort));
+                client.connect(new InetSocketAddress(lo, port));
+                try (SocketChannel side = server.accept()) {
+                    System.out.println("connected=1");
+                    in.readLine(); // both namespaces are connected: go
+                    long foreign = 0;
+                    ByteBuffer msg = ByteBuffer.allocate(8);
+                    for (int i = 0; i < 2000; i++) {
+                        SocketChannel from = i % 2 == 0 ? client : side;
+                        SocketChannel to = i % 2 == 0 ? side : client;
+                        msg.clear().putInt(tag).putInt(i).flip();
+                        while (msg.hasRemaining()) {
+                            from.write(msg);
+                        }
+                        msg.clear();
+                        while (msg.hasRemaining() && to.read(msg) >= 0) {
+                            // keep reading
+                        }
+                        msg.flip();
+                        if (msg.getInt() != tag || msg.getInt() != i) {
+                            foreign++;
+                        }
+                    }
+                    System.out.println("foreign=" + foreign);
+                    in.readLine(); // quit
+                }
             }
         }
     }

@@ -1,0 +1,135 @@
+package io.github.sockmap4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * KERNEL-NOTES hazard 11 with real network namespaces: two "pods" joined by a veth pair. The
+ * SOCKHASH is global to the kernel, so loopback tuples of two namespaces must not collide,
+ * while pod-to-pod connections across namespaces must still be redirected.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class NetnsTest {
+    static final String A_ADDR = "10.254.77.1";
+    static final String B_ADDR = "10.254.77.2";
+
+    TestKernel kernel;
+    String nsA;
+    String nsB;
+
+    static void sh(String... cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed: " + out);
+        }
+    }
+
+    @BeforeAll
+    void start() throws Exception {
+        kernel = TestKernel.start("netns");
+        String id = Long.toString(ProcessHandle.current().pid() % 100000);
+        nsA = "sm4j-" + id + "-a";
+        nsB = "sm4j-" + id + "-b";
+        sh("ip", "netns", "add", nsA);
+        sh("ip", "netns", "add", nsB);
+        String va = "sm4j" + id + "a";
+        String vb = "sm4j" + id + "b";
+        sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb);
+        sh("ip", "link", "set", va, "netns", nsA);
+        sh("ip", "link", "set", vb, "netns", nsB);
+        sh("ip", "-n", nsA, "addr", "add", A_ADDR + "/24", "dev", va);
+        sh("ip", "-n", nsB, "addr", "add", B_ADDR + "/24", "dev", vb);
+        for (String[] nd : new String[][] {{nsA, va}, {nsB, vb}}) {
+            sh("ip", "-n", nd[0], "link", "set", nd[1], "up");
+            sh("ip", "-n", nd[0], "link", "set", "lo", "up");
+        }
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        // Deleting a namespace deletes its veth end, and with it the peer.
+        try {
+            for (String ns : new String[] {nsA, nsB}) {
+                if (ns != null) {
+                    sh("ip", "netns", "delete", ns);
+                }
+            }
+        } finally {
+            if (kernel != null) {
+                kernel.close();
+            }
+        }
+    }
+
+    List<String> inNs(String ns, List<String> cmd) {
+        List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", ns));
+        full.addAll(cmd);
+        return full;
+    }
+
+    @Test
+    void podToPodAcrossNamespacesIsRedirected() throws Exception {
+        Sockmap sockmap = kernel.sockmap;
+        try (ChildJvm server = ChildJvm.start(inNs(nsA, ChildJvm.javaCommand(PeerMains.EchoServer.class, A_ADDR)))) {
+            int port = Integer.parseInt(server.expect("port=", 60));
+            SockmapStats before = sockmap.stats();
+            int n = 300_000;
+            try (OptIn optIn = sockmap.optIn(port);
+                 ChildJvm client = ChildJvm.start(inNs(nsB, ChildJvm.javaCommand(PeerMains.EchoClient.class,
+                         Integer.toString(port), Integer.toString(n), A_ADDR)))) {
+                assertTrue(optIn.active());
+                assertEquals("true", client.expect("ok=", 60));
+                assertEquals(0, client.waitFor(30));
+            }
+            server.expect("done=", 30);
+            SockmapStats after = sockmap.stats();
+            assertTrue(after.socketsRegistered() >= before.socketsRegistered() + 2, () -> before + " -> " + after);
+            assertTrue(after.bytesRedirected() >= before.bytesRedirected() + 2L * n,
+                    () -> "pod-to-pod keys carry no netns cookie, so they match: " + before + " -> " + after);
+        }
+    }
+
+    @Test
+    void identicalLoopbackTuplesInTwoNamespacesDoNotCollide() throws Exception {
+        Sockmap sockmap = kernel.sockmap;
+        int port = 47001;
+        int clientPort = 47002;
+        long base = sockmap.stats().socketsInMap();
+        SockmapStats before = sockmap.stats();
+        try (OptIn optIn = sockmap.optIn(port);
+             ChildJvm a = ChildJvm.start(inNs(nsA, ChildJvm.javaCommand(PeerMains.LoopbackPair.class,
+                     Integer.toString(port), Integer.toString(clientPort), "1")));
+             ChildJvm b = ChildJvm.start(inNs(nsB, ChildJvm.javaCommand(PeerMains.LoopbackPair.class,
+                     Integer.toString(port), Integer.toString(clientPort), "2")))) {
+            assertTrue(optIn.active());
+            a.expect("connected=", 60);
+            b.expect("connected=", 60);
+            assertEquals(base + 4, sockmap.stats().socketsInMap(),
+                    "four sockets with two identical loopback tuples: none overwrote another");
+            a.send("go");
+            b.send("go");
+            assertEquals("0", a.expect("foreign=", 60), "namespace a received b's bytes");
+            assertEquals("0", b.expect("foreign=", 60), "namespace b received a's bytes");
+            a.send("quit");
+            b.send("quit");
+            assertEquals(0, a.waitFor(30));
+            assertEquals(0, b.waitFor(30));
+        }
+        SockmapStats after = sockmap.stats();
+        assertTrue(after.bytesRedirected() >= before.bytesRedirected() + 2 * 2000 * 8,
+                () -> "both namespaces' loopback bytes were redirected: " + before + " -> " + after);
+    }
+}
