@@ -412,7 +412,14 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     private long readLocked(MemorySegment dst, boolean blocking) throws IOException {
-        enterIo();
+        synchronized (stateLock) {
+            ensureOpen();
+            ensureConnected();
+            if (inputShutdown) {
+                return -1;
+            }
+            activeOps++; // the fd stays open until exitIo
+        }
         try {
             return readIo(dst, blocking);
         } finally {
@@ -421,13 +428,6 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     private long readIo(MemorySegment dst, boolean blocking) throws IOException {
-        synchronized (stateLock) {
-            ensureOpen();
-            ensureConnected();
-            if (inputShutdown) {
-                return -1;
-            }
-        }
         if (dst.byteSize() == 0) {
             return 0;
         }
@@ -527,7 +527,14 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     private long writeLocked(MemorySegment src, boolean blocking) throws IOException {
-        enterIo();
+        synchronized (stateLock) {
+            ensureOpen();
+            ensureConnected();
+            if (outputShutdown) {
+                throw new ClosedChannelException();
+            }
+            activeOps++; // the fd stays open until exitIo
+        }
         try {
             return writeIo(src, blocking);
         } finally {
@@ -536,13 +543,6 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     private long writeIo(MemorySegment src, boolean blocking) throws IOException {
-        synchronized (stateLock) {
-            ensureOpen();
-            ensureConnected();
-            if (outputShutdown) {
-                throw new ClosedChannelException();
-            }
-        }
         long size = src.byteSize();
         long written = 0;
         boolean completed = false;
