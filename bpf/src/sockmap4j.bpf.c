@@ -10,7 +10,11 @@
  *
  * Ordering: the reader drains redirected data before data that came by TCP.
  * Once one send of a socket has gone by TCP, redirecting a later send could
- * overtake it, so that socket is marked tainted and stays on TCP for good.
+ * overtake it, so the socket stays on TCP until its peer has read every byte it
+ * was sent (only a receiver that publishes its reads can say so).
+ *
+ * Bound: a receiver that publishes its reads (struct sm4j_slot) also bounds what
+ * may be redirected to it unread; past the bound the sender goes by TCP.
  */
 #include <linux/bpf.h>
 #include <linux/in.h>
@@ -27,6 +31,14 @@
 #endif
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* The one field of the kernel's tcp_sock we read, relocated by libbpf (CO-RE) at load. */
+struct tcp_sock {
+	__u32 write_seq;
+} __attribute__((preserve_access_index));
+
+/* One load of a value another CPU (or a user-space store through mmap) may change. */
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
 /* Sized by the loader (bpf_map__set_max_entries) before load. */
 struct {
@@ -57,6 +69,23 @@ struct {
 	__type(key, int);
 	__type(value, struct sm4j_sock_state);
 } sm4j_sockstate SEC(".maps");
+
+/* Receiving socket key -> its slot in sm4j_slots. Sized by the loader like sm4j_socks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_rx);
+} sm4j_rx SEC(".maps");
+
+/* Read counters published by receivers with plain stores (mmap). Sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65535);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sm4j_slot);
+} sm4j_slots SEC(".maps");
 
 /* Written once by the loader: SM4J_ABI_VERSION of the program set pinned here. */
 struct {
@@ -144,7 +173,8 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	int ok;
 
 	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
-	    op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
+	    op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
+	    op != BPF_SOCK_OPS_STATE_CB)
 		return 1;
 
 	LOAD_ADDRS(skops, &key, ok);
@@ -153,6 +183,16 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	key.local_port = skops->local_port;
 	/* remote_port is network order; bpf_ntohl gives the port (hazard 2). */
 	key.remote_port = bpf_ntohl(skops->remote_port);
+
+	if (op == BPF_SOCK_OPS_STATE_CB) {
+		/* A registered socket closed: its read slot entry goes, even if its process died. */
+		if (skops->args[1] != BPF_TCP_CLOSE)
+			return 1;
+		if (is_loopback(key.local_ip) || is_loopback(key.remote_ip))
+			key.netns = bpf_get_netns_cookie(skops);
+		bpf_map_delete_elem(&sm4j_rx, &key);
+		return 1;
+	}
 
 	/* The server is the remote end for a connect(), the local end for an accept(). */
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
@@ -165,10 +205,49 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	if (is_loopback(key.local_ip) || is_loopback(key.remote_ip))
 		key.netns = bpf_get_netns_cookie(skops);
 
-	if (bpf_sock_hash_update(skops, &sm4j_socks, &key, BPF_ANY) == 0)
+	/* The sender state exists before the socket can send: a socket without it is not registered. */
+	{
+		struct bpf_sock *sk = skops->sk;
+		struct sm4j_sock_state *st;
+		struct tcp_sock *tp;
+
+		if (!sk)
+			return 1;
+		tp = bpf_skc_to_tcp_sock(sk);
+		st = bpf_sk_storage_get(&sm4j_sockstate, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!tp || !st) {
+			count(SM4J_CTR_REGISTER_FAILED, 1);
+			return 1;
+		}
+		st->last_seq = tp->write_seq;
+	}
+
+	if (bpf_sock_hash_update(skops, &sm4j_socks, &key, BPF_ANY) == 0) {
 		count(SM4J_CTR_SOCKETS_REGISTERED, 1);
-	else
+		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+	} else {
 		count(SM4J_CTR_REGISTER_FAILED, 1); /* full map: this connection stays on TCP */
+	}
+	return 1;
+}
+
+/* What the receiver of a connection published: its read count and bound. */
+static __always_inline int peer_published(const struct sm4j_sock_key *peer, __u64 *read, __u32 *bound)
+{
+	struct sm4j_slot *slot;
+	struct sm4j_rx *rx;
+	__u32 idx;
+
+	rx = bpf_map_lookup_elem(&sm4j_rx, peer);
+	if (!rx)
+		return 0;
+	idx = rx->slot;
+	slot = bpf_map_lookup_elem(&sm4j_slots, &idx);
+	/* A slot released and claimed again since the entry was made belongs to another socket. */
+	if (!slot || slot->cookie != rx->cookie)
+		return 0;
+	*read = READ_ONCE(slot->read);
+	*bound = READ_ONCE(slot->bound);
 	return 1;
 }
 
@@ -177,16 +256,26 @@ int sm4j_redirect(struct sk_msg_md *msg)
 {
 	struct sm4j_sock_key peer = {};
 	struct sm4j_sock_state *st;
+	struct tcp_sock *tp;
 	struct bpf_sock *sk;
+	__u64 read = 0, sent;
+	__u32 bound = 0, seq;
 	__u32 size = msg->size;
-	int ok;
+	int known, ok;
 
 	sk = msg->sk;
 	if (!sk)
 		goto pass;
 	st = bpf_sk_storage_get(&sm4j_sockstate, sk, 0, 0);
-	if (st && (st->flags & SM4J_SOCK_TCP_TAINTED))
-		goto pass;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!st || !tp)
+		goto pass; /* registered sockets always have both */
+
+	/* Bring the TCP count up to date: every byte queued to TCP so far, verdict or not. */
+	seq = tp->write_seq;
+	st->tcp += (__u32)(seq - st->last_seq);
+	st->last_seq = seq;
+	sent = st->redirected + st->tcp;
 
 	/* The peer's own key: its local side is our remote side. */
 	{
@@ -203,22 +292,33 @@ int sm4j_redirect(struct sk_msg_md *msg)
 	if (is_loopback(peer.local_ip) || is_loopback(peer.remote_ip))
 		peer.netns = bpf_get_netns_cookie(msg);
 
+	known = peer_published(&peer, &read, &bound);
+	if (st->flags & SM4J_SOCK_TCP) {
+		/* Bytes sent by TCP may be unread: a redirect now would overtake them. */
+		if (!known || read != sent)
+			goto pass;
+		st->flags &= ~SM4J_SOCK_TCP;
+		count(SM4J_CTR_RESUMED, 1);
+	}
+	if (known && sent - read + size > bound) {
+		st->flags |= SM4J_SOCK_TCP;
+		count(SM4J_CTR_BOUND_HIT, 1);
+		goto pass;
+	}
+
 	/*
 	 * bpf_msg_redirect_hash returns SK_DROP when the peer is not in the map;
 	 * returning that would drop the application's data (hazard 1).
 	 */
 	if (bpf_msg_redirect_hash(msg, &sm4j_socks, &peer, BPF_F_INGRESS) == SK_PASS) {
+		st->redirected += size;
 		count(SM4J_CTR_MSGS_REDIRECTED, 1);
 		count(SM4J_CTR_BYTES_REDIRECTED, size);
 		return SK_PASS;
 	}
-
-	/* From now on this socket sends by TCP, so that no redirect overtakes these bytes. */
-	st = bpf_sk_storage_get(&sm4j_sockstate, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (st && !(st->flags & SM4J_SOCK_TCP_TAINTED)) {
-		st->flags |= SM4J_SOCK_TCP_TAINTED;
-		count(SM4J_CTR_SOCKETS_TAINTED, 1);
-	}
+	/* The peer is not registered: TCP until it has read what this message leaves unread. */
+	st->flags |= SM4J_SOCK_TCP;
+	count(SM4J_CTR_SOCKETS_TAINTED, 1);
 pass:
 	count(SM4J_CTR_MSGS_PASSED, 1);
 	count(SM4J_CTR_BYTES_PASSED, size);

@@ -9,7 +9,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 1
+#define SM4J_ABI_VERSION 2
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -43,15 +43,44 @@ struct sm4j_policy_key {
 
 struct sm4j_policy {
 	__u32 flags;    /* reserved, 0 */
-	__u32 reserved; /* reserved, 0 */
+	__u32 bound;    /* in-flight bound of the port's connections in bytes, 0 for SO_RCVBUF */
 };
 
-/* Per-socket state, in SK_STORAGE. */
-#define SM4J_SOCK_TCP_TAINTED 1 /* a send went by plain TCP: never redirect again */
+/*
+ * Per-socket sender state, in SK_STORAGE, made when the socket is registered. What it has
+ * sent is redirected + tcp: redirected bytes are counted by the verdict; TCP bytes are read
+ * from the socket's own write_seq, because the kernel skips the verdict for a send that
+ * follows a partly pushed one (psock->eval stays __SK_PASS), so counting passes would miss
+ * bytes.
+ */
+#define SM4J_SOCK_TCP 1 /* sending by TCP: back to the redirect only once the peer read all */
 
 struct sm4j_sock_state {
+	__u64 redirected;
+	__u64 tcp;
+	__u32 last_seq; /* write_seq when tcp was last brought up to date */
 	__u32 flags;
+};
+
+/*
+ * In-flight bound (hazard 6). A receiver that runs sockmap4j claims a slot of sm4j_slots, an
+ * mmap-able array, and publishes there with plain stores how many bytes it has read and its
+ * bound; sm4j_rx maps its socket key to the slot. The sender's verdict redirects only while
+ * sent - read + size <= bound; past it the sender goes by TCP, whose window blocks it, and
+ * comes back once read == sent, when no TCP byte is left unread to be overtaken.
+ */
+struct sm4j_rx {
+	__u32 slot;
 	__u32 reserved;
+	__u64 cookie;   /* the receiving socket's cookie, also in its slot while it holds it */
+};
+
+struct sm4j_slot {
+	__u64 cookie;   /* owner socket cookie, 0 when free */
+	__u64 read;     /* bytes the owner has read from its socket */
+	__u32 bound;    /* bytes the owner lets be redirected to it unread */
+	__u32 reserved;
+	__u64 reserved2;
 };
 
 /* Indexes into the per-CPU counter array. */
@@ -63,6 +92,8 @@ enum sm4j_counter {
 	SM4J_CTR_MSGS_PASSED,
 	SM4J_CTR_BYTES_PASSED,
 	SM4J_CTR_SOCKETS_TAINTED,
+	SM4J_CTR_BOUND_HIT,     /* a sender switched to TCP at the in-flight bound */
+	SM4J_CTR_RESUMED,       /* a sender came back to the redirect: its peer had read all */
 	SM4J_CTR_MAX,
 };
 

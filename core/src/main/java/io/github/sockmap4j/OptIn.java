@@ -11,6 +11,13 @@ public interface OptIn extends AutoCloseable {
     /** Whether this opt-in reached the kernel (false when the fast path is off). */
     boolean active();
 
+    /**
+     * Changes the in-flight bound of this rule's connections, in bytes (0: each receiver's
+     * SO_RCVBUF). This process's open connections take it at once; connections that
+     * processes open from now on read it from the kernel.
+     */
+    void setBound(int bytes) throws java.io.IOException;
+
     @Override
     void close();
 }

@@ -256,6 +256,18 @@ public final class Sockmap implements AutoCloseable {
      * they run in the attached cgroup.
      */
     public OptIn optIn(int port, InetAddress network, int prefixBits) throws IOException {
+        return optIn(port, network, prefixBits, 0);
+    }
+
+    /**
+     * As {@link #optIn(int, InetAddress, int)}, with an in-flight bound in bytes for the rule's
+     * connections (0: each receiver's SO_RCVBUF): what a sender may redirect that its receiver
+     * has not read yet. Past it the sender goes by TCP and TCP's window blocks it.
+     */
+    public OptIn optIn(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
+        if (boundBytes < 0) {
+            throw new IllegalArgumentException("bound must be >= 0 bytes: boundBytes=" + boundBytes);
+        }
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException("port must be 1..65535: port=" + port);
         }
@@ -271,7 +283,7 @@ public final class Sockmap implements AutoCloseable {
         if (!isActive()) {
             return new Handle(null, port);
         }
-        return new Handle(kernel.optIn(port, network, bits), port);
+        return new Handle(kernel.optIn(port, network, bits, boundBytes), port);
     }
 
     private final class Handle implements OptIn {
@@ -292,6 +304,24 @@ public final class Sockmap implements AutoCloseable {
         @Override
         public boolean active() {
             return rule != null && !closedHandle && isActive();
+        }
+
+        @Override
+        public synchronized void setBound(int bytes) throws IOException {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("bound must be >= 0 bytes: bytes=" + bytes);
+            }
+            if (rule == null || closedHandle || !isActive()) {
+                return;
+            }
+            kernel.setPolicyBound(rule, bytes);
+            for (var e : readSlots.entrySet()) {
+                ReceiverInfo r = e.getValue();
+                if (r.server().getPort() == port) {
+                    int pb = kernel.policyBound(r.server().getAddress(), port);
+                    kernel.setSlotBound(e.getKey(), pb > 0 ? pb : r.rcvbuf());
+                }
+            }
         }
 
         @Override
@@ -322,7 +352,9 @@ public final class Sockmap implements AutoCloseable {
 
     /**
      * Whether the connected socket {@code fd} sends through the redirect: it and its peer are
-     * both in the SOCKHASH (checked against the map) and its sends were never diverted to TCP.
+     * both in the SOCKHASH (checked against the map), and it is not held on TCP (as it is while
+     * its peer was not registered yet, or has left too much unread; its next send after the
+     * peer has read everything takes the redirect again).
      */
     boolean isAccelerated(int fd) {
         if (!isActive()) {
@@ -339,10 +371,80 @@ public final class Sockmap implements AutoCloseable {
             }
             long peer = kernel.lookupSocket(remote.getAddress(), remote.getPort(), local.getAddress(),
                     local.getPort(), netns);
-            return peer != 0 && (kernel.socketFlags(fd) & SockStateLayout.TCP_TAINTED) == 0;
+            if (peer == 0) {
+                return false;
+            }
+            return (kernel.socketFlags(fd) & SockStateLayout.TCP) == 0;
         } catch (IOException e) {
             return false;
         }
+    }
+
+    /** This socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
+    String flowState(int fd) {
+        if (!isActive()) {
+            return "off";
+        }
+        try {
+            InetSocketAddress local = Sockets.localAddress(fd);
+            InetSocketAddress remote = Sockets.remoteAddress(fd);
+            long netns = Sockets.netnsCookie(fd);
+            return "flags=" + kernel.socketFlags(fd) + " sent=" + kernel.socketSent(fd) + " peerRead="
+                    + kernel.publishedRead(remote.getAddress(), remote.getPort(), local.getAddress(), local.getPort(),
+                    netns);
+        } catch (IOException e) {
+            return e.getMessage();
+        }
+    }
+
+    /** What a receiving channel's bound came from. */
+    private record ReceiverInfo(InetSocketAddress server, int rcvbuf) {
+    }
+
+    private final java.util.Map<KernelSockmap.ReadSlot, ReceiverInfo> readSlots =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Claims a read slot for a connected channel that the kernel registered, so that what its
+     * peer redirects to it unread stays under the bound. Null when the bound does not apply:
+     * fast path off or bound disabled, or the socket is not registered.
+     */
+    KernelSockmap.ReadSlot claimReadSlot(int fd, boolean serverSide) throws IOException {
+        if (!isActive() || !config.bounded()) {
+            return null;
+        }
+        InetSocketAddress local = Sockets.localAddress(fd);
+        InetSocketAddress remote = Sockets.remoteAddress(fd);
+        long netns = Sockets.netnsCookie(fd);
+        long cookie = Sockets.cookie(fd);
+        if (kernel.lookupSocket(local.getAddress(), local.getPort(), remote.getAddress(), remote.getPort(), netns)
+                != cookie) {
+            return null;
+        }
+        InetSocketAddress server = serverSide ? local : remote;
+        int policy = kernel.policyBound(server.getAddress(), server.getPort());
+        int rcvbuf = io.github.sockmap4j.internal.ffi.LibC.getsockoptInt(fd,
+                io.github.sockmap4j.internal.ffi.LibC.SOL_SOCKET, io.github.sockmap4j.internal.ffi.LibC.SO_RCVBUF);
+        KernelSockmap.ReadSlot slot = kernel.claimReadSlot(cookie, local.getAddress(), local.getPort(),
+                remote.getAddress(), remote.getPort(), netns, policy > 0 ? policy : rcvbuf);
+        if (slot != null) {
+            readSlots.put(slot, new ReceiverInfo(server, rcvbuf));
+        }
+        return slot;
+    }
+
+    void publishRead(KernelSockmap.ReadSlot slot, long read) {
+        kernel.readSlots().publishRead(slot.index(), read);
+    }
+
+    void releaseReadSlot(KernelSockmap.ReadSlot slot) {
+        readSlots.remove(slot);
+        kernel.releaseReadSlot(slot);
+    }
+
+    /** The bound a receiving channel publishes now, or -1 when it publishes none. */
+    int boundOf(KernelSockmap.ReadSlot slot) {
+        return slot == null || !isActive() ? -1 : kernel.slotBound(slot);
     }
 
     /** A new unconnected channel using this fast path. */

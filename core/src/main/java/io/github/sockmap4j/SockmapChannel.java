@@ -54,6 +54,10 @@ public final class SockmapChannel extends SocketChannel {
     private boolean fdClosed;
     private int activeOps;
     private InetSocketAddress remote;
+    /** Where this channel publishes its reads for the in-flight bound; null when it does not. */
+    private io.github.sockmap4j.internal.bpf.KernelSockmap.ReadSlot readSlot;
+    /** Bytes read so far; written under the read lock only. */
+    private long readTotal;
 
     SockmapChannel(SelectorProvider provider, Sockmap sockmap) throws IOException {
         super(provider);
@@ -81,6 +85,17 @@ public final class SockmapChannel extends SocketChannel {
         this.state = State.CONNECTED;
         blockingFd(fd);
         this.remote = Sockets.remoteAddress(fd);
+        claimReadSlot(true);
+    }
+
+    /** Called once connected, before any read: joins the in-flight bound as a receiver. */
+    private void claimReadSlot(boolean serverSide) {
+        try {
+            readSlot = sockmap.claimReadSlot(fd, serverSide);
+        } catch (IOException e) {
+            org.slf4j.LoggerFactory.getLogger(SockmapChannel.class)
+                    .warn("{} receives without an in-flight bound: {}", this, e.getMessage());
+        }
     }
 
     /** A new channel over the process-wide {@link Sockmap#global()}. */
@@ -107,7 +122,8 @@ public final class SockmapChannel extends SocketChannel {
 
     /**
      * Whether this connection's sends go through the redirect now: both sockets are in the
-     * SOCKHASH (looked up, not assumed) and this socket's sends were never diverted to TCP.
+     * SOCKHASH (looked up, not assumed) and this socket is not sending by TCP (as it does when
+     * its peer was not registered yet, or has left too much unread: see {@link #inFlightBound()}).
      */
     public boolean isAccelerated() {
         synchronized (stateLock) {
@@ -115,6 +131,23 @@ public final class SockmapChannel extends SocketChannel {
                 return false;
             }
             return sockmap.isAccelerated(fd);
+        }
+    }
+
+    /**
+     * The in-flight bound this channel sets as a receiver: how many bytes its peer may redirect
+     * to it that it has not read; past that the peer sends by TCP, whose window blocks it.
+     * -1 when it sets none (fast path off, the connection not registered, or bound disabled).
+     */
+    public int inFlightBound() {
+        synchronized (stateLock) {
+            return fdClosed ? -1 : sockmap.boundOf(readSlot);
+        }
+    }
+
+    String flowState() {
+        synchronized (stateLock) {
+            return fdClosed ? "closed" : sockmap.flowState(fd);
         }
     }
 
@@ -167,6 +200,7 @@ public final class SockmapChannel extends SocketChannel {
             remote = isa;
             if (r == 0) {
                 state = State.CONNECTED;
+                claimReadSlot(false);
                 return true;
             }
             if (-r != Errno.EINPROGRESS) {
@@ -241,6 +275,7 @@ public final class SockmapChannel extends SocketChannel {
                 throw NativeSocketSupport.connectFailure(err, remote);
             }
             state = State.CONNECTED;
+            claimReadSlot(false);
             return true;
         }
     }
@@ -421,7 +456,12 @@ public final class SockmapChannel extends SocketChannel {
             activeOps++; // the fd stays open until exitIo
         }
         try {
-            return readIo(dst, blocking);
+            long n = readIo(dst, blocking);
+            if (n > 0 && readSlot != null) {
+                readTotal += n;
+                sockmap.publishRead(readSlot, readTotal);
+            }
+            return n;
         } finally {
             exitIo();
         }
@@ -658,6 +698,10 @@ public final class SockmapChannel extends SocketChannel {
     private void closeFd() {
         if (!fdClosed) {
             fdClosed = true;
+            if (readSlot != null) {
+                sockmap.releaseReadSlot(readSlot);
+                readSlot = null;
+            }
             LibC.close(fd);
             fd = -1;
         }

@@ -8,5 +8,7 @@ public enum Counter {
     BYTES_REDIRECTED,
     MSGS_PASSED,
     BYTES_PASSED,
-    SOCKETS_TAINTED;
+    SOCKETS_TAINTED,
+    BOUND_HIT,
+    RESUMED;
 }

@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * <p><b>Note:</b> this class is threadsafe.
  */
 public final class KernelSockmap implements AutoCloseable {
-    public static final int ABI_VERSION = 1;
+    public static final int ABI_VERSION = 2;
     static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
 
     private static final Logger LOG = LoggerFactory.getLogger(KernelSockmap.class);
@@ -51,6 +51,8 @@ public final class KernelSockmap implements AutoCloseable {
         {"sm4j_policy", "policy"},
         {"sm4j_counters", "counters"},
         {"sm4j_sockstate", "sockstate"},
+        {"sm4j_rx", "rx"},
+        {"sm4j_slots", "slots"},
         {"sm4j_meta", "meta"},
     };
     private static final String[][] PROG_PINS = {
@@ -67,15 +69,23 @@ public final class KernelSockmap implements AutoCloseable {
     private final int policyFd;
     private final int countersFd;
     private final int stateFd;
+    private final int rxFd;
+    private final int slotsFd;
     private final int metaFd;
     private final int sockopsFd;
     private final int redirectFd;
+    /*
+     * A shared arena owns the mapping: closing it waits until no thread is inside an access
+     * and makes later ones throw, where a bare munmap would let a late read crash the JVM.
+     */
+    private final Arena slotsArena = Arena.ofShared();
+    private final ReadSlots slots;
     private final int possibleCpus;
     private final Map<PolicyRule, Integer> policyRefs = new HashMap<>();
     private boolean closed;
 
     private KernelSockmap(Libbpf bpf, Path pinDir, Path cgroupDir, long cgroupId, LockDir locks,
-                          int[] fds, int possibleCpus) {
+                          int[] fds, int possibleCpus) throws IOException {
         this.bpf = bpf;
         this.pinDir = pinDir;
         this.cgroupDir = cgroupDir;
@@ -85,11 +95,21 @@ public final class KernelSockmap implements AutoCloseable {
         this.policyFd = fds[1];
         this.countersFd = fds[2];
         this.stateFd = fds[3];
-        this.metaFd = fds[4];
-        this.sockopsFd = fds[5];
-        this.redirectFd = fds[6];
+        this.rxFd = fds[4];
+        this.slotsFd = fds[5];
+        this.metaFd = fds[6];
+        this.sockopsFd = fds[7];
+        this.redirectFd = fds[8];
         this.possibleCpus = possibleCpus;
+        Libbpf.MapInfo info = bpf.mapInfo(slotsFd);
+        long bytes = (long) info.valueSize() * info.maxEntries();
+        long length = (bytes + 4095) & ~4095L;
+        MemorySegment mapping = LibC.mmapShared(slotsFd, length, LibC.PROT_READ | LibC.PROT_WRITE, slotsArena);
+        this.slots = new ReadSlots(mapping, info.maxEntries());
     }
+
+    /** Index of the sockops program's fd in the array openOrCreatePins returns. */
+    private static final int SOCKOPS_FD = 7;
 
     /**
      * Opens (or creates) the pinned objects in {@code pinDir} and attaches the sockops program
@@ -107,7 +127,7 @@ public final class KernelSockmap implements AutoCloseable {
             Files.createDirectories(pinDir, PosixFilePermissions.asFileAttribute(
                     PosixFilePermissions.fromString("rwxr-x---")));
             fds = openOrCreatePins(bpf, pinDir, maxSockets);
-            attachCgroup(bpf, pinDir, cg, cgroupId, fds[5]);
+            attachCgroup(bpf, pinDir, cg, cgroupId, fds[SOCKOPS_FD]);
             return new KernelSockmap(bpf, pinDir, cg, cgroupId, locks, fds, bpf.possibleCpus());
         } catch (IOException | RuntimeException e) {
             if (fds != null) {
@@ -157,7 +177,7 @@ public final class KernelSockmap implements AutoCloseable {
             for (String[] p : PROG_PINS) {
                 fds[i++] = getPinned(bpf, pin(dir, p[1]));
             }
-            checkAbi(bpf, dir, fds[4]);
+            checkAbi(bpf, dir, fds[MAP_PINS.length - 1]);
             return fds;
         } catch (IOException e) {
             for (int j = 0; j < i; j++) {
@@ -201,6 +221,8 @@ public final class KernelSockmap implements AutoCloseable {
             List<String> pinned = new ArrayList<>();
             try {
                 bpf.setMaxEntries(bpf.findMap(obj, "sm4j_socks"), maxSockets);
+                bpf.setMaxEntries(bpf.findMap(obj, "sm4j_rx"), maxSockets);
+                bpf.setMaxEntries(bpf.findMap(obj, "sm4j_slots"), maxSockets);
                 bpf.loadObject(obj);
                 int socks = bpf.mapFd(bpf.findMap(obj, "sm4j_socks"));
                 int redirect = bpf.programFd(bpf.findProgram(obj, "sm4j_redirect"));
@@ -387,6 +409,14 @@ public final class KernelSockmap implements AutoCloseable {
      * when the last {@link #optOut} of the same rule runs.
      */
     public synchronized PolicyRule optIn(int port, InetAddress network, int bits) throws IOException {
+        return optIn(port, network, bits, 0);
+    }
+
+    /**
+     * Opts a server endpoint in with an in-flight bound in bytes (0: each receiver's
+     * SO_RCVBUF). The bound of an existing rule is replaced.
+     */
+    public synchronized PolicyRule optIn(int port, InetAddress network, int bits, int bound) throws IOException {
         ensureOpen();
         byte[] addr = network == null ? new byte[16] : SockKeyLayout.mapped(network);
         int addrBits = network == null ? 0 : bits;
@@ -396,17 +426,17 @@ public final class KernelSockmap implements AutoCloseable {
             PolicyRule rule = new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)),
                     addrBits);
             Integer refs = policyRefs.get(rule);
-            if (refs == null) {
+            if (refs == null || bound != 0) {
                 MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+                val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
                 int r = bpf.tryMapUpdate(policyFd, key, val, Libbpf.BPF_ANY);
                 if (r < 0) {
                     throw new NativeIOException("bpf_map_update_elem(policy)", -r,
                             -r == Errno.ENOSPC || -r == Errno.E2BIG
                                     ? "the policy map is full: opt out unused ports" : "port " + port);
                 }
-                refs = 0;
             }
-            policyRefs.put(rule, refs + 1);
+            policyRefs.put(rule, refs == null ? 1 : refs + 1);
             return rule;
         }
     }
@@ -431,6 +461,119 @@ public final class KernelSockmap implements AutoCloseable {
             if (r < 0 && -r != Errno.ENOENT) {
                 LOG.warn("Could not remove the policy entry for port {}: {}", rule.port(), Errno.describe(-r));
             }
+        }
+    }
+
+    /** Sets the bound of an opted-in rule in the kernel's policy (for connections made from now on). */
+    public synchronized void setPolicyBound(PolicyRule rule, int bound) throws IOException {
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
+            MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+            val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
+            int r = bpf.tryMapUpdate(policyFd, key, val, Libbpf.BPF_EXIST);
+            if (r < 0) {
+                throw new NativeIOException("bpf_map_update_elem(policy)", -r, "port " + rule.port());
+            }
+        }
+    }
+
+    /**
+     * The bound of the policy entry matching this server endpoint: -1 when none matches, 0
+     * when it leaves the bound to the receiver's SO_RCVBUF.
+     */
+    public int policyBound(InetAddress server, int port) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
+            PolicyKeyLayout.fill(key, port, SockKeyLayout.mapped(server), 128);
+            MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+            return bpf.tryMapLookup(policyFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND) : -1;
+        }
+    }
+
+    /** A receiving socket's claim on a read slot; see {@link #claimReadSlot}. */
+    public record ReadSlot(int index, long cookie, byte[] key) {
+    }
+
+    /**
+     * Claims a read slot for a receiving socket of this process and maps its key to it, so
+     * that senders to it keep what they redirect unread under {@code bound}. Null when no slot
+     * is free (the socket then receives without a bound, as before this mechanism).
+     */
+    public synchronized ReadSlot claimReadSlot(long cookie, InetAddress local, int localPort, InetAddress remote, int remotePort,
+                                  long netns, int bound) throws IOException {
+        ensureOpen();
+        int idx = slots.claim(cookie, bound);
+        if (idx < 0) {
+            LOG.warn("No free read slot among {}: a connection receives without an in-flight bound", slots.count());
+            return null;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(SockKeyLayout.LAYOUT);
+            SockKeyLayout.fill(key, local, localPort, remote, remotePort, netns);
+            MemorySegment val = arena.allocate(ReadSlotLayout.RX);
+            val.set(ValueLayout.JAVA_INT, 0, idx);
+            val.set(ValueLayout.JAVA_LONG, 8, cookie);
+            int r = bpf.tryMapUpdate(rxFd, key, val, Libbpf.BPF_ANY);
+            if (r < 0) {
+                slots.release(idx, cookie);
+                throw new NativeIOException("bpf_map_update_elem(rx)", -r);
+            }
+            return new ReadSlot(idx, cookie, key.toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    public ReadSlots readSlots() {
+        return slots;
+    }
+
+    public void setSlotBound(ReadSlot slot, int bound) {
+        slots.setBound(slot.index(), bound);
+    }
+
+    public int slotBound(ReadSlot slot) {
+        return slots.bound(slot.index());
+    }
+
+    public synchronized void releaseReadSlot(ReadSlot slot) {
+        if (closed) {
+            return; // the maps and the mapping are gone; the kernel's state callback dropped the entry
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            int r = bpf.tryMapDelete(rxFd, arena.allocateFrom(ValueLayout.JAVA_BYTE, slot.key()));
+            assert r == 0 || -r == Errno.ENOENT : "rx delete: " + r;
+        }
+        slots.release(slot.index(), slot.cookie());
+    }
+
+    /**
+     * What the receiving socket under this key published as read, or -1 when it publishes
+     * nothing (no slot, or the slot changed hands), as the verdict program decides it.
+     */
+    public synchronized long publishedRead(InetAddress local, int localPort, InetAddress remote, int remotePort,
+                                           long netns) {
+        if (closed) {
+            return -1;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(SockKeyLayout.LAYOUT);
+            SockKeyLayout.fill(key, local, localPort, remote, remotePort, netns);
+            MemorySegment rx = arena.allocate(ReadSlotLayout.RX);
+            if (bpf.tryMapLookup(rxFd, key, rx) != 0) {
+                return -1;
+            }
+            return slots.read(rx.get(ValueLayout.JAVA_INT, 0), rx.get(ValueLayout.JAVA_LONG, 8));
+        }
+    }
+
+    /** The bytes a socket of this process had sent, redirected or by TCP, as of its last verdict. */
+    public long socketSent(int socketFd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
+            MemorySegment val = arena.allocate(SockStateLayout.LAYOUT);
+            return bpf.tryMapLookup(stateFd, key, val) == 0
+                    ? val.get(ValueLayout.JAVA_LONG, SockStateLayout.REDIRECTED) + val.get(ValueLayout.JAVA_LONG,
+                    SockStateLayout.TCP_BYTES) : 0;
         }
     }
 
@@ -460,7 +603,7 @@ public final class KernelSockmap implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
             MemorySegment val = arena.allocate(SockStateLayout.LAYOUT);
-            return bpf.tryMapLookup(stateFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, 0) : 0;
+            return bpf.tryMapLookup(stateFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, SockStateLayout.FLAGS) : 0;
         }
     }
 
@@ -517,7 +660,9 @@ public final class KernelSockmap implements AutoCloseable {
         try {
             teardownIfLast(bpf, pinDir, cgroupId, locks, socksFd);
         } finally {
-            for (int fd : new int[] {socksFd, policyFd, countersFd, stateFd, metaFd, sockopsFd, redirectFd}) {
+            slotsArena.close();
+            for (int fd : new int[] {socksFd, policyFd, countersFd, stateFd, rxFd, slotsFd, metaFd, sockopsFd,
+                redirectFd}) {
                 LibC.close(fd);
             }
             locks.unlockSetup();

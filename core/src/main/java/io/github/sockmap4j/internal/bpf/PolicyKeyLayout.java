@@ -13,7 +13,7 @@ import java.lang.foreign.ValueLayout;
  *     __u8  addr[16];            // server address, IPv4 v4-mapped
  *     __u8  pad[2];
  * };
- * struct sm4j_policy { __u32 flags; __u32 reserved; };
+ * struct sm4j_policy { __u32 flags; __u32 bound; };   // bound 0: the receiver's SO_RCVBUF
  * </pre>
  */
 public final class PolicyKeyLayout {
@@ -25,7 +25,8 @@ public final class PolicyKeyLayout {
 
     public static final StructLayout VALUE = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("flags"),
-            ValueLayout.JAVA_INT.withName("reserved")).withName("sm4j_policy");
+            ValueLayout.JAVA_INT.withName("bound")).withName("sm4j_policy");
+    public static final long BOUND = VALUE.byteOffset(MemoryLayout.PathElement.groupElement("bound"));
 
     private PolicyKeyLayout() {
     }

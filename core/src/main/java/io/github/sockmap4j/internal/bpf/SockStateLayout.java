@@ -6,17 +6,24 @@ import java.lang.foreign.ValueLayout;
 
 /**
  * <pre>
- * struct sm4j_sock_state {   // SK_STORAGE value, one per registered socket that needed it
- *     __u32 flags;           // SM4J_SOCK_TCP_TAINTED = 1: sends go by TCP for good
- *     __u32 reserved;
+ * struct sm4j_sock_state {   // SK_STORAGE value of a registered socket
+ *     __u64 redirected;      // bytes the verdict redirected
+ *     __u64 tcp;             // bytes queued to TCP, from write_seq, as of the last verdict
+ *     __u32 last_seq;
+ *     __u32 flags;           // SM4J_SOCK_TCP = 1: sending by TCP until the peer read all
  * };
  * </pre>
  */
 public final class SockStateLayout {
     public static final StructLayout LAYOUT = MemoryLayout.structLayout(
-            ValueLayout.JAVA_INT.withName("flags"),
-            ValueLayout.JAVA_INT.withName("reserved")).withName("sm4j_sock_state");
-    public static final int TCP_TAINTED = 1;
+            ValueLayout.JAVA_LONG.withName("redirected"),
+            ValueLayout.JAVA_LONG.withName("tcp"),
+            ValueLayout.JAVA_INT.withName("last_seq"),
+            ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_sock_state");
+    public static final long REDIRECTED = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("redirected"));
+    public static final long TCP_BYTES = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("tcp"));
+    public static final long FLAGS = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
+    public static final int TCP = 1;
 
     private SockStateLayout() {
     }

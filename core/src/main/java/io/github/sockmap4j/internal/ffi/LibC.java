@@ -68,6 +68,9 @@ public final class LibC {
     public static final int O_CREAT = 0x40;
     public static final int O_DIRECTORY = 0x10000;
     public static final int O_CLOEXEC = 0x80000;
+    public static final int PROT_READ = 1;
+    public static final int PROT_WRITE = 2;
+    public static final int MAP_SHARED = 1;
     public static final int LOCK_SH = 1;
     public static final int LOCK_EX = 2;
     public static final int LOCK_NB = 4;
@@ -131,6 +134,10 @@ public final class LibC {
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
     private static final MethodHandle MOUNT = Native.downcall(LIBC, "mount",
             FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR, C_LONG, C_PTR));
+    private static final MethodHandle MMAP = Native.downcall(LIBC, "mmap",
+            FunctionDescriptor.of(C_PTR, C_PTR, C_LONG, C_INT, C_INT, C_INT, C_LONG));
+    private static final MethodHandle MUNMAP = Native.downcall(LIBC, "munmap",
+            FunctionDescriptor.of(C_INT, C_PTR, C_LONG));
     private static final MethodHandle STRERROR = Native.plain(LIBC, "strerror",
             FunctionDescriptor.of(C_PTR, C_INT));
 
@@ -485,6 +492,35 @@ public final class LibC {
         try {
             int res = (int) FLOCK.invokeExact(st, fd, op);
             return res < 0 ? -Native.errno(st) : 0;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * mmap(NULL, length, prot, MAP_SHARED, fd, 0), as a segment of that length owned by
+     * {@code arena}: closing the arena unmaps it.
+     */
+    public static MemorySegment mmapShared(int fd, long length, int prot, Arena arena) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            MemorySegment p = (MemorySegment) MMAP.invokeExact(st, MemorySegment.NULL, length, prot, MAP_SHARED, fd, 0L);
+            if (p.address() == -1L) {
+                throw new NativeIOException("mmap", Native.errno(st), length + " bytes of fd " + fd);
+            }
+            return p.reinterpret(length, arena, LibC::munmap);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    public static void munmap(MemorySegment mapping) {
+        MemorySegment st = Native.callState();
+        try {
+            int r = (int) MUNMAP.invokeExact(st, mapping, mapping.byteSize());
+            assert r == 0 : "munmap failed";
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }

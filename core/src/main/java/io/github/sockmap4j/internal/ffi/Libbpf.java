@@ -32,6 +32,7 @@ public final class Libbpf {
     public static final int BPF_SK_MSG_VERDICT = 7;
     public static final long BPF_ANY = 0;
     public static final long BPF_NOEXIST = 1;
+    public static final long BPF_EXIST = 2;
 
     private static final Logger LOG = LoggerFactory.getLogger("io.github.sockmap4j.libbpf");
     private static volatile Libbpf instance;
@@ -56,6 +57,7 @@ public final class Libbpf {
     private final MethodHandle probeMapType;
     private final MethodHandle probeProgType;
     private final MethodHandle numPossibleCpus;
+    private final MethodHandle objGetInfo;
 
     private Libbpf(SymbolLookup lib) {
         objectOpenMem = Native.downcall(lib, "bpf_object__open_mem",
@@ -91,6 +93,7 @@ public final class Libbpf {
         probeProgType = Native.plain(lib, "libbpf_probe_bpf_prog_type",
                 FunctionDescriptor.of(C_INT, C_INT, C_PTR));
         numPossibleCpus = Native.plain(lib, "libbpf_num_possible_cpus", FunctionDescriptor.of(C_INT));
+        objGetInfo = Native.plain(lib, "bpf_obj_get_info_by_fd", FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
         installPrintCallback(lib);
     }
 
@@ -324,6 +327,26 @@ public final class Libbpf {
     public int probeProgType(int type) {
         try {
             return (int) probeProgType.invokeExact(type, MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** A map's geometry, from {@code struct bpf_map_info}. */
+    public record MapInfo(int type, int keySize, int valueSize, int maxEntries, int flags) {
+    }
+
+    public MapInfo mapInfo(int mapFd) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            // struct bpf_map_info { __u32 type, id, key_size, value_size, max_entries, map_flags; ... }
+            MemorySegment info = arena.allocate(128, 8);
+            MemorySegment len = arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_INT, 128);
+            ret("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(mapFd, info, len));
+            java.lang.foreign.ValueLayout.OfInt u32 = java.lang.foreign.ValueLayout.JAVA_INT;
+            return new MapInfo(info.get(u32, 0), info.get(u32, 8), info.get(u32, 12), info.get(u32, 16),
+                    info.get(u32, 20));
+        } catch (NativeIOException e) {
+            throw e;
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }

@@ -27,7 +27,9 @@ class LayoutTest {
             "sm4j_sock_key", SockKeyLayout.LAYOUT,
             "sm4j_policy_key", PolicyKeyLayout.LAYOUT,
             "sm4j_policy", PolicyKeyLayout.VALUE,
-            "sm4j_sock_state", SockStateLayout.LAYOUT);
+            "sm4j_sock_state", SockStateLayout.LAYOUT,
+            "sm4j_rx", ReadSlotLayout.RX,
+            "sm4j_slot", ReadSlotLayout.SLOT);
 
     record BtfStruct(long size, Map<String, Long> offsets) {
     }
@@ -65,7 +67,8 @@ class LayoutTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"sm4j_sock_key", "sm4j_policy_key", "sm4j_policy", "sm4j_sock_state"})
+    @ValueSource(strings = {"sm4j_sock_key", "sm4j_policy_key", "sm4j_policy", "sm4j_sock_state", "sm4j_rx",
+        "sm4j_slot"})
     void javaLayoutMatchesBtf(String name) throws Exception {
         BtfStruct b = btf().get(name);
         assertNotNull(b, name + " not in the object's BTF");
