@@ -315,11 +315,14 @@ public final class Sockmap implements AutoCloseable {
                 return;
             }
             kernel.setPolicyBound(rule, bytes);
-            for (var e : readSlots.entrySet()) {
-                ReceiverInfo r = e.getValue();
-                if (r.server().getPort() == port) {
-                    int pb = kernel.policyBound(r.server().getAddress(), port);
-                    kernel.setSlotBound(e.getKey(), pb > 0 ? pb : r.rcvbuf());
+            for (ReadPublisher p : publishers) {
+                if (p.server().getPort() == port) {
+                    int pb = kernel.policyBound(p.server().getAddress(), port);
+                    if (pb > 0) {
+                        p.fix(pb);
+                    } else {
+                        p.unfix();
+                    }
                 }
             }
         }
@@ -347,7 +350,8 @@ public final class Sockmap implements AutoCloseable {
         return new SockmapStats(c[Counter.SOCKETS_REGISTERED.ordinal()], c[Counter.REGISTER_FAILED.ordinal()],
                 c[Counter.MSGS_REDIRECTED.ordinal()], c[Counter.BYTES_REDIRECTED.ordinal()],
                 c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],
-                c[Counter.SOCKETS_TAINTED.ordinal()], kernel.registeredSockets());
+                c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
+                kernel.registeredSockets());
     }
 
     /**
@@ -397,19 +401,16 @@ public final class Sockmap implements AutoCloseable {
         }
     }
 
-    /** What a receiving channel's bound came from. */
-    private record ReceiverInfo(InetSocketAddress server, int rcvbuf) {
-    }
-
-    private final java.util.Map<KernelSockmap.ReadSlot, ReceiverInfo> readSlots =
-            new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Set<ReadPublisher> publishers = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /**
-     * Claims a read slot for a connected channel that the kernel registered, so that what its
-     * peer redirects to it unread stays under the bound. Null when the bound does not apply:
-     * fast path off or bound disabled, or the socket is not registered.
+     * Joins a connected channel that the kernel registered to the in-flight bound as a
+     * receiver. Null when the bound does not apply: fast path off, bound disabled, or the
+     * socket not registered.
+     *
+     * @param rcvbufSet whether the application fixed SO_RCVBUF (then it is the bound)
      */
-    KernelSockmap.ReadSlot claimReadSlot(int fd, boolean serverSide) throws IOException {
+    ReadPublisher claimReadSlot(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
         if (!isActive() || !config.bounded()) {
             return null;
         }
@@ -425,26 +426,57 @@ public final class Sockmap implements AutoCloseable {
         int policy = kernel.policyBound(server.getAddress(), server.getPort());
         int rcvbuf = io.github.sockmap4j.internal.ffi.LibC.getsockoptInt(fd,
                 io.github.sockmap4j.internal.ffi.LibC.SOL_SOCKET, io.github.sockmap4j.internal.ffi.LibC.SO_RCVBUF);
+        int ceiling = rcvbufSet ? rcvbuf : Math.max(rcvbuf, tcpRmemMax());
+        int initial = policy > 0 ? policy : rcvbuf;
         KernelSockmap.ReadSlot slot = kernel.claimReadSlot(cookie, local.getAddress(), local.getPort(),
-                remote.getAddress(), remote.getPort(), netns, policy > 0 ? policy : rcvbuf);
-        if (slot != null) {
-            readSlots.put(slot, new ReceiverInfo(server, rcvbuf));
+                remote.getAddress(), remote.getPort(), netns, initial);
+        if (slot == null) {
+            return null;
         }
-        return slot;
+        ReadPublisher p = new ReadPublisher(this, slot, server, rcvbuf, ceiling, initial);
+        if (policy > 0) {
+            p.fix(policy);
+        }
+        publishers.add(p);
+        return p;
+    }
+
+    private volatile int tcpRmemMax;
+
+    /** net.ipv4.tcp_rmem's third value: the largest receive buffer TCP's autotuning gives. */
+    private int tcpRmemMax() {
+        int v = tcpRmemMax;
+        if (v == 0) {
+            try (var in = java.nio.file.Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
+                String[] f = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim()
+                        .split("\\s+");
+                v = Integer.parseInt(f[2]);
+            } catch (IOException | RuntimeException e) {
+                v = 6 << 20; // the kernel's default maximum
+            }
+            tcpRmemMax = v;
+        }
+        return v;
     }
 
     void publishRead(KernelSockmap.ReadSlot slot, long read) {
         kernel.readSlots().publishRead(slot.index(), read);
     }
 
-    void releaseReadSlot(KernelSockmap.ReadSlot slot) {
-        readSlots.remove(slot);
-        kernel.releaseReadSlot(slot);
+    void setSlotBound(KernelSockmap.ReadSlot slot, int bound) {
+        if (isActive()) {
+            kernel.setSlotBound(slot, bound);
+        }
+    }
+
+    void releaseReadSlot(ReadPublisher p) {
+        publishers.remove(p);
+        kernel.releaseReadSlot(p.slot());
     }
 
     /** The bound a receiving channel publishes now, or -1 when it publishes none. */
-    int boundOf(KernelSockmap.ReadSlot slot) {
-        return slot == null || !isActive() ? -1 : kernel.slotBound(slot);
+    int boundOf(ReadPublisher p) {
+        return p == null || !isActive() ? -1 : kernel.slotBound(p.slot());
     }
 
     /** A new unconnected channel using this fast path. */

@@ -55,9 +55,9 @@ public final class SockmapChannel extends SocketChannel {
     private int activeOps;
     private InetSocketAddress remote;
     /** Where this channel publishes its reads for the in-flight bound; null when it does not. */
-    private io.github.sockmap4j.internal.bpf.KernelSockmap.ReadSlot readSlot;
-    /** Bytes read so far; written under the read lock only. */
-    private long readTotal;
+    private ReadPublisher readSlot;
+    /** Whether the application fixed SO_RCVBUF (here or on the listening channel). */
+    private volatile boolean rcvbufSet;
 
     SockmapChannel(SelectorProvider provider, Sockmap sockmap) throws IOException {
         super(provider);
@@ -78,8 +78,9 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     /** An accepted connection. */
-    SockmapChannel(SelectorProvider provider, Sockmap sockmap, int fd) throws IOException {
+    SockmapChannel(SelectorProvider provider, Sockmap sockmap, int fd, boolean rcvbufSet) throws IOException {
         super(provider);
+        this.rcvbufSet = rcvbufSet;
         this.sockmap = sockmap;
         this.fd = fd;
         this.state = State.CONNECTED;
@@ -91,7 +92,7 @@ public final class SockmapChannel extends SocketChannel {
     /** Called once connected, before any read: joins the in-flight bound as a receiver. */
     private void claimReadSlot(boolean serverSide) {
         try {
-            readSlot = sockmap.claimReadSlot(fd, serverSide);
+            readSlot = sockmap.claimReadSlot(fd, serverSide, rcvbufSet);
         } catch (IOException e) {
             org.slf4j.LoggerFactory.getLogger(SockmapChannel.class)
                     .warn("{} receives without an in-flight bound: {}", this, e.getMessage());
@@ -348,6 +349,9 @@ public final class SockmapChannel extends SocketChannel {
         synchronized (stateLock) {
             ensureOpen();
             NativeSocketSupport.setOption(fd, NativeSocketSupport.STREAM_OPTIONS, name, value);
+            if (name == java.net.StandardSocketOptions.SO_RCVBUF) {
+                rcvbufSet = true;
+            }
         }
         return this;
     }
@@ -458,8 +462,7 @@ public final class SockmapChannel extends SocketChannel {
         try {
             long n = readIo(dst, blocking);
             if (n > 0 && readSlot != null) {
-                readTotal += n;
-                sockmap.publishRead(readSlot, readTotal);
+                readSlot.onRead((int) n);
             }
             return n;
         } finally {

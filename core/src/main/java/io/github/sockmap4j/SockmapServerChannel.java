@@ -37,6 +37,8 @@ public final class SockmapServerChannel extends ServerSocketChannel {
     private InetSocketAddress local;
     private OptIn optIn;
     private boolean fdClosed;
+    /** Whether the application fixed SO_RCVBUF; accepted sockets inherit it. */
+    private volatile boolean rcvbufSet;
     private int accepting;
 
     SockmapServerChannel(SelectorProvider provider, Sockmap sockmap) throws IOException {
@@ -121,7 +123,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                     int afd = LibC.tryAccept(fd);
                     if (afd >= 0) {
                         completed = true;
-                        return new SockmapChannel(provider(), sockmap, afd);
+                        return new SockmapChannel(provider(), sockmap, afd, rcvbufSet);
                     }
                     int err = -afd;
                     if (err == Errno.EINTR || err == Errno.ECONNABORTED) {
@@ -176,6 +178,9 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                 throw new ClosedChannelException();
             }
             NativeSocketSupport.setOption(fd, NativeSocketSupport.SERVER_OPTIONS, name, value);
+            if (name == java.net.StandardSocketOptions.SO_RCVBUF) {
+                rcvbufSet = true;
+            }
         }
         return this;
     }

@@ -10,11 +10,14 @@ package io.github.sockmap4j;
  * @param bytesRedirected    their bytes
  * @param messagesPassed     sendmsg calls of registered sockets that went by plain TCP
  * @param bytesPassed        their bytes
- * @param socketsTainted     sockets whose sends were switched to TCP for good, to keep order
+ * @param socketsTainted     sends that found the peer unregistered and went by TCP (the socket
+ *                           then stays on TCP until its peer has read everything)
+ * @param boundHits          sends that found the in-flight bound reached and went by TCP
+ * @param resumes            sockets that came back to the redirect once their peer had read all
  * @param socketsInMap       sockets in the SOCKHASH now
  */
 public record SockmapStats(long socketsRegistered, long registerFailures, long messagesRedirected,
                            long bytesRedirected, long messagesPassed, long bytesPassed,
-                           long socketsTainted, long socketsInMap) {
-    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0);
+                           long socketsTainted, long boundHits, long resumes, long socketsInMap) {
+    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 }

@@ -8,8 +8,6 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.ArrayList;
@@ -93,7 +91,7 @@ class OrderingTest {
             assertTrue(redirected > 0, "nothing was redirected");
             // The kernel's own count of sk_msg runs, independent of our counters (scripts/test.sh
             // turns kernel.bpf_stats_enabled on for the run).
-            if (Files.readString(Path.of("/proc/sys/kernel/bpf_stats_enabled")).trim().equals("1")) {
+            if (KernelQueues.readProc("/proc/sys/kernel/bpf_stats_enabled").trim().equals("1")) {
                 String show = Bpftool.run("prog", "show", "pinned", kernel.pinDir.resolve("prog_redirect").toString());
                 Matcher m = Pattern.compile("run_cnt (\\d+)").matcher(show);
                 assertTrue(m.find(), show);

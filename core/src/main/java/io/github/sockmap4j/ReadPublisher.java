@@ -1,0 +1,93 @@
+package io.github.sockmap4j;
+
+import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import java.net.InetSocketAddress;
+
+/**
+ * A receiving channel's side of the in-flight bound (KERNEL-NOTES hazard 6): after every read
+ * it publishes, with one store into memory the verdict program reads, how many bytes the
+ * channel has read; the sender's verdict redirects only while what it sent minus that stays
+ * under the published bound.
+ *
+ * <p>The bound follows the reader as TCP's receive-buffer autotuning does: it starts at the
+ * socket's SO_RCVBUF and grows, never shrinks, to twice what the reader took in the last
+ * {@value #WINDOW_MILLIS} ms, up to net.ipv4.tcp_rmem's maximum. A reader that keeps up gets
+ * room to stream; a slow one keeps the bound near SO_RCVBUF. A bound fixed by the application
+ * (SO_RCVBUF set on the channel or its server channel, or a bound on the port's opt-in) stays
+ * as set.
+ *
+ * <p><b>Note:</b> {@link #onRead} is called under the channel's read lock only; the limits may
+ * change from other threads ({@link #fix}, {@link #unfix}).
+ */
+final class ReadPublisher {
+    static final long WINDOW_MILLIS = 10;
+    private static final long WINDOW_NANOS = WINDOW_MILLIS * 1_000_000L;
+
+    private final Sockmap sockmap;
+    private final KernelSockmap.ReadSlot slot;
+    private final InetSocketAddress server;
+    private final int autoFloor;
+    private final int autoCeiling;
+    private volatile int floor;
+    private volatile int ceiling;
+    private int current;
+    private long readTotal;
+    private long windowStart = System.nanoTime();
+    private long windowRead;
+
+    ReadPublisher(Sockmap sockmap, KernelSockmap.ReadSlot slot, InetSocketAddress server, int floor, int ceiling,
+                  int initial) {
+        this.sockmap = sockmap;
+        this.slot = slot;
+        this.server = server;
+        this.autoFloor = floor;
+        this.autoCeiling = ceiling;
+        this.floor = floor;
+        this.ceiling = ceiling;
+        this.current = initial;
+    }
+
+    KernelSockmap.ReadSlot slot() {
+        return slot;
+    }
+
+    InetSocketAddress server() {
+        return server;
+    }
+
+    /** After a read of {@code n > 0} bytes. */
+    void onRead(int n) {
+        readTotal += n;
+        sockmap.publishRead(slot, readTotal);
+        int ceil = ceiling;
+        if (current >= ceil) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (now - windowStart >= WINDOW_NANOS) {
+            long want = Math.min(ceil, Math.max(floor, 2 * (readTotal - windowRead)));
+            if (want > current) {
+                current = (int) want;
+                sockmap.setSlotBound(slot, current);
+            }
+            windowStart = now;
+            windowRead = readTotal;
+        }
+    }
+
+    /** A bound fixed at {@code bytes} (the port's opt-in bound). */
+    synchronized void fix(int bytes) {
+        floor = bytes;
+        ceiling = bytes;
+        current = bytes;
+        sockmap.setSlotBound(slot, bytes);
+    }
+
+    /** Back to the automatic bound. */
+    synchronized void unfix() {
+        floor = autoFloor;
+        ceiling = autoCeiling;
+        current = autoFloor;
+        sockmap.setSlotBound(slot, autoFloor);
+    }
+}

@@ -1,0 +1,54 @@
+package io.github.sockmap4j;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * What the kernel says is queued: a socket's {@code skmem r} (its receive memory, which counts
+ * redirected bytes that its Recv-Q does not) through sock_diag as {@code ss -tm} shows it, and
+ * TCP's host-wide memory from /proc/net/sockstat.
+ */
+final class KernelQueues {
+    private static final Pattern SKMEM_R = Pattern.compile("skmem:\\(r(\\d+),rb(\\d+)");
+    private static final Pattern TCP_MEM = Pattern.compile("^TCP: .* mem (\\d+)", Pattern.MULTILINE);
+
+    private KernelQueues() {
+    }
+
+    /** The receive memory of the established socket whose local port is {@code port}; -1 if none. */
+    static long receiveMemory(int port) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("ss", "-tmnH", "state", "established", "( sport = :" + port + " )")
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        p.waitFor(10, TimeUnit.SECONDS);
+        Matcher m = SKMEM_R.matcher(out);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
+    }
+
+    /**
+     * A /proc file in full. Files.readString sizes its read by the file's length, which procfs
+     * gives as 0; on sysctl files that returns one byte.
+     */
+    static String readProc(String path) throws IOException {
+        try (var in = Files.newInputStream(Path.of(path))) {
+            return new String(in.readAllBytes(), StandardCharsets.US_ASCII);
+        }
+    }
+
+    /** TCP's memory in pages, host-wide (/proc/net/sockstat). */
+    static long tcpMemPages() throws IOException {
+        Matcher m = TCP_MEM.matcher(readProc("/proc/net/sockstat"));
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
+    }
+
+    /** The pressure threshold of tcp_mem, in pages (its middle value). */
+    static long tcpMemPressurePages() throws IOException {
+        String[] v = readProc("/proc/sys/net/ipv4/tcp_mem").trim().split("\\s+");
+        return Long.parseLong(v[1]);
+    }
+}
