@@ -7,6 +7,8 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -68,11 +70,15 @@ class InFlightBoundTest {
                     AtomicLong maxQueued = new AtomicLong();
                     AtomicLong maxTcpPages = new AtomicLong();
                     AtomicLong maxBound = new AtomicLong(bound);
+                    AtomicLong maxExcess = new AtomicLong(Long.MIN_VALUE);
                     CompletableFuture<Void> sampler = CompletableFuture.runAsync(() -> {
                         try {
                             while (!done.get()) {
-                                maxQueued.accumulateAndGet(KernelQueues.receiveMemory(port), Math::max);
-                                maxBound.accumulateAndGet(reader.inFlightBound(), Math::max);
+                                long[] q = KernelQueues.receiveMemoryAndBuffer(port);
+                                long b = reader.inFlightBound();
+                                maxQueued.accumulateAndGet(q[0], Math::max);
+                                maxBound.accumulateAndGet(b, Math::max);
+                                maxExcess.accumulateAndGet(q[0] - (b + q[1]), Math::max);
                                 maxTcpPages.accumulateAndGet(KernelQueues.tcpMemPages(), Math::max);
                                 Thread.sleep(5);
                             }
@@ -128,10 +134,213 @@ class InFlightBoundTest {
                     assertEquals(-1, badAt, "bytes out of order or lost");
                     assertTrue(after.bytesRedirected() > before.bytesRedirected(), "the fast path was used");
                     assertTrue(after.boundHits() > before.boundHits(), "the reader was slow enough to hit the bound");
-                    assertTrue(maxQueued.get() <= maxBound.get(),
-                            "receive memory " + maxQueued.get() + " over the bound " + maxBound.get());
+                    assertTrue(maxExcess.get() <= 0, "receive memory went " + maxExcess.get()
+                            + " B over the bound plus TCP's receive buffer");
                     assertTrue(maxTcpPages.get() < pressure / 10, "host TCP memory near pressure: " + maxTcpPages.get());
                 }
+            }
+        }
+    }
+
+    /**
+     * The bound is on redirected bytes left unread; TCP bounds its own part with the receive
+     * buffer. So a receiver never holds more than the bound plus what TCP alone would hold,
+     * where without the bound it held gigabytes (KERNEL-NOTES hazard 6).
+     */
+    static void assertWithinBound(long receiveMemory, long bound, long tcpBuffer) {
+        assertTrue(receiveMemory <= bound + tcpBuffer, "receive memory " + receiveMemory + " over the bound " + bound
+                + " plus TCP's receive buffer " + tcpBuffer);
+    }
+
+    /** Writes sequence-numbered 64 KiB chunks until {@code total}, counting what went out. */
+    static CompletableFuture<Void> writeAsync(SockmapChannel writer, long total, AtomicLong written) {
+        return CompletableFuture.runAsync(() -> {
+            ByteBuffer b = ByteBuffer.allocateDirect(64 << 10);
+            try {
+                for (long sent = 0; sent < total; sent += b.capacity()) {
+                    fill(b, sent / 8);
+                    ChannelContractTest.writeFully(writer, b);
+                    written.addAndGet(b.capacity());
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, TestThreads.POOL);
+    }
+
+    /** Waits until {@code written} stops moving for 300 ms; false if it never stops within 20 s. */
+    static boolean stalls(AtomicLong written) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        long last = -1;
+        long since = System.nanoTime();
+        while (System.nanoTime() < deadline) {
+            long now = written.get();
+            if (now != last) {
+                last = now;
+                since = System.nanoTime();
+            } else if (System.nanoTime() - since > TimeUnit.MILLISECONDS.toNanos(300)) {
+                return true;
+            }
+            Thread.sleep(20);
+        }
+        return false;
+    }
+
+    /** Reads {@code total} bytes and checks the sequence numbers. */
+    static void readAndCheck(SockmapChannel reader, long total) throws IOException {
+        ByteBuffer in = ByteBuffer.allocateDirect(256 << 10);
+        long expected = 0;
+        long got = 0;
+        while (got < total) {
+            int n = reader.read(in);
+            assertTrue(n > 0, "early end of stream at " + got);
+            got += n;
+            in.flip();
+            while (in.remaining() >= 8) {
+                long v = in.getLong();
+                if (v != expected) {
+                    throw new AssertionError("at byte " + expected * 8 + ": expected " + expected + ", got " + v);
+                }
+                expected++;
+            }
+            in.compact();
+        }
+    }
+
+    record Pair(SockmapChannel writer, SockmapChannel reader, int port) implements AutoCloseable {
+        @Override
+        public void close() throws IOException {
+            writer.close();
+            reader.close();
+        }
+    }
+
+    Pair connect(SockmapServerChannel server) throws IOException {
+        SockmapChannel w = sockmap.openChannel();
+        w.connect(server.getLocalAddress());
+        SockmapChannel r = (SockmapChannel) server.accept();
+        return new Pair(w, r, ((InetSocketAddress) server.getLocalAddress()).getPort());
+    }
+
+    @Test
+    void aReaderThatNeverReadsHoldsTheWriterBackAsTcpWould() throws Exception {
+        long total = 64L << 20;
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            try (Pair p = connect(server)) {
+                int bound = p.reader().inFlightBound();
+                AtomicLong written = new AtomicLong();
+                CompletableFuture<Void> write = writeAsync(p.writer(), total, written);
+                assertTrue(stalls(written), "the writer never stopped: " + written.get() + " B written");
+                assertTrue(!write.isDone(), "the writer finished against a reader that reads nothing");
+                long[] q = KernelQueues.receiveMemoryAndBuffer(p.port());
+                System.out.printf("never-reading reader: bound %d B, writer stopped after %d B, receive memory %d B "
+                        + "(TCP receive buffer %d B)%n", bound, written.get(), q[0], q[1]);
+                assertWithinBound(q[0], bound, q[1]);
+                readAndCheck(p.reader(), total);
+                write.get(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /** Host TCP memory with {@code n} stalled writers over plain java.nio TCP, as a baseline. */
+    static long plainTcpPagesWithStalledWriters(int n, long total) throws Exception {
+        List<java.nio.channels.SocketChannel> open = new ArrayList<>();
+        AtomicLong written = new AtomicLong();
+        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), n + 8);
+            for (int i = 0; i < n; i++) {
+                java.nio.channels.SocketChannel w = java.nio.channels.SocketChannel.open(server.getLocalAddress());
+                open.add(w);
+                open.add(server.accept());
+                writes.add(CompletableFuture.runAsync(() -> {
+                    ByteBuffer b = ByteBuffer.allocateDirect(64 << 10);
+                    try {
+                        for (long sent = 0; sent < total; sent += b.capacity()) {
+                            b.clear();
+                            ChannelContractTest.writeFully(w, b);
+                            written.addAndGet(b.capacity());
+                        }
+                    } catch (IOException e) {
+                        // closed below
+                    }
+                }, TestThreads.POOL));
+            }
+            assertTrue(stalls(written), "plain TCP writers never stopped");
+            return KernelQueues.tcpMemPages();
+        } finally {
+            for (java.nio.channels.SocketChannel ch : open) {
+                ch.close();
+            }
+            CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).handle((v, t) -> null)
+                    .get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void hundredConnectionsAreEachBounded() throws Exception {
+        int n = 100;
+        long total = 16L << 20;
+        long pressure = KernelQueues.tcpMemPressurePages();
+        long plainPages = plainTcpPagesWithStalledWriters(n, total);
+        List<Pair> pairs = new ArrayList<>();
+        AtomicLong written = new AtomicLong();
+        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), n + 8);
+            try {
+                for (int i = 0; i < n; i++) {
+                    pairs.add(connect(server));
+                    writes.add(writeAsync(pairs.get(i).writer(), total, written));
+                }
+                assertTrue(stalls(written), "the writers never stopped");
+                long tcpPages = KernelQueues.tcpMemPages();
+                int bound = pairs.get(0).reader().inFlightBound();
+                // All readers share the server's port: ss lists each; the largest must be in bound.
+                long[] largest = KernelQueues.largestReceiveMemory(pairs.get(0).port());
+                System.out.printf("100 never-reading readers: bound %d B each, writers stopped after %d B in all, "
+                        + "largest receive memory %d B (TCP receive buffer %d B), host TCP memory %d pages, "
+                        + "plain TCP the same way %d pages (pressure at %d)%n", bound, written.get(), largest[0],
+                        largest[1], tcpPages, plainPages, pressure);
+                assertWithinBound(largest[0], bound, largest[1]);
+                // Per connection: the bound, and the receive window TCP had advertised when the
+                // sender switched to it (at most another bound's worth here).
+                long boundPages = 2L * n * bound / 4096;
+                assertTrue(tcpPages <= plainPages + boundPages, "host TCP memory " + tcpPages
+                        + " pages, more than plain TCP's " + plainPages + " plus twice the bounds' " + boundPages);
+                assertTrue(tcpPages < pressure / 2, "host TCP memory near pressure: " + tcpPages);
+                for (Pair p : pairs) {
+                    readAndCheck(p.reader(), total);
+                }
+                CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+            } finally {
+                for (Pair p : pairs) {
+                    p.close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void theBoundChangesWhileConnectionsAreOpen() throws Exception {
+        long total = 32L << 20;
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(0)); // a port-wide rule, which the bound below changes
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            try (OptIn rule = sockmap.optIn(port, (java.net.InetAddress) null, 0, 64 << 10); Pair p = connect(server)) {
+                assertEquals(64 << 10, p.reader().inFlightBound(), "the port's bound applies");
+                AtomicLong written = new AtomicLong();
+                CompletableFuture<Void> write = writeAsync(p.writer(), total, written);
+                assertTrue(stalls(written));
+                long[] q = KernelQueues.receiveMemoryAndBuffer(port);
+                assertWithinBound(q[0], 64 << 10, q[1]);
+                rule.setBound(1 << 20);
+                assertEquals(1 << 20, p.reader().inFlightBound(), "the open connection took the new bound");
+                readAndCheck(p.reader(), total);
+                write.get(30, TimeUnit.SECONDS);
+                rule.setBound(0);
+                assertTrue(p.reader().inFlightBound() > 0, "back to the automatic bound");
             }
         }
     }

@@ -22,12 +22,37 @@ final class KernelQueues {
 
     /** The receive memory of the established socket whose local port is {@code port}; -1 if none. */
     static long receiveMemory(int port) throws IOException, InterruptedException {
+        return largestReceiveMemory(port)[0];
+    }
+
+    /**
+     * The largest receive memory among established sockets whose local port is {@code port},
+     * and that socket's receive buffer (skmem r and rb).
+     */
+    static long[] largestReceiveMemory(int port) throws IOException, InterruptedException {
+        Matcher m = SKMEM_R.matcher(ss(port));
+        long[] max = {-1, -1};
+        while (m.find()) {
+            long r = Long.parseLong(m.group(1));
+            if (r > max[0]) {
+                max[0] = r;
+                max[1] = Long.parseLong(m.group(2));
+            }
+        }
+        return max;
+    }
+
+    /** skmem r and rb of the established socket whose local port is {@code port}. */
+    static long[] receiveMemoryAndBuffer(int port) throws IOException, InterruptedException {
+        return largestReceiveMemory(port);
+    }
+
+    private static String ss(int port) throws IOException, InterruptedException {
         Process p = new ProcessBuilder("ss", "-tmnH", "state", "established", "( sport = :" + port + " )")
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         p.waitFor(10, TimeUnit.SECONDS);
-        Matcher m = SKMEM_R.matcher(out);
-        return m.find() ? Long.parseLong(m.group(1)) : -1;
+        return out;
     }
 
     /**
