@@ -87,6 +87,21 @@ struct {
 	__type(value, struct sm4j_slot);
 } sm4j_slots SEC(".maps");
 
+/* Receivers that publish nothing, by socket key: see struct sm4j_watch. Sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_watch);
+} sm4j_watch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sm4j_config);
+} sm4j_config SEC(".maps");
+
 /* Written once by the loader: SM4J_ABI_VERSION of the program set pinned here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -154,7 +169,7 @@ static __always_inline int is_loopback(const __u32 ip[4])
 		}                                                                        \
 	} while (0)
 
-static __always_inline int policy_allows(const __u32 server_ip[4], __u32 server_port)
+static __always_inline struct sm4j_policy *policy_of(const __u32 server_ip[4], __u32 server_port)
 {
 	struct sm4j_policy_key pk = {};
 
@@ -162,13 +177,14 @@ static __always_inline int policy_allows(const __u32 server_ip[4], __u32 server_
 	pk.port[0] = server_port >> 8;
 	pk.port[1] = server_port & 0xff;
 	__builtin_memcpy(pk.addr, server_ip, 16);
-	return bpf_map_lookup_elem(&sm4j_policy, &pk) != NULL;
+	return bpf_map_lookup_elem(&sm4j_policy, &pk);
 }
 
 SEC("sockops")
 int sm4j_sockops(struct bpf_sock_ops *skops)
 {
 	struct sm4j_sock_key key = {};
+	struct sm4j_policy *policy;
 	__u32 op = skops->op;
 	int ok;
 
@@ -191,16 +207,17 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 		if (is_loopback(key.local_ip) || is_loopback(key.remote_ip))
 			key.netns = bpf_get_netns_cookie(skops);
 		bpf_map_delete_elem(&sm4j_rx, &key);
+		bpf_map_delete_elem(&sm4j_watch, &key);
 		return 1;
 	}
 
 	/* The server is the remote end for a connect(), the local end for an accept(). */
-	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
-		if (!policy_allows(key.remote_ip, key.remote_port))
-			return 1;
-	} else if (!policy_allows(key.local_ip, key.local_port)) {
+	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+		policy = policy_of(key.remote_ip, key.remote_port);
+	else
+		policy = policy_of(key.local_ip, key.local_port);
+	if (!policy)
 		return 1;
-	}
 
 	if (is_loopback(key.local_ip) || is_loopback(key.remote_ip))
 		key.netns = bpf_get_netns_cookie(skops);
@@ -220,6 +237,7 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 			return 1;
 		}
 		st->last_seq = tp->write_seq;
+		st->policy_bound = policy->bound;
 	}
 
 	if (bpf_sock_hash_update(skops, &sm4j_socks, &key, BPF_ANY) == 0) {
@@ -293,6 +311,29 @@ int sm4j_redirect(struct sk_msg_md *msg)
 		peer.netns = bpf_get_netns_cookie(msg);
 
 	known = peer_published(&peer, &read, &bound);
+	if (!known) {
+		/* A receiver that publishes nothing: a watcher estimates its reads (struct sm4j_watch). */
+		struct sm4j_watch *w = bpf_map_lookup_elem(&sm4j_watch, &peer);
+
+		if (!w) {
+			struct sm4j_watch init = {};
+			struct sm4j_config *cfg;
+			__u32 zero = 0;
+
+			cfg = bpf_map_lookup_elem(&sm4j_config, &zero);
+			init.bound = st->policy_bound ? st->policy_bound : cfg ? cfg->watch_bound : 0;
+			bpf_map_update_elem(&sm4j_watch, &peer, &init, BPF_NOEXIST);
+			w = bpf_map_lookup_elem(&sm4j_watch, &peer);
+		}
+		if (w) {
+			read = READ_ONCE(w->read);
+			bound = READ_ONCE(w->bound);
+			known = bound != 0;
+			w->sent = sent;
+			if ((st->flags & SM4J_SOCK_TCP) || sent - read + size > bound / 2)
+				w->flags |= SM4J_WATCH_WANTED;
+		}
+	}
 	if (st->flags & SM4J_SOCK_TCP) {
 		/* Bytes sent by TCP may be unread: a redirect now would overtake them. */
 		if (!known || read != sent)

@@ -58,8 +58,10 @@ struct sm4j_policy {
 struct sm4j_sock_state {
 	__u64 redirected;
 	__u64 tcp;
-	__u32 last_seq; /* write_seq when tcp was last brought up to date */
+	__u32 last_seq;     /* write_seq when tcp was last brought up to date */
 	__u32 flags;
+	__u32 policy_bound; /* the bound of the connection's policy entry, 0 for the default */
+	__u32 reserved;
 };
 
 /*
@@ -81,6 +83,27 @@ struct sm4j_slot {
 	__u32 bound;    /* bytes the owner lets be redirected to it unread */
 	__u32 reserved;
 	__u64 reserved2;
+};
+
+/*
+ * The bound for receivers that publish nothing (not sockmap4j: a JDK socket, a C server):
+ * the sender's verdict keeps sm4j_watch[receiver key] with what it has sent; a watcher in a
+ * sockmap4j process estimates from sock_diag how much of it was read (never more than was:
+ * sent, minus the receiver's whole receive memory, minus the sender's whole send queue) and
+ * publishes that and a bound grown from the read rate.
+ */
+#define SM4J_WATCH_WANTED 1 /* the sender is held on TCP or near the bound: poll it often */
+
+struct sm4j_watch {
+	__u64 sent;     /* written by the sender's verdict */
+	__u64 read;     /* written by a watcher: bytes surely read */
+	__u32 bound;    /* written by a watcher (the sender's verdict sets the first) */
+	__u32 flags;    /* written by the sender's verdict */
+};
+
+struct sm4j_config {
+	__u32 watch_bound; /* the first bound of a receiver that publishes nothing */
+	__u32 reserved;
 };
 
 /* Indexes into the per-CPU counter array. */

@@ -179,7 +179,9 @@ public final class Sockmap implements AutoCloseable {
                 return inactive(config, failed, null);
             }
         }
-        return new Sockmap(config, kernel, null, null);
+        Sockmap s = new Sockmap(config, kernel, null, null);
+        s.startWatcher();
+        return s;
     }
 
     private static String probeIfInside(KernelSockmap kernel) {
@@ -216,6 +218,91 @@ public final class Sockmap implements AutoCloseable {
 
     private static Sockmap inactive(SockmapConfig config, String cause, Throwable e) {
         return new Sockmap(config, null, cause, e);
+    }
+
+    private volatile Thread watcher;
+
+    private void startWatcher() {
+        Thread t = new Thread(this::watchLoop, "sockmap4j-watcher");
+        t.setDaemon(true);
+        watcher = t;
+        t.start();
+    }
+
+    /*
+     * The watcher publishes, for receivers that publish nothing themselves, how many bytes they
+     * surely read: what their sender had sent, minus all the receiver's receive memory, minus
+     * all the sender's send queue, as sock_diag reports them. Both memories count more than the
+     * bytes they hold, so the estimate is never above the truth: staleness or slack only keeps
+     * a sender on TCP longer. Senders the verdict marked WANTED (held on TCP, or near the bound)
+     * are polled every millisecond, the others every 50.
+     */
+    private void watchLoop() {
+        java.util.Map<String, Long> lastPoll = new java.util.HashMap<>();
+        try (io.github.sockmap4j.internal.sys.SockDiag diag = io.github.sockmap4j.internal.sys.SockDiag.open()) {
+            long ownNetns = netnsCookieOfThisProcess();
+            while (!closed) {
+                boolean wanted = false;
+                long now = System.nanoTime();
+                java.util.Set<String> seen = new java.util.HashSet<>();
+                for (KernelSockmap.Watched w : kernel.watched()) {
+                    String id = java.util.HexFormat.of().formatHex(w.key());
+                    seen.add(id);
+                    boolean want = (w.flags() & io.github.sockmap4j.internal.bpf.WatchLayout.WANTED) != 0;
+                    wanted |= want;
+                    Long last = lastPoll.get(id);
+                    if (!want && last != null && now - last < 50_000_000L) {
+                        continue;
+                    }
+                    lastPoll.put(id, now);
+                    estimate(diag, w, ownNetns);
+                }
+                lastPoll.keySet().retainAll(seen);
+                java.util.concurrent.locks.LockSupport.parkNanos(wanted ? 1_000_000L : 50_000_000L);
+            }
+        } catch (IOException | RuntimeException e) {
+            if (!closed) {
+                LOG.warn("sockmap4j watcher stopped: receivers that publish nothing stay on TCP once over their "
+                        + "bound: {}", e.toString());
+            }
+        }
+    }
+
+    private void estimate(io.github.sockmap4j.internal.sys.SockDiag diag, KernelSockmap.Watched w, long ownNetns)
+            throws IOException {
+        java.nio.ByteBuffer k = java.nio.ByteBuffer.wrap(w.key()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        byte[] local = new byte[16];
+        byte[] remote = new byte[16];
+        k.get(local).get(remote);
+        int localPort = k.getInt();
+        int remotePort = k.getInt();
+        long netns = k.getLong();
+        if (netns != 0 && netns != ownNetns) {
+            return; // a loopback connection of another namespace: sock_diag here would find a namesake
+        }
+        long[] rx = diag.memInfo(local, localPort, remote, remotePort);
+        long[] tx = rx == null ? null : diag.memInfo(remote, remotePort, local, localPort);
+        if (rx == null || tx == null) {
+            return; // not visible from this namespace
+        }
+        long surelyRead = w.sent() - rx[io.github.sockmap4j.internal.sys.SockDiag.RMEM_ALLOC]
+                - tx[io.github.sockmap4j.internal.sys.SockDiag.WMEM_QUEUED];
+        if (surelyRead > w.read()) {
+            int flags = surelyRead == w.sent() ? w.flags() & ~io.github.sockmap4j.internal.bpf.WatchLayout.WANTED
+                    : w.flags();
+            kernel.updateWatched(w.key(), w.sent(), surelyRead, w.bound(), flags);
+        }
+    }
+
+    private static long netnsCookieOfThisProcess() throws IOException {
+        int fd = io.github.sockmap4j.internal.ffi.LibC.socket(io.github.sockmap4j.internal.ffi.LibC.AF_INET,
+                io.github.sockmap4j.internal.ffi.LibC.SOCK_STREAM | io.github.sockmap4j.internal.ffi.LibC.SOCK_CLOEXEC,
+                0);
+        try {
+            return Sockets.netnsCookie(fd);
+        } finally {
+            io.github.sockmap4j.internal.ffi.LibC.close(fd);
+        }
     }
 
     /** Whether sockets opted in here move their bytes through the redirect. */
@@ -405,13 +492,13 @@ public final class Sockmap implements AutoCloseable {
 
     /**
      * Joins a connected channel that the kernel registered to the in-flight bound as a
-     * receiver. Null when the bound does not apply: fast path off, bound disabled, or the
-     * socket not registered.
+     * receiver. Null when the bound does not apply: fast path off, or the socket not
+     * registered.
      *
      * @param rcvbufSet whether the application fixed SO_RCVBUF (then it is the bound)
      */
     ReadPublisher claimReadSlot(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        if (!isActive() || !config.bounded()) {
+        if (!isActive()) {
             return null;
         }
         InetSocketAddress local = Sockets.localAddress(fd);
@@ -504,6 +591,15 @@ public final class Sockmap implements AutoCloseable {
             return;
         }
         closed = true;
+        Thread t = watcher;
+        if (t != null) {
+            java.util.concurrent.locks.LockSupport.unpark(t);
+            try {
+                t.join(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         if (kernel != null) {
             try {
                 kernel.close();

@@ -14,8 +14,6 @@ import java.util.Objects;
  *   <li>{@code sockmap4j.maxSockets}: SOCKHASH capacity (default 65535); a connection that finds
  *       it full stays on plain TCP;</li>
  *   <li>{@code sockmap4j.disable=true}: force plain TCP;</li>
- *   <li>{@code sockmap4j.bound=false}: receivers publish no reads, so nothing bounds what is
- *       redirected to them unread (for measuring the bound's cost only);</li>
  *   <li>{@code sockmap4j.require=true}: fail instead of falling back to plain TCP.</li>
  * </ul>
  *
@@ -26,10 +24,9 @@ import java.util.Objects;
  * @param required        throw {@link SockmapUnavailableException} instead of falling back
  * @param allowRootCgroup permit attaching to the root cgroup (every process on the host)
  * @param probe           run the start-up self-test of the kernel
- * @param bounded         receivers of this process bound what may be redirected to them unread
  */
 public record SockmapConfig(Path pinDirectory, Path cgroup, int maxSockets, boolean disabled,
-                            boolean required, boolean allowRootCgroup, boolean probe, boolean bounded) {
+                            boolean required, boolean allowRootCgroup, boolean probe) {
     public static final Path DEFAULT_PIN_DIRECTORY = Path.of("/sys/fs/bpf/sockmap4j");
     public static final int DEFAULT_MAX_SOCKETS = 65535;
 
@@ -50,31 +47,26 @@ public record SockmapConfig(Path pinDirectory, Path cgroup, int maxSockets, bool
                 Boolean.getBoolean("sockmap4j.disable"),
                 Boolean.getBoolean("sockmap4j.require"),
                 Boolean.getBoolean("sockmap4j.allowRootCgroup"),
-                !"false".equals(System.getProperty("sockmap4j.probe")),
-                !"false".equals(System.getProperty("sockmap4j.bound")));
+                !"false".equals(System.getProperty("sockmap4j.probe")));
     }
 
     public SockmapConfig withPinDirectory(Path dir) {
-        return new SockmapConfig(dir, cgroup, maxSockets, disabled, required, allowRootCgroup, probe, bounded);
+        return new SockmapConfig(dir, cgroup, maxSockets, disabled, required, allowRootCgroup, probe);
     }
 
     public SockmapConfig withCgroup(Path dir) {
-        return new SockmapConfig(pinDirectory, dir, maxSockets, disabled, required, allowRootCgroup, probe, bounded);
+        return new SockmapConfig(pinDirectory, dir, maxSockets, disabled, required, allowRootCgroup, probe);
     }
 
     public SockmapConfig withMaxSockets(int n) {
-        return new SockmapConfig(pinDirectory, cgroup, n, disabled, required, allowRootCgroup, probe, bounded);
+        return new SockmapConfig(pinDirectory, cgroup, n, disabled, required, allowRootCgroup, probe);
     }
 
     public SockmapConfig withDisabled(boolean off) {
-        return new SockmapConfig(pinDirectory, cgroup, maxSockets, off, required, allowRootCgroup, probe, bounded);
-    }
-
-    public SockmapConfig withBounded(boolean on) {
-        return new SockmapConfig(pinDirectory, cgroup, maxSockets, disabled, required, allowRootCgroup, probe, on);
+        return new SockmapConfig(pinDirectory, cgroup, maxSockets, off, required, allowRootCgroup, probe);
     }
 
     public SockmapConfig withRequired(boolean req) {
-        return new SockmapConfig(pinDirectory, cgroup, maxSockets, disabled, req, allowRootCgroup, probe, bounded);
+        return new SockmapConfig(pinDirectory, cgroup, maxSockets, disabled, req, allowRootCgroup, probe);
     }
 }

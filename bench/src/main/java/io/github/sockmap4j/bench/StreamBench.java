@@ -27,19 +27,19 @@ public final class StreamBench {
     public static void main(String[] args) throws Exception {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
         long bytes = (args.length > 1 ? Long.parseLong(args[1]) : 1024) << 20;
-        Sockmap bounded = Sockmap.global();
-        if (!bounded.isActive()) {
-            System.err.println("The fast path is off: " + bounded.unavailabilityCause());
+        Sockmap sockmap = Sockmap.global();
+        if (!sockmap.isActive()) {
+            System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
             return;
         }
-        try (Sockmap unbounded = Sockmap.open(bounded.config().withBounded(false))) {
+        {
             double[][] gbps = new double[Mode.values().length][rounds];
             long[] boundHits = new long[Mode.values().length];
             for (int r = 0; r < rounds; r++) {
                 for (Mode m : Mode.values()) {
-                    SockmapStats before = bounded.stats();
-                    gbps[m.ordinal()][r] = run(m == Mode.REDIRECT_UNBOUNDED ? unbounded : bounded, m, bytes);
-                    boundHits[m.ordinal()] += bounded.stats().boundHits() - before.boundHits();
+                    SockmapStats before = sockmap.stats();
+                    gbps[m.ordinal()][r] = run(sockmap, m, bytes);
+                    boundHits[m.ordinal()] += sockmap.stats().boundHits() - before.boundHits();
                 }
             }
             System.out.printf(Locale.ROOT, "sockmap4j streaming: %d rounds x %d MiB, 64 KiB writes and reads, %d CPUs, "
@@ -69,12 +69,28 @@ public final class StreamBench {
     }
 
     static double run(Sockmap sockmap, Mode mode, long bytes) throws Exception {
-        InetSocketAddress any = new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0);
         try (ServerSocketChannel server = mode == Mode.NIO_TCP ? ServerSocketChannel.open()
                 : sockmap.openServerChannel()) {
-            server.bind(any);
+            server.bind(new InetSocketAddress(0)); // a port-wide rule, whose bound the unbounded mode lifts
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            // "Without the mechanism": a bound no stream here reaches.
+            io.github.sockmap4j.OptIn lift = mode == Mode.REDIRECT_UNBOUNDED
+                    ? sockmap.optIn(port, null, 0, Integer.MAX_VALUE) : null;
+            try {
+                return measure(sockmap, mode, server, bytes, port);
+            } finally {
+                if (lift != null) {
+                    lift.close();
+                }
+            }
+        }
+    }
+
+    static double measure(Sockmap sockmap, Mode mode, ServerSocketChannel server, long bytes, int port)
+            throws Exception {
+        {
             try (SocketChannel writer = mode == Mode.NIO_TCP ? SocketChannel.open() : sockmap.openChannel()) {
-                writer.connect(server.getLocalAddress());
+                writer.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
                 try (SocketChannel reader = server.accept()) {
                     Thread w = new Thread(() -> {
                         ByteBuffer b = ByteBuffer.allocateDirect(64 << 10);

@@ -53,6 +53,8 @@ public final class KernelSockmap implements AutoCloseable {
         {"sm4j_sockstate", "sockstate"},
         {"sm4j_rx", "rx"},
         {"sm4j_slots", "slots"},
+        {"sm4j_watch", "watch"},
+        {"sm4j_config", "config"},
         {"sm4j_meta", "meta"},
     };
     private static final String[][] PROG_PINS = {
@@ -71,6 +73,8 @@ public final class KernelSockmap implements AutoCloseable {
     private final int stateFd;
     private final int rxFd;
     private final int slotsFd;
+    private final int watchFd;
+    private final int configFd;
     private final int metaFd;
     private final int sockopsFd;
     private final int redirectFd;
@@ -97,9 +101,11 @@ public final class KernelSockmap implements AutoCloseable {
         this.stateFd = fds[3];
         this.rxFd = fds[4];
         this.slotsFd = fds[5];
-        this.metaFd = fds[6];
-        this.sockopsFd = fds[7];
-        this.redirectFd = fds[8];
+        this.watchFd = fds[6];
+        this.configFd = fds[7];
+        this.metaFd = fds[8];
+        this.sockopsFd = fds[SOCKOPS_FD];
+        this.redirectFd = fds[SOCKOPS_FD + 1];
         this.possibleCpus = possibleCpus;
         Libbpf.MapInfo info = bpf.mapInfo(slotsFd);
         long bytes = (long) info.valueSize() * info.maxEntries();
@@ -109,7 +115,7 @@ public final class KernelSockmap implements AutoCloseable {
     }
 
     /** Index of the sockops program's fd in the array openOrCreatePins returns. */
-    private static final int SOCKOPS_FD = 7;
+    private static final int SOCKOPS_FD = 9;
 
     /**
      * Opens (or creates) the pinned objects in {@code pinDir} and attaches the sockops program
@@ -223,6 +229,7 @@ public final class KernelSockmap implements AutoCloseable {
                 bpf.setMaxEntries(bpf.findMap(obj, "sm4j_socks"), maxSockets);
                 bpf.setMaxEntries(bpf.findMap(obj, "sm4j_rx"), maxSockets);
                 bpf.setMaxEntries(bpf.findMap(obj, "sm4j_slots"), maxSockets);
+                bpf.setMaxEntries(bpf.findMap(obj, "sm4j_watch"), maxSockets);
                 bpf.loadObject(obj);
                 int socks = bpf.mapFd(bpf.findMap(obj, "sm4j_socks"));
                 int redirect = bpf.programFd(bpf.findProgram(obj, "sm4j_redirect"));
@@ -232,6 +239,12 @@ public final class KernelSockmap implements AutoCloseable {
                 int r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, "sm4j_meta")), key, val, Libbpf.BPF_ANY);
                 if (r < 0) {
                     throw new NativeIOException("bpf_map_update_elem(meta)", -r);
+                }
+                MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
+                cfg.set(ValueLayout.JAVA_INT, 0, defaultWatchBound());
+                r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, "sm4j_config")), key, cfg, Libbpf.BPF_ANY);
+                if (r < 0) {
+                    throw new NativeIOException("bpf_map_update_elem(config)", -r);
                 }
                 // The meta map is pinned last: its pin marks a complete set.
                 for (String[] p : MAP_PINS) {
@@ -398,6 +411,71 @@ public final class KernelSockmap implements AutoCloseable {
 
     public long cgroupId() {
         return cgroupId;
+    }
+
+    /**
+     * The first bound of a receiver that publishes nothing: net.ipv4.tcp_rmem's default, the
+     * receive buffer TCP gives a socket before autotuning (131072 where unset).
+     */
+    static int defaultWatchBound() {
+        try (var in = Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
+            String[] f = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim().split("\\s+");
+            return Integer.parseInt(f[1]);
+        } catch (IOException | RuntimeException e) {
+            return 131072;
+        }
+    }
+
+    /** One receiver that publishes nothing, as the sender's verdict left it. */
+    public record Watched(byte[] key, long sent, long read, int bound, int flags) {
+    }
+
+    /** Every entry of sm4j_watch. */
+    public synchronized java.util.List<Watched> watched() {
+        java.util.List<Watched> out = new ArrayList<>();
+        if (closed) {
+            return out;
+        }
+        long ks = SockKeyLayout.LAYOUT.byteSize();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment prev = arena.allocate(ks, 8);
+            MemorySegment next = arena.allocate(ks, 8);
+            MemorySegment val = arena.allocate(WatchLayout.WATCH);
+            MemorySegment cursor = MemorySegment.NULL;
+            while (bpf.tryMapNextKey(watchFd, cursor, next) == 0) {
+                if (bpf.tryMapLookup(watchFd, next, val) == 0) {
+                    out.add(new Watched(next.toArray(ValueLayout.JAVA_BYTE), val.get(ValueLayout.JAVA_LONG, WatchLayout.SENT),
+                            val.get(ValueLayout.JAVA_LONG, WatchLayout.READ), val.get(ValueLayout.JAVA_INT, WatchLayout.BOUND),
+                            val.get(ValueLayout.JAVA_INT, WatchLayout.FLAGS)));
+                }
+                MemorySegment.copy(next, 0, prev, 0, ks);
+                cursor = prev;
+            }
+        }
+        return out;
+    }
+
+    /** Publishes a watcher's estimate for one receiver (only if the entry still exists). */
+    public synchronized void updateWatched(byte[] key, long sent, long read, int bound, int flags) {
+        if (closed) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment val = arena.allocate(WatchLayout.WATCH);
+            val.set(ValueLayout.JAVA_LONG, WatchLayout.SENT, sent);
+            val.set(ValueLayout.JAVA_LONG, WatchLayout.READ, read);
+            val.set(ValueLayout.JAVA_INT, WatchLayout.BOUND, bound);
+            val.set(ValueLayout.JAVA_INT, WatchLayout.FLAGS, flags);
+            bpf.tryMapUpdate(watchFd, arena.allocateFrom(ValueLayout.JAVA_BYTE, key), val, Libbpf.BPF_EXIST);
+        }
+    }
+
+    public synchronized void deleteWatched(byte[] key) {
+        if (!closed) {
+            try (Arena arena = Arena.ofConfined()) {
+                bpf.tryMapDelete(watchFd, arena.allocateFrom(ValueLayout.JAVA_BYTE, key));
+            }
+        }
     }
 
     /** A policy rule: a server port, optionally limited to a server address prefix. */
@@ -661,8 +739,8 @@ public final class KernelSockmap implements AutoCloseable {
             teardownIfLast(bpf, pinDir, cgroupId, locks, socksFd);
         } finally {
             slotsArena.close();
-            for (int fd : new int[] {socksFd, policyFd, countersFd, stateFd, rxFd, slotsFd, metaFd, sockopsFd,
-                redirectFd}) {
+            for (int fd : new int[] {socksFd, policyFd, countersFd, stateFd, rxFd, slotsFd, watchFd, configFd, metaFd,
+                sockopsFd, redirectFd}) {
                 LibC.close(fd);
             }
             locks.unlockSetup();

@@ -11,6 +11,8 @@ import java.lang.foreign.ValueLayout;
  *     __u64 tcp;             // bytes queued to TCP, from write_seq, as of the last verdict
  *     __u32 last_seq;
  *     __u32 flags;           // SM4J_SOCK_TCP = 1: sending by TCP until the peer read all
+ *     __u32 policy_bound;    // the bound of the connection's policy entry, 0 for the default
+ *     __u32 reserved;
  * };
  * </pre>
  */
@@ -19,7 +21,9 @@ public final class SockStateLayout {
             ValueLayout.JAVA_LONG.withName("redirected"),
             ValueLayout.JAVA_LONG.withName("tcp"),
             ValueLayout.JAVA_INT.withName("last_seq"),
-            ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_sock_state");
+            ValueLayout.JAVA_INT.withName("flags"),
+            ValueLayout.JAVA_INT.withName("policy_bound"),
+            ValueLayout.JAVA_INT.withName("reserved")).withName("sm4j_sock_state");
     public static final long REDIRECTED = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("redirected"));
     public static final long TCP_BYTES = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("tcp"));
     public static final long FLAGS = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("flags"));

@@ -23,13 +23,15 @@ import org.junit.jupiter.params.provider.ValueSource;
  * bpf_alignchecker does): same size, same member offsets.
  */
 class LayoutTest {
-    static final Map<String, StructLayout> JAVA = Map.of(
-            "sm4j_sock_key", SockKeyLayout.LAYOUT,
-            "sm4j_policy_key", PolicyKeyLayout.LAYOUT,
-            "sm4j_policy", PolicyKeyLayout.VALUE,
-            "sm4j_sock_state", SockStateLayout.LAYOUT,
-            "sm4j_rx", ReadSlotLayout.RX,
-            "sm4j_slot", ReadSlotLayout.SLOT);
+    static final Map<String, StructLayout> JAVA = Map.ofEntries(
+            Map.entry("sm4j_sock_key", SockKeyLayout.LAYOUT),
+            Map.entry("sm4j_policy_key", PolicyKeyLayout.LAYOUT),
+            Map.entry("sm4j_policy", PolicyKeyLayout.VALUE),
+            Map.entry("sm4j_sock_state", SockStateLayout.LAYOUT),
+            Map.entry("sm4j_rx", ReadSlotLayout.RX),
+            Map.entry("sm4j_slot", ReadSlotLayout.SLOT),
+            Map.entry("sm4j_watch", WatchLayout.WATCH),
+            Map.entry("sm4j_config", WatchLayout.CONFIG));
 
     record BtfStruct(long size, Map<String, Long> offsets) {
     }
@@ -68,7 +70,7 @@ class LayoutTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"sm4j_sock_key", "sm4j_policy_key", "sm4j_policy", "sm4j_sock_state", "sm4j_rx",
-        "sm4j_slot"})
+        "sm4j_slot", "sm4j_watch", "sm4j_config"})
     void javaLayoutMatchesBtf(String name) throws Exception {
         BtfStruct b = btf().get(name);
         assertNotNull(b, name + " not in the object's BTF");

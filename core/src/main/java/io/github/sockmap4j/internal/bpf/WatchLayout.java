@@ -1,0 +1,39 @@
+package io.github.sockmap4j.internal.bpf;
+
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The bound for receivers that publish nothing (bpf/src/sockmap4j.h).
+ * <pre>
+ * struct sm4j_watch {     // sm4j_watch: receiving socket key -> this
+ *     __u64 sent;         // written by the sender's verdict
+ *     __u64 read;         // written by a watcher: bytes surely read
+ *     __u32 bound;        // written by a watcher (the verdict sets the first)
+ *     __u32 flags;        // SM4J_WATCH_WANTED = 1: poll often
+ * };
+ * struct sm4j_config {    // sm4j_config[0]
+ *     __u32 watch_bound;  // first bound of a receiver that publishes nothing
+ *     __u32 reserved;
+ * };
+ * </pre>
+ */
+public final class WatchLayout {
+    public static final StructLayout WATCH = MemoryLayout.structLayout(
+            ValueLayout.JAVA_LONG.withName("sent"),
+            ValueLayout.JAVA_LONG.withName("read"),
+            ValueLayout.JAVA_INT.withName("bound"),
+            ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_watch");
+    public static final StructLayout CONFIG = MemoryLayout.structLayout(
+            ValueLayout.JAVA_INT.withName("watch_bound"),
+            ValueLayout.JAVA_INT.withName("reserved")).withName("sm4j_config");
+    public static final long SENT = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("sent"));
+    public static final long READ = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("read"));
+    public static final long BOUND = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("bound"));
+    public static final long FLAGS = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
+    public static final int WANTED = 1;
+
+    private WatchLayout() {
+    }
+}
