@@ -16,6 +16,7 @@ ldconfig -p | grep -q 'libbpf.so.1 ' || need_pkgs+=(libbpf1)
 command -v bpftool >/dev/null || need_pkgs+=(bpftool)
 command -v ip >/dev/null || need_pkgs+=(iproute2)
 command -v setpriv >/dev/null || need_pkgs+=(util-linux)
+command -v cc >/dev/null || need_pkgs+=(gcc libc6-dev)
 command -v mvn >/dev/null || need_pkgs+=(maven)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "Installing Debian packages: ${need_pkgs[*]}" >&2

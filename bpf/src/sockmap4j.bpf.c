@@ -273,6 +273,7 @@ SEC("sk_msg")
 int sm4j_redirect(struct sk_msg_md *msg)
 {
 	struct sm4j_sock_key peer = {};
+	struct sm4j_watch *w = NULL;
 	struct sm4j_sock_state *st;
 	struct tcp_sock *tp;
 	struct bpf_sock *sk;
@@ -313,7 +314,7 @@ int sm4j_redirect(struct sk_msg_md *msg)
 	known = peer_published(&peer, &read, &bound);
 	if (!known) {
 		/* A receiver that publishes nothing: a watcher estimates its reads (struct sm4j_watch). */
-		struct sm4j_watch *w = bpf_map_lookup_elem(&sm4j_watch, &peer);
+		w = bpf_map_lookup_elem(&sm4j_watch, &peer);
 
 		if (!w) {
 			struct sm4j_watch init = {};
@@ -329,7 +330,6 @@ int sm4j_redirect(struct sk_msg_md *msg)
 			read = READ_ONCE(w->read);
 			bound = READ_ONCE(w->bound);
 			known = bound != 0;
-			w->sent = sent;
 			if ((st->flags & SM4J_SOCK_TCP) || sent - read + size > bound / 2)
 				w->flags |= SM4J_WATCH_WANTED;
 		}
@@ -353,6 +353,8 @@ int sm4j_redirect(struct sk_msg_md *msg)
 	 */
 	if (bpf_msg_redirect_hash(msg, &sm4j_socks, &peer, BPF_F_INGRESS) == SK_PASS) {
 		st->redirected += size;
+		if (w)
+			w->sent = sent + size;
 		count(SM4J_CTR_MSGS_REDIRECTED, 1);
 		count(SM4J_CTR_BYTES_REDIRECTED, size);
 		return SK_PASS;
@@ -361,6 +363,13 @@ int sm4j_redirect(struct sk_msg_md *msg)
 	st->flags |= SM4J_SOCK_TCP;
 	count(SM4J_CTR_SOCKETS_TAINTED, 1);
 pass:
+	/*
+	 * What the sender will have sent once this message is queued to TCP: the watcher compares
+	 * its estimate with it. Should the push fall short, the estimate can only come out above
+	 * the verdict's own count, which the verdict never takes for a drained peer.
+	 */
+	if (w)
+		w->sent = sent + size;
 	count(SM4J_CTR_MSGS_PASSED, 1);
 	count(SM4J_CTR_BYTES_PASSED, size);
 	return SK_PASS;

@@ -344,4 +344,85 @@ class InFlightBoundTest {
             }
         }
     }
+
+    @Test
+    void slowReaderThatIsNotJavaIsBoundedThroughTheWatcher() throws Exception {
+        long total = 1L << 30;
+        java.nio.file.Path exe = java.nio.file.Path.of("target", "slow_reader");
+        Process cc = new ProcessBuilder("cc", "-O2", "-Wall", "-o", exe.toString(), "src/test/c/slow_reader.c")
+                .redirectErrorStream(true).start();
+        String ccOut = new String(cc.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(0, cc.waitFor(), "compiling the C reader: " + ccOut);
+        long firstBound = Long.parseLong(KernelQueues.readProc("/proc/sys/net/ipv4/tcp_rmem").trim().split("\\s+")[1]);
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            try (ChildJvm reader = ChildJvm.start(java.util.List.of(exe.toAbsolutePath().toString(),
+                    Integer.toString(port), Long.toString(total)));
+                 SockmapChannel writer = (SockmapChannel) server.accept()) {
+                reader.expect("connected=", 30);
+                AtomicBoolean done = new AtomicBoolean();
+                AtomicLong maxQueued = new AtomicLong();
+                AtomicLong maxExcess = new AtomicLong(Long.MIN_VALUE);
+                CompletableFuture<Void> sampler = CompletableFuture.runAsync(() -> {
+                    try {
+                        while (!done.get()) {
+                            long[] q = KernelQueues.peerReceiveMemory(port);
+                            maxQueued.accumulateAndGet(q[0], Math::max);
+                            maxExcess.accumulateAndGet(q[0] - (firstBound + q[1]), Math::max);
+                            Thread.sleep(5);
+                        }
+                    } catch (IOException | InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, TestThreads.POOL);
+                SockmapStats before = sockmap.stats();
+                ByteBuffer b = ByteBuffer.allocateDirect(64 << 10);
+                for (long sent = 0; sent < total; sent += b.capacity()) {
+                    fill(b, sent / 8);
+                    ChannelContractTest.writeFully(writer, b);
+                }
+                assertEquals("1", reader.expect("ok=", 120), "the C reader saw the sequence break");
+                done.set(true);
+                sampler.get(30, TimeUnit.SECONDS);
+                SockmapStats after = sockmap.stats();
+                System.out.printf("slow C reader: first bound %d B, largest receive memory seen %d B, redirected %d B, "
+                                + "bound hits %d, resumes %d%n", firstBound, maxQueued.get(),
+                        after.bytesRedirected() - before.bytesRedirected(), after.boundHits() - before.boundHits(),
+                        after.resumes() - before.resumes());
+                assertTrue(after.bytesRedirected() > before.bytesRedirected(), "the fast path was used");
+                assertTrue(maxExcess.get() <= 0, "receive memory went " + maxExcess.get()
+                        + " B over the bound plus TCP's receive buffer");
+                assertEquals(0, reader.waitFor(30));
+            }
+        }
+    }
+
+    @Test
+    void aSenderComesBackToTheRedirectOnceAJdkReaderHasReadEverything() throws Exception {
+        // A JDK SocketChannel publishes nothing: the watcher estimates what it read.
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            try (java.nio.channels.SocketChannel jdk = java.nio.channels.SocketChannel.open(server.getLocalAddress());
+                 SockmapChannel sender = (SockmapChannel) server.accept()) {
+                SockmapStats before = sockmap.stats();
+                int size = 4 << 20; // far past the first bound of a receiver that publishes nothing
+                CompletableFuture<Void> w = CompletableFuture.runAsync(() -> ChannelContractTest.write(sender,
+                        new byte[size]), TestThreads.POOL);
+                ChannelContractTest.read(jdk, ByteBuffer.allocate(size));
+                w.get(30, TimeUnit.SECONDS);
+                assertTrue(sockmap.stats().boundHits() > before.boundHits(), "the bound held the sender back");
+                assertTrue(!sender.isAccelerated(), "on TCP past the bound");
+                // Everything is read; within a few of the watcher's polls the next send resumes.
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (!sender.isAccelerated() && System.nanoTime() < deadline) {
+                    ChannelContractTest.writeFully(sender, ByteBuffer.wrap(new byte[] {7}));
+                    ChannelContractTest.readFully(jdk, ByteBuffer.allocate(1));
+                    Thread.sleep(5);
+                }
+                assertTrue(sender.isAccelerated(), "the sender never came back to the redirect");
+                assertTrue(sockmap.stats().resumes() > before.resumes());
+            }
+        }
+    }
 }

@@ -42,6 +42,24 @@ final class KernelQueues {
         return max;
     }
 
+    /** skmem r and rb of the established socket whose peer's port is {@code port} (a client of it). */
+    static long[] peerReceiveMemory(int port) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("ss", "-tmnH", "state", "established", "( dport = :" + port + " )")
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        p.waitFor(10, TimeUnit.SECONDS);
+        Matcher m = SKMEM_R.matcher(out);
+        long[] max = {-1, -1};
+        while (m.find()) {
+            long r = Long.parseLong(m.group(1));
+            if (r > max[0]) {
+                max[0] = r;
+                max[1] = Long.parseLong(m.group(2));
+            }
+        }
+        return max;
+    }
+
     /** skmem r and rb of the established socket whose local port is {@code port}. */
     static long[] receiveMemoryAndBuffer(int port) throws IOException, InterruptedException {
         return largestReceiveMemory(port);
