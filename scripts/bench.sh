@@ -7,4 +7,4 @@ source scripts/env.sh
 
 mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-bench
-mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath -Dwait=${WAIT:-BLOCKING} -Dplacement=${PLACEMENT:-ANY} io.github.sockmap4j.bench.RttBench ${1:-7} ${2:-20000}"
+mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath -Dwait=${WAIT:-BLOCKING} -Dplacement=${PLACEMENT:-ANY} io.github.sockmap4j.bench.RttBench ${1:-7} ${2:-20000} ${3:-64,4096,65536}"

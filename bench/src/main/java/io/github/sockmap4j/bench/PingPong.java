@@ -22,8 +22,10 @@ public final class PingPong {
         NIO_TCP("java.nio TCP"),
         /** sockmap4j channels on a port that is not opted in: the channel's own cost. */
         SOCKMAP_TCP("SockmapChannel, TCP"),
-        /** sockmap4j channels on an opted-in port: the redirect. */
-        SOCKMAP_REDIRECT("SockmapChannel, redirect");
+        /** sockmap4j channels on an opted-in port: the redirect, with the in-flight bound. */
+        SOCKMAP_REDIRECT("SockmapChannel, redirect"),
+        /** The same with a bound no run reaches: the redirect without the mechanism's checks. */
+        SOCKMAP_REDIRECT_UNBOUNDED("SockmapChannel, no bound");
 
         public final String label;
 
@@ -78,12 +80,14 @@ public final class PingPong {
     public static Result run(Sockmap sockmap, Path path, Wait wait, Placement placement, int size, int warmup,
                              int iterations) throws Exception {
         boolean spin = wait == Wait.BUSY_POLL;
-        InetSocketAddress any = new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0);
         try (ServerSocketChannel server = openServer(sockmap, path)) {
-            server.bind(any);
+            server.bind(new InetSocketAddress(0)); // a port-wide rule, whose bound the unbounded path lifts
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            io.github.sockmap4j.OptIn lift = path == Path.SOCKMAP_REDIRECT_UNBOUNDED
+                    ? sockmap.optIn(port, null, 0, Integer.MAX_VALUE) : null;
             SocketChannel client = path == Path.NIO_TCP ? SocketChannel.open() : sockmap.openChannel();
             try (client) {
-                client.connect(server.getLocalAddress());
+                client.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
                 client.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
                 try (SocketChannel side = server.accept()) {
                     side.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
@@ -132,6 +136,10 @@ public final class PingPong {
                     return new Result(path, size, h.getValueAtPercentile(50), h.getValueAtPercentile(99),
                             h.getTotalCount(), accelerated);
                 }
+            } finally {
+                if (lift != null) {
+                    lift.close();
+                }
             }
         }
     }
@@ -139,7 +147,7 @@ public final class PingPong {
     private static ServerSocketChannel openServer(Sockmap sockmap, Path path) throws IOException {
         return switch (path) {
             case NIO_TCP -> ServerSocketChannel.open();
-            case SOCKMAP_REDIRECT -> sockmap.openServerChannel();
+            case SOCKMAP_REDIRECT, SOCKMAP_REDIRECT_UNBOUNDED -> sockmap.openServerChannel();
             // A sockmap4j server channel of a Sockmap that is off: same code, no opt-in.
             case SOCKMAP_TCP -> plainSockmap(sockmap).openServerChannel();
         };
