@@ -311,6 +311,13 @@ int sm4j_redirect(struct sk_msg_md *msg)
 	if (is_loopback(peer.local_ip) || is_loopback(peer.remote_ip))
 		peer.netns = bpf_get_netns_cookie(msg);
 
+	if (st->policy_bound == SM4J_UNBOUNDED) {
+		/* No bound: only the order rule remains, a socket that went by TCP stays there. */
+		if (st->flags & SM4J_SOCK_TCP)
+			goto pass;
+		goto redirect;
+	}
+
 	known = peer_published(&peer, &read, &bound);
 	if (!known) {
 		/* A receiver that publishes nothing: a watcher estimates its reads (struct sm4j_watch). */
@@ -351,6 +358,7 @@ int sm4j_redirect(struct sk_msg_md *msg)
 	 * bpf_msg_redirect_hash returns SK_DROP when the peer is not in the map;
 	 * returning that would drop the application's data (hazard 1).
 	 */
+redirect:
 	if (bpf_msg_redirect_hash(msg, &sm4j_socks, &peer, BPF_F_INGRESS) == SK_PASS) {
 		st->redirected += size;
 		if (w)

@@ -46,6 +46,9 @@ struct sm4j_policy {
 	__u32 bound;    /* in-flight bound of the port's connections in bytes, 0 for SO_RCVBUF */
 };
 
+/* A policy bound that turns the in-flight bound off (for measuring its cost only). */
+#define SM4J_UNBOUNDED 0xffffffffU
+
 /*
  * Per-socket sender state, in SK_STORAGE, made when the socket is registered. What it has
  * sent is redirected + tcp: redirected bytes are counted by the verdict; TCP bytes are read

@@ -37,6 +37,13 @@ import org.slf4j.LoggerFactory;
  */
 public final class Sockmap implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Sockmap.class);
+
+    /**
+     * A bound for {@link #optIn(int, InetAddress, int, int)} that turns the in-flight bound off
+     * for the rule: a slow reader can then make the kernel queue without limit (KERNEL-NOTES
+     * hazard 6). For measuring the bound's cost, not for production.
+     */
+    public static final int UNBOUNDED = -1;
     private static final Object GLOBAL_LOCK = new Object();
     private static Sockmap global;
 
@@ -352,8 +359,8 @@ public final class Sockmap implements AutoCloseable {
      * has not read yet. Past it the sender goes by TCP and TCP's window blocks it.
      */
     public OptIn optIn(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
-        if (boundBytes < 0) {
-            throw new IllegalArgumentException("bound must be >= 0 bytes: boundBytes=" + boundBytes);
+        if (boundBytes < 0 && boundBytes != UNBOUNDED) {
+            throw new IllegalArgumentException("bound must be >= 0 bytes (or UNBOUNDED): boundBytes=" + boundBytes);
         }
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException("port must be 1..65535: port=" + port);
@@ -395,7 +402,7 @@ public final class Sockmap implements AutoCloseable {
 
         @Override
         public synchronized void setBound(int bytes) throws IOException {
-            if (bytes < 0) {
+            if (bytes < 0 && bytes != UNBOUNDED) {
                 throw new IllegalArgumentException("bound must be >= 0 bytes: bytes=" + bytes);
             }
             if (rule == null || closedHandle || !isActive()) {
@@ -404,9 +411,9 @@ public final class Sockmap implements AutoCloseable {
             kernel.setPolicyBound(rule, bytes);
             for (ReadPublisher p : publishers) {
                 if (p.server().getPort() == port) {
-                    int pb = kernel.policyBound(p.server().getAddress(), port);
-                    if (pb > 0) {
-                        p.fix(pb);
+                    long pb = kernel.policyBound(p.server().getAddress(), port);
+                    if (pb > 0 && pb != KernelSockmap.UNBOUNDED) {
+                        p.fix((int) pb);
                     } else {
                         p.unfix();
                     }
@@ -510,11 +517,14 @@ public final class Sockmap implements AutoCloseable {
             return null;
         }
         InetSocketAddress server = serverSide ? local : remote;
-        int policy = kernel.policyBound(server.getAddress(), server.getPort());
+        long policy = kernel.policyBound(server.getAddress(), server.getPort());
+        if (policy == KernelSockmap.UNBOUNDED) {
+            return null; // nobody reads the slot of a connection without a bound
+        }
         int rcvbuf = io.github.sockmap4j.internal.ffi.LibC.getsockoptInt(fd,
                 io.github.sockmap4j.internal.ffi.LibC.SOL_SOCKET, io.github.sockmap4j.internal.ffi.LibC.SO_RCVBUF);
         int ceiling = rcvbufSet ? rcvbuf : Math.max(rcvbuf, tcpRmemMax());
-        int initial = policy > 0 ? policy : rcvbuf;
+        int initial = policy > 0 ? (int) policy : rcvbuf;
         KernelSockmap.ReadSlot slot = kernel.claimReadSlot(cookie, local.getAddress(), local.getPort(),
                 remote.getAddress(), remote.getPort(), netns, initial);
         if (slot == null) {
@@ -522,7 +532,7 @@ public final class Sockmap implements AutoCloseable {
         }
         ReadPublisher p = new ReadPublisher(this, slot, server, rcvbuf, ceiling, initial);
         if (policy > 0) {
-            p.fix(policy);
+            p.fix((int) policy);
         }
         publishers.add(p);
         return p;

@@ -24,7 +24,7 @@ public final class PingPong {
         SOCKMAP_TCP("SockmapChannel, TCP"),
         /** sockmap4j channels on an opted-in port: the redirect, with the in-flight bound. */
         SOCKMAP_REDIRECT("SockmapChannel, redirect"),
-        /** The same with a bound no run reaches: the redirect without the mechanism's checks. */
+        /** The same with the in-flight bound turned off for the port ({@code Sockmap.UNBOUNDED}). */
         SOCKMAP_REDIRECT_UNBOUNDED("SockmapChannel, no bound");
 
         public final String label;
@@ -84,7 +84,7 @@ public final class PingPong {
             server.bind(new InetSocketAddress(0)); // a port-wide rule, whose bound the unbounded path lifts
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
             io.github.sockmap4j.OptIn lift = path == Path.SOCKMAP_REDIRECT_UNBOUNDED
-                    ? sockmap.optIn(port, null, 0, Integer.MAX_VALUE) : null;
+                    ? sockmap.optIn(port, null, 0, io.github.sockmap4j.Sockmap.UNBOUNDED) : null;
             SocketChannel client = path == Path.NIO_TCP ? SocketChannel.open() : sockmap.openChannel();
             try (client) {
                 client.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));

@@ -73,9 +73,9 @@ public final class StreamBench {
                 : sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(0)); // a port-wide rule, whose bound the unbounded mode lifts
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-            // "Without the mechanism": a bound no stream here reaches.
+            // "Without the mechanism": the in-flight bound turned off for this port.
             io.github.sockmap4j.OptIn lift = mode == Mode.REDIRECT_UNBOUNDED
-                    ? sockmap.optIn(port, null, 0, Integer.MAX_VALUE) : null;
+                    ? sockmap.optIn(port, null, 0, io.github.sockmap4j.Sockmap.UNBOUNDED) : null;
             try {
                 return measure(sockmap, mode, server, bytes, port);
             } finally {

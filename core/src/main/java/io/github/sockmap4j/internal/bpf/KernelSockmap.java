@@ -43,6 +43,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class KernelSockmap implements AutoCloseable {
     public static final int ABI_VERSION = 2;
+    /** SM4J_UNBOUNDED: a policy bound that turns the in-flight bound off. */
+    public static final long UNBOUNDED = 0xffffffffL;
     static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
 
     private static final Logger LOG = LoggerFactory.getLogger(KernelSockmap.class);
@@ -557,15 +559,17 @@ public final class KernelSockmap implements AutoCloseable {
     }
 
     /**
-     * The bound of the policy entry matching this server endpoint: -1 when none matches, 0
-     * when it leaves the bound to the receiver's SO_RCVBUF.
+     * The bound of the policy entry matching this server endpoint, as the unsigned 32-bit value
+     * the kernel holds: -1 when none matches, 0 when it leaves the bound to the receiver,
+     * {@link #UNBOUNDED} when it turns the bound off.
      */
-    public int policyBound(InetAddress server, int port) {
+    public long policyBound(InetAddress server, int port) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
             PolicyKeyLayout.fill(key, port, SockKeyLayout.mapped(server), 128);
             MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
-            return bpf.tryMapLookup(policyFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND) : -1;
+            return bpf.tryMapLookup(policyFd, key, val) == 0
+                    ? Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND)) : -1;
         }
     }
 
