@@ -208,6 +208,17 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 			key.netns = bpf_get_netns_cookie(skops);
 		bpf_map_delete_elem(&sm4j_rx, &key);
 		bpf_map_delete_elem(&sm4j_watch, &key);
+		/* Its verdict may have made an entry for its peer, which may never be registered. */
+		{
+			struct sm4j_sock_key peer = {};
+
+			__builtin_memcpy(peer.local_ip, key.remote_ip, 16);
+			__builtin_memcpy(peer.remote_ip, key.local_ip, 16);
+			peer.local_port = key.remote_port;
+			peer.remote_port = key.local_port;
+			peer.netns = key.netns;
+			bpf_map_delete_elem(&sm4j_watch, &peer);
+		}
 		return 1;
 	}
 

@@ -25,6 +25,27 @@ final class Bpftool {
         return out;
     }
 
+    /** How many entries a pinned map holds now. */
+    static int mapEntries(Path pinned) throws IOException, InterruptedException {
+        String out = run("-j", "map", "dump", "pinned", pinned.toString());
+        int n = 0;
+        for (int i = out.indexOf("\"key\""); i >= 0; i = out.indexOf("\"key\"", i + 1)) {
+            n++;
+        }
+        return n;
+    }
+
+    /** Waits up to 5 s for a pinned map to hold {@code n} entries; returns what it holds then. */
+    static int awaitMapEntries(Path pinned, int n) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        int now = mapEntries(pinned);
+        while (now != n && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            now = mapEntries(pinned);
+        }
+        return now;
+    }
+
     /** The programs attached to a cgroup, one line each (empty when none). */
     static List<String> cgroupAttachments(Path cgroup) throws IOException, InterruptedException {
         List<String> lines = new ArrayList<>();

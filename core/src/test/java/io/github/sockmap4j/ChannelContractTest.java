@@ -381,6 +381,10 @@ abstract class ChannelContractTest {
             side.close();
         }
         assertEquals(base, sockmap.stats().socketsInMap());
+        if (fastPath()) {
+            assertEquals(0, Bpftool.awaitMapEntries(kernel.pinDir.resolve("rx"), 0), "read slots left");
+            assertEquals(0, Bpftool.awaitMapEntries(kernel.pinDir.resolve("watch"), 0), "watch entries left");
+        }
     }
 
     @Test
