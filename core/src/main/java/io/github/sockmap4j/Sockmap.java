@@ -4,19 +4,32 @@ import io.github.sockmap4j.internal.bpf.Counter;
 import io.github.sockmap4j.internal.bpf.KernelProbe;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.SockStateLayout;
+import io.github.sockmap4j.internal.bpf.WatchLayout;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.net.Sockets;
 import io.github.sockmap4j.internal.sys.Capabilities;
 import io.github.sockmap4j.internal.sys.Cgroups;
+import io.github.sockmap4j.internal.sys.SockDiag;
 import java.io.IOException;
+import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.Selector;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -245,17 +258,17 @@ public final class Sockmap implements AutoCloseable {
      * are polled every millisecond, the others every 50.
      */
     private void watchLoop() {
-        java.util.Map<String, Long> lastPoll = new java.util.HashMap<>();
-        try (io.github.sockmap4j.internal.sys.SockDiag diag = io.github.sockmap4j.internal.sys.SockDiag.open()) {
+        Map<String, Long> lastPoll = new HashMap<>();
+        try (SockDiag diag = SockDiag.open()) {
             long ownNetns = netnsCookieOfThisProcess();
             while (!closed) {
                 boolean wanted = false;
                 long now = System.nanoTime();
-                java.util.Set<String> seen = new java.util.HashSet<>();
+                Set<String> seen = new HashSet<>();
                 for (KernelSockmap.Watched w : kernel.watched()) {
-                    String id = java.util.HexFormat.of().formatHex(w.key());
+                    String id = HexFormat.of().formatHex(w.key());
                     seen.add(id);
-                    boolean want = (w.flags() & io.github.sockmap4j.internal.bpf.WatchLayout.WANTED) != 0;
+                    boolean want = (w.flags() & WatchLayout.WANTED) != 0;
                     wanted |= want;
                     Long last = lastPoll.get(id);
                     if (!want && last != null && now - last < 50_000_000L) {
@@ -265,7 +278,7 @@ public final class Sockmap implements AutoCloseable {
                     estimate(diag, w, ownNetns);
                 }
                 lastPoll.keySet().retainAll(seen);
-                java.util.concurrent.locks.LockSupport.parkNanos(wanted ? 1_000_000L : 50_000_000L);
+                LockSupport.parkNanos(wanted ? 1_000_000L : 50_000_000L);
             }
         } catch (IOException | RuntimeException e) {
             if (!closed) {
@@ -275,9 +288,9 @@ public final class Sockmap implements AutoCloseable {
         }
     }
 
-    private void estimate(io.github.sockmap4j.internal.sys.SockDiag diag, KernelSockmap.Watched w, long ownNetns)
+    private void estimate(SockDiag diag, KernelSockmap.Watched w, long ownNetns)
             throws IOException {
-        java.nio.ByteBuffer k = java.nio.ByteBuffer.wrap(w.key()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer k = ByteBuffer.wrap(w.key()).order(ByteOrder.LITTLE_ENDIAN);
         byte[] local = new byte[16];
         byte[] remote = new byte[16];
         k.get(local).get(remote);
@@ -292,23 +305,23 @@ public final class Sockmap implements AutoCloseable {
         if (rx == null || tx == null) {
             return; // not visible from this namespace
         }
-        long surelyRead = w.sent() - rx[io.github.sockmap4j.internal.sys.SockDiag.RMEM_ALLOC]
-                - tx[io.github.sockmap4j.internal.sys.SockDiag.WMEM_QUEUED];
+        long surelyRead = w.sent() - rx[SockDiag.RMEM_ALLOC]
+                - tx[SockDiag.WMEM_QUEUED];
         if (surelyRead > w.read()) {
-            int flags = surelyRead == w.sent() ? w.flags() & ~io.github.sockmap4j.internal.bpf.WatchLayout.WANTED
+            int flags = surelyRead == w.sent() ? w.flags() & ~WatchLayout.WANTED
                     : w.flags();
             kernel.updateWatched(w.key(), w.sent(), surelyRead, w.bound(), flags);
         }
     }
 
     private static long netnsCookieOfThisProcess() throws IOException {
-        int fd = io.github.sockmap4j.internal.ffi.LibC.socket(io.github.sockmap4j.internal.ffi.LibC.AF_INET,
-                io.github.sockmap4j.internal.ffi.LibC.SOCK_STREAM | io.github.sockmap4j.internal.ffi.LibC.SOCK_CLOEXEC,
+        int fd = LibC.socket(LibC.AF_INET,
+                LibC.SOCK_STREAM | LibC.SOCK_CLOEXEC,
                 0);
         try {
             return Sockets.netnsCookie(fd);
         } finally {
-            io.github.sockmap4j.internal.ffi.LibC.close(fd);
+            LibC.close(fd);
         }
     }
 
@@ -367,7 +380,7 @@ public final class Sockmap implements AutoCloseable {
         }
         int bits = prefixBits;
         if (network != null) {
-            int max = network instanceof java.net.Inet4Address ? 32 : 128;
+            int max = network instanceof Inet4Address ? 32 : 128;
             if (prefixBits < 0 || prefixBits > max) {
                 throw new IllegalArgumentException("prefix must be 0.." + max + " for " + network
                         + ": prefixBits=" + prefixBits);
@@ -495,7 +508,7 @@ public final class Sockmap implements AutoCloseable {
         }
     }
 
-    private final java.util.Set<ReadPublisher> publishers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<ReadPublisher> publishers = ConcurrentHashMap.newKeySet();
 
     /**
      * Joins a connected channel that the kernel registered to the in-flight bound as a
@@ -521,8 +534,8 @@ public final class Sockmap implements AutoCloseable {
         if (policy == KernelSockmap.UNBOUNDED) {
             return null; // nobody reads the slot of a connection without a bound
         }
-        int rcvbuf = io.github.sockmap4j.internal.ffi.LibC.getsockoptInt(fd,
-                io.github.sockmap4j.internal.ffi.LibC.SOL_SOCKET, io.github.sockmap4j.internal.ffi.LibC.SO_RCVBUF);
+        int rcvbuf = LibC.getsockoptInt(fd,
+                LibC.SOL_SOCKET, LibC.SO_RCVBUF);
         int ceiling = rcvbufSet ? rcvbuf : Math.max(rcvbuf, tcpRmemMax());
         int initial = policy > 0 ? (int) policy : rcvbuf;
         KernelSockmap.ReadSlot slot = kernel.claimReadSlot(cookie, local.getAddress(), local.getPort(),
@@ -544,8 +557,8 @@ public final class Sockmap implements AutoCloseable {
     private int tcpRmemMax() {
         int v = tcpRmemMax;
         if (v == 0) {
-            try (var in = java.nio.file.Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
-                String[] f = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim()
+            try (var in = Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
+                String[] f = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim()
                         .split("\\s+");
                 v = Integer.parseInt(f[2]);
             } catch (IOException | RuntimeException e) {
@@ -603,7 +616,7 @@ public final class Sockmap implements AutoCloseable {
         closed = true;
         Thread t = watcher;
         if (t != null) {
-            java.util.concurrent.locks.LockSupport.unpark(t);
+            LockSupport.unpark(t);
             try {
                 t.join(1000);
             } catch (InterruptedException e) {

@@ -30,21 +30,16 @@ final class KernelQueues {
      * and that socket's receive buffer (skmem r and rb).
      */
     static long[] largestReceiveMemory(int port) throws IOException, InterruptedException {
-        Matcher m = SKMEM_R.matcher(ss(port));
-        long[] max = {-1, -1};
-        while (m.find()) {
-            long r = Long.parseLong(m.group(1));
-            if (r > max[0]) {
-                max[0] = r;
-                max[1] = Long.parseLong(m.group(2));
-            }
-        }
-        return max;
+        return largest("sport = :" + port);
     }
 
     /** skmem r and rb of the established socket whose peer's port is {@code port} (a client of it). */
     static long[] peerReceiveMemory(int port) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("ss", "-tmnH", "state", "established", "( dport = :" + port + " )")
+        return largest("dport = :" + port);
+    }
+
+    private static long[] largest(String filter) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("ss", "-tmnH", "state", "established", "( " + filter + " )")
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         p.waitFor(10, TimeUnit.SECONDS);
@@ -65,13 +60,6 @@ final class KernelQueues {
         return largestReceiveMemory(port);
     }
 
-    private static String ss(int port) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("ss", "-tmnH", "state", "established", "( sport = :" + port + " )")
-                .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        p.waitFor(10, TimeUnit.SECONDS);
-        return out;
-    }
 
     /**
      * A /proc file in full. Files.readString sizes its read by the file's length, which procfs
