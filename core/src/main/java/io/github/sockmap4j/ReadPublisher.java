@@ -19,7 +19,7 @@ import java.net.InetSocketAddress;
  * <p><b>Note:</b> {@link #onRead} is called under the channel's read lock only; the limits may
  * change from other threads ({@link #fix}, {@link #unfix}).
  */
-final class ReadPublisher {
+final class ReadPublisher implements ReadCounter {
     static final long WINDOW_MILLIS = 10;
     private static final long WINDOW_NANOS = WINDOW_MILLIS * 1_000_000L;
 
@@ -56,7 +56,8 @@ final class ReadPublisher {
     }
 
     /** After a read of {@code n > 0} bytes. */
-    void onRead(int n) {
+    @Override
+    public void onRead(int n) {
         readTotal += n;
         sockmap.publishRead(slot, readTotal);
         int ceil = ceiling;
@@ -73,6 +74,16 @@ final class ReadPublisher {
             windowStart = now;
             windowRead = readTotal;
         }
+    }
+
+    @Override
+    public int bound() {
+        return sockmap.boundOf(this);
+    }
+
+    @Override
+    public void close() {
+        sockmap.releaseReadSlot(this);
     }
 
     /** A bound fixed at {@code bytes} (the port's opt-in bound). */

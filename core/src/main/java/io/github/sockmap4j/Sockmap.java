@@ -465,9 +465,10 @@ public final class Sockmap implements AutoCloseable {
      * Whether the connected socket {@code fd} sends through the redirect: it and its peer are
      * both in the SOCKHASH (checked against the map), and it is not held on TCP (as it is while
      * its peer was not registered yet, or has left too much unread; its next send after the
-     * peer has read everything takes the redirect again).
+     * peer has read everything takes the redirect again). For integrations that hold a raw
+     * socket fd (Netty's epoll channels); {@link SockmapChannel#isAccelerated()} otherwise.
      */
-    boolean isAccelerated(int fd) {
+    public boolean isAccelerated(int fd) {
         if (!isActive()) {
             return false;
         }
@@ -569,6 +570,17 @@ public final class Sockmap implements AutoCloseable {
         return v;
     }
 
+    /**
+     * Joins a connected socket that an integration reads itself (its raw fd) to the in-flight
+     * bound as a receiver; null when the bound does not apply to it (fast path off, or the
+     * socket not registered by the kernel). Claim it before the first read.
+     *
+     * @param serverSide whether the socket was accepted (its local end is the server)
+     */
+    public ReadCounter readCounter(int fd, boolean serverSide) throws IOException {
+        return claimReadSlot(fd, serverSide, false);
+    }
+
     void publishRead(KernelSockmap.ReadSlot slot, long read) {
         kernel.readSlots().publishRead(slot.index(), read);
     }
@@ -580,8 +592,9 @@ public final class Sockmap implements AutoCloseable {
     }
 
     void releaseReadSlot(ReadPublisher p) {
-        publishers.remove(p);
-        kernel.releaseReadSlot(p.slot());
+        if (publishers.remove(p)) {
+            kernel.releaseReadSlot(p.slot());
+        }
     }
 
     /** The bound a receiving channel publishes now, or -1 when it publishes none. */

@@ -14,14 +14,14 @@ import java.util.function.UnaryOperator;
  * the Sockmap opened over both. {@link #close()} undoes all of it, and checks that nothing is
  * left; a shutdown hook does the same if the JVM dies first.
  */
-final class TestKernel implements AutoCloseable {
+public final class TestKernel implements AutoCloseable {
     private static final AtomicInteger SEQ = new AtomicInteger();
-    static final boolean REQUIRED = Boolean.getBoolean("sockmap4j.require");
+    public static final boolean REQUIRED = Boolean.getBoolean("sockmap4j.require");
 
-    final Path cgroup;
-    final Path pinDir;
-    final Path originalCgroup;
-    final Sockmap sockmap;
+    public final Path cgroup;
+    public final Path pinDir;
+    public final Path originalCgroup;
+    public final Sockmap sockmap;
     private final Thread hook;
 
     private TestKernel(Path cgroup, Path pinDir, Path originalCgroup, Sockmap sockmap) {
@@ -33,19 +33,19 @@ final class TestKernel implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(hook);
     }
 
-    static String uniqueName(String what) {
+    public static String uniqueName(String what) {
         return "sockmap4j-test-" + ProcessHandle.current().pid() + "-" + what + "-" + SEQ.incrementAndGet();
     }
 
     /** A new child cgroup under the unified hierarchy (not entered). */
-    static Path newCgroup(String what) throws IOException {
+    public static Path newCgroup(String what) throws IOException {
         Path unified = Cgroups.unifiedMount().orElseThrow(() -> new IllegalStateException("no cgroup2")).mountPoint();
         Path dir = unified.resolve(uniqueName(what));
         Files.createDirectory(dir);
         return dir;
     }
 
-    static TestKernel start(String what) throws IOException {
+    public static TestKernel start(String what) throws IOException {
         return start(what, c -> c);
     }
 
@@ -53,7 +53,7 @@ final class TestKernel implements AutoCloseable {
      * Opens a fast path in a fresh cgroup and pin directory. Fails when the fast path is
      * required (sockmap4j.require=true) and cannot be had.
      */
-    static TestKernel start(String what, UnaryOperator<SockmapConfig> tweak) throws IOException {
+    public static TestKernel start(String what, UnaryOperator<SockmapConfig> tweak) throws IOException {
         Path original = Cgroups.ownCgroupDir().orElseThrow();
         Path cg = newCgroup(what);
         Path pins = Path.of("/sys/fs/bpf").resolve(uniqueName(what));

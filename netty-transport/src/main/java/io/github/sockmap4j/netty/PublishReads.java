@@ -1,0 +1,67 @@
+package io.github.sockmap4j.netty;
+
+import io.github.sockmap4j.ReadCounter;
+import io.github.sockmap4j.Sockmap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.epoll.EpollSocketChannel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * First in an epoll socket channel's pipeline: publishes how many bytes the channel has read,
+ * so that its peer's redirect stays under this receiver's in-flight bound instead of falling
+ * back to TCP on a watcher's estimate (docs/in-flight-bound.md). One store per read.
+ *
+ * <p><b>Note:</b> not sharable: one per channel, used from its event loop.
+ */
+final class PublishReads extends ChannelInboundHandlerAdapter {
+    private static final Logger LOG = LoggerFactory.getLogger(PublishReads.class);
+    private final boolean serverSide;
+    private ReadCounter counter;
+
+    PublishReads(boolean serverSide) {
+        this.serverSide = serverSide;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        if (ctx.channel() instanceof EpollSocketChannel ch) {
+            try {
+                counter = Sockmap.global().readCounter(ch.fd().intValue(), serverSide);
+            } catch (java.io.IOException | RuntimeException e) {
+                LOG.debug("{} publishes no reads: {}", ch, e.toString());
+            }
+        }
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+        ReadCounter c = counter;
+        if (c != null && msg instanceof ByteBuf buf && buf.isReadable()) {
+            c.onRead(buf.readableBytes());
+        }
+        ctx.fireChannelRead(msg);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        release();
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        release();
+    }
+
+    private void release() {
+        ReadCounter c = counter;
+        counter = null;
+        if (c != null) {
+            c.close();
+        }
+    }
+}

@@ -1,0 +1,120 @@
+package io.github.sockmap4j.netty;
+
+import io.github.sockmap4j.OptIn;
+import io.github.sockmap4j.Sockmap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFactory;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.ServerSocketChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.AttributeKey;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a Netty 4.2 application changes to take the fast path: the server channel factory,
+ * whose channels opt their port in while bound, the client channel class and the
+ * {@link IoHandlerFactory}: epoll where Linux epoll is available, NIO (plain TCP) where it is
+ * not, with the reason logged once. The kernel accelerates the connections; nothing changes in
+ * the pipeline.
+ *
+ * <pre>{@code
+ * EventLoopGroup group = new MultiThreadIoEventLoopGroup(SockmapNetty.ioHandlerFactory());
+ * new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())...
+ * new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())...
+ * }</pre>
+ */
+public final class SockmapNetty {
+    private static final Logger LOG = LoggerFactory.getLogger(SockmapNetty.class);
+    private static final boolean EPOLL = Epoll.isAvailable();
+    /** The opt-in of a server channel made by {@link #serverChannelFactory()}, once bound. */
+    public static final AttributeKey<OptIn> OPT_IN = AttributeKey.valueOf(SockmapNetty.class, "optIn");
+
+    static {
+        if (!EPOLL) {
+            LOG.info("Netty epoll is unavailable; sockmap4j's Netty transport uses NIO: {}",
+                    String.valueOf(Epoll.unavailabilityCause()));
+        }
+    }
+
+    private SockmapNetty() {
+    }
+
+    /** Whether Netty's epoll transport is usable in this JVM. */
+    public static boolean isEpollAvailable() {
+        return EPOLL;
+    }
+
+    public static IoHandlerFactory ioHandlerFactory() {
+        return EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    }
+
+    /** Server channels (epoll, else NIO) whose bound port is opted in until they close. */
+    public static ChannelFactory<ServerSocketChannel> serverChannelFactory() {
+        return new ChannelFactory<>() {
+            @Override
+            public ServerSocketChannel newChannel() {
+                ServerSocketChannel ch = EPOLL ? new EpollServerSocketChannel() : new NioServerSocketChannel();
+                ch.pipeline().addLast(OptInOnBind.INSTANCE);
+                return ch;
+            }
+
+            @Override
+            public String toString() {
+                return "SockmapNetty.serverChannelFactory(" + (EPOLL ? "epoll" : "nio") + ")";
+            }
+        };
+    }
+
+    /** The client channel class; {@link #socketChannelFactory()} also publishes its reads. */
+    public static Class<? extends SocketChannel> socketChannelClass() {
+        return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
+    }
+
+    /**
+     * Client channels (epoll, else NIO) that publish their reads, so that a server's replies
+     * stay on the redirect under this client's in-flight bound.
+     */
+    public static ChannelFactory<SocketChannel> socketChannelFactory() {
+        return new ChannelFactory<>() {
+            @Override
+            public SocketChannel newChannel() {
+                if (!EPOLL) {
+                    return new NioSocketChannel();
+                }
+                EpollSocketChannel ch = new EpollSocketChannel();
+                ch.pipeline().addFirst(new PublishReads(false));
+                return ch;
+            }
+
+            @Override
+            public String toString() {
+                return "SockmapNetty.socketChannelFactory(" + (EPOLL ? "epoll" : "nio") + ")";
+            }
+        };
+    }
+
+    /** Whether a server channel made by {@link #serverChannelFactory()} has its port opted in. */
+    public static boolean isOptedIn(Channel serverChannel) {
+        OptIn o = serverChannel.attr(OPT_IN).get();
+        return o != null && o.active();
+    }
+
+    /**
+     * Whether an epoll socket channel's connection sends through the redirect now (checked
+     * against the kernel's map); false for other channels and where the fast path is off.
+     */
+    public static boolean isAccelerated(Channel ch) {
+        if (!(ch instanceof EpollSocketChannel epoll) || !ch.isActive()) {
+            return false;
+        }
+        return Sockmap.global().isAccelerated(epoll.fd().intValue());
+    }
+}

@@ -1,0 +1,14 @@
+package io.github.sockmap4j.netty;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketCancelWriteTest;
+import java.util.List;
+
+class SockmapCancelWriteTest extends SocketCancelWriteTest {
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return SockmapSocketTestPermutation.INSTANCE.socket();
+    }
+}

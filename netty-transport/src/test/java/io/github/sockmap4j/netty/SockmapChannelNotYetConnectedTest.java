@@ -1,0 +1,13 @@
+package io.github.sockmap4j.netty;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
+import io.netty.testsuite.transport.socket.SocketChannelNotYetConnectedTest;
+import java.util.List;
+
+class SockmapChannelNotYetConnectedTest extends SocketChannelNotYetConnectedTest {
+    @Override
+    protected List<BootstrapFactory<Bootstrap>> newFactories() {
+        return SockmapSocketTestPermutation.INSTANCE.clientSocket();
+    }
+}

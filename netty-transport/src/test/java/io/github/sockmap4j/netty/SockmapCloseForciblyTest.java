@@ -1,0 +1,14 @@
+package io.github.sockmap4j.netty;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketCloseForciblyTest;
+import java.util.List;
+
+class SockmapCloseForciblyTest extends SocketCloseForciblyTest {
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return SockmapSocketTestPermutation.INSTANCE.socket();
+    }
+}
