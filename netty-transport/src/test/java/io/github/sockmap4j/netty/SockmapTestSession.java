@@ -35,10 +35,22 @@ public final class SockmapTestSession implements LauncherSessionListener {
     @Override
     public void launcherSessionClosed(LauncherSession session) {
         try {
+            // Netty's suite leaves channels to its event loops: closing the loops closes them.
+            for (io.netty.channel.EventLoopGroup g : new io.netty.channel.EventLoopGroup[] {
+                SockmapSocketTestPermutation.EPOLL_BOSS, SockmapSocketTestPermutation.EPOLL_WORKER,
+                SockmapSocketTestPermutation.NIO, io.github.sockmap4j.netty.grpc.SockmapGrpc.sharedGroup()}) {
+                g.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly(10_000);
+            }
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+            while (Sockmap.global().stats().socketsInMap() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
             Sockmap.global().close();
             kernel.close();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -1,0 +1,57 @@
+package io.github.sockmap4j.netty.grpc;
+
+import io.github.sockmap4j.netty.SockmapNetty;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyServerBuilder;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.util.concurrent.DefaultThreadFactory;
+
+/**
+ * gRPC-Java over the sockmap fast path, one line on each builder:
+ *
+ * <pre>{@code
+ * Server server = SockmapGrpc.configure(NettyServerBuilder.forPort(port)).addService(...).build();
+ * ManagedChannel ch = SockmapGrpc.configure(NettyChannelBuilder.forAddress("localhost", port)).build();
+ * }</pre>
+ *
+ * The server's port is opted in while it is bound; both sides run Netty's epoll transport (NIO
+ * where epoll is unavailable) on a shared event loop group of daemon threads, and publish their
+ * reads for the in-flight bound. Needs {@code io.grpc:grpc-netty} (not shaded) with Netty 4.2.
+ */
+public final class SockmapGrpc {
+    private static final Object LOCK = new Object();
+    private static EventLoopGroup shared;
+
+    private SockmapGrpc() {
+    }
+
+    /** The event loop group the builders get unless given one; daemon threads, one per CPU. */
+    public static EventLoopGroup sharedGroup() {
+        synchronized (LOCK) {
+            if (shared == null) {
+                shared = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(),
+                        new DefaultThreadFactory("sockmap4j-grpc", true), SockmapNetty.ioHandlerFactory());
+            }
+            return shared;
+        }
+    }
+
+    public static NettyServerBuilder configure(NettyServerBuilder builder) {
+        return configure(builder, sharedGroup(), sharedGroup());
+    }
+
+    public static NettyServerBuilder configure(NettyServerBuilder builder, EventLoopGroup boss, EventLoopGroup worker) {
+        return builder.channelFactory(SockmapNetty.serverChannelFactory())
+                .bossEventLoopGroup(boss)
+                .workerEventLoopGroup(worker);
+    }
+
+    public static NettyChannelBuilder configure(NettyChannelBuilder builder) {
+        return configure(builder, sharedGroup());
+    }
+
+    public static NettyChannelBuilder configure(NettyChannelBuilder builder, EventLoopGroup group) {
+        return builder.channelFactory(SockmapNetty.socketChannelFactory()).eventLoopGroup(group);
+    }
+}

@@ -1,0 +1,13 @@
+package io.github.sockmap4j.netty;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
+import io.netty.testsuite.transport.socket.SocketShutdownOutputByPeerTest;
+import java.util.List;
+
+class SockmapShutdownOutputByPeerTest extends SocketShutdownOutputByPeerTest {
+    @Override
+    protected List<BootstrapFactory<ServerBootstrap>> newFactories() {
+        return SockmapSocketTestPermutation.INSTANCE.serverSocket();
+    }
+}

@@ -1,0 +1,23 @@
+package io.github.sockmap4j.netty;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketSslSessionReuseTest;
+import java.util.List;
+import org.junit.jupiter.api.TestInfo;
+
+/** Netty's test over the transport, with the JDK's SSL provider (tcnative is not served here). */
+class SockmapSslSessionReuseTest extends SocketSslSessionReuseTest {
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return SockmapSocketTestPermutation.INSTANCE.socket();
+    }
+
+    @Override
+    public void testSslSessionTrustManagerResumption(SslContextBuilder serverCtx, SslContextBuilder clientCtx,
+                                                     TestInfo testInfo) {
+        // Not run: it builds OpenSSL contexts, whose natives (tcnative) are not served here.
+    }
+}
