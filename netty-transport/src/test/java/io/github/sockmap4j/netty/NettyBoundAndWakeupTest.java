@@ -1,0 +1,187 @@
+package io.github.sockmap4j.netty;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.socket.SocketChannel;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Netty's edge-triggered epoll over the redirect (KERNEL-NOTES hazard 5) and the in-flight
+ * bound seen from Netty (hazard 6).
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class NettyBoundAndWakeupTest {
+    static EventLoopGroup group;
+
+    @BeforeAll
+    static void start() {
+        group = new MultiThreadIoEventLoopGroup(2, SockmapNetty.ioHandlerFactory());
+    }
+
+    @AfterAll
+    static void stop() {
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    static Channel server(ChannelInitializer<SocketChannel> child, boolean autoRead) throws Exception {
+        Channel s = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())
+                .childOption(ChannelOption.AUTO_READ, autoRead).childHandler(child)
+                .bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (!SockmapNetty.isOptedIn(s) && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertTrue(SockmapNetty.isOptedIn(s));
+        return s;
+    }
+
+    @Test
+    void manyConnectionsManySmallMessagesNeverStall() throws Exception {
+        int connections = 50;
+        int messages = 2000;
+        int size = 100;
+        long expected = (long) messages * size;
+        List<CompletableFuture<Void>> done = new ArrayList<>();
+        List<AtomicLong> got = new ArrayList<>();
+        Channel server = server(new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+                AtomicLong counter = new AtomicLong();
+                CompletableFuture<Void> f = new CompletableFuture<>();
+                synchronized (got) {
+                    got.add(counter);
+                    done.add(f);
+                }
+                ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf b = (ByteBuf) msg;
+                        if (counter.addAndGet(b.readableBytes()) == expected) {
+                            f.complete(null);
+                        }
+                        b.release();
+                    }
+                });
+            }
+        }, true);
+        SockmapStats before = Sockmap.global().stats();
+        List<Channel> clients = new ArrayList<>();
+        try {
+            for (int c = 0; c < connections; c++) {
+                clients.add(new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
+                        .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel());
+            }
+            byte[] msg = new byte[size];
+            for (int m = 0; m < messages; m++) {
+                for (Channel ch : clients) {
+                    ch.writeAndFlush(Unpooled.wrappedBuffer(msg));
+                }
+            }
+            // Every byte arrives: an edge lost on the redirect would leave a connection waiting.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (done.size() < connections && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(connections, done.size());
+            CompletableFuture.allOf(done.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+            SockmapStats after = Sockmap.global().stats();
+            assertTrue(after.messagesRedirected() - before.messagesRedirected() > messages,
+                    () -> "the fast path carried them: " + before + " -> " + after);
+        } finally {
+            for (Channel ch : clients) {
+                ch.close().sync();
+            }
+            server.close().sync();
+        }
+    }
+
+    @Test
+    void aReceiverWithAutoReadOffHoldsTheWriterBackAndMakesItUnwritable() throws Exception {
+        CompletableFuture<Channel> accepted = new CompletableFuture<>();
+        Channel server = server(new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+                accepted.complete(ch);
+            }
+        }, false);
+        AtomicLong written = new AtomicLong();
+        CountDownLatch unwritable = new CountDownLatch(1);
+        Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(128 << 10, 256 << 10))
+                .handler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+                        if (!ctx.channel().isWritable()) {
+                            unwritable.countDown();
+                        }
+                    }
+                }).connect(server.localAddress()).sync().channel();
+        try {
+            Channel child = accepted.get(10, TimeUnit.SECONDS);
+            byte[] chunk = new byte[16 << 10];
+            // Write whenever Netty says writable, until nothing more completes for 500 ms: the
+            // reader reads nothing, so only backpressure can stop the writer.
+            long lastChange = System.nanoTime();
+            long lastWritten = -1;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (System.nanoTime() < deadline) {
+                if (client.isWritable()) {
+                    client.writeAndFlush(Unpooled.wrappedBuffer(chunk))
+                            .addListener(f -> written.addAndGet(chunk.length));
+                } else {
+                    Thread.sleep(5);
+                }
+                long now = written.get();
+                if (now != lastWritten) {
+                    lastWritten = now;
+                    lastChange = System.nanoTime();
+                } else if (System.nanoTime() - lastChange > TimeUnit.MILLISECONDS.toNanos(500)) {
+                    break;
+                }
+            }
+            long atStop = written.get();
+            assertTrue(System.nanoTime() < deadline, "the writer was never held back: " + atStop + " B written");
+            assertTrue(unwritable.await(1, TimeUnit.SECONDS), "the writer never turned unwritable");
+            assertFalse(client.isWritable());
+            assertTrue(Sockmap.global().stats().boundHits() > 0, "the bound, not the redirect, stopped it");
+            // Reading drains it; the writer becomes writable again.
+            child.config().setAutoRead(true);
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (!client.isWritable() && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertTrue(client.isWritable(), "writable again once the reader read");
+            System.out.printf("netty auto-read off: the writer was held back after %d B%n", atStop);
+        } finally {
+            client.close().sync();
+            server.close().sync();
+        }
+    }
+}
