@@ -1,0 +1,271 @@
+package io.github.sockmap4j.bench;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.netty.SockmapNetty;
+import io.github.sockmap4j.netty.grpc.SockmapGrpc;
+import io.grpc.CallOptions;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.Server;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ClientCalls;
+import io.grpc.stub.ServerCalls;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.socket.SocketChannel;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Netty and gRPC over the fast path against stock Netty epoll and stock grpc-netty (epoll),
+ * interleaved rounds in one run: Netty echo RTT of 64 B, gRPC unary RTT of 1 KiB, gRPC server
+ * streaming throughput of 64 KiB messages. Prints medians over rounds and ratios to stock.
+ *
+ * <p>Usage: {@code NettyGrpcBench [rounds] [round-trips-per-round]} (defaults 7 and 20000).
+ */
+public final class NettyGrpcBench {
+    private NettyGrpcBench() {
+    }
+
+    static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(byte[] value) {
+            return new ByteArrayInputStream(value);
+        }
+
+        @Override
+        public byte[] parse(InputStream stream) {
+            try {
+                return stream.readAllBytes();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    };
+    static final MethodDescriptor<byte[], byte[]> UNARY = MethodDescriptor.<byte[], byte[]>newBuilder()
+            .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("bench.Echo/Unary")
+            .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
+    static final MethodDescriptor<byte[], byte[]> STREAM = MethodDescriptor.<byte[], byte[]>newBuilder()
+            .setType(MethodDescriptor.MethodType.SERVER_STREAMING).setFullMethodName("bench.Echo/Stream")
+            .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
+    static final int STREAM_MESSAGES = 4096;
+    static final byte[] STREAM_MESSAGE = new byte[64 << 10];
+
+    static ServerServiceDefinition service() {
+        return ServerServiceDefinition.builder("bench.Echo")
+                .addMethod(UNARY, ServerCalls.asyncUnaryCall((req, out) -> {
+                    out.onNext(req);
+                    out.onCompleted();
+                }))
+                .addMethod(STREAM, ServerCalls.asyncServerStreamingCall((req, out) -> {
+                    for (int i = 0; i < STREAM_MESSAGES; i++) {
+                        out.onNext(STREAM_MESSAGE);
+                    }
+                    out.onCompleted();
+                }))
+                .build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 7;
+        int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
+        Sockmap sockmap = Sockmap.global();
+        if (!sockmap.isActive()) {
+            System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
+            return;
+        }
+        int loops = Integer.getInteger("loops", 2);
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(loops, EpollIoHandler.newFactory());
+        try {
+            long[][] echo50 = new long[2][rounds];
+            long[][] echo99 = new long[2][rounds];
+            long[][] unary50 = new long[2][rounds];
+            long[][] unary99 = new long[2][rounds];
+            double[][] stream = new double[2][rounds];
+            for (int warm = 0; warm < 2; warm++) { // a discarded pass for the JIT
+                echo(group, warm == 1, iterations / 10);
+                unary(group, warm == 1, iterations / 20);
+            }
+            for (int r = 0; r < rounds; r++) {
+                for (int fast = 0; fast < 2; fast++) {
+                    Histogram e = echo(group, fast == 1, iterations);
+                    echo50[fast][r] = e.getValueAtPercentile(50);
+                    echo99[fast][r] = e.getValueAtPercentile(99);
+                    Histogram u = unary(group, fast == 1, iterations / 4);
+                    unary50[fast][r] = u.getValueAtPercentile(50);
+                    unary99[fast][r] = u.getValueAtPercentile(99);
+                    stream[fast][r] = streamGbps(group, fast == 1);
+                }
+            }
+            System.out.printf(Locale.ROOT, "sockmap4j Netty/gRPC benchmark: %d rounds, %d echo and %d unary round trips "
+                    + "a round, %d x 64 KiB streamed a round, %d event loop(s), %d CPUs, kernel %s%n", rounds, iterations,
+                    iterations / 4, STREAM_MESSAGES, loops, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+            System.out.printf(Locale.ROOT, "%-28s %12s %12s %8s%n", "measure", "stock epoll", "sockmap4j", "ratio");
+            row("Netty echo 64 B p50 (us)", RttBench.median(echo50[0]) / 1000, RttBench.median(echo50[1]) / 1000);
+            row("Netty echo 64 B p99 (us)", RttBench.median(echo99[0]) / 1000, RttBench.median(echo99[1]) / 1000);
+            row("gRPC unary 1 KiB p50 (us)", RttBench.median(unary50[0]) / 1000, RttBench.median(unary50[1]) / 1000);
+            row("gRPC unary 1 KiB p99 (us)", RttBench.median(unary99[0]) / 1000, RttBench.median(unary99[1]) / 1000);
+            row("gRPC stream 64 KiB (GB/s)", median(stream[0]), median(stream[1]));
+            System.out.println("medians over rounds; ratio = sockmap4j / stock (lower is faster for times)");
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+    }
+
+    static void row(String name, double stock, double fast) {
+        System.out.printf(Locale.ROOT, "%-28s %12.1f %12.1f %8.2f%n", name, stock, fast, fast / stock);
+    }
+
+    static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    static Histogram echo(EventLoopGroup group, boolean fast, int iterations) throws Exception {
+        ServerBootstrap sb = new ServerBootstrap().group(group).childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(new SimpleChannelInboundHandler<ByteBuf>() {
+                            @Override
+                            protected void channelRead0(ChannelHandlerContext ctx, ByteBuf msg) {
+                                ctx.writeAndFlush(msg.retain());
+                            }
+                        });
+                    }
+                });
+        if (fast) {
+            sb.channelFactory(SockmapNetty.serverChannelFactory());
+        } else {
+            sb.channel(EpollServerSocketChannel.class);
+        }
+        Channel server = sb.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
+        Thread.sleep(50); // the opt-in lands on the event loop just after bind
+        // Ping-pong driven from the client's event loop: each echo sends the next message.
+        Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+        java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+        byte[] msg = new byte[64];
+        Bootstrap b = new Bootstrap().group(group).option(ChannelOption.TCP_NODELAY, true)
+                .handler(new SimpleChannelInboundHandler<ByteBuf>() {
+                    int pending;
+                    int count;
+                    long t0;
+
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        t0 = System.nanoTime();
+                        ctx.writeAndFlush(Unpooled.wrappedBuffer(msg));
+                    }
+
+                    @Override
+                    protected void channelRead0(ChannelHandlerContext ctx, ByteBuf in) {
+                        pending += in.readableBytes();
+                        if (pending < 64) {
+                            return;
+                        }
+                        pending -= 64;
+                        long now = System.nanoTime();
+                        h.recordValue(Math.min(now - t0, h.getHighestTrackableValue()));
+                        if (++count == iterations) {
+                            done.complete(null);
+                            return;
+                        }
+                        t0 = System.nanoTime();
+                        ctx.writeAndFlush(Unpooled.wrappedBuffer(msg));
+                    }
+                });
+        if (fast) {
+            b.channelFactory(SockmapNetty.socketChannelFactory());
+        } else {
+            b.channel(EpollSocketChannel.class);
+        }
+        Channel client = b.connect(server.localAddress()).sync().channel();
+        try {
+            done.get(120, TimeUnit.SECONDS);
+            return h;
+        } finally {
+            client.close().sync();
+            server.close().sync();
+        }
+    }
+
+    record Grpc(Server server, ManagedChannel channel) implements AutoCloseable {
+        @Override
+        public void close() {
+            try {
+                channel.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+                server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    static Grpc grpc(EventLoopGroup group, boolean fast) throws IOException {
+        NettyServerBuilder sb = NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0))
+                .addService(service());
+        if (fast) {
+            SockmapGrpc.configure(sb, group, group);
+        } else {
+            sb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group).workerEventLoopGroup(group);
+        }
+        Server server = sb.build().start();
+        NettyChannelBuilder cb = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext();
+        if (fast) {
+            SockmapGrpc.configure(cb, group);
+        } else {
+            cb.channelType(EpollSocketChannel.class).eventLoopGroup(group);
+        }
+        return new Grpc(server, cb.build());
+    }
+
+    static Histogram unary(EventLoopGroup group, boolean fast, int iterations) throws Exception {
+        try (Grpc g = grpc(group, fast)) {
+            Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+            byte[] req = new byte[1024];
+            for (int i = 0; i < iterations; i++) {
+                long t0 = System.nanoTime();
+                ClientCalls.blockingUnaryCall(g.channel(), UNARY, CallOptions.DEFAULT, req);
+                h.recordValue(Math.min(System.nanoTime() - t0, h.getHighestTrackableValue()));
+            }
+            return h;
+        }
+    }
+
+    static double streamGbps(EventLoopGroup group, boolean fast) throws Exception {
+        try (Grpc g = grpc(group, fast)) {
+            long t0 = System.nanoTime();
+            long bytes = 0;
+            Iterator<byte[]> it = ClientCalls.blockingServerStreamingCall(g.channel(), STREAM, CallOptions.DEFAULT,
+                    new byte[1]);
+            while (it.hasNext()) {
+                bytes += it.next().length;
+            }
+            return bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+        }
+    }
+}
