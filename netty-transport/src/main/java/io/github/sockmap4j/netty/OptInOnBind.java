@@ -18,9 +18,13 @@ import org.slf4j.LoggerFactory;
 @ChannelHandler.Sharable
 final class OptInOnBind extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = LoggerFactory.getLogger(OptInOnBind.class);
-    static final OptInOnBind INSTANCE = new OptInOnBind();
+    static final OptInOnBind INSTANCE = new OptInOnBind(0);
 
-    private OptInOnBind() {
+    /** The in-flight bound of the port's connections in bytes, 0 for each receiver's default. */
+    private final int bound;
+
+    OptInOnBind(int bound) {
+        this.bound = bound;
     }
 
     @Override
@@ -29,9 +33,9 @@ final class OptInOnBind extends ChannelInboundHandlerAdapter {
             try {
                 Sockmap sockmap = Sockmap.global();
                 OptIn optIn = bound.getAddress().isAnyLocalAddress()
-                        ? sockmap.optIn(bound.getPort())
+                        ? sockmap.optIn(bound.getPort(), null, 0, this.bound)
                         : sockmap.optIn(bound.getPort(), bound.getAddress(),
-                                bound.getAddress() instanceof Inet4Address ? 32 : 128);
+                                bound.getAddress() instanceof Inet4Address ? 32 : 128, this.bound);
                 ctx.channel().attr(SockmapNetty.OPT_IN).set(optIn);
                 ctx.channel().closeFuture().addListener(f -> optIn.close());
             } catch (java.io.IOException | RuntimeException e) {

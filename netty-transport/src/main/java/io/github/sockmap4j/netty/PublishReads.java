@@ -37,6 +37,12 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
         ctx.fireChannelActive();
     }
 
+    /** The bound this channel sets as a receiver, or -1 when it publishes nothing. */
+    int bound() {
+        ReadCounter c = counter;
+        return c == null ? -1 : c.bound();
+    }
+
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
         ReadCounter c = counter;

@@ -58,11 +58,27 @@ public final class SockmapNetty {
 
     /** Server channels (epoll, else NIO) whose bound port is opted in until they close. */
     public static ChannelFactory<ServerSocketChannel> serverChannelFactory() {
+        return serverChannelFactory(OptInOnBind.INSTANCE);
+    }
+
+    /**
+     * As {@link #serverChannelFactory()}, with the in-flight bound of the port's connections
+     * fixed at {@code inFlightBoundBytes} (docs/in-flight-bound.md): how much a peer may
+     * redirect to a connection that it has not read yet.
+     */
+    public static ChannelFactory<ServerSocketChannel> serverChannelFactory(int inFlightBoundBytes) {
+        if (inFlightBoundBytes <= 0) {
+            throw new IllegalArgumentException("bound must be positive: inFlightBoundBytes=" + inFlightBoundBytes);
+        }
+        return serverChannelFactory(new OptInOnBind(inFlightBoundBytes));
+    }
+
+    private static ChannelFactory<ServerSocketChannel> serverChannelFactory(OptInOnBind optIn) {
         return new ChannelFactory<>() {
             @Override
             public ServerSocketChannel newChannel() {
                 ServerSocketChannel ch = EPOLL ? new EpollServerSocketChannel() : new NioServerSocketChannel();
-                ch.pipeline().addLast(OptInOnBind.INSTANCE);
+                ch.pipeline().addLast(optIn);
                 return ch;
             }
 

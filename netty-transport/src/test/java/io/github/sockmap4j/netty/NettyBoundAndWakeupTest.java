@@ -2,6 +2,7 @@ package io.github.sockmap4j.netty;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
@@ -181,6 +182,37 @@ class NettyBoundAndWakeupTest {
             System.out.printf("netty auto-read off: the writer was held back after %d B%n", atStop);
         } finally {
             client.close().sync();
+            server.close().sync();
+        }
+    }
+
+    @Test
+    void aPortsBoundIsSetOnTheServerChannelFactory() throws Exception {
+        CompletableFuture<Channel> accepted = new CompletableFuture<>();
+        Channel server = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory(48 << 10))
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        accepted.complete(ch);
+                    }
+                }).bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!SockmapNetty.isOptedIn(server) && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            try {
+                Channel child = accepted.get(10, TimeUnit.SECONDS);
+                // Both ends publish their reads under the port's bound.
+                assertEquals(48 << 10, child.pipeline().get(PublishReads.class).bound());
+                assertEquals(48 << 10, client.pipeline().get(PublishReads.class).bound());
+                assertThrows(IllegalArgumentException.class, () -> SockmapNetty.serverChannelFactory(0));
+            } finally {
+                client.close().sync();
+            }
+        } finally {
             server.close().sync();
         }
     }
