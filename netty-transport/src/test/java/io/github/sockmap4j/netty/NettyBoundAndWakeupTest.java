@@ -205,9 +205,10 @@ class NettyBoundAndWakeupTest {
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
             try {
                 Channel child = accepted.get(10, TimeUnit.SECONDS);
-                // Both ends publish their reads under the port's bound.
-                assertEquals(48 << 10, child.pipeline().get(PublishReads.class).bound());
-                assertEquals(48 << 10, client.pipeline().get(PublishReads.class).bound());
+                // Both ends publish their reads under the port's bound (from channelActive, on
+                // their event loops).
+                assertEquals(48 << 10, awaitBound(child));
+                assertEquals(48 << 10, awaitBound(client));
                 assertThrows(IllegalArgumentException.class, () -> SockmapNetty.serverChannelFactory(0));
             } finally {
                 client.close().sync();
@@ -215,5 +216,14 @@ class NettyBoundAndWakeupTest {
         } finally {
             server.close().sync();
         }
+    }
+
+    static int awaitBound(Channel ch) throws InterruptedException {
+        PublishReads p = ch.pipeline().get(PublishReads.class);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (p.bound() < 0 && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        return p.bound();
     }
 }
