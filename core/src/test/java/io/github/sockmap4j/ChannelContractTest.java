@@ -19,7 +19,6 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.StandardProtocolFamily;
 import java.nio.ByteBuffer;
-import java.nio.channels.AsynchronousCloseException;
 import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -509,7 +508,9 @@ abstract class ChannelContractTest {
                     Thread.sleep(100); // let it reach poll(2): no event exists to wait for
                     side.close();
                     Throwable t = reader.get(10, TimeUnit.SECONDS);
-                    assertTrue(t instanceof AsynchronousCloseException, String.valueOf(t));
+                    // AsynchronousCloseException when the reader was in recv(2) (the usual case);
+                    // a reader that had not reached it yet sees the channel closed.
+                    assertTrue(t instanceof java.nio.channels.ClosedChannelException, String.valueOf(t));
                 }
             }
         }
