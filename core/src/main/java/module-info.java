@@ -6,4 +6,5 @@ module io.github.sockmap4j.core {
     requires org.slf4j;
 
     exports io.github.sockmap4j;
+    exports io.github.sockmap4j.xdp;
 }

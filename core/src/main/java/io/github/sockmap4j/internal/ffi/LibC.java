@@ -138,6 +138,8 @@ public final class LibC {
             FunctionDescriptor.of(C_PTR, C_PTR, C_LONG, C_INT, C_INT, C_INT, C_LONG));
     private static final MethodHandle MUNMAP = Native.downcall(LIBC, "munmap",
             FunctionDescriptor.of(C_INT, C_PTR, C_LONG));
+    private static final MethodHandle IF_NAMETOINDEX = Native.downcall(LIBC, "if_nametoindex",
+            FunctionDescriptor.of(C_INT, C_PTR));
     private static final MethodHandle STRERROR = Native.plain(LIBC, "strerror",
             FunctionDescriptor.of(C_PTR, C_INT));
 
@@ -521,6 +523,16 @@ public final class LibC {
         try {
             int r = (int) MUNMAP.invokeExact(st, mapping, mapping.byteSize());
             assert r == 0 : "munmap failed";
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** The interface's index in this network namespace, 0 when there is no such interface. */
+    public static int ifNameToIndex(String name) {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) IF_NAMETOINDEX.invokeExact(st, arena.allocateFrom(name));
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }

@@ -30,6 +30,7 @@ public final class Libbpf {
     public static final int BPF_PROG_TYPE_SK_MSG = 16;
     public static final int BPF_CGROUP_SOCK_OPS = 3;
     public static final int BPF_SK_MSG_VERDICT = 7;
+    public static final int BPF_XDP = 37;
     public static final long BPF_ANY = 0;
     public static final long BPF_NOEXIST = 1;
     public static final long BPF_EXIST = 2;
@@ -262,6 +263,20 @@ public final class Libbpf {
     public int tryProgDetach(int progFd, int targetFd, int attachType) {
         try {
             return (int) progDetach2.invokeExact(progFd, targetFd, attachType);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** A BPF link with link_create flags (XDP modes); {@code -errno} on failure. */
+    public int tryLinkCreate(int progFd, int targetFd, int attachType, int flags) {
+        try (Arena arena = Arena.ofConfined()) {
+            // struct bpf_link_create_opts { size_t sz; __u32 flags; ... }: libbpf reads only
+            // the fields within sz, so the first two suffice.
+            MemorySegment opts = arena.allocate(16, 8);
+            opts.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 16L);
+            opts.set(java.lang.foreign.ValueLayout.JAVA_INT, 8, flags);
+            return (int) linkCreate.invokeExact(progFd, targetFd, attachType, opts);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
