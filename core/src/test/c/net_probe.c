@@ -3,9 +3,14 @@
  * Traffic for the XDP tests, from a chosen source address:
  *   net_probe tcp SRC DST PORT      prints connected or failed (1 s to connect)
  *   net_probe udp SRC DST PORT N    sends N datagrams of 32 bytes, prints sent=N
+ *   net_probe raw IFACE N           sends N truncated IPv4 frames (an Ethernet header and 10
+ *                                   bytes: less than an IP header), prints sent=N
  * Addresses are IPv4 or IPv6 literals.
  */
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -41,8 +46,24 @@ int main(int argc, char **argv)
 	socklen_t sl, dl;
 	int tcp, fd;
 
+	if (argc == 4 && strcmp(argv[1], "raw") == 0) {
+		struct sockaddr_ll ll = { .sll_family = AF_PACKET, .sll_halen = 6 };
+		unsigned char frame[14 + 10] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 1, 0x08, 0x00 };
+		int n = atoi(argv[3]), i, s = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+
+		ll.sll_ifindex = if_nametoindex(argv[2]);
+		memset(ll.sll_addr, 0xff, 6);
+		if (s < 0 || ll.sll_ifindex == 0) {
+			perror("raw");
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			sendto(s, frame, sizeof(frame), 0, (struct sockaddr *)&ll, sizeof(ll));
+		printf("sent=%d\n", n);
+		return 0;
+	}
 	if (argc < 5) {
-		fprintf(stderr, "usage: net_probe tcp|udp SRC DST PORT [N]\n");
+		fprintf(stderr, "usage: net_probe tcp|udp SRC DST PORT [N] | raw IFACE N\n");
 		return 2;
 	}
 	tcp = strcmp(argv[1], "tcp") == 0;

@@ -138,6 +138,15 @@ class XdpFilterTest {
     }
 
     @Test
+    void truncatedFramesAreCountedAsMalformedAndPassed() throws Exception {
+        try (XdpFilter f = XdpFilter.attach(here, XdpFilter.Action.DROP)) {
+            long before = f.counters().malformed();
+            sh("ip", "netns", "exec", ns, probe.toString(), "raw", there, "40");
+            assertEquals(40, f.counters().malformed() - before, "one count per truncated frame");
+        }
+    }
+
+    @Test
     void defaultDropAndDetachRestoresTraffic() throws Exception {
         try (ServerSocketChannel s = server(hereV4)) {
             XdpFilter f = XdpFilter.attach(here, XdpFilter.Action.DROP);
