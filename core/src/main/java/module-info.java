@@ -4,6 +4,7 @@
  */
 module io.github.sockmap4j.core {
     requires org.slf4j;
+    requires jdk.jfr;
 
     exports io.github.sockmap4j;
     exports io.github.sockmap4j.xdp;

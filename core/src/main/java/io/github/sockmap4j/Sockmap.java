@@ -6,6 +6,7 @@ import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.SockStateLayout;
 import io.github.sockmap4j.internal.bpf.WatchLayout;
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.net.Sockets;
@@ -111,6 +112,14 @@ public final class Sockmap implements AutoCloseable {
 
     private static Sockmap openQuietly(SockmapConfig config) {
         Sockmap s = tryOpen(config);
+        FastPathStateEvent e = new FastPathStateEvent();
+        if (e.shouldCommit()) {
+            e.active = s.isActive();
+            e.reason = s.isActive() ? "" : s.cause;
+            e.pinDirectory = config.pinDirectory().toString();
+            e.cgroup = s.isActive() ? s.kernel.cgroupDir().toString() : "";
+            e.commit();
+        }
         if (s.isActive()) {
             LOG.info("sockmap4j fast path active: pins {}, cgroup {}", config.pinDirectory(),
                     s.kernel.cgroupDir());
@@ -627,6 +636,14 @@ public final class Sockmap implements AutoCloseable {
             return;
         }
         closed = true;
+        FastPathStateEvent closing = new FastPathStateEvent();
+        if (closing.shouldCommit() && kernel != null) {
+            closing.active = false;
+            closing.reason = "closed";
+            closing.pinDirectory = config.pinDirectory().toString();
+            closing.cgroup = kernel.cgroupDir().toString();
+            closing.commit();
+        }
         Thread t = watcher;
         if (t != null) {
             LockSupport.unpark(t);

@@ -1,0 +1,27 @@
+package io.github.sockmap4j.internal.jfr;
+
+import jdk.jfr.Category;
+import jdk.jfr.Description;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+
+/** A sockmap4j channel connected: whether the kernel accelerates it (JFR: io.github.sockmap4j.Connection). */
+@Name("io.github.sockmap4j.Connection")
+@Label("sockmap4j Connection")
+@Category("sockmap4j")
+@Description("A SockmapChannel connected or was accepted, and whether its sends take the redirect")
+public final class ConnectionEvent extends Event {
+    @Label("Local Address")
+    public String local;
+
+    @Label("Remote Address")
+    public String remote;
+
+    @Label("Accelerated")
+    public boolean accelerated;
+
+    @Label("In-Flight Bound")
+    @Description("The bound this end sets as a receiver, in bytes; -1 when it sets none")
+    public int bound;
+}
