@@ -1,0 +1,90 @@
+package io.github.sockmap4j.metrics;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.xdp.XdpFilter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * Micrometer meters over the kernel's own counters: the fast path of a {@link Sockmap} (all
+ * processes sharing its pin directory) and, optionally, XDP filters.
+ *
+ * <pre>{@code
+ * new SockmapMetrics(Sockmap.global()).bindTo(registry);
+ * }</pre>
+ *
+ * Counters: {@code sockmap4j.sockets.registered}, {@code sockmap4j.register.failures},
+ * {@code sockmap4j.messages} and {@code sockmap4j.bytes} tagged {@code path=redirected|tcp},
+ * {@code sockmap4j.bound.hits}, {@code sockmap4j.bound.resumes}; gauges
+ * {@code sockmap4j.sockets.in.map} and {@code sockmap4j.active}; per XDP filter
+ * {@code sockmap4j.xdp.packets} tagged {@code interface} and {@code outcome}. A scrape reads the
+ * kernel counters once (they are cached for 500 ms).
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+public final class SockmapMetrics implements MeterBinder {
+    private static final long CACHE_NANOS = 500_000_000L;
+
+    private final Sockmap sockmap;
+    private final List<XdpFilter> filters;
+    private SockmapStats cached;
+    private long cachedAt;
+
+    public SockmapMetrics(Sockmap sockmap, XdpFilter... filters) {
+        this.sockmap = sockmap;
+        this.filters = List.of(filters);
+    }
+
+    private synchronized SockmapStats stats() {
+        long now = System.nanoTime();
+        if (cached == null || now - cachedAt > CACHE_NANOS) {
+            cached = sockmap.stats();
+            cachedAt = now;
+        }
+        return cached;
+    }
+
+    private void counter(MeterRegistry r, String name, String description, ToDoubleFunction<SockmapStats> f,
+                         String... tags) {
+        FunctionCounter.builder(name, this, m -> f.applyAsDouble(m.stats())).description(description).tags(tags)
+                .register(r);
+    }
+
+    @Override
+    public void bindTo(MeterRegistry r) {
+        counter(r, "sockmap4j.sockets.registered", "sockets the sockops program registered",
+                SockmapStats::socketsRegistered);
+        counter(r, "sockmap4j.register.failures", "sockets that found the SOCKHASH full",
+                SockmapStats::registerFailures);
+        counter(r, "sockmap4j.messages", "sends of registered sockets", SockmapStats::messagesRedirected,
+                "path", "redirected");
+        counter(r, "sockmap4j.messages", "sends of registered sockets", SockmapStats::messagesPassed, "path", "tcp");
+        counter(r, "sockmap4j.bytes", "bytes sent by registered sockets", SockmapStats::bytesRedirected,
+                "path", "redirected");
+        counter(r, "sockmap4j.bytes", "bytes sent by registered sockets", SockmapStats::bytesPassed, "path", "tcp");
+        counter(r, "sockmap4j.bound.hits", "sends that found the in-flight bound reached", SockmapStats::boundHits);
+        counter(r, "sockmap4j.bound.resumes", "senders back on the redirect after their peer read all",
+                SockmapStats::resumes);
+        Gauge.builder("sockmap4j.sockets.in.map", this, m -> m.stats().socketsInMap())
+                .description("sockets in the SOCKHASH now").register(r);
+        Gauge.builder("sockmap4j.active", sockmap, s -> s.isActive() ? 1 : 0)
+                .description("1 when the fast path is active").register(r);
+        for (XdpFilter f : filters) {
+            xdp(r, f, "passed", c -> c.passed());
+            xdp(r, f, "dropped", c -> c.dropped());
+            xdp(r, f, "malformed", c -> c.malformed());
+            xdp(r, f, "defaulted", c -> c.defaulted());
+        }
+    }
+
+    private static void xdp(MeterRegistry r, XdpFilter f, String outcome, ToDoubleFunction<XdpFilter.Counters> v) {
+        FunctionCounter.builder("sockmap4j.xdp.packets", f, x -> v.applyAsDouble(x.counters()))
+                .description("packets the XDP filter decided").tags("interface", f.interfaceName(), "outcome", outcome)
+                .register(r);
+    }
+}
