@@ -160,4 +160,18 @@ final class PeerMains {
             }
         }
     }
+
+    /** Opts a port in through PolicyClient (run without privileges); prints opted= or error=. */
+    static final class UnprivilegedOptIn {
+        public static void main(String[] args) throws Exception {
+            System.out.println("uid=" + java.nio.file.Files.getAttribute(java.nio.file.Path.of("/proc/self"), "unix:uid"));
+            try (PolicyClient client = PolicyClient.open(Path.of(args[0]));
+                 OptIn optIn = client.optIn(Integer.parseInt(args[1]))) {
+                System.out.println("opted=" + optIn.port());
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+            } catch (java.io.IOException e) {
+                System.out.println("error=" + e.getMessage());
+            }
+        }
+    }
 }

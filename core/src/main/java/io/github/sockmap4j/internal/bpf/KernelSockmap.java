@@ -480,6 +480,73 @@ public final class KernelSockmap implements AutoCloseable {
         }
     }
 
+    /**
+     * The policy map alone, opened from its pin: what a process without CAP_BPF may use when
+     * the pin file lets it write (see {@code PolicyClient}).
+     */
+    public static PolicyMap openPolicy(Libbpf bpf, Path pinDir) throws IOException {
+        int fd = bpf.tryGetPinned(pin(pinDir, "policy"));
+        if (fd < 0) {
+            String why = -fd == Errno.ENOENT ? "no fast path is set up there (start the agent, or any privileged "
+                    + "sockmap4j process, with this pin directory)"
+                    : -fd == Errno.EACCES || -fd == Errno.EPERM ? "this user may not write it: the owner of the pins "
+                    + "must grant its group (PolicyClient.grant)" : "";
+            throw new NativeIOException("bpf_obj_get", -fd, pin(pinDir, "policy") + ": " + why);
+        }
+        return new PolicyMap(bpf, fd);
+    }
+
+    /** A policy map opened from its pin, with no other kernel object. */
+    public static final class PolicyMap implements AutoCloseable {
+        private final Libbpf bpf;
+        private int fd;
+
+        PolicyMap(Libbpf bpf, int fd) {
+            this.bpf = bpf;
+            this.fd = fd;
+        }
+
+        public synchronized PolicyRule add(int port, InetAddress network, int bits) throws IOException {
+            byte[] addr = network == null ? new byte[16] : SockKeyLayout.mapped(network);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
+                PolicyKeyLayout.fill(key, port, addr, bits);
+                int r = bpf.tryMapUpdate(fd, key, arena.allocate(PolicyKeyLayout.VALUE), Libbpf.BPF_ANY);
+                if (r < 0) {
+                    throw new NativeIOException("bpf_map_update_elem(policy)", -r, "port " + port);
+                }
+                return new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)), bits);
+            }
+        }
+
+        public synchronized void setBound(PolicyRule rule, int bound) throws IOException {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
+                MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+                val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
+                int r = bpf.tryMapUpdate(fd, key, val, Libbpf.BPF_EXIST);
+                if (r < 0) {
+                    throw new NativeIOException("bpf_map_update_elem(policy)", -r, "port " + rule.port());
+                }
+            }
+        }
+
+        public synchronized void remove(PolicyRule rule) {
+            if (fd < 0) {
+                return;
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                bpf.tryMapDelete(fd, arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex())));
+            }
+        }
+
+        @Override
+        public synchronized void close() {
+            LibC.close(fd);
+            fd = -1;
+        }
+    }
+
     /** A policy rule: a server port, optionally limited to a server address prefix. */
     public record PolicyRule(int port, String prefixHex, int bits) {
     }
