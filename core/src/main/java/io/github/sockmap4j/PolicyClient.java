@@ -104,6 +104,32 @@ public final class PolicyClient implements AutoCloseable {
         };
     }
 
+    /**
+     * Opts a server port in for good (until {@link #deny}): for an agent or an operator, where
+     * {@link #optIn} ties the entry to the returned handle.
+     *
+     * @param network null for any address
+     */
+    public void allow(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
+        }
+        int bits = network == null ? 0 : network instanceof java.net.Inet4Address ? 96 + prefixBits : prefixBits;
+        KernelSockmap.PolicyRule rule = policy.add(port, network, bits);
+        if (boundBytes != 0) {
+            policy.setBound(rule, boundBytes);
+        }
+    }
+
+    /** Removes a rule {@link #allow} made; new connections to it go by TCP. */
+    public void deny(int port, InetAddress network, int prefixBits) throws IOException {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
+        }
+        int bits = network == null ? 0 : network instanceof java.net.Inet4Address ? 96 + prefixBits : prefixBits;
+        policy.remove(policy.rule(port, network, bits));
+    }
+
     @Override
     public void close() {
         policy.close();

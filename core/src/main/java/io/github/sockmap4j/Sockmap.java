@@ -663,6 +663,47 @@ public final class Sockmap implements AutoCloseable {
     }
 
     /**
+     * Agent mode: sets up the pins of {@code config} and the cgroup attachment, and leaves them
+     * in place after this process: application processes then only open them and opt in (also
+     * without privileges, see {@link PolicyClient}), and none of them removes them when it closes.
+     * {@link #removePins} undoes it.
+     *
+     * @throws SockmapUnavailableException with the reason when the fast path cannot be set up
+     */
+    public static void up(SockmapConfig config) throws IOException {
+        try (Sockmap s = open(config.withRequired(true))) {
+            s.kernel.markAgentOwned();
+        }
+    }
+
+    /**
+     * The counters of a pin directory read from its pins, attaching nothing (for tools);
+     * null when nothing is pinned there.
+     */
+    public static SockmapStats stats(Path pinDirectory) throws IOException {
+        Libbpf bpf;
+        try {
+            bpf = Libbpf.load();
+        } catch (UnsatisfiedLinkError e) {
+            throw new IOException(e.getMessage(), e);
+        }
+        long[] c = KernelSockmap.readStats(bpf, pinDirectory);
+        if (c == null) {
+            return null;
+        }
+        return new SockmapStats(c[Counter.SOCKETS_REGISTERED.ordinal()], c[Counter.REGISTER_FAILED.ordinal()],
+                c[Counter.MSGS_REDIRECTED.ordinal()], c[Counter.BYTES_REDIRECTED.ordinal()],
+                c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],
+                c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
+                c[Counter.values().length]);
+    }
+
+    /** Whether an agent ({@link #up}) owns the pins of {@code pinDirectory}. */
+    public static boolean isUp(Path pinDirectory) {
+        return KernelSockmap.isAgentOwned(pinDirectory);
+    }
+
+    /**
      * Removes the pins of {@code pinDirectory} (maps, programs, cgroup attachments) even while
      * processes use them: their connections leave the fast path, and redirected bytes not yet
      * read may be lost. For operators cleaning up after crashed services; {@link #close()} is

@@ -314,12 +314,67 @@ public final class KernelSockmap implements AutoCloseable {
     }
 
     /**
+     * The summed counters and registered sockets of a pin directory, read from its pins without
+     * attaching anything; null when there are no pins.
+     */
+    public static long[] readStats(Libbpf bpf, Path dir) throws IOException {
+        int counters = bpf.tryGetPinned(pin(dir, "counters"));
+        if (counters < 0) {
+            if (-counters == Errno.ENOENT) {
+                return null;
+            }
+            throw new NativeIOException("bpf_obj_get", -counters, pin(dir, "counters"));
+        }
+        int socks = bpf.tryGetPinned(pin(dir, "socks"));
+        try (Arena arena = Arena.ofConfined()) {
+            int cpus = bpf.possibleCpus();
+            long[] out = new long[Counter.values().length + 1];
+            MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment val = arena.allocate(8L * cpus, 8);
+            for (Counter c : Counter.values()) {
+                key.set(ValueLayout.JAVA_INT, 0, c.ordinal());
+                if (bpf.tryMapLookup(counters, key, val) == 0) {
+                    for (int cpu = 0; cpu < cpus; cpu++) {
+                        out[c.ordinal()] += val.getAtIndex(ValueLayout.JAVA_LONG, cpu);
+                    }
+                }
+            }
+            out[Counter.values().length] = socks < 0 ? 0 : countKeys(bpf, socks, SockKeyLayout.LAYOUT.byteSize());
+            return out;
+        } finally {
+            LibC.close(counters);
+            LibC.close(socks);
+        }
+    }
+
+    /** The pin that marks a directory as an agent's: its pins outlive every other process. */
+    static final String AGENT_PIN = "agent";
+
+    public static boolean isAgentOwned(Path dir) {
+        return Files.exists(dir.resolve(AGENT_PIN));
+    }
+
+    /** Marks the pin directory as an agent's (pins the meta map once more as {@value #AGENT_PIN}). */
+    public synchronized void markAgentOwned() throws IOException {
+        ensureOpen();
+        if (!isAgentOwned(pinDir)) {
+            bpf.pin(metaFd, pin(pinDir, AGENT_PIN));
+        }
+    }
+
+    /**
      * Under the setup lock, having left the user locks: detaches the cgroup link when no other
      * process of that cgroup remains, and removes the pins when no user remains and no socket is
      * registered.
      */
     private static void teardownIfLast(Libbpf bpf, Path dir, long cgroupId, LockDir locks, int socksFd)
             throws IOException {
+        if (isAgentOwned(dir)) {
+            // The agent owns pins and attachments: this process only leaves.
+            locks.leaveCgroupAndCheckLast(cgroupId);
+            locks.leaveUsersAndCheckLast();
+            return;
+        }
         if (locks.leaveCgroupAndCheckLast(cgroupId)) {
             Files.deleteIfExists(dir.resolve(linkName(cgroupId)));
         }
@@ -373,6 +428,7 @@ public final class KernelSockmap implements AutoCloseable {
                     }
                 }
             }
+            n += Files.deleteIfExists(dir.resolve(AGENT_PIN)) ? 1 : 0;
             for (String[] p : PROG_PINS) {
                 n += Files.deleteIfExists(dir.resolve(p[1])) ? 1 : 0;
             }
@@ -515,6 +571,16 @@ public final class KernelSockmap implements AutoCloseable {
                 if (r < 0) {
                     throw new NativeIOException("bpf_map_update_elem(policy)", -r, "port " + port);
                 }
+                return new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)), bits);
+            }
+        }
+
+        /** The rule for these arguments, as {@link #add} would make it (nothing is written). */
+        public PolicyRule rule(int port, InetAddress network, int bits) {
+            byte[] addr = network == null ? new byte[16] : SockKeyLayout.mapped(network);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
+                PolicyKeyLayout.fill(key, port, addr, bits);
                 return new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)), bits);
             }
         }

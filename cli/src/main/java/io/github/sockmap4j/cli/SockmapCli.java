@@ -1,0 +1,282 @@
+package io.github.sockmap4j.cli;
+
+import io.github.sockmap4j.PolicyClient;
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapConfig;
+import io.github.sockmap4j.SockmapStats;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code sockmap4j}: the node agent and operator's tool.
+ *
+ * <pre>
+ * sockmap4j up --cgroup DIR [--group G]   load, pin, attach; the pins outlive this command
+ * sockmap4j status [--json]               mode, attachments, counters
+ * sockmap4j stats [--watch S] [--json]    the kernel counters
+ * sockmap4j allow PORT[/CIDR...] [--bound BYTES]
+ * sockmap4j deny PORT[/CIDR...]
+ * sockmap4j down                          remove pins and attachments
+ * </pre>
+ *
+ * Exit codes: 0 done; 1 failed (the message says why and what to do); 2 bad usage; 3 not up.
+ */
+@Command(name = "sockmap4j", mixinStandardHelpOptions = true, version = "sockmap4j 0.1.0-SNAPSHOT",
+        description = "The sockmap fast path's node agent and operator's tool.",
+        exitCodeListHeading = "Exit codes:%n",
+        exitCodeList = {"0:done", "1:failed (the message says why)", "2:bad usage", "3:not up"},
+        subcommands = {SockmapCli.Up.class, SockmapCli.Status.class, SockmapCli.Stats.class, SockmapCli.Allow.class,
+            SockmapCli.Deny.class, SockmapCli.Down.class})
+public final class SockmapCli {
+    static final int FAILED = 1;
+    static final int NOT_UP = 3;
+
+    @Option(names = "--pin-dir", description = "bpffs directory of the pins (default: ${DEFAULT-VALUE})",
+            defaultValue = "/sys/fs/bpf/sockmap4j", scope = CommandLine.ScopeType.INHERIT)
+    Path pinDir;
+
+    @Option(names = "--json", description = "print JSON", scope = CommandLine.ScopeType.INHERIT)
+    boolean json;
+
+    public static void main(String[] args) {
+        System.exit(run(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
+    }
+
+    /** Runs a command line; returns the exit code. */
+    public static int run(PrintWriter out, PrintWriter err, String... args) {
+        CommandLine cl = new CommandLine(new SockmapCli());
+        cl.setOut(out);
+        cl.setErr(err);
+        cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            cmd.getErr().println("sockmap4j: " + e.getMessage());
+            return FAILED;
+        });
+        return cl.execute(args);
+    }
+
+    /** A port with an optional server CIDR: 8080, 8080/10.0.0.0/8, 8080/fd00::/8. */
+    record Target(int port, InetAddress network, int bits) {
+        static Target parse(String s) {
+            String[] p = s.split("/", 2);
+            int port;
+            try {
+                port = Integer.parseInt(p[0]);
+            } catch (NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("not a port: '" + p[0] + "' (expected PORT or "
+                        + "PORT/CIDR, e.g. 8080 or 8080/10.0.0.0/8)");
+            }
+            if (port < 1 || port > 65535) {
+                throw new CommandLine.TypeConversionException("port must be 1..65535: " + port);
+            }
+            if (p.length == 1) {
+                return new Target(port, null, 0);
+            }
+            String[] cidr = p[1].split("/");
+            try {
+                InetAddress net = InetAddress.getByName(cidr[0]);
+                int bits = cidr.length > 1 ? Integer.parseInt(cidr[1]) : (net.getAddress().length * 8);
+                return new Target(port, net, bits);
+            } catch (IOException | NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("not a CIDR: '" + p[1] + "'");
+            }
+        }
+    }
+
+    static String json(String... kv) {
+        StringBuilder sb = new StringBuilder("{");
+        for (int i = 0; i < kv.length; i += 2) {
+            if (i > 0) {
+                sb.append(',');
+            }
+            String v = kv[i + 1];
+            boolean raw = v.matches("-?\\d+|true|false|null|\\[.*\\]|\\{.*\\}");
+            sb.append('"').append(kv[i]).append("\":").append(raw ? v : '"' + v.replace("\"", "\\\"") + '"');
+        }
+        return sb.append('}').toString();
+    }
+
+    @Command(name = "up", description = "Load the programs, pin them, attach to a cgroup; the pins outlive this command.")
+    static final class Up implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Option(names = "--cgroup", required = true, description = "cgroup v2 directory to attach to")
+        Path cgroup;
+
+        @Option(names = "--group", description = "let this group opt in without privileges")
+        String group;
+
+        @Option(names = "--allow-root-cgroup", description = "accept attaching to the root cgroup (every process)")
+        boolean allowRoot;
+
+        @Option(names = "--max-sockets", defaultValue = "65535", description = "SOCKHASH capacity")
+        int maxSockets;
+
+        @Override
+        public Integer call() throws IOException {
+            SockmapConfig config = new SockmapConfig(parent.pinDir, cgroup, maxSockets, false, true, allowRoot, false);
+            Sockmap.up(config);
+            if (group != null) {
+                PolicyClient.grant(parent.pinDir, group);
+            }
+            PrintWriter out = spec.commandLine().getOut();
+            out.println(parent.json ? json("up", "true", "pinDir", parent.pinDir.toString(), "cgroup", cgroup.toString())
+                    : "up: pins in " + parent.pinDir + ", attached to " + cgroup);
+            return 0;
+        }
+    }
+
+    @Command(name = "status", description = "Whether the agent is up, its attachments and counters.")
+    static final class Status implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws IOException {
+            PrintWriter out = spec.commandLine().getOut();
+            boolean up = Sockmap.isUp(parent.pinDir);
+            List<String> links = new ArrayList<>();
+            if (Files.isDirectory(parent.pinDir)) {
+                try (var entries = Files.list(parent.pinDir)) {
+                    entries.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("link_cgroup_"))
+                            .map(n -> n.substring("link_cgroup_".length())).sorted().forEach(links::add);
+                }
+            }
+            if (parent.json) {
+                out.println(json("up", Boolean.toString(up), "pinDir", parent.pinDir.toString(),
+                        "kernel", System.getProperty("os.version"), "cgroupIds", links.toString()));
+            } else {
+                out.println((up ? "up" : "not up") + ": pins " + parent.pinDir + ", kernel "
+                        + System.getProperty("os.version") + ", attached to cgroup ids " + links);
+            }
+            return up ? 0 : NOT_UP;
+        }
+    }
+
+    @Command(name = "stats", description = "The kernel counters of the fast path.")
+    static final class Stats implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Option(names = "--watch", description = "print every second for this many seconds")
+        int watch;
+
+        @Override
+        public Integer call() throws IOException, InterruptedException {
+            PrintWriter out = spec.commandLine().getOut();
+            if (!Sockmap.isUp(parent.pinDir)) {
+                out.println("not up: no agent's pins in " + parent.pinDir + " (run 'sockmap4j up' first)");
+                return NOT_UP;
+            }
+            {
+                for (int i = 0; i <= watch; i++) {
+                    if (i > 0) {
+                        Thread.sleep(1000);
+                    }
+                    SockmapStats st = Sockmap.stats(parent.pinDir);
+                    out.println(parent.json ? json("registered", "" + st.socketsRegistered(), "redirectedBytes",
+                            "" + st.bytesRedirected(), "redirectedMessages", "" + st.messagesRedirected(),
+                            "tcpBytes", "" + st.bytesPassed(), "boundHits", "" + st.boundHits(), "inMap",
+                            "" + st.socketsInMap()) : String.format(Locale.ROOT,
+                            "registered %d, in map %d, redirected %d msgs / %d B, by TCP %d msgs / %d B, bound hits %d",
+                            st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
+                            st.messagesPassed(), st.bytesPassed(), st.boundHits()));
+                }
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "allow", description = "Opt server ports (optionally CIDRs) in, until 'deny'.")
+    static final class Allow implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = TargetConverter.class)
+        List<Target> targets;
+
+        @Option(names = "--bound", defaultValue = "0", description = "in-flight bound in bytes (0: the receiver's)")
+        int bound;
+
+        @Override
+        public Integer call() throws IOException {
+            try (PolicyClient c = PolicyClient.open(parent.pinDir)) {
+                for (Target t : targets) {
+                    c.allow(t.port(), t.network(), t.bits(), bound);
+                }
+            }
+            spec.commandLine().getOut().println("allowed " + targets.size() + " rule(s)");
+            return 0;
+        }
+    }
+
+    @Command(name = "deny", description = "Remove rules 'allow' made.")
+    static final class Deny implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = TargetConverter.class)
+        List<Target> targets;
+
+        @Override
+        public Integer call() throws IOException {
+            try (PolicyClient c = PolicyClient.open(parent.pinDir)) {
+                for (Target t : targets) {
+                    c.deny(t.port(), t.network(), t.bits());
+                }
+            }
+            spec.commandLine().getOut().println("denied " + targets.size() + " rule(s)");
+            return 0;
+        }
+    }
+
+    @Command(name = "down", description = "Remove the pins and attachments (connections leave the fast path).")
+    static final class Down implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws IOException {
+            int n = Sockmap.removePins(parent.pinDir);
+            spec.commandLine().getOut().println(n == 0 ? "nothing to remove in " + parent.pinDir
+                    : "down: removed " + n + " pins from " + parent.pinDir);
+            return 0;
+        }
+    }
+
+    static final class TargetConverter implements CommandLine.ITypeConverter<Target> {
+        @Override
+        public Target convert(String value) {
+            return Target.parse(value);
+        }
+    }
+}

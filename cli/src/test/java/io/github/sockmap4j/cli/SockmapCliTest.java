@@ -1,0 +1,81 @@
+package io.github.sockmap4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapChannel;
+import io.github.sockmap4j.TestKernel;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Files;
+import org.junit.jupiter.api.Test;
+
+/** The CLI against the real kernel: up, status, stats, allow, deny, down, and bad input. */
+class SockmapCliTest {
+    record Result(int code, String out, String err) {
+    }
+
+    static Result run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = SockmapCli.run(new PrintWriter(out, true), new PrintWriter(err, true), args);
+        return new Result(code, out.toString(), err.toString());
+    }
+
+    @Test
+    void agentLifecycle() throws Exception {
+        try (TestKernel kernel = TestKernel.start("cli")) {
+            String pins = kernel.pinDir.toString();
+            try {
+                Result up = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString());
+                assertEquals(0, up.code(), up.err());
+                assertTrue(Sockmap.isUp(kernel.pinDir));
+                Result status = run("--pin-dir", pins, "--json", "status");
+                assertEquals(0, status.code(), status.err());
+                assertTrue(status.out().contains("\"up\":true"), status.out());
+
+                int port;
+                try (ServerSocketChannel probe = ServerSocketChannel.open()) {
+                    probe.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+                    port = ((InetSocketAddress) probe.getLocalAddress()).getPort();
+                }
+                Result allow = run("--pin-dir", pins, "allow", Integer.toString(port));
+                assertEquals(0, allow.code(), allow.err());
+                try (ServerSocketChannel server = ServerSocketChannel.open()) {
+                    server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
+                    try (SockmapChannel c = kernel.sockmap.openChannel()) {
+                        c.connect(server.getLocalAddress());
+                        try (var side = server.accept()) {
+                            assertTrue(c.isAccelerated(), "allowed by the CLI");
+                            assertTrue(side.isOpen());
+                        }
+                    }
+                }
+                Result stats = run("--pin-dir", pins, "--json", "stats");
+                assertEquals(0, stats.code(), stats.err());
+                assertTrue(stats.out().contains("\"registered\":"), stats.out());
+                assertEquals(0, run("--pin-dir", pins, "deny", Integer.toString(port)).code());
+
+                // Bad input: named, with exit code 2.
+                Result bad = run("--pin-dir", pins, "allow", "70000");
+                assertEquals(2, bad.code());
+                assertTrue(bad.err().contains("port must be 1..65535"), bad.err());
+                Result notPort = run("--pin-dir", pins, "allow", "http");
+                assertEquals(2, notPort.code());
+                assertTrue(notPort.err().contains("not a port: 'http'"), notPort.err());
+                assertEquals(2, run("--pin-dir", pins, "up").code(), "--cgroup is required");
+            } finally {
+                Result down = run("--pin-dir", pins, "down");
+                assertEquals(0, down.code(), down.err());
+            }
+            assertFalse(Files.exists(kernel.pinDir), "down removed the pins");
+            assertEquals(3, run("--pin-dir", pins, "status").code(), "not up");
+            assertEquals(3, run("--pin-dir", pins, "stats").code(), "not up");
+        }
+    }
+}
