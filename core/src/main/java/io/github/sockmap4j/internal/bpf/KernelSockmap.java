@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * <p><b>Note:</b> this class is threadsafe.
  */
 public final class KernelSockmap implements AutoCloseable {
-    public static final int ABI_VERSION = 2;
+    public static final int ABI_VERSION = 3;
     /** SM4J_UNBOUNDED: a policy bound that turns the in-flight bound off. */
     public static final long UNBOUNDED = 0xffffffffL;
     static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
@@ -569,7 +569,10 @@ public final class KernelSockmap implements AutoCloseable {
                 PolicyKeyLayout.fill(key, port, addr, bits);
                 int r = bpf.tryMapUpdate(fd, key, arena.allocate(PolicyKeyLayout.VALUE), Libbpf.BPF_ANY);
                 if (r < 0) {
-                    throw new NativeIOException("bpf_map_update_elem(policy)", -r, "port " + port);
+                    throw new NativeIOException("bpf_map_update_elem(policy)", -r,
+                            -r == Errno.ENOSPC || -r == Errno.E2BIG
+                                    ? "the policy map is full (65,536 rules): deny rules no longer needed"
+                                    : "port " + port);
                 }
                 return new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)), bits);
             }
