@@ -28,6 +28,7 @@ import picocli.CommandLine.Parameters;
  * sockmap4j allow PORT[/CIDR...] [--bound BYTES]
  * sockmap4j deny PORT[/CIDR...]
  * sockmap4j down                          remove pins and attachments
+ * sockmap4j xdp IFACE RULES [--seconds S] attach an XDP filter, print its counters, detach
  * </pre>
  *
  * Exit codes: 0 done; 1 failed (the message says why and what to do); 2 bad usage; 3 not up.
@@ -37,7 +38,7 @@ import picocli.CommandLine.Parameters;
         exitCodeListHeading = "Exit codes:%n",
         exitCodeList = {"0:done", "1:failed (the message says why)", "2:bad usage", "3:not up"},
         subcommands = {SockmapCli.Up.class, SockmapCli.Status.class, SockmapCli.Stats.class, SockmapCli.Allow.class,
-            SockmapCli.Deny.class, SockmapCli.Down.class})
+            SockmapCli.Deny.class, SockmapCli.Down.class, SockmapCli.Xdp.class})
 public final class SockmapCli {
     static final int FAILED = 1;
     static final int NOT_UP = 3;
@@ -269,6 +270,48 @@ public final class SockmapCli {
             int n = Sockmap.removePins(parent.pinDir);
             spec.commandLine().getOut().println(n == 0 ? "nothing to remove in " + parent.pinDir
                     : "down: removed " + n + " pins from " + parent.pinDir);
+            return 0;
+        }
+    }
+
+    @Command(name = "xdp", description = "Attach an XDP filter with rules from a file, print its counters every "
+            + "second, detach at the end.")
+    static final class Xdp implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Parameters(index = "0", paramLabel = "INTERFACE")
+        String iface;
+
+        @Parameters(index = "1", paramLabel = "RULES-FILE",
+                description = "'default pass|drop', 'allow|deny CIDR', 'allow|deny tcp|udp PORT', one a line")
+        Path rulesFile;
+
+        @Option(names = "--seconds", defaultValue = "2147483647", description = "how long to keep it attached")
+        int seconds;
+
+        @Override
+        public Integer call() throws IOException, InterruptedException {
+            PrintWriter out = spec.commandLine().getOut();
+            io.github.sockmap4j.xdp.XdpRules rules = io.github.sockmap4j.xdp.XdpRules.parse(rulesFile);
+            try (io.github.sockmap4j.xdp.XdpFilter f = io.github.sockmap4j.xdp.XdpFilter.attach(iface,
+                    rules.defaultAction())) {
+                List<String> names = rules.applyTo(f);
+                out.println(parent.json ? json("interface", iface, "mode", f.mode().name(), "rules", "" + names.size())
+                        : "xdp: " + iface + " (" + f.mode() + " mode), " + names.size() + " rules, default "
+                        + rules.defaultAction());
+                for (int s = 1; s <= seconds; s++) {
+                    Thread.sleep(1000);
+                    io.github.sockmap4j.xdp.XdpFilter.Counters c = f.counters();
+                    out.println(parent.json ? json("passed", "" + c.passed(), "dropped", "" + c.dropped(), "malformed",
+                            "" + c.malformed(), "defaulted", "" + c.defaulted())
+                            : String.format(Locale.ROOT, "%ds passed %d dropped %d malformed %d default %d", s,
+                            c.passed(), c.dropped(), c.malformed(), c.defaulted()));
+                }
+            }
             return 0;
         }
     }

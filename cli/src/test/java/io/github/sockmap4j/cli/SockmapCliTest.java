@@ -124,4 +124,40 @@ class SockmapCliTest {
             }
         }
     }
+
+    @Test
+    void xdpAttachesWithRulesFromAFileAndDetaches() throws Exception {
+        String id = Long.toString(ProcessHandle.current().pid() % 100000);
+        String a = "xc" + id + "a";
+        sh("ip", "link", "add", a, "type", "veth", "peer", "name", "xc" + id + "b");
+        java.nio.file.Path rules = Files.createTempFile("rules", ".txt");
+        try {
+            sh("ip", "link", "set", a, "up");
+            Files.writeString(rules, "default pass\ndeny 10.99.0.0/16  # a comment\ndeny tcp 22\nallow udp 53\n");
+            Result ok = run("xdp", a, rules.toString(), "--seconds", "1");
+            assertEquals(0, ok.code(), ok.err());
+            assertTrue(ok.out().contains("3 rules"), ok.out());
+            assertTrue(ok.out().contains("1s passed"), ok.out());
+            assertFalse(sh("ip", "link", "show", "dev", a).contains("prog/xdp"), "detached at the end");
+
+            Files.writeString(rules, "deny tcp twentytwo\n");
+            Result bad = run("xdp", a, rules.toString(), "--seconds", "1");
+            assertEquals(1, bad.code());
+            assertTrue(bad.err().contains(":1: deny tcp twentytwo"), bad.err());
+            Result unknown = run("xdp", "nosuch0", rules.toString());
+            assertEquals(1, unknown.code());
+        } finally {
+            Files.deleteIfExists(rules);
+            sh("ip", "link", "del", a);
+        }
+    }
+
+    static String sh(String... cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (!p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IllegalStateException(String.join(" ", cmd) + " failed: " + out);
+        }
+        return out;
+    }
 }
