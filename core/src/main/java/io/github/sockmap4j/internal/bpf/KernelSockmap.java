@@ -86,6 +86,7 @@ public final class KernelSockmap implements AutoCloseable {
      */
     private final Arena slotsArena = Arena.ofShared();
     private final ReadSlots slots;
+    private final PolicyMap policy;
     private final int possibleCpus;
     private final Map<PolicyRule, Integer> policyRefs = new HashMap<>();
     private boolean closed;
@@ -114,6 +115,7 @@ public final class KernelSockmap implements AutoCloseable {
         long length = (bytes + 4095) & ~4095L;
         MemorySegment mapping = LibC.mmapShared(slotsFd, length, LibC.PROT_READ | LibC.PROT_WRITE, slotsArena);
         this.slots = new ReadSlots(mapping, info.maxEntries());
+        this.policy = new PolicyMap(bpf, policyFd);
     }
 
     /** Index of the sockops program's fd in the array openOrCreatePins returns. */
@@ -563,18 +565,24 @@ public final class KernelSockmap implements AutoCloseable {
         }
 
         public synchronized PolicyRule add(int port, InetAddress network, int bits) throws IOException {
-            byte[] addr = network == null ? new byte[16] : SockKeyLayout.mapped(network);
+            PolicyRule rule = rule(port, network, bits);
+            put(rule, 0);
+            return rule;
+        }
+
+        /** Adds or replaces a rule with its bound (0: each receiver's). */
+        public synchronized void put(PolicyRule rule, int bound) throws IOException {
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
-                PolicyKeyLayout.fill(key, port, addr, bits);
-                int r = bpf.tryMapUpdate(fd, key, arena.allocate(PolicyKeyLayout.VALUE), Libbpf.BPF_ANY);
+                MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
+                MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+                val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
+                int r = bpf.tryMapUpdate(fd, key, val, Libbpf.BPF_ANY);
                 if (r < 0) {
                     throw new NativeIOException("bpf_map_update_elem(policy)", -r,
                             -r == Errno.ENOSPC || -r == Errno.E2BIG
                                     ? "the policy map is full (65,536 rules): deny rules no longer needed"
-                                    : "port " + port);
+                                    : "port " + rule.port());
                 }
-                return new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)), bits);
             }
         }
 
@@ -601,11 +609,17 @@ public final class KernelSockmap implements AutoCloseable {
         }
 
         public synchronized void remove(PolicyRule rule) {
+            tryRemove(rule);
+        }
+
+        /** Removes a rule; 0 or {@code -errno} (ENOENT when it was not there). */
+        public synchronized int tryRemove(PolicyRule rule) {
             if (fd < 0) {
-                return;
+                return -Errno.EBADF;
             }
             try (Arena arena = Arena.ofConfined()) {
-                bpf.tryMapDelete(fd, arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex())));
+                return bpf.tryMapDelete(fd, arena.allocateFrom(ValueLayout.JAVA_BYTE,
+                        HexFormat.of().parseHex(rule.prefixHex())));
             }
         }
 
@@ -634,27 +648,13 @@ public final class KernelSockmap implements AutoCloseable {
      */
     public synchronized PolicyRule optIn(int port, InetAddress network, int bits, int bound) throws IOException {
         ensureOpen();
-        byte[] addr = network == null ? new byte[16] : SockKeyLayout.mapped(network);
-        int addrBits = network == null ? 0 : bits;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
-            PolicyKeyLayout.fill(key, port, addr, addrBits);
-            PolicyRule rule = new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)),
-                    addrBits);
-            Integer refs = policyRefs.get(rule);
-            if (refs == null || bound != 0) {
-                MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
-                val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
-                int r = bpf.tryMapUpdate(policyFd, key, val, Libbpf.BPF_ANY);
-                if (r < 0) {
-                    throw new NativeIOException("bpf_map_update_elem(policy)", -r,
-                            -r == Errno.ENOSPC || -r == Errno.E2BIG
-                                    ? "the policy map is full: opt out unused ports" : "port " + port);
-                }
-            }
-            policyRefs.put(rule, refs == null ? 1 : refs + 1);
-            return rule;
+        PolicyRule rule = policy.rule(port, network, network == null ? 0 : bits);
+        Integer refs = policyRefs.get(rule);
+        if (refs == null || bound != 0) {
+            policy.put(rule, bound);
         }
+        policyRefs.put(rule, refs == null ? 1 : refs + 1);
+        return rule;
     }
 
     public synchronized void optOut(PolicyRule rule) {
@@ -671,27 +671,16 @@ public final class KernelSockmap implements AutoCloseable {
     }
 
     private void deletePolicy(PolicyRule rule) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
-            int r = bpf.tryMapDelete(policyFd, key);
-            if (r < 0 && -r != Errno.ENOENT) {
-                LOG.warn("Could not remove the policy entry for port {}: {}", rule.port(), Errno.describe(-r));
-            }
+        int r = policy.tryRemove(rule);
+        if (r < 0 && -r != Errno.ENOENT) {
+            LOG.warn("Could not remove the policy entry for port {}: {}", rule.port(), Errno.describe(-r));
         }
     }
 
     /** Sets the bound of an opted-in rule in the kernel's policy (for connections made from now on). */
     public synchronized void setPolicyBound(PolicyRule rule, int bound) throws IOException {
         ensureOpen();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
-            MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
-            val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
-            int r = bpf.tryMapUpdate(policyFd, key, val, Libbpf.BPF_EXIST);
-            if (r < 0) {
-                throw new NativeIOException("bpf_map_update_elem(policy)", -r, "port " + rule.port());
-            }
-        }
+        policy.setBound(rule, bound);
     }
 
     /**

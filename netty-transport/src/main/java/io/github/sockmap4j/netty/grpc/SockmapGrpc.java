@@ -1,11 +1,16 @@
 package io.github.sockmap4j.netty.grpc;
 
 import io.github.sockmap4j.netty.SockmapNetty;
+import io.grpc.MethodDescriptor;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 
 /**
  * gRPC-Java over the sockmap fast path, one line on each builder:
@@ -54,4 +59,28 @@ public final class SockmapGrpc {
     public static NettyChannelBuilder configure(NettyChannelBuilder builder, EventLoopGroup group) {
         return builder.channelFactory(SockmapNetty.socketChannelFactory()).eventLoopGroup(group);
     }
+
+    /**
+     * A marshaller of raw {@code byte[]} messages, for services that carry their own encoding
+     * (Arrow IPC, say) or none; also what the tests, demo and benchmark use.
+     */
+    public static MethodDescriptor.Marshaller<byte[]> bytesMarshaller() {
+        return BYTES;
+    }
+
+    private static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(byte[] value) {
+            return new ByteArrayInputStream(value);
+        }
+
+        @Override
+        public byte[] parse(InputStream stream) {
+            try {
+                return stream.readAllBytes();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    };
 }

@@ -22,10 +22,7 @@ import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 import io.netty.channel.socket.nio.NioSocketChannel;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -43,21 +40,7 @@ import org.junit.jupiter.api.Timeout;
 /** gRPC-Java over the transport, with byte[] messages (no generated code needed). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class GrpcFastPathTest {
-    static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(byte[] value) {
-            return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream stream) {
-            try {
-                return stream.readAllBytes();
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-    };
+    static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
 
     static MethodDescriptor<byte[], byte[]> method(String name, MethodDescriptor.MethodType type) {
         return MethodDescriptor.<byte[], byte[]>newBuilder().setType(type)
