@@ -1,0 +1,265 @@
+package io.github.sockmap4j.arrow;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.SockmapChannel;
+import io.github.sockmap4j.SockmapServerChannel;
+import io.github.sockmap4j.TestKernel;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.Channels;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.FixedSizeListVector;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Arrow batches over a SockmapChannel pair on the fast path; every allocator closes clean. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class ArrowBridgeTest {
+    TestKernel kernel;
+    final java.util.concurrent.ExecutorService pool = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "arrow-peer");
+        t.setDaemon(true);
+        return t;
+    });
+
+    @BeforeAll
+    void start() throws IOException {
+        kernel = TestKernel.start("arrow");
+    }
+
+    @AfterAll
+    void stop() throws IOException {
+        pool.shutdownNow();
+        kernel.close();
+    }
+
+    /** An embeddings batch: id, text (with nulls), and a FixedSizeList of float32 of {@code dim}. */
+    static VectorSchemaRoot embeddings(BufferAllocator a, int rows, int dim, long seed) {
+        Field vec = new Field("embedding", FieldType.notNullable(new ArrowType.FixedSizeList(dim)),
+                List.of(new Field("x", FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)),
+                        null)));
+        Schema schema = new Schema(List.of(
+                new Field("id", FieldType.notNullable(new ArrowType.Int(32, true)), null),
+                new Field("chunk", FieldType.nullable(new ArrowType.Utf8()), null), vec));
+        VectorSchemaRoot root = VectorSchemaRoot.create(schema, a);
+        IntVector id = (IntVector) root.getVector("id");
+        VarCharVector chunk = (VarCharVector) root.getVector("chunk");
+        FixedSizeListVector emb = (FixedSizeListVector) root.getVector("embedding");
+        Float4Vector xs = (Float4Vector) emb.getDataVector();
+        id.allocateNew(rows);
+        chunk.allocateNew(rows);
+        emb.allocateNew();
+        xs.allocateNew(rows * dim);
+        Random r = new Random(seed);
+        for (int i = 0; i < rows; i++) {
+            id.set(i, i);
+            if (i % 7 != 3) {
+                chunk.setSafe(i, ("chunk " + i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            } else {
+                chunk.setNull(i);
+            }
+            emb.setNotNull(i);
+            for (int d = 0; d < dim; d++) {
+                xs.set(i * dim + d, r.nextFloat());
+            }
+        }
+        xs.setValueCount(rows * dim);
+        root.setRowCount(rows);
+        return root;
+    }
+
+    record Pair(SockmapChannel writer, SockmapChannel reader) implements AutoCloseable {
+        @Override
+        public void close() throws IOException {
+            writer.close();
+            reader.close();
+        }
+    }
+
+    Pair pair() throws IOException {
+        SockmapServerChannel server = kernel.sockmap.openServerChannel();
+        try (server) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            SockmapChannel w = kernel.sockmap.openChannel();
+            w.connect(server.getLocalAddress());
+            return new Pair(w, (SockmapChannel) server.accept());
+        }
+    }
+
+    /** Sends {@code batches} copies of {@code root} and returns what the reader received, as IPC bytes. */
+    byte[] roundTrip(VectorSchemaRoot root, int batches, BufferAllocator readAllocator) throws Exception {
+        try (Pair p = pair()) {
+            CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
+                try (ArrowStreamWriter writer = ArrowBridge.writer(root, p.writer())) {
+                    writer.start();
+                    for (int i = 0; i < batches; i++) {
+                        writer.writeBatch();
+                    }
+                    writer.end();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, pool);
+            ByteArrayOutputStream again = new ByteArrayOutputStream();
+            try (ArrowStreamReader reader = ArrowBridge.reader(p.reader(), readAllocator)) {
+                VectorSchemaRoot got = reader.getVectorSchemaRoot();
+                int n = 0;
+                try (ArrowStreamWriter echo = new ArrowStreamWriter(got, null, Channels.newChannel(again))) {
+                    echo.start();
+                    while (reader.loadNextBatch()) {
+                        assertEquals(root.getRowCount(), got.getRowCount());
+                        assertTrue(root.equals(got), "batch " + n + " differs");
+                        echo.writeBatch();
+                        n++;
+                    }
+                    echo.end();
+                }
+                assertEquals(batches, n);
+            }
+            w.get(60, TimeUnit.SECONDS);
+            assertTrue(p.writer().isAccelerated() || kernel.sockmap.stats().bytesRedirected() > 0,
+                    "the fast path carried it");
+            return again.toByteArray();
+        }
+    }
+
+    static byte[] arrowBytes(VectorSchemaRoot root, int batches) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
+            w.start();
+            for (int i = 0; i < batches; i++) {
+                w.writeBatch();
+            }
+            w.end();
+        }
+        return out.toByteArray();
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {384, 768, 1536})
+    void embeddingBatchesArriveIdenticalAndByteForByte(int dim) throws Exception {
+        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 500, dim, dim)) {
+            byte[] received = roundTrip(root, 3, a);
+            assertArrayEquals(arrowBytes(root, 3), received, "same IPC bytes as Arrow's own writer");
+        }
+    }
+
+    @Test
+    void emptyBatches() throws Exception {
+        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 0, 8, 1)) {
+            roundTrip(root, 2, a);
+        }
+    }
+
+    @Test
+    void aLargeBatch() throws Exception {
+        // 64 MiB of embeddings in one batch (1536 floats x 10,923 rows).
+        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 10_923, 1536, 7)) {
+            roundTrip(root, 1, a);
+        }
+    }
+
+    @Test
+    void arrowsOwnReaderReadsWhatTheBridgeWrote() throws Exception {
+        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 100, 384, 2);
+             Pair p = pair()) {
+            CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
+                try {
+                    ArrowBridge.writeStream(root, p.writer());
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, pool);
+            try (ArrowStreamReader r = new ArrowStreamReader(Channels.newInputStream(p.reader()), a)) {
+                assertTrue(r.loadNextBatch());
+                assertTrue(root.equals(r.getVectorSchemaRoot()));
+            }
+            w.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void thePeerClosingMidBatchIsAClearErrorAndLeaksNothing() throws Exception {
+        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 2000, 768, 3)) {
+            byte[] all = arrowBytes(root, 1);
+            try (Pair p = pair()) {
+                p.writer().write(java.nio.ByteBuffer.wrap(all, 0, all.length / 2));
+                p.writer().close();
+                try (BufferAllocator readA = a.newChildAllocator("reader", 0, Long.MAX_VALUE);
+                     ArrowStreamReader r = ArrowBridge.reader(p.reader(), readA)) {
+                    IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, r::loadNextBatch);
+                    assertTrue(e.getMessage() != null, String.valueOf(e));
+                }
+            }
+        }
+    }
+
+    @Test
+    void heapAllocatedPerBatchDoesNotGrowWithTheBatch() throws Exception {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        long[] perBatch = new long[2];
+        int[] rows = {100, 4000};
+        for (int k = 0; k < 2; k++) {
+            try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, rows[k], 768, k);
+                 Pair p = pair()) {
+                int batches = 20;
+                CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
+                    try (ArrowStreamWriter writer = ArrowBridge.writer(root, p.writer())) {
+                        writer.start();
+                        for (int i = 0; i < batches; i++) {
+                            writer.writeBatch();
+                        }
+                        writer.end();
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }, pool);
+                try (ArrowStreamReader r = ArrowBridge.reader(p.reader(), a)) {
+                    r.loadNextBatch(); // warm-up batch
+                    long tid = Thread.currentThread().threadId();
+                    long before = mx.getThreadAllocatedBytes(tid);
+                    int n = 0;
+                    while (r.loadNextBatch()) {
+                        n++;
+                    }
+                    perBatch[k] = (mx.getThreadAllocatedBytes(tid) - before) / Math.max(1, n);
+                }
+                w.get(60, TimeUnit.SECONDS);
+            }
+        }
+        long bodyBytesLarge = 4000L * 768 * 4;
+        System.out.printf("arrow bridge: heap allocated per received batch: %d B at 100 rows, %d B at 4000 rows "
+                + "(body %d B)%n", perBatch[0], perBatch[1], bodyBytesLarge);
+        assertTrue(perBatch[1] < 64 << 10, "heap per batch " + perBatch[1] + " B");
+        assertTrue(perBatch[1] < bodyBytesLarge / 100, "bodies do not pass through the heap");
+    }
+}
