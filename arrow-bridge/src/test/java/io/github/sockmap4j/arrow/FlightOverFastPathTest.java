@@ -48,9 +48,8 @@ class FlightOverFastPathTest {
     final List<AutoCloseable> closers = new ArrayList<>();
     BufferAllocator allocator;
     FlightClient client;
-    final List<VectorSchemaRoot> received = new ArrayList<>();
 
-    /** Serves {@code BATCHES} embeddings batches per DoGet; counts what DoPut brought in. */
+    /** Serves {@code BATCHES} embeddings batches per DoGet, checks what DoPut brings, echoes DoExchange. */
     final class Producer extends NoOpFlightProducer {
         volatile long putRows;
         volatile boolean putEqual = true;
@@ -85,6 +84,20 @@ class FlightOverFastPathTest {
                     ack.onError(e);
                 }
             };
+        }
+
+        /** DoExchange: echoes every batch back as it comes. */
+        @Override
+        public void doExchange(CallContext context, FlightStream reader, ServerStreamListener writer) {
+            boolean started = false;
+            while (reader.next()) {
+                if (!started) {
+                    writer.start(reader.getRoot());
+                    started = true;
+                }
+                writer.putNext();
+            }
+            writer.completed();
         }
     }
 
@@ -193,5 +206,23 @@ class FlightOverFastPathTest {
             assertEquals(BATCHES, f.get(60, TimeUnit.SECONDS));
         }
         assertRedirected(before, 4 * BATCHES * batchBytes());
+    }
+
+    @Test
+    void doExchangeEchoesEveryBatchThroughTheRedirect() throws Exception {
+        SockmapStats before = Sockmap.global().stats();
+        try (VectorSchemaRoot root = ArrowBridgeTest.embeddings(allocator, ROWS, DIM, 9);
+                FlightClient.ExchangeReaderWriter x = client.doExchange(FlightDescriptor.command(new byte[] {1}))) {
+            x.getWriter().start(root);
+            for (int i = 0; i < BATCHES; i++) {
+                x.getWriter().putNext();
+                assertTrue(x.getReader().next(), "echo " + i + " missing");
+                assertTrue(root.equals(x.getReader().getRoot()), "echo " + i + " differs");
+            }
+            x.getWriter().completed();
+            assertTrue(!x.getReader().next(), "more echoes than batches");
+            x.getResult();
+        }
+        assertRedirected(before, 2 * BATCHES * batchBytes());
     }
 }
