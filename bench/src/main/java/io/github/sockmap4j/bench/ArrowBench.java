@@ -1,0 +1,255 @@
+package io.github.sockmap4j.bench;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapChannel;
+import io.github.sockmap4j.SockmapServerChannel;
+import io.github.sockmap4j.arrow.ArrowBridge;
+import io.github.sockmap4j.netty.grpc.SockmapGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyServerBuilder;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.NoOpFlightProducer;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.FixedSizeListVector;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * 256 MiB of embeddings (16 batches of 2,731 rows of int32 id + 1536 float32) a round, three ways
+ * in interleaved rounds of one run: the Arrow bridge over {@link SockmapChannel} on the fast path,
+ * Arrow Flight DoGet on stock grpc-netty (epoll), and Flight DoGet on the sockmap gRPC transport.
+ * Prints median throughput, ratios to stock Flight, and the reading thread's heap allocation per
+ * batch on the bridge.
+ *
+ * <p>Usage: {@code ArrowBench [rounds]} (default 5).
+ */
+@SuppressWarnings("try") // FlightStream.close() declares InterruptedException; callers throw Exception
+public final class ArrowBench {
+    private ArrowBench() {
+    }
+
+    static final int DIM = 1536;
+    static final int ROWS = 2731;
+    static final int BATCHES = 16;
+
+    static VectorSchemaRoot embeddings(BufferAllocator a) {
+        Field vec = new Field("embedding", FieldType.notNullable(new ArrowType.FixedSizeList(DIM)),
+                List.of(new Field("x", FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)),
+                        null)));
+        VectorSchemaRoot root = VectorSchemaRoot.create(new Schema(List.of(
+                new Field("id", FieldType.notNullable(new ArrowType.Int(32, true)), null), vec)), a);
+        IntVector id = (IntVector) root.getVector("id");
+        FixedSizeListVector emb = (FixedSizeListVector) root.getVector("embedding");
+        Float4Vector xs = (Float4Vector) emb.getDataVector();
+        id.allocateNew(ROWS);
+        emb.allocateNew();
+        xs.allocateNew(ROWS * DIM);
+        Random r = new Random(1);
+        for (int i = 0; i < ROWS; i++) {
+            id.set(i, i);
+            emb.setNotNull(i);
+            for (int d = 0; d < DIM; d++) {
+                xs.set(i * DIM + d, r.nextFloat());
+            }
+        }
+        xs.setValueCount(ROWS * DIM);
+        root.setRowCount(ROWS);
+        return root;
+    }
+
+    static long payload(VectorSchemaRoot root) {
+        long n = 0;
+        for (var v : root.getFieldVectors()) {
+            n += v.getBufferSize();
+        }
+        return n * BATCHES;
+    }
+
+    /** Bytes per second through the bridge; {@code heapPerBatch[0]} gets the reader's allocation per batch. */
+    static double bridge(Sockmap sockmap, boolean unbounded, VectorSchemaRoot root, BufferAllocator allocator,
+            ExecutorService pool, long[] heapPerBatch) throws Exception {
+        SockmapChannel w;
+        SockmapChannel r;
+        io.github.sockmap4j.OptIn lift = null;
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            if (unbounded) {
+                lift = sockmap.optIn(((InetSocketAddress) server.getLocalAddress()).getPort(), null, 0,
+                        Sockmap.UNBOUNDED);
+            }
+            w = sockmap.openChannel();
+            w.connect(server.getLocalAddress());
+            r = (SockmapChannel) server.accept();
+        }
+        try (w; r; AutoCloseable l = lift) {
+            long t0 = System.nanoTime();
+            CompletableFuture<Void> sent = CompletableFuture.runAsync(() -> {
+                try (ArrowStreamWriter writer = ArrowBridge.writer(root, w)) {
+                    writer.start();
+                    for (int i = 0; i < BATCHES; i++) {
+                        writer.writeBatch();
+                    }
+                    writer.end();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }, pool);
+            var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            long rows = 0;
+            long heap0 = 0;
+            int batches = 0;
+            try (ArrowStreamReader reader = ArrowBridge.reader(r, allocator)) {
+                reader.getVectorSchemaRoot();
+                heap0 = mx.getCurrentThreadAllocatedBytes();
+                while (reader.loadNextBatch()) {
+                    rows += reader.getVectorSchemaRoot().getRowCount();
+                    batches++;
+                }
+                heapPerBatch[0] = (mx.getCurrentThreadAllocatedBytes() - heap0) / Math.max(1, batches);
+            }
+            sent.get(120, TimeUnit.SECONDS);
+            double secs = (System.nanoTime() - t0) / 1e9;
+            check(rows);
+            return payload(root) / secs;
+        }
+    }
+
+    static void check(long rows) {
+        if (rows != (long) ROWS * BATCHES) {
+            throw new IllegalStateException("received " + rows + " rows, sent " + (long) ROWS * BATCHES);
+        }
+    }
+
+    /** Bytes per second through one Flight DoGet of every batch. */
+    static double flight(boolean fast, EventLoopGroup group, VectorSchemaRoot root, BufferAllocator allocator,
+            ExecutorService pool) throws Exception {
+        NoOpFlightProducer producer = new NoOpFlightProducer() {
+            @Override
+            public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
+                listener.start(root);
+                for (int i = 0; i < BATCHES; i++) {
+                    listener.putNext();
+                }
+                listener.completed();
+            }
+        };
+        NettyServerBuilder sb = NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0))
+                .maxInboundMessageSize(64 << 20)
+                .addService(FlightGrpcUtils.createFlightService(allocator, producer, null, pool));
+        NettyChannelBuilder cb;
+        Server server;
+        if (fast) {
+            server = SockmapGrpc.configure(sb, group, group).build().start();
+            cb = SockmapGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()), group);
+        } else {
+            server = sb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group)
+                    .workerEventLoopGroup(group).build().start();
+            cb = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).channelType(EpollSocketChannel.class)
+                    .eventLoopGroup(group);
+        }
+        ManagedChannel ch = cb.usePlaintext().maxInboundMessageSize(64 << 20).build();
+        try (FlightClient client = FlightGrpcUtils.createFlightClient(allocator, ch)) {
+            long t0 = System.nanoTime();
+            long rows = 0;
+            try (FlightStream stream = client.getStream(new Ticket(new byte[] {1}))) {
+                while (stream.next()) {
+                    rows += stream.getRoot().getRowCount();
+                }
+            }
+            double secs = (System.nanoTime() - t0) / 1e9;
+            check(rows);
+            return payload(root) / secs;
+        } finally {
+            ch.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+            server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+        }
+    }
+
+    static String rounds(double[] v) {
+        StringBuilder b = new StringBuilder();
+        for (double x : v) {
+            b.append(String.format(Locale.ROOT, "%.2f ", x));
+        }
+        return b.toString().trim();
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
+        Sockmap sockmap = Sockmap.global();
+        if (!sockmap.isActive()) {
+            System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
+            return;
+        }
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(2, EpollIoHandler.newFactory());
+        ExecutorService pool = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "arrow-bench");
+            t.setDaemon(true);
+            return t;
+        });
+        try (BufferAllocator allocator = new RootAllocator(); VectorSchemaRoot root = embeddings(allocator)) {
+            double[][] gbps = new double[4][rounds];
+            long[] heap = new long[rounds];
+            long[] h = new long[1];
+            for (int warm = 0; warm < 3; warm++) { // discarded passes of each for the JIT
+                bridge(sockmap, warm == 1, root, allocator, pool, h);
+                flight(false, group, root, allocator, pool);
+                flight(true, group, root, allocator, pool);
+            }
+            for (int r = 0; r < rounds; r++) {
+                gbps[0][r] = flight(false, group, root, allocator, pool) / 1e9;
+                gbps[1][r] = bridge(sockmap, false, root, allocator, pool, h) / 1e9;
+                heap[r] = h[0];
+                gbps[2][r] = flight(true, group, root, allocator, pool) / 1e9;
+                gbps[3][r] = bridge(sockmap, true, root, allocator, pool, h) / 1e9;
+            }
+            System.out.printf(Locale.ROOT, "sockmap4j Arrow benchmark: %d rounds of %.1f MiB (%d batches of %d x "
+                    + "%d float32), %d CPUs, kernel %s%n", rounds, payload(root) / 1048576.0, BATCHES, ROWS, DIM,
+                    Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+            double stock = NettyGrpcBench.median(gbps[0]);
+            System.out.printf(Locale.ROOT, "%-44s %8s %8s   %s%n", "path", "GB/s", "ratio", "rounds GB/s");
+            String[] names = {"Flight DoGet, stock grpc-netty (epoll)", "Arrow bridge over SockmapChannel (fast path)",
+                    "Flight DoGet, sockmap gRPC transport", "Arrow bridge, in-flight bound lifted"};
+            for (int p = 0; p < 4; p++) {
+                double m = NettyGrpcBench.median(gbps[p]);
+                System.out.printf(Locale.ROOT, "%-44s %8.2f %8.2f   %s%n", names[p], m, m / stock, rounds(gbps[p]));
+            }
+            System.out.printf(Locale.ROOT, "bridge reader heap allocated per batch: median %.0f B (rounds: %s)%n",
+                    RttBench.median(heap), java.util.Arrays.toString(heap));
+            System.out.println("medians over rounds; ratio = path / stock Flight (higher is faster)");
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            pool.shutdownNow();
+        }
+    }
+}
