@@ -5,6 +5,7 @@ import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.WritableByteChannel;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 
@@ -30,6 +31,15 @@ public final class ArrowBridge {
     /** A stream writer of {@code root}'s batches to {@code channel}; call start(), writeBatch(), end(). */
     public static ArrowStreamWriter writer(VectorSchemaRoot root, WritableByteChannel channel) {
         return new ArrowStreamWriter(root, null, channel);
+    }
+
+    /**
+     * A stream writer whose dictionary-encoded columns take their dictionaries from
+     * {@code dictionaries} (written once, ahead of the first batch); they stay the caller's.
+     */
+    public static ArrowStreamWriter writer(VectorSchemaRoot root, DictionaryProvider dictionaries,
+            WritableByteChannel channel) {
+        return new ArrowStreamWriter(root, dictionaries, channel);
     }
 
     /** A stream reader from {@code channel} whose buffers come from {@code allocator}. */

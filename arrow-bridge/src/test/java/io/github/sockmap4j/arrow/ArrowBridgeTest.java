@@ -181,10 +181,123 @@ class ArrowBridgeTest {
     }
 
     @Test
-    void aLargeBatch() throws Exception {
-        // 64 MiB of embeddings in one batch (1536 floats x 10,923 rows).
-        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 10_923, 1536, 7)) {
+    void dictionaryEncodedColumnsDecodeToWhatWasSent() throws Exception {
+        try (BufferAllocator a = new RootAllocator();
+             org.apache.arrow.vector.VarCharVector words = new org.apache.arrow.vector.VarCharVector("words", a);
+             org.apache.arrow.vector.VarCharVector raw = new org.apache.arrow.vector.VarCharVector("topic", a)) {
+            String[] vocabulary = {"retrieval", "rerank", "embed", "généré"};
+            words.allocateNew();
+            for (int i = 0; i < vocabulary.length; i++) {
+                words.setSafe(i, vocabulary[i].getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            words.setValueCount(vocabulary.length);
+            raw.allocateNew();
+            int rows = 1000;
+            for (int i = 0; i < rows; i++) {
+                if (i % 9 == 4) {
+                    raw.setNull(i);
+                } else {
+                    raw.setSafe(i, vocabulary[(i * 7) % vocabulary.length].getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                }
+            }
+            raw.setValueCount(rows);
+            org.apache.arrow.vector.dictionary.Dictionary dictionary = new org.apache.arrow.vector.dictionary.Dictionary(
+                    words, new org.apache.arrow.vector.types.pojo.DictionaryEncoding(1L, false, null));
+            var provider = new org.apache.arrow.vector.dictionary.DictionaryProvider.MapDictionaryProvider(dictionary);
+            try (org.apache.arrow.vector.FieldVector encoded = (org.apache.arrow.vector.FieldVector)
+                         org.apache.arrow.vector.dictionary.DictionaryEncoder.encode(raw, dictionary);
+                 VectorSchemaRoot root = new VectorSchemaRoot(List.of(encoded.getField()), List.of(encoded), rows);
+                 Pair p = pair()) {
+                CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
+                    try (ArrowStreamWriter writer = ArrowBridge.writer(root, provider, p.writer())) {
+                        writer.start();
+                        writer.writeBatch();
+                        writer.end();
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }, pool);
+                try (ArrowStreamReader r = ArrowBridge.reader(p.reader(), a)) {
+                    assertTrue(r.loadNextBatch());
+                    org.apache.arrow.vector.FieldVector got = r.getVectorSchemaRoot().getVector(0);
+                    long id = got.getField().getDictionary().getId();
+                    try (org.apache.arrow.vector.ValueVector decoded = org.apache.arrow.vector.dictionary.DictionaryEncoder
+                            .decode(got, r.getDictionaryVectors().get(id))) {
+                        assertEquals(rows, decoded.getValueCount());
+                        for (int i = 0; i < rows; i++) {
+                            assertEquals(raw.getObject(i), decoded.getObject(i), "row " + i);
+                        }
+                    }
+                }
+                w.get(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Test
+    void aBatchOf256MiB() throws Exception {
+        // 256 MiB of embeddings in one batch (1536 floats x 43,691 rows), plus ids and text.
+        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 43_691, 1536, 7)) {
             roundTrip(root, 1, a);
+        }
+    }
+
+    /** At most a few bytes per call, so Arrow's reader and writer see every partial transfer. */
+    record Dribble(java.nio.channels.ByteChannel in, Random r) implements java.nio.channels.ByteChannel {
+        int step(java.nio.ByteBuffer b, boolean write) throws IOException {
+            int limit = b.limit();
+            b.limit(Math.min(limit, b.position() + 1 + r.nextInt(1500)));
+            try {
+                return write ? in.write(b) : in.read(b);
+            } finally {
+                b.limit(limit);
+            }
+        }
+
+        @Override
+        public int read(java.nio.ByteBuffer dst) throws IOException {
+            return step(dst, false);
+        }
+
+        @Override
+        public int write(java.nio.ByteBuffer src) throws IOException {
+            return step(src, true);
+        }
+
+        @Override
+        public boolean isOpen() {
+            return in.isOpen();
+        }
+
+        @Override
+        public void close() throws IOException {
+            in.close();
+        }
+    }
+
+    @Test
+    void partialReadsAndWritesOfEveryBatchAddUpToTheSameBatches() throws Exception {
+        try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 300, 768, 11);
+             Pair p = pair()) {
+            CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
+                try (ArrowStreamWriter writer = ArrowBridge.writer(root, new Dribble(p.writer(), new Random(1)))) {
+                    writer.start();
+                    for (int i = 0; i < 3; i++) {
+                        writer.writeBatch();
+                    }
+                    writer.end();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, pool);
+            try (ArrowStreamReader r = ArrowBridge.reader(new Dribble(p.reader(), new Random(2)), a)) {
+                for (int i = 0; i < 3; i++) {
+                    assertTrue(r.loadNextBatch(), "batch " + i);
+                    assertTrue(root.equals(r.getVectorSchemaRoot()), "batch " + i + " differs");
+                }
+                assertTrue(!r.loadNextBatch(), "end of stream");
+            }
+            w.get(60, TimeUnit.SECONDS);
         }
     }
 
