@@ -20,18 +20,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.Float4Vector;
-import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
-import org.apache.arrow.vector.types.FloatingPointPrecision;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
-import org.apache.arrow.vector.types.pojo.Schema;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -64,37 +56,7 @@ class ArrowBridgeTest {
 
     /** An embeddings batch: id, text (with nulls), and a FixedSizeList of float32 of {@code dim}. */
     static VectorSchemaRoot embeddings(BufferAllocator a, int rows, int dim, long seed) {
-        Field vec = new Field("embedding", FieldType.notNullable(new ArrowType.FixedSizeList(dim)),
-                List.of(new Field("x", FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)),
-                        null)));
-        Schema schema = new Schema(List.of(
-                new Field("id", FieldType.notNullable(new ArrowType.Int(32, true)), null),
-                new Field("chunk", FieldType.nullable(new ArrowType.Utf8()), null), vec));
-        VectorSchemaRoot root = VectorSchemaRoot.create(schema, a);
-        IntVector id = (IntVector) root.getVector("id");
-        VarCharVector chunk = (VarCharVector) root.getVector("chunk");
-        FixedSizeListVector emb = (FixedSizeListVector) root.getVector("embedding");
-        Float4Vector xs = (Float4Vector) emb.getDataVector();
-        id.allocateNew(rows);
-        chunk.allocateNew(rows);
-        emb.allocateNew();
-        xs.allocateNew(rows * dim);
-        Random r = new Random(seed);
-        for (int i = 0; i < rows; i++) {
-            id.set(i, i);
-            if (i % 7 != 3) {
-                chunk.setSafe(i, ("chunk " + i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            } else {
-                chunk.setNull(i);
-            }
-            emb.setNotNull(i);
-            for (int d = 0; d < dim; d++) {
-                xs.set(i * dim + d, r.nextFloat());
-            }
-        }
-        xs.setValueCount(rows * dim);
-        root.setRowCount(rows);
-        return root;
+        return Embeddings.random(a, rows, dim, seed, true);
     }
 
     record Pair(SockmapChannel writer, SockmapChannel reader) implements AutoCloseable {

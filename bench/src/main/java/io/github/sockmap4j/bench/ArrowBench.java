@@ -19,9 +19,7 @@ import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.util.List;
 import java.util.Locale;
-import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -33,17 +31,9 @@ import org.apache.arrow.flight.NoOpFlightProducer;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.Float4Vector;
-import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
-import org.apache.arrow.vector.types.FloatingPointPrecision;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
-import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
  * 256 MiB of embeddings (16 batches of 2,731 rows of int32 id + 1536 float32) a round, three ways
@@ -64,28 +54,7 @@ public final class ArrowBench {
     static final int BATCHES = 16;
 
     static VectorSchemaRoot embeddings(BufferAllocator a) {
-        Field vec = new Field("embedding", FieldType.notNullable(new ArrowType.FixedSizeList(DIM)),
-                List.of(new Field("x", FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)),
-                        null)));
-        VectorSchemaRoot root = VectorSchemaRoot.create(new Schema(List.of(
-                new Field("id", FieldType.notNullable(new ArrowType.Int(32, true)), null), vec)), a);
-        IntVector id = (IntVector) root.getVector("id");
-        FixedSizeListVector emb = (FixedSizeListVector) root.getVector("embedding");
-        Float4Vector xs = (Float4Vector) emb.getDataVector();
-        id.allocateNew(ROWS);
-        emb.allocateNew();
-        xs.allocateNew(ROWS * DIM);
-        Random r = new Random(1);
-        for (int i = 0; i < ROWS; i++) {
-            id.set(i, i);
-            emb.setNotNull(i);
-            for (int d = 0; d < DIM; d++) {
-                xs.set(i * DIM + d, r.nextFloat());
-            }
-        }
-        xs.setValueCount(ROWS * DIM);
-        root.setRowCount(ROWS);
-        return root;
+        return io.github.sockmap4j.arrow.Embeddings.random(a, ROWS, DIM, 1, false);
     }
 
     static long payload(VectorSchemaRoot root) {

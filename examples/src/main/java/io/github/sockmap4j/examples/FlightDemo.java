@@ -2,6 +2,7 @@ package io.github.sockmap4j.examples;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.arrow.Embeddings;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
@@ -13,7 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -28,17 +28,10 @@ import org.apache.arrow.flight.PutResult;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.Float4Vector;
-import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.VectorLoader;
-import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
-import org.apache.arrow.vector.types.FloatingPointPrecision;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
@@ -97,30 +90,6 @@ public final class FlightDemo {
         }
     }
 
-    static VectorSchemaRoot embeddings(BufferAllocator a, int rows, int dim, long seed) {
-        Field vec = new Field("embedding", FieldType.notNullable(new ArrowType.FixedSizeList(dim)), List.of(
-                new Field("x", FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)), null)));
-        VectorSchemaRoot root = VectorSchemaRoot.create(new Schema(List.of(
-                new Field("id", FieldType.notNullable(new ArrowType.Int(32, true)), null), vec)), a);
-        IntVector id = (IntVector) root.getVector("id");
-        FixedSizeListVector emb = (FixedSizeListVector) root.getVector("embedding");
-        Float4Vector xs = (Float4Vector) emb.getDataVector();
-        id.allocateNew(rows);
-        emb.allocateNew();
-        xs.allocateNew(rows * dim);
-        Random r = new Random(seed);
-        for (int i = 0; i < rows; i++) {
-            id.set(i, i);
-            emb.setNotNull(i);
-            for (int d = 0; d < dim; d++) {
-                xs.set(i * dim + d, r.nextFloat());
-            }
-        }
-        xs.setValueCount(rows * dim);
-        root.setRowCount(rows);
-        return root;
-    }
-
     public static void main(String[] args) throws Exception {
         int batches = args.length > 0 ? Integer.parseInt(args[0]) : 16;
         int rows = args.length > 1 ? Integer.parseInt(args[1]) : 2048;
@@ -140,7 +109,7 @@ public final class FlightDemo {
                     InetAddress.getLoopbackAddress().getHostAddress(), server.getPort()))
                     .usePlaintext().maxInboundMessageSize(256 << 20).build();
             try (FlightClient client = FlightGrpcUtils.createFlightClient(allocator, channel);
-                    VectorSchemaRoot root = embeddings(allocator, rows, dim, 1)) {
+                    VectorSchemaRoot root = Embeddings.random(allocator, rows, dim, 1, false)) {
                 SockmapStats before = sockmap.stats();
                 long t0 = System.nanoTime();
                 FlightClient.ClientStreamListener put = client.startPut(FlightDescriptor.path("embeddings"), root,
