@@ -124,6 +124,7 @@ class ArrowBridgePropertiesTest {
                 }
             }
         } else if (v instanceof ListVector list) {
+            list.allocateNew(); // the offsets buffer, which a 0-row batch still writes
             UnionListWriter w = list.getWriter();
             for (int i = 0; i < rows; i++) {
                 w.setPosition(i);
