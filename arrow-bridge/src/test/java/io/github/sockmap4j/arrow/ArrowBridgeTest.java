@@ -77,20 +77,27 @@ class ArrowBridgeTest {
         }
     }
 
+    /** Writes a stream of {@code batches} copies of {@code root} to {@code out} on the pool. */
+    CompletableFuture<Void> sendAsync(VectorSchemaRoot root,
+            org.apache.arrow.vector.dictionary.DictionaryProvider dictionaries,
+            java.nio.channels.WritableByteChannel out, int batches) {
+        return CompletableFuture.runAsync(() -> {
+            try (ArrowStreamWriter writer = ArrowBridge.writer(root, dictionaries, out)) {
+                writer.start();
+                for (int i = 0; i < batches; i++) {
+                    writer.writeBatch();
+                }
+                writer.end();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, pool);
+    }
+
     /** Sends {@code batches} copies of {@code root} and returns what the reader received, as IPC bytes. */
     byte[] roundTrip(VectorSchemaRoot root, int batches, BufferAllocator readAllocator) throws Exception {
         try (Pair p = pair()) {
-            CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
-                try (ArrowStreamWriter writer = ArrowBridge.writer(root, p.writer())) {
-                    writer.start();
-                    for (int i = 0; i < batches; i++) {
-                        writer.writeBatch();
-                    }
-                    writer.end();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }, pool);
+            CompletableFuture<Void> w = sendAsync(root, null, p.writer(), batches);
             ByteArrayOutputStream again = new ByteArrayOutputStream();
             try (ArrowStreamReader reader = ArrowBridge.reader(p.reader(), readAllocator)) {
                 VectorSchemaRoot got = reader.getVectorSchemaRoot();
@@ -170,15 +177,7 @@ class ArrowBridgeTest {
                          org.apache.arrow.vector.dictionary.DictionaryEncoder.encode(raw, dictionary);
                  VectorSchemaRoot root = new VectorSchemaRoot(List.of(encoded.getField()), List.of(encoded), rows);
                  Pair p = pair()) {
-                CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
-                    try (ArrowStreamWriter writer = ArrowBridge.writer(root, provider, p.writer())) {
-                        writer.start();
-                        writer.writeBatch();
-                        writer.end();
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                }, pool);
+                CompletableFuture<Void> w = sendAsync(root, provider, p.writer(), 1);
                 try (ArrowStreamReader r = ArrowBridge.reader(p.reader(), a)) {
                     assertTrue(r.loadNextBatch());
                     org.apache.arrow.vector.FieldVector got = r.getVectorSchemaRoot().getVector(0);
@@ -241,17 +240,7 @@ class ArrowBridgeTest {
     void partialReadsAndWritesOfEveryBatchAddUpToTheSameBatches() throws Exception {
         try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, 300, 768, 11);
              Pair p = pair()) {
-            CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
-                try (ArrowStreamWriter writer = ArrowBridge.writer(root, new Dribble(p.writer(), new Random(1)))) {
-                    writer.start();
-                    for (int i = 0; i < 3; i++) {
-                        writer.writeBatch();
-                    }
-                    writer.end();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }, pool);
+            CompletableFuture<Void> w = sendAsync(root, null, new Dribble(p.writer(), new Random(1)), 3);
             try (ArrowStreamReader r = ArrowBridge.reader(new Dribble(p.reader(), new Random(2)), a)) {
                 for (int i = 0; i < 3; i++) {
                     assertTrue(r.loadNextBatch(), "batch " + i);
@@ -307,17 +296,7 @@ class ArrowBridgeTest {
             try (BufferAllocator a = new RootAllocator(); VectorSchemaRoot root = embeddings(a, rows[k], 768, k);
                  Pair p = pair()) {
                 int batches = 20;
-                CompletableFuture<Void> w = CompletableFuture.runAsync(() -> {
-                    try (ArrowStreamWriter writer = ArrowBridge.writer(root, p.writer())) {
-                        writer.start();
-                        for (int i = 0; i < batches; i++) {
-                            writer.writeBatch();
-                        }
-                        writer.end();
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                }, pool);
+                CompletableFuture<Void> w = sendAsync(root, null, p.writer(), batches);
                 try (ArrowStreamReader r = ArrowBridge.reader(p.reader(), a)) {
                     r.loadNextBatch(); // warm-up batch
                     long tid = Thread.currentThread().threadId();
