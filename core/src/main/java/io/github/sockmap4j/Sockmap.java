@@ -457,6 +457,47 @@ public final class Sockmap implements AutoCloseable {
         }
     }
 
+    /**
+     * How many times the kernel has run the {@code sk_msg} verdict program ({@code run_cnt} of its
+     * {@code bpf_prog_info}: one run per send on a registered socket), or -1 when inactive. The
+     * kernel counts only while BPF run statistics are on: {@code sysctl kernel.bpf_stats_enabled=1}
+     * or an {@link #enableKernelRunStats()} handle open anywhere on the host.
+     */
+    public long verdictRunCount() {
+        if (!isActive()) {
+            return -1;
+        }
+        try {
+            return Libbpf.load().progRuns(kernel.redirectProgramFd()).runCount();
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * Turns the kernel's per-program run statistics on ({@code BPF_ENABLE_STATS}) until the
+     * returned handle is closed or this process exits; they cost a clock read per program run.
+     * Needs CAP_SYS_ADMIN.
+     *
+     * @throws IOException naming the missing privilege or libbpf error
+     */
+    public static java.io.Closeable enableKernelRunStats() throws IOException {
+        int fd;
+        try {
+            fd = Libbpf.load().enableRunStats();
+        } catch (UnsatisfiedLinkError e) {
+            throw new IOException(e.getMessage(), e);
+        } catch (IOException e) {
+            throw new IOException("cannot turn on BPF run statistics (needs CAP_SYS_ADMIN): " + e.getMessage(), e);
+        }
+        java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean(true);
+        return () -> {
+            if (open.getAndSet(false)) {
+                LibC.close(fd);
+            }
+        };
+    }
+
     /** The kernel counters (zeros when inactive). */
     public SockmapStats stats() {
         if (!isActive()) {

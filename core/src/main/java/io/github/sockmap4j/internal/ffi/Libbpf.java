@@ -59,6 +59,7 @@ public final class Libbpf {
     private final MethodHandle probeProgType;
     private final MethodHandle numPossibleCpus;
     private final MethodHandle objGetInfo;
+    private final MethodHandle enableStats;
 
     private Libbpf(SymbolLookup lib) {
         objectOpenMem = Native.downcall(lib, "bpf_object__open_mem",
@@ -95,6 +96,7 @@ public final class Libbpf {
                 FunctionDescriptor.of(C_INT, C_INT, C_PTR));
         numPossibleCpus = Native.plain(lib, "libbpf_num_possible_cpus", FunctionDescriptor.of(C_INT));
         objGetInfo = Native.plain(lib, "bpf_obj_get_info_by_fd", FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
+        enableStats = Native.plain(lib, "bpf_enable_stats", FunctionDescriptor.of(C_INT, C_INT));
         installPrintCallback(lib);
     }
 
@@ -360,6 +362,43 @@ public final class Libbpf {
             java.lang.foreign.ValueLayout.OfInt u32 = java.lang.foreign.ValueLayout.JAVA_INT;
             return new MapInfo(info.get(u32, 0), info.get(u32, 8), info.get(u32, 12), info.get(u32, 16),
                     info.get(u32, 20));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** A program's run statistics, from {@code struct bpf_prog_info}: counted while BPF stats are on. */
+    public record ProgRuns(long runCount, long runTimeNanos) {
+    }
+
+    public ProgRuns progRuns(int progFd) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            // struct bpf_prog_info (232 bytes on 6.18): run_time_ns at byte 192, run_cnt at 200.
+            // The UAPI struct only grows at its end, so these offsets hold on every kernel that has them.
+            MemorySegment info = arena.allocate(232, 8);
+            MemorySegment len = arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_INT, 232);
+            ret("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(progFd, info, len));
+            if (len.get(java.lang.foreign.ValueLayout.JAVA_INT, 0) < 208) {
+                return new ProgRuns(-1, -1);
+            }
+            java.lang.foreign.ValueLayout.OfLong u64 = java.lang.foreign.ValueLayout.JAVA_LONG;
+            return new ProgRuns(info.get(u64, 200), info.get(u64, 192));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code BPF_ENABLE_STATS(BPF_STATS_RUN_TIME)}: the kernel counts every program's runs and run
+     * time while the returned fd is open (needs CAP_SYS_ADMIN).
+     */
+    public int enableRunStats() throws NativeIOException {
+        try {
+            return ret("bpf_enable_stats", (int) enableStats.invokeExact(0));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
