@@ -1,0 +1,64 @@
+package io.github.sockmap4j.testsupport;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.TestKernel;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.concurrent.TimeUnit;
+import org.junit.platform.launcher.LauncherSession;
+import org.junit.platform.launcher.LauncherSessionListener;
+
+/**
+ * For a module's whole test run: a child cgroup this JVM moves into and a pin directory, opened
+ * as the pins of {@link Sockmap#global()} (which the Netty transport and gRPC use), and all of it
+ * removed when the run ends rather than by the JVM's exit hook. A module registers a subclass in
+ * {@code META-INF/services/org.junit.platform.launcher.LauncherSessionListener}; the subclass
+ * stops whatever could open the global again (event loops) in {@link #beforeClose()}. With
+ * {@code sockmap4j.require=true} a missing fast path fails the run instead of falling back.
+ */
+public abstract class GlobalSockmapSession implements LauncherSessionListener {
+    private static TestKernel kernel;
+    private final String name;
+
+    protected GlobalSockmapSession(String name) {
+        this.name = name;
+    }
+
+    /** The run's pins and cgroup, for tests that look at them. */
+    public static TestKernel kernel() {
+        return kernel;
+    }
+
+    @Override
+    public void launcherSessionOpened(LauncherSession session) {
+        try {
+            kernel = TestKernel.start(name);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        System.setProperty("sockmap4j.pinDir", kernel.pinDir.toString());
+        System.setProperty("sockmap4j.cgroup", kernel.cgroup.toString());
+        Sockmap.global();
+    }
+
+    /** Stops what the module's tests left running that holds sockets or could reopen the global. */
+    protected void beforeClose() {
+    }
+
+    @Override
+    public void launcherSessionClosed(LauncherSession session) {
+        try {
+            beforeClose();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (Sockmap.global().stats().socketsInMap() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            Sockmap.global().close();
+            kernel.close();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
