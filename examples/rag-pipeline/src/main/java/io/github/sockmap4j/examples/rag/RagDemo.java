@@ -1,0 +1,358 @@
+package io.github.sockmap4j.examples.rag;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.channel.epoll.EpollSocketChannel;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The RAG pipeline in miniature on one machine, plain TCP then the sockmap fast path: gateway →
+ * embedding → vector search → context assembly, each stage its own JVM (or all in this one with
+ * {@code --in-process}), gRPC between them, vectors as Arrow batches. A load generator sends
+ * questions to the gateway at a fixed rate and prints P50/P99/P99.9, throughput, CPU % and RSS per
+ * stage, the kernel's {@code sk_msg} run count, and the ratios fast/plain.
+ */
+@Command(name = "rag-demo", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Runs the RAG pipeline demo: plain TCP, then the sockmap fast path, and prints the comparison.")
+public final class RagDemo implements Callable<Integer> {
+    @Option(names = "--requests", defaultValue = "2000", description = "requests measured per path (default ${DEFAULT-VALUE})")
+    int requests;
+    @Option(names = "--rate", defaultValue = "100", description = "requests per second offered (default ${DEFAULT-VALUE})")
+    double rate;
+    @Option(names = "--warmup", defaultValue = "5",
+            description = "least seconds of warm-up at the rate per path; it goes on until the median settles (default ${DEFAULT-VALUE})")
+    double warmupSeconds;
+    @Option(names = "--max-warmup", defaultValue = "30", description = "most seconds of warm-up per path (default ${DEFAULT-VALUE})")
+    double maxWarmupSeconds;
+    @Option(names = "--throughput-seconds", defaultValue = "4",
+            description = "seconds of the closed-loop throughput phase per path, 0 to skip (default ${DEFAULT-VALUE})")
+    double throughputSeconds;
+    @Option(names = "--in-flight", defaultValue = "16", description = "requests outstanding in the throughput phase (default ${DEFAULT-VALUE})")
+    int inFlight;
+    @Option(names = "--rounds", defaultValue = "1",
+            description = "plain/fast rounds, alternating; medians reported (default ${DEFAULT-VALUE})")
+    int rounds;
+    @Option(names = "--mode", defaultValue = "both", description = "both, plain or fast (default ${DEFAULT-VALUE})")
+    String mode;
+    @Option(names = "--in-process", description = "all stages in this JVM instead of one JVM each")
+    boolean inProcess;
+    @Option(names = "--docs", defaultValue = "2000", description = "chunks in the vector index (default ${DEFAULT-VALUE})")
+    int docs;
+    @Option(names = "--dim", defaultValue = "384", description = "embedding dimensions (default ${DEFAULT-VALUE})")
+    int dim;
+    @Option(names = "--candidates", defaultValue = "32", description = "chunks the search returns, with vectors (default ${DEFAULT-VALUE})")
+    int candidates;
+    @Option(names = "--top-k", defaultValue = "5", description = "chunks in the assembled context (default ${DEFAULT-VALUE})")
+    int topK;
+    @Option(names = "--threshold", defaultValue = "0.3", description = "lowest score a chunk may have (default ${DEFAULT-VALUE})")
+    float threshold;
+    @Option(names = "--seed", defaultValue = "42")
+    long seed;
+    @Option(names = "--stage-heap", defaultValue = "256m", description = "-Xmx of each stage's JVM (default ${DEFAULT-VALUE})")
+    String stageHeap;
+
+    private final PrintStream out;
+
+    public RagDemo() {
+        this(System.out);
+    }
+
+    RagDemo(PrintStream out) {
+        this.out = out;
+    }
+
+    /** What one path measured in one round. */
+    record Run(boolean fast, Histogram latency, double offeredRps, double achievedRps, long failed, double maxRps,
+            Map<RagService.Role, Double> cpuPercent, Map<RagService.Role, Long> rss, double loadGenCpuPercent,
+            long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits) {
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (requests < 1 || rate <= 0 || rounds < 1 || inFlight < 1) {
+            System.err.println("--requests, --rate, --rounds and --in-flight must be positive");
+            return 2;
+        }
+        boolean plain = !mode.equals("fast");
+        boolean fast = !mode.equals("plain");
+        if (!List.of("both", "plain", "fast").contains(mode)) {
+            System.err.println("--mode is both, plain or fast, not '" + mode + "'");
+            return 2;
+        }
+        RagService.Settings settings = new RagService.Settings(dim, docs, seed, candidates, topK, threshold);
+        Sockmap sockmap = null;
+        Closeable runStats = null;
+        try {
+            if (fast) {
+                sockmap = Sockmap.global();
+                if (!sockmap.isActive()) {
+                    out.println("fast path: OFF (" + sockmap.unavailabilityCause()
+                            + "); the 'fast' rows below run over plain TCP");
+                } else {
+                    out.println("fast path: active, sockops on " + sockmap.cgroup().map(Path::toString).orElse("?"));
+                    try {
+                        runStats = Sockmap.enableKernelRunStats();
+                    } catch (IOException e) {
+                        out.println("kernel run counts unavailable: " + e.getMessage());
+                    }
+                }
+            }
+            out.printf(Locale.ROOT, "RAG pipeline: gateway -> embedding -> search -> context, %s; %,d chunks x %d dims, "
+                    + "%d candidates with vectors, top-%d at score >= %.2f%n",
+                    inProcess ? "all in this JVM" : "one JVM each", docs, dim, candidates, topK, threshold);
+            out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
+                    + "then %.0f s with %d in flight%n%n", requests, rate, throughputSeconds, inFlight);
+            List<Run> plainRuns = new ArrayList<>();
+            List<Run> fastRuns = new ArrayList<>();
+            for (int r = 0; r < rounds; r++) {
+                if (plain) {
+                    plainRuns.add(runPath(false, settings, r, sockmap));
+                }
+                if (fast) {
+                    fastRuns.add(runPath(true, settings, r, sockmap));
+                }
+            }
+            out.println();
+            printTable(plainRuns, fastRuns);
+            if (fast && sockmap.isActive()) {
+                Run f = fastRuns.get(0);
+                if (f.bytesRedirected() == 0) {
+                    out.println("\nWARNING: nothing went through the redirect; see the log lines above for why");
+                    return 1;
+                }
+            }
+            return 0;
+        } finally {
+            if (runStats != null) {
+                runStats.close();
+            }
+            if (sockmap != null) {
+                sockmap.close();
+            }
+        }
+    }
+
+    private Run runPath(boolean fast, RagService.Settings s, int round, Sockmap sockmap) throws Exception {
+        String label = (fast ? "sockmap fast path" : "plain TCP") + (rounds > 1 ? " #" + (round + 1) : "");
+        Map<RagService.Role, Stage> stages = new EnumMap<>(RagService.Role.class);
+        try {
+            startStages(fast, s, stages);
+            if (round == 0 && !fast || round == 0 && mode.equals("fast")) {
+                Stage search = stages.get(RagService.Role.SEARCH);
+                out.println("search " + search.info());
+            }
+            ManagedChannel gw = NettyChannelBuilder.forAddress("127.0.0.1", stages.get(RagService.Role.GATEWAY).port())
+                    .usePlaintext().channelType(EpollSocketChannel.class).eventLoopGroup(RagService.group())
+                    .maxInboundMessageSize(16 << 20).build();
+            try {
+                LoadGenerator load = new LoadGenerator(gw, seed);
+                String sample = load.ask(Corpus.question(seed, 7));
+                if (round == 0 && (!fast || mode.equals("fast"))) {
+                    out.println("a sample answer's context:\n  " + sample.replace("\n", "\n  ") + "\n");
+                }
+                load.closedLoop(4, 2); // every path through the code, quickly
+                LoadGenerator.WarmUp w = load.warmUp(rate, warmupSeconds, Math.max(warmupSeconds, maxWarmupSeconds));
+                out.printf(Locale.ROOT, "  %-18s warm-up %.0f s: %s (p50 %.2f ms)%n", label, w.seconds(),
+                        w.settled() ? "the median settled" : "the median did NOT settle", w.lastP50Millis());
+                long[] cpu0 = cpu(stages);
+                long self0 = selfCpuNanos();
+                long[] st0 = counters(fast, sockmap);
+                long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
+                LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
+                long[] cpu1 = cpu(stages);
+                long self1 = selfCpuNanos();
+                Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
+                Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
+                for (RagService.Role role : RagService.Role.values()) {
+                    int i = role.ordinal();
+                    cpuPct.put(role, cpu0[i] < 0 || cpu1[i] < 0 ? -1 : 100.0 * (cpu1[i] - cpu0[i]) / (res.seconds() * 1e9));
+                    rss.put(role, stages.get(role).rssBytes());
+                }
+                double maxRps = throughputSeconds > 0 ? load.closedLoop(inFlight, throughputSeconds) : Double.NaN;
+                long[] st1 = counters(fast, sockmap);
+                long runs1 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
+                if (res.failed() > 0) {
+                    out.printf("  %d requests failed; the first: %s%n", res.failed(), res.firstError());
+                }
+                return new Run(fast, res.latencyMicros(), rate, res.rps(), res.failed(), maxRps, cpuPct, rss,
+                        100.0 * (self1 - self0) / (res.seconds() * 1e9), runs1 - runs0,
+                        st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2]);
+            } finally {
+                gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            }
+        } finally {
+            // The gateway first: it holds channels to the others.
+            Stage gw = stages.remove(RagService.Role.GATEWAY);
+            if (gw != null) {
+                gw.close();
+            }
+            stages.values().parallelStream().forEach(Stage::close);
+        }
+    }
+
+    private void startStages(boolean fast, RagService.Settings s, Map<RagService.Role, Stage> stages) throws IOException {
+        RagService.Role[] backends = {RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT};
+        if (inProcess) {
+            for (RagService.Role r : backends) {
+                stages.put(r, Stage.inProcess(r, s, fast));
+            }
+            stages.put(RagService.Role.GATEWAY, Stage.inProcess(RagService.Role.GATEWAY, s, fast, ports(stages, backends)));
+            return;
+        }
+        List<String> flags = stageJvmFlags();
+        Duration timeout = Duration.ofSeconds(120);
+        List<CompletableFuture<Stage>> starting = new ArrayList<>();
+        for (RagService.Role r : backends) {
+            starting.add(Stage.spawn(r, s, fast, flags, timeout));
+        }
+        IOException failure = null;
+        for (CompletableFuture<Stage> f : starting) {
+            try {
+                Stage st = Stage.await(f);
+                stages.put(st.role, st);
+            } catch (IOException e) {
+                failure = failure == null ? e : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        stages.put(RagService.Role.GATEWAY, Stage.await(Stage.spawn(RagService.Role.GATEWAY, s, fast, flags, timeout,
+                ports(stages, backends))));
+    }
+
+    private static int[] ports(Map<RagService.Role, Stage> stages, RagService.Role[] roles) {
+        return Arrays.stream(roles).mapToInt(r -> stages.get(r).port()).toArray();
+    }
+
+    /** This JVM's flags that the stages need too (native access, modules, opens, system properties), plus a heap size. */
+    private List<String> stageJvmFlags() {
+        List<String> flags = new ArrayList<>();
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (a.startsWith("--enable-native-access") || a.startsWith("--add-modules") || a.startsWith("--add-opens")
+                    || a.startsWith("--sun-misc-unsafe-memory-access")) {
+                flags.add(a);
+            }
+        }
+        // sockmap4j's settings (pin directory, cgroup, require), however this JVM got them.
+        for (String k : System.getProperties().stringPropertyNames()) {
+            if (k.startsWith("sockmap4j.")) {
+                flags.add("-D" + k + "=" + System.getProperty(k));
+            }
+        }
+        if (flags.stream().noneMatch(f -> f.startsWith("--add-modules") || f.equals("jdk.incubator.vector"))) {
+            flags.add("--add-modules=jdk.incubator.vector");
+        }
+        flags.add("-Xmx" + stageHeap);
+        flags.add("-XX:+UseSerialGC");
+        flags.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+        return flags;
+    }
+
+    /** Bytes redirected and bytes passed to TCP by opted-in sockets so far (zeros on the plain path). */
+    private static long[] counters(boolean fast, Sockmap sockmap) {
+        if (!fast || sockmap == null) {
+            return new long[3];
+        }
+        SockmapStats st = sockmap.stats();
+        return new long[] {st.bytesRedirected(), st.bytesPassed(), st.boundHits()};
+    }
+
+    private static long[] cpu(Map<RagService.Role, Stage> stages) {
+        long[] c = new long[RagService.Role.values().length];
+        for (RagService.Role r : RagService.Role.values()) {
+            c[r.ordinal()] = stages.get(r).cpuNanos();
+        }
+        return c;
+    }
+
+    private static long selfCpuNanos() {
+        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : -1;
+    }
+
+    private void printTable(List<Run> plain, List<Run> fast) {
+        boolean both = !plain.isEmpty() && !fast.isEmpty();
+        String title = rounds > 1 ? " (median of " + rounds + " rounds)" : "";
+        out.println("| metric" + title + " | plain TCP | sockmap fast path | fast/plain |");
+        out.println("|---|---:|---:|---:|");
+        row("P50 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(50) / 1000.0, "%.2f", both);
+        row("P99 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(99) / 1000.0, "%.2f", both);
+        row("P99.9 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(99.9) / 1000.0, "%.2f", both);
+        row(String.format(Locale.ROOT, "throughput at %.0f rps offered", rate), plain, fast, Run::achievedRps, "%.1f", both);
+        if (throughputSeconds > 0) {
+            row("max throughput (rps, " + inFlight + " in flight)", plain, fast, Run::maxRps, "%.1f", both);
+        }
+        double totalPlain = 0;
+        for (RagService.Role role : RagService.Role.values()) {
+            if (!inProcess) {
+                row("CPU % " + role.name().toLowerCase(Locale.ROOT), plain, fast, r -> r.cpuPercent().get(role), "%.1f", both);
+            }
+        }
+        if (!inProcess) {
+            row("CPU % all stages", plain, fast,
+                    r -> r.cpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.1f", both);
+        }
+        row(inProcess ? "CPU % (this JVM: stages + load)" : "CPU % load generator", plain, fast, Run::loadGenCpuPercent, "%.1f", both);
+        if (!inProcess) {
+            for (RagService.Role role : RagService.Role.values()) {
+                row("RSS MiB " + role.name().toLowerCase(Locale.ROOT), plain, fast, r -> r.rss().get(role) / 1048576.0, "%.0f", both);
+            }
+        }
+        row("sk_msg runs (kernel run_cnt)", plain, fast, r -> (double) r.verdictRuns(), "%,.0f", false);
+        row("MiB redirected (opted-in sockets)", plain, fast, r -> r.bytesRedirected() / 1048576.0, "%.1f", false);
+        row("MiB sent by TCP from opted-in sockets", plain, fast, r -> r.bytesPassed() / 1048576.0, "%.1f", false);
+        row("in-flight bound hits", plain, fast, r -> (double) r.boundHits(), "%,.0f", false);
+        out.printf(Locale.ROOT, "%nfailed requests: plain %d, fast %d. CPU %%: 100 = one CPU, over the fixed-rate phase. "
+                + "Latency counts from each request's scheduled start.%n",
+                plain.stream().mapToLong(Run::failed).sum(), fast.stream().mapToLong(Run::failed).sum());
+        if (totalPlain != 0) {
+            out.println();
+        }
+    }
+
+    private void row(String name, List<Run> plain, List<Run> fast, java.util.function.ToDoubleFunction<Run> f,
+            String fmt, boolean ratio) {
+        double p = median(plain, f);
+        double q = median(fast, f);
+        out.printf(Locale.ROOT, "| %s | %s | %s | %s |%n", name, cell(p, fmt), cell(q, fmt),
+                ratio && p > 0 && q >= 0 && !Double.isNaN(p) && !Double.isNaN(q) ? String.format(Locale.ROOT, "%.2f", q / p) : "");
+    }
+
+    private static String cell(double v, String fmt) {
+        return Double.isNaN(v) || v < 0 ? "-" : String.format(Locale.ROOT, fmt, v);
+    }
+
+    private static double median(List<Run> runs, java.util.function.ToDoubleFunction<Run> f) {
+        if (runs.isEmpty()) {
+            return Double.NaN;
+        }
+        double[] v = runs.stream().mapToDouble(f).sorted().toArray();
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new RagDemo()).execute(args));
+    }
+}

@@ -1,0 +1,343 @@
+package io.github.sockmap4j.examples.rag;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.netty.grpc.SockmapGrpc;
+import io.grpc.CallOptions;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.Server;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ClientCalls;
+import io.grpc.stub.ServerCalls;
+import io.grpc.stub.StreamObserver;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * One stage of the RAG pipeline as a gRPC service: {@code embedding} (text to vector),
+ * {@code search} (vector to the nearest chunks, with their vectors), {@code context} (threshold,
+ * rerank, top-k, prompt) and {@code gateway} (a question in, the assembled context out, calling
+ * the other three). Internal hops run over the sockmap4j transport when {@code fast}, over
+ * stock grpc-netty on the same epoll event loops otherwise; the gateway's own port is ingress
+ * from outside the node in a real deployment, so it is always plain TCP.
+ *
+ * <p>As a process ({@code main}) it prints {@code READY <port> <info>} once serving, and stops
+ * when its standard input closes.
+ */
+public final class RagService implements AutoCloseable {
+    public enum Role { EMBEDDING, SEARCH, CONTEXT, GATEWAY }
+
+    /** What every stage agrees on. */
+    public record Settings(int dim, int docs, long seed, int candidates, int topK, float threshold) {
+        public Settings {
+            if (dim < 1 || docs < 1 || candidates < 1 || topK < 1) {
+                throw new IllegalArgumentException("dim, docs, candidates and top-k must be positive");
+            }
+        }
+
+        List<String> args() {
+            return List.of("--dim=" + dim, "--docs=" + docs, "--seed=" + seed, "--candidates=" + candidates,
+                    "--top-k=" + topK, "--threshold=" + threshold);
+        }
+    }
+
+    static final MethodDescriptor<byte[], byte[]> EMBED = unary("rag.Embedding/Embed");
+    static final MethodDescriptor<byte[], byte[]> SEARCH = unary("rag.Search/Search");
+    static final MethodDescriptor<byte[], byte[]> ASSEMBLE = unary("rag.Context/Assemble");
+    static final MethodDescriptor<byte[], byte[]> ASK = unary("rag.Gateway/Ask");
+
+    private static MethodDescriptor<byte[], byte[]> unary(String name) {
+        return MethodDescriptor.<byte[], byte[]>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
+                .setFullMethodName(name).setRequestMarshaller(SockmapGrpc.bytesMarshaller())
+                .setResponseMarshaller(SockmapGrpc.bytesMarshaller()).build();
+    }
+
+    private static final Object GROUP_LOCK = new Object();
+    private static EventLoopGroup group;
+
+    /** One epoll event loop group per process, the same for both paths so only the redirect differs. */
+    static EventLoopGroup group() {
+        synchronized (GROUP_LOCK) {
+            if (group == null) {
+                group = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(),
+                        new DefaultThreadFactory("rag-io", true), EpollIoHandler.newFactory());
+            }
+            return group;
+        }
+    }
+
+    private final Role role;
+    private final Server server;
+    private final List<ManagedChannel> channels;
+    private final BufferAllocator allocator;
+    private final String info;
+
+    private RagService(Role role, Server server, List<ManagedChannel> channels, BufferAllocator allocator, String info) {
+        this.role = role;
+        this.server = server;
+        this.channels = channels;
+        this.allocator = allocator;
+        this.info = info;
+    }
+
+    public Role role() {
+        return role;
+    }
+
+    public int port() {
+        return server.getPort();
+    }
+
+    /** What the stage wants to say once it serves (the search stage: which scorer it measured faster). */
+    public String info() {
+        return info;
+    }
+
+    /**
+     * Starts a stage on {@code port} (0: any). The gateway needs the other three stages' ports in
+     * {@code downstream} (embedding, search, context).
+     */
+    public static RagService start(Role role, Settings s, boolean fast, int port, int... downstream) throws IOException {
+        BufferAllocator alloc = new RootAllocator();
+        List<ManagedChannel> channels = new ArrayList<>();
+        String info = "";
+        ServerServiceDefinition service;
+        try {
+            switch (role) {
+                case EMBEDDING -> {
+                    Embedder embedder = new Embedder(s.dim());
+                    Function<byte[], byte[]> embed = req -> {
+                        String q = new String(req, StandardCharsets.UTF_8);
+                        return ArrowMessages.encodeQuery(alloc, new ArrowMessages.Query(q, embedder.embed(q)));
+                    };
+                    warmUp(embed, n -> Corpus.question(s.seed() + 1, n).getBytes(StandardCharsets.UTF_8));
+                    service = service("rag.Embedding", EMBED, embed);
+                }
+                case SEARCH -> {
+                    VectorIndex index = VectorIndex.build(new Embedder(s.dim()), s.seed(), s.docs());
+                    info = "scoring: " + index.scoring();
+                    Function<byte[], byte[]> search = req -> {
+                        ArrowMessages.Query q = ArrowMessages.decodeQuery(alloc, req);
+                        VectorIndex.Hits hits = index.search(q.vector(), s.candidates());
+                        int n = hits.ids().length;
+                        float[][] vectors = new float[n][];
+                        String[] chunks = new String[n];
+                        for (int i = 0; i < n; i++) {
+                            vectors[i] = index.vector(hits.ids()[i]);
+                            chunks[i] = Corpus.chunk(s.seed(), hits.ids()[i]);
+                        }
+                        return ArrowMessages.encodeCandidates(alloc,
+                                new ArrowMessages.Candidates(q.question(), hits.ids(), hits.scores(), vectors, chunks), s.dim());
+                    };
+                    Embedder warmEmbedder = new Embedder(s.dim());
+                    warmUp(search, n -> {
+                        String q = Corpus.question(s.seed() + 1, n);
+                        return ArrowMessages.encodeQuery(alloc, new ArrowMessages.Query(q, warmEmbedder.embed(q)));
+                    });
+                    service = service("rag.Search", SEARCH, search);
+                }
+                case CONTEXT -> {
+                    ContextAssembler assembler = new ContextAssembler(s.threshold(), s.topK(), 0.7f);
+                    Function<byte[], byte[]> assemble = req -> assembler
+                            .assemble(ArrowMessages.decodeCandidates(alloc, req)).getBytes(StandardCharsets.UTF_8);
+                    byte[] sample = sampleCandidates(alloc, s);
+                    warmUp(assemble, n -> sample);
+                    service = service("rag.Context", ASSEMBLE, assemble);
+                }
+                case GATEWAY -> {
+                    if (downstream.length != 3) {
+                        throw new IllegalArgumentException("the gateway needs the embedding, search and context ports");
+                    }
+                    for (int p : downstream) {
+                        channels.add(channel(p, fast));
+                    }
+                    ManagedChannel embed = channels.get(0);
+                    ManagedChannel search = channels.get(1);
+                    ManagedChannel context = channels.get(2);
+                    service = service("rag.Gateway", ASK, req -> {
+                        // The gateway forwards each stage's reply to the next as it came.
+                        byte[] query = ClientCalls.blockingUnaryCall(embed, EMBED, deadline(), req);
+                        byte[] candidates = ClientCalls.blockingUnaryCall(search, SEARCH, deadline(), query);
+                        return ClientCalls.blockingUnaryCall(context, ASSEMBLE, deadline(), candidates);
+                    });
+                }
+                default -> throw new AssertionError(role);
+            }
+            NettyServerBuilder b = NettyServerBuilder.forAddress(new java.net.InetSocketAddress("127.0.0.1", port))
+                    .addService(service).maxInboundMessageSize(64 << 20);
+            if (fast && role != Role.GATEWAY) {
+                SockmapGrpc.configure(b, group(), group());
+            } else {
+                b.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group()).workerEventLoopGroup(group());
+            }
+            Server server = b.build().start();
+            return new RagService(role, server, channels, alloc, info);
+        } catch (IOException | RuntimeException e) {
+            channels.forEach(ManagedChannel::shutdownNow);
+            alloc.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Runs a stage's handler on local inputs until it is compiled, about a second, before the
+     * stage serves: both paths then start measured with warm code.
+     */
+    private static void warmUp(Function<byte[], byte[]> handler, java.util.function.LongFunction<byte[]> input) {
+        long end = System.nanoTime() + WARM_UP_NANOS;
+        for (long n = 0; n < 20_000 && System.nanoTime() < end; n++) {
+            handler.apply(input.apply(n));
+        }
+    }
+
+    static final long WARM_UP_NANOS = Long.getLong("rag.warmUpMillis", 1500) * 1_000_000L;
+
+    /** Candidates as the search stage would send them, for the context stage's warm-up. */
+    private static byte[] sampleCandidates(BufferAllocator alloc, Settings s) {
+        Embedder e = new Embedder(s.dim());
+        int n = s.candidates();
+        int[] ids = new int[n];
+        float[] scores = new float[n];
+        float[][] vectors = new float[n][];
+        String[] chunks = new String[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = i;
+            chunks[i] = Corpus.chunk(s.seed(), i);
+            vectors[i] = e.embed(chunks[i]);
+            scores[i] = 1f - i / (float) n;
+        }
+        return ArrowMessages.encodeCandidates(alloc, new ArrowMessages.Candidates("warm-up", ids, scores, vectors, chunks), s.dim());
+    }
+
+    private static CallOptions deadline() {
+        return CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS);
+    }
+
+    static ManagedChannel channel(int port, boolean fast) {
+        NettyChannelBuilder b = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext()
+                .maxInboundMessageSize(64 << 20);
+        if (fast) {
+            SockmapGrpc.configure(b, group());
+        } else {
+            b.channelType(EpollSocketChannel.class).eventLoopGroup(group());
+        }
+        return b.build();
+    }
+
+    private static ServerServiceDefinition service(String name, MethodDescriptor<byte[], byte[]> method,
+            Function<byte[], byte[]> handler) {
+        return ServerServiceDefinition.builder(name).addMethod(method, ServerCalls.asyncUnaryCall(
+                (byte[] req, StreamObserver<byte[]> out) -> {
+                    byte[] reply;
+                    try {
+                        reply = handler.apply(req);
+                    } catch (io.grpc.StatusRuntimeException e) {
+                        out.onError(e);
+                        return;
+                    } catch (RuntimeException e) {
+                        out.onError(Status.INVALID_ARGUMENT.withDescription(name + ": " + e.getMessage()).asRuntimeException());
+                        return;
+                    }
+                    out.onNext(reply);
+                    out.onCompleted();
+                })).build();
+    }
+
+    @Override
+    public void close() {
+        server.shutdown();
+        channels.forEach(ManagedChannel::shutdown);
+        try {
+            if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+                server.shutdownNow();
+            }
+            for (ManagedChannel c : channels) {
+                if (!c.awaitTermination(5, TimeUnit.SECONDS)) {
+                    c.shutdownNow();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            server.shutdownNow();
+            channels.forEach(ManagedChannel::shutdownNow);
+        }
+        allocator.close();
+    }
+
+    @Command(name = "rag-service", mixinStandardHelpOptions = true,
+            description = "Runs one stage of the RAG pipeline until its standard input closes.")
+    static final class Main implements Callable<Integer> {
+        @Parameters(index = "0", description = "embedding, search, context or gateway")
+        String role;
+        @Option(names = "--fast", description = "internal hops over the sockmap4j transport")
+        boolean fast;
+        @Option(names = "--port", defaultValue = "0")
+        int port;
+        @Option(names = "--downstream", split = ",", description = "gateway: embedding,search,context ports")
+        int[] downstream = new int[0];
+        @Option(names = "--dim", defaultValue = "384")
+        int dim;
+        @Option(names = "--docs", defaultValue = "2000")
+        int docs;
+        @Option(names = "--seed", defaultValue = "42")
+        long seed;
+        @Option(names = "--candidates", defaultValue = "32")
+        int candidates;
+        @Option(names = "--top-k", defaultValue = "5")
+        int topK;
+        @Option(names = "--threshold", defaultValue = "0.3")
+        float threshold;
+
+        @Override
+        public Integer call() throws Exception {
+            Role r;
+            try {
+                r = Role.valueOf(role.toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                System.err.println("unknown role '" + role + "': use embedding, search, context or gateway");
+                return 2;
+            }
+            Sockmap sockmap = fast ? Sockmap.global() : null;
+            try (RagService s = start(r, new Settings(dim, docs, seed, candidates, topK, threshold), fast, port, downstream)) {
+                System.out.println("READY " + s.port() + " " + s.info());
+                System.out.flush();
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                while (in.readLine() != null) {
+                    // runs until the driver closes our standard input
+                }
+            } finally {
+                if (sockmap != null) {
+                    sockmap.close(); // explicitly, not left to the exit hook
+                }
+            }
+            return 0;
+        }
+    }
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new Main()).execute(args));
+    }
+}

@@ -1,0 +1,220 @@
+package io.github.sockmap4j.examples.rag;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/** A running pipeline stage: a child JVM, or a {@link RagService} in this one. */
+abstract class Stage implements AutoCloseable {
+    final RagService.Role role;
+
+    Stage(RagService.Role role) {
+        this.role = role;
+    }
+
+    abstract int port();
+
+    abstract String info();
+
+    /** CPU time the stage's process has used so far, or -1 when it shares this JVM. */
+    abstract long cpuNanos();
+
+    /** The stage's resident set size, or -1 when it shares this JVM. */
+    abstract long rssBytes();
+
+    @Override
+    public abstract void close();
+
+    static Stage inProcess(RagService.Role role, RagService.Settings s, boolean fast, int... downstream) throws IOException {
+        RagService svc = RagService.start(role, s, fast, 0, downstream);
+        return new Stage(role) {
+            @Override
+            int port() {
+                return svc.port();
+            }
+
+            @Override
+            String info() {
+                return svc.info();
+            }
+
+            @Override
+            long cpuNanos() {
+                return -1;
+            }
+
+            @Override
+            long rssBytes() {
+                return -1;
+            }
+
+            @Override
+            public void close() {
+                svc.close();
+            }
+        };
+    }
+
+    /**
+     * Starts a stage in a child JVM with this JVM's class path and flags, and waits (up to
+     * {@code timeout}) for its READY line. The child's standard error goes to this one's.
+     */
+    static CompletableFuture<Stage> spawn(RagService.Role role, RagService.Settings s, boolean fast,
+            List<String> jvmFlags, Duration timeout, int... downstream) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(jvmFlags);
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(RagService.class.getName());
+        cmd.add(role.name().toLowerCase(java.util.Locale.ROOT));
+        cmd.addAll(s.args());
+        if (fast) {
+            cmd.add("--fast");
+        }
+        if (downstream.length > 0) {
+            StringBuilder d = new StringBuilder();
+            for (int p : downstream) {
+                d.append(d.length() == 0 ? "" : ",").append(p);
+            }
+            cmd.add("--downstream=" + d);
+        }
+        Process p = new ProcessBuilder(cmd).start();
+        Thread errors = new Thread(() -> forwardErrors(p, role), "rag-" + role + "-err");
+        errors.setDaemon(true);
+        errors.start();
+        CompletableFuture<Stage> ready = CompletableFuture.supplyAsync(() -> {
+            try {
+                BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+                String line;
+                while ((line = out.readLine()) != null) {
+                    if (line.startsWith("READY ")) {
+                        String[] parts = line.split(" ", 3);
+                        Thread drain = new Thread(() -> drain(out), "rag-" + role + "-out");
+                        drain.setDaemon(true);
+                        drain.start();
+                        return new Child(role, p, Integer.parseInt(parts[1]), parts.length > 2 ? parts[2] : "");
+                    }
+                    System.out.println("[" + role.name().toLowerCase(java.util.Locale.ROOT) + "] " + line);
+                }
+                throw new IllegalStateException("the " + role + " stage exited (code " + p.waitFor() + ") before serving");
+            } catch (IOException e) {
+                throw new IllegalStateException("reading the " + role + " stage's output: " + e.getMessage(), e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        });
+        return ready.orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS).whenComplete((st, err) -> {
+            if (err != null) {
+                p.destroyForcibly();
+            }
+        });
+    }
+
+    static Stage await(CompletableFuture<Stage> f) throws IOException {
+        try {
+            return f.get();
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            throw new IOException(c instanceof TimeoutException ? "a stage did not start in time" : c.getMessage(), c);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while starting the stages", e);
+        }
+    }
+
+    /** The stage's standard error on ours, prefixed with its role, without the JVM's notice about incubator modules. */
+    private static void forwardErrors(Process p, RagService.Role role) {
+        String prefix = "[" + role.name().toLowerCase(java.util.Locale.ROOT) + "] ";
+        try (BufferedReader err = new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = err.readLine()) != null) {
+                if (!line.startsWith("WARNING: Using incubator modules")) {
+                    System.err.println(prefix + line);
+                }
+            }
+        } catch (IOException ignored) {
+            // the stage exited
+        }
+    }
+
+    private static void drain(BufferedReader out) {
+        try {
+            while (out.readLine() != null) {
+                // the stage has nothing more to say that matters
+            }
+        } catch (IOException ignored) {
+            // the stage exited
+        }
+    }
+
+    private static final class Child extends Stage {
+        private final Process process;
+        private final int port;
+        private final String info;
+
+        Child(RagService.Role role, Process process, int port, String info) {
+            super(role);
+            this.process = process;
+            this.port = port;
+            this.info = info;
+        }
+
+        @Override
+        int port() {
+            return port;
+        }
+
+        @Override
+        String info() {
+            return info;
+        }
+
+        @Override
+        long cpuNanos() {
+            return process.info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
+        }
+
+        @Override
+        long rssBytes() {
+            try {
+                for (String line : Files.readAllLines(Path.of("/proc", Long.toString(process.pid()), "status"))) {
+                    if (line.startsWith("VmRSS:")) {
+                        return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+                    }
+                }
+            } catch (IOException | NumberFormatException e) {
+                // the process is gone
+            }
+            return -1;
+        }
+
+        /** Closes the stage's standard input (it stops and closes its Sockmap), then waits for it. */
+        @Override
+        public void close() {
+            try {
+                process.getOutputStream().close();
+                if (!process.waitFor(15, TimeUnit.SECONDS)) {
+                    System.err.println("the " + role + " stage did not stop in 15 s: killing it");
+                    process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                }
+            } catch (IOException e) {
+                process.destroyForcibly();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                process.destroyForcibly();
+            }
+        }
+    }
+}

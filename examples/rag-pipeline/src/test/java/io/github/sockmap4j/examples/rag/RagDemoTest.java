@@ -1,0 +1,38 @@
+package io.github.sockmap4j.examples.rag;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+/** The demo itself, small: four stage JVMs per path, a table for both paths, and no stage left running. */
+class RagDemoTest {
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void theDemoPrintsBothPathsAndTheKernelRanTheVerdict() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        int rc = new CommandLine(new RagDemo(out)).execute("--requests=300", "--rate=100", "--warmup=1",
+                "--max-warmup=3", "--throughput-seconds=1", "--docs=1000", "--stage-heap=128m");
+        String text = bytes.toString(StandardCharsets.UTF_8);
+        System.out.println(text);
+        assertEquals(0, rc, text);
+        Matcher p50 = Pattern.compile("\\| P50 latency \\(ms\\) \\| ([0-9.]+) \\| ([0-9.]+) \\| ([0-9.]+) \\|").matcher(text);
+        assertTrue(p50.find(), "a P50 row with both paths and a ratio");
+        assertTrue(Pattern.compile("\\| P99 latency \\(ms\\) \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|").matcher(text).find());
+        Matcher runs = Pattern.compile("\\| sk_msg runs \\(kernel run_cnt\\) \\| 0 \\| ([0-9,]+) \\|").matcher(text);
+        assertTrue(runs.find(), "a run count row");
+        long verdictRuns = Long.parseLong(runs.group(1).replace(",", ""));
+        assertTrue(verdictRuns >= 300 * 6, "the verdict ran for every internal send: " + verdictRuns);
+        assertTrue(text.contains("failed requests: plain 0, fast 0"), text);
+        assertEquals(0, ProcessHandle.current().children().count(), "every stage JVM has exited");
+    }
+}

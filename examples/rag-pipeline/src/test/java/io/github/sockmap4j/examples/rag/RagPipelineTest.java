@@ -1,0 +1,83 @@
+package io.github.sockmap4j.examples.rag;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The four stages in this JVM: the same answers on both paths, and the fast path carries them. */
+class RagPipelineTest {
+    static final RagService.Settings SETTINGS = new RagService.Settings(384, 1500, 3, 32, 5, 0.3f);
+    static final int QUESTIONS = 60;
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void bothPathsGiveTheSameAnswersAndTheFastPathCarriesTheVectors() throws Exception {
+        System.setProperty("rag.warmUpMillis", "100");
+        List<String> plain = answers(false);
+        SockmapStats before = Sockmap.global().stats();
+        List<String> fast = answers(true);
+        SockmapStats after = Sockmap.global().stats();
+        assertEquals(plain, fast);
+        for (String a : fast) {
+            assertTrue(a.startsWith("Answer from this context (") && a.contains("[1] doc "), a);
+        }
+        // Each answer moves its candidates' vectors search -> gateway -> context: a lower bound of what
+        // the redirect must have carried.
+        long vectorBytes = 2L * QUESTIONS * SETTINGS.candidates() * SETTINGS.dim() * Float.BYTES;
+        long redirected = after.bytesRedirected() - before.bytesRedirected();
+        assertTrue(redirected >= vectorBytes, "redirected " + redirected + " B, the vectors alone are " + vectorBytes);
+    }
+
+    @Test
+    void aStageRefusesGarbageWithAStatusNamingIt() throws Exception {
+        try (RagService context = RagService.start(RagService.Role.CONTEXT, SETTINGS, true, 0)) {
+            ManagedChannel ch = RagService.channel(context.port(), true);
+            try {
+                StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+                        () -> io.grpc.stub.ClientCalls.blockingUnaryCall(ch, RagService.ASSEMBLE,
+                                io.grpc.CallOptions.DEFAULT, new byte[] {1, 2, 3}));
+                assertEquals(io.grpc.Status.Code.INVALID_ARGUMENT, e.getStatus().getCode());
+                assertTrue(e.getStatus().getDescription().startsWith("rag.Context: "), e.getStatus().getDescription());
+            } finally {
+                ch.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    private static List<String> answers(boolean fast) throws Exception {
+        List<RagService> stages = new ArrayList<>();
+        try {
+            RagService embed = RagService.start(RagService.Role.EMBEDDING, SETTINGS, fast, 0);
+            stages.add(embed);
+            RagService search = RagService.start(RagService.Role.SEARCH, SETTINGS, fast, 0);
+            stages.add(search);
+            RagService context = RagService.start(RagService.Role.CONTEXT, SETTINGS, fast, 0);
+            stages.add(context);
+            RagService gateway = RagService.start(RagService.Role.GATEWAY, SETTINGS, fast, 0,
+                    embed.port(), search.port(), context.port());
+            stages.add(0, gateway);
+            ManagedChannel ch = RagService.channel(gateway.port(), false);
+            try {
+                LoadGenerator load = new LoadGenerator(ch, SETTINGS.seed());
+                List<String> out = new ArrayList<>();
+                for (int i = 0; i < QUESTIONS; i++) {
+                    out.add(load.ask(Corpus.question(11, i)));
+                }
+                return out;
+            } finally {
+                ch.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            }
+        } finally {
+            stages.forEach(RagService::close);
+        }
+    }
+}
