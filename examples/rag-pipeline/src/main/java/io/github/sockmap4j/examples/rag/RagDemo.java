@@ -40,10 +40,11 @@ public final class RagDemo implements Callable<Integer> {
     int requests;
     @Option(names = "--rate", defaultValue = "100", description = "requests per second offered (default ${DEFAULT-VALUE})")
     double rate;
-    @Option(names = "--warmup", defaultValue = "5",
-            description = "least seconds of warm-up at the rate per path; it goes on until the median settles (default ${DEFAULT-VALUE})")
+    @Option(names = "--warmup", defaultValue = "8",
+            description = "seconds of closed-loop warm-up per path; then at the rate until the median settles (default ${DEFAULT-VALUE})")
     double warmupSeconds;
-    @Option(names = "--max-warmup", defaultValue = "30", description = "most seconds of warm-up per path (default ${DEFAULT-VALUE})")
+    @Option(names = "--max-warmup", defaultValue = "20",
+            description = "most seconds of warm-up at the rate per path (default ${DEFAULT-VALUE})")
     double maxWarmupSeconds;
     @Option(names = "--throughput-seconds", defaultValue = "4",
             description = "seconds of the closed-loop throughput phase per path, 0 to skip (default ${DEFAULT-VALUE})")
@@ -85,6 +86,7 @@ public final class RagDemo implements Callable<Integer> {
     /** What one path measured in one round. */
     record Run(boolean fast, Histogram latency, double offeredRps, double achievedRps, long failed, double maxRps,
             Map<RagService.Role, Double> cpuPercent, Map<RagService.Role, Long> rss, double loadGenCpuPercent,
+            double systemCpuPercent,
             long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits) {
     }
 
@@ -171,16 +173,21 @@ public final class RagDemo implements Callable<Integer> {
                 if (round == 0 && (!fast || mode.equals("fast"))) {
                     out.println("a sample answer's context:\n  " + sample.replace("\n", "\n  ") + "\n");
                 }
-                load.closedLoop(4, 2); // every path through the code, quickly
-                LoadGenerator.WarmUp w = load.warmUp(rate, warmupSeconds, Math.max(warmupSeconds, maxWarmupSeconds));
-                out.printf(Locale.ROOT, "  %-18s warm-up %.0f s: %s (p50 %.2f ms)%n", label, w.seconds(),
-                        w.settled() ? "the median settled" : "the median did NOT settle", w.lastP50Millis());
+                // Warm-up: as many requests as the stages take (so the JITs of five JVMs finish sooner),
+                // then at the rate until the median settles.
+                double busy = load.closedLoop(inFlight, warmupSeconds);
+                LoadGenerator.WarmUp w = load.warmUp(rate, 3, Math.max(3, maxWarmupSeconds));
+                out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s (p50 %.2f ms)%n", label,
+                        warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
+                        w.lastP50Millis());
                 long[] cpu0 = cpu(stages);
+                long sys0 = systemCpu(stages);
                 long self0 = selfCpuNanos();
                 long[] st0 = counters(fast, sockmap);
                 long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
                 long[] cpu1 = cpu(stages);
+                long sys1 = systemCpu(stages);
                 long self1 = selfCpuNanos();
                 Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
                 Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
@@ -196,7 +203,8 @@ public final class RagDemo implements Callable<Integer> {
                     out.printf("  %d requests failed; the first: %s%n", res.failed(), res.firstError());
                 }
                 return new Run(fast, res.latencyMicros(), rate, res.rps(), res.failed(), maxRps, cpuPct, rss,
-                        100.0 * (self1 - self0) / (res.seconds() * 1e9), runs1 - runs0,
+                        100.0 * (self1 - self0) / (res.seconds() * 1e9),
+                        sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
                         st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2]);
             } finally {
                 gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
@@ -279,6 +287,19 @@ public final class RagDemo implements Callable<Integer> {
         return new long[] {st.bytesRedirected(), st.bytesPassed(), st.boundHits()};
     }
 
+    /** Kernel CPU time of all stages so far, or -1 when they share this JVM. */
+    private static long systemCpu(Map<RagService.Role, Stage> stages) {
+        long sum = 0;
+        for (Stage s : stages.values()) {
+            long v = s.systemCpuNanos();
+            if (v < 0) {
+                return -1;
+            }
+            sum += v;
+        }
+        return sum;
+    }
+
     private static long[] cpu(Map<RagService.Role, Stage> stages) {
         long[] c = new long[RagService.Role.values().length];
         for (RagService.Role r : RagService.Role.values()) {
@@ -313,6 +334,7 @@ public final class RagDemo implements Callable<Integer> {
         if (!inProcess) {
             row("CPU % all stages", plain, fast,
                     r -> r.cpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.1f", both);
+            row("  of which in the kernel", plain, fast, Run::systemCpuPercent, "%.1f", both);
         }
         row(inProcess ? "CPU % (this JVM: stages + load)" : "CPU % load generator", plain, fast, Run::loadGenCpuPercent, "%.1f", both);
         if (!inProcess) {

@@ -29,6 +29,11 @@ abstract class Stage implements AutoCloseable {
     /** CPU time the stage's process has used so far, or -1 when it shares this JVM. */
     abstract long cpuNanos();
 
+    /** The part of {@link #cpuNanos()} spent in the kernel, or -1 when it shares this JVM. */
+    long systemCpuNanos() {
+        return -1;
+    }
+
     /** The stage's resident set size, or -1 when it shares this JVM. */
     abstract long rssBytes();
 
@@ -184,6 +189,18 @@ abstract class Stage implements AutoCloseable {
         @Override
         long cpuNanos() {
             return process.info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
+        }
+
+        @Override
+        long systemCpuNanos() {
+            try {
+                String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+                // Fields after the command (which may hold spaces): state is field 3, stime field 15.
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                return Long.parseLong(f[12]) * 10_000_000L; // USER_HZ is 100 on Linux
+            } catch (IOException | RuntimeException e) {
+                return -1;
+            }
         }
 
         @Override
