@@ -12,7 +12,7 @@ fi
 need_pkgs=()
 command -v clang >/dev/null || need_pkgs+=(clang llvm)
 [ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
-ldconfig -p | grep -q 'libbpf.so.1 ' || need_pkgs+=(libbpf1)
+ldconfig -p | grep 'libbpf.so.1 ' >/dev/null || need_pkgs+=(libbpf1)
 command -v bpftool >/dev/null || need_pkgs+=(bpftool)
 command -v ip >/dev/null || need_pkgs+=(iproute2)
 command -v setpriv >/dev/null || need_pkgs+=(util-linux)

@@ -173,6 +173,52 @@ abstract class ChannelContractTest {
     }
 
     @Test
+    void gatheringWriteSendsEveryBufferInOrderInOneMessage() throws Exception {
+        java.util.Random r = new java.util.Random(42);
+        ByteBuffer[] bufs = new ByteBuffer[302];
+        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+        for (int i = 0; i < bufs.length; i++) {
+            byte[] b = random(i % 7 == 0 ? 0 : 1 + r.nextInt(900), i);
+            bufs[i] = ByteBuffer.allocateDirect(b.length + 3).position(3);
+            bufs[i].put(b).position(3);
+            if (i > 0 && i < bufs.length - 1) { // the first and the last lie outside offset/length
+                expected.write(b);
+            }
+        }
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(V4, 0));
+            try (SockmapChannel client = sockmap.openChannel()) {
+                client.connect(server.getLocalAddress());
+                try (SocketChannel side = server.accept()) {
+                    SockmapStats before = sockmap.stats();
+                    long n = client.write(bufs, 1, bufs.length - 2);
+                    SockmapStats after = sockmap.stats();
+                    assertEquals(expected.size(), n, "a blocking gathering write writes everything");
+                    for (int i = 1; i < bufs.length - 1; i++) {
+                        assertFalse(bufs[i].hasRemaining(), "buffer " + i + " consumed");
+                    }
+                    assertEquals(3, bufs[0].position());
+                    assertEquals(3, bufs[bufs.length - 1].position());
+                    ByteBuffer got = ByteBuffer.allocate(expected.size());
+                    readFully(side, got);
+                    assertArrayEquals(expected.toByteArray(), got.array());
+                    if (fastPath()) {
+                        long messages = after.messagesRedirected() - before.messagesRedirected();
+                        assertTrue(messages >= 1 && messages <= 4,
+                                () -> "one sendmsg for " + (bufs.length - 2) + " buffers, redirected as " + messages + " messages");
+                    }
+                    // Heap and direct mixed: written buffer by buffer, the same bytes.
+                    ByteBuffer[] mixed = {ByteBuffer.wrap(random(100, 1)), ByteBuffer.allocateDirect(50)};
+                    assertEquals(150, client.write(mixed));
+                    ByteBuffer rest = ByteBuffer.allocate(150);
+                    readFully(side, rest);
+                    assertArrayEquals(random(100, 1), java.util.Arrays.copyOf(rest.array(), 100));
+                }
+            }
+        }
+    }
+
+    @Test
     void defaultDualStackSocketChannelIsRedirected() throws Exception {
         SockmapStats before = sockmap.stats();
         try (SockmapServerChannel server = sockmap.openServerChannel()) {

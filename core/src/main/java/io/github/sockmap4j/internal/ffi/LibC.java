@@ -106,6 +106,8 @@ public final class LibC {
      */
     private static final MethodHandle RECV_HEAP = Native.downcall(LIBC, "recv",
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT), Linker.Option.critical(true));
+    private static final MethodHandle SENDMSG = Native.downcall(LIBC, "sendmsg",
+            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_INT));
     private static final MethodHandle SEND_HEAP = Native.downcall(LIBC, "send",
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT), Linker.Option.critical(true));
     private static final MethodHandle SHUTDOWN = Native.downcall(LIBC, "shutdown",
@@ -324,6 +326,31 @@ public final class LibC {
             long res = buf.isNative()
                     ? (long) SEND.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_NOSIGNAL)
                     : (long) SEND_HEAP.invokeExact(st, fd, buf, buf.byteSize(), flags | MSG_NOSIGNAL | MSG_DONTWAIT);
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** The most iovecs one sendmsg takes (IOV_MAX). */
+    public static final int IOV_MAX = 1024;
+    /** struct iovec: base pointer, length. */
+    public static final long IOVEC_SIZE = 16;
+    /** struct msghdr on 64-bit Linux. */
+    private static final long MSGHDR_SIZE = 56;
+
+    /**
+     * sendmsg of {@code count} iovecs (native memory only) in one call: one message for the
+     * kernel, so one verdict and one redirected message for the whole gather. Returns the bytes
+     * sent or {@code -errno}.
+     */
+    public static long trySendmsg(int fd, MemorySegment iovecs, int count, int flags) {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment msg = arena.allocate(MSGHDR_SIZE, 8); // zeroed: no name, no control
+            msg.set(ValueLayout.ADDRESS, 16, iovecs);
+            msg.set(ValueLayout.JAVA_LONG, 24, count);
+            long res = (long) SENDMSG.invokeExact(st, fd, msg, flags | MSG_NOSIGNAL);
             return res < 0 ? -Native.errno(st) : res;
         } catch (Throwable t) {
             throw Native.rethrow(t);
