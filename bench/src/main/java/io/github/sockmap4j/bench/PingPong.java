@@ -25,7 +25,9 @@ public final class PingPong {
         /** sockmap4j channels on an opted-in port: the redirect, with the in-flight bound. */
         SOCKMAP_REDIRECT("SockmapChannel, redirect"),
         /** The same with the in-flight bound turned off for the port ({@code Sockmap.UNBOUNDED}). */
-        SOCKMAP_REDIRECT_UNBOUNDED("SockmapChannel, no bound");
+        SOCKMAP_REDIRECT_UNBOUNDED("SockmapChannel, no bound"),
+        /** JDK java.nio channels over a Unix domain socket: the floor a same-host byte stream can reach. */
+        UNIX_DOMAIN("Unix socket (floor)");
 
         public final String label;
 
@@ -60,8 +62,17 @@ public final class PingPong {
         }
     }
 
-    /** One run's latencies, in nanoseconds. */
-    public record Result(Path path, int size, long p50, long p99, long count, boolean accelerated) {
+    /**
+     * One run's latencies in nanoseconds, and the process CPU time per round trip (both ends: the
+     * client and the echo thread run in this JVM).
+     */
+    public record Result(Path path, int size, long p50, long p99, long p999, long count, boolean accelerated,
+                         double cpuNanosPerOp, Histogram histogram) {
+    }
+
+    static long processCpuNanos() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : -1;
     }
 
     private static Sockmap plain;
@@ -80,17 +91,33 @@ public final class PingPong {
     public static Result run(Sockmap sockmap, Path path, Wait wait, Placement placement, int size, int warmup,
                              int iterations) throws Exception {
         boolean spin = wait == Wait.BUSY_POLL;
+        java.nio.file.Path unixPath = path == Path.UNIX_DOMAIN
+                ? java.nio.file.Files.createTempDirectory("sm4j-bench").resolve("pingpong.sock") : null;
         try (ServerSocketChannel server = openServer(sockmap, path)) {
-            server.bind(new InetSocketAddress(0)); // a port-wide rule, whose bound the unbounded path lifts
-            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-            io.github.sockmap4j.OptIn lift = path == Path.SOCKMAP_REDIRECT_UNBOUNDED
-                    ? sockmap.optIn(port, null, 0, io.github.sockmap4j.Sockmap.UNBOUNDED) : null;
-            SocketChannel client = path == Path.NIO_TCP ? SocketChannel.open() : sockmap.openChannel();
+            io.github.sockmap4j.OptIn lift = null;
+            SocketChannel client;
+            if (unixPath != null) {
+                server.bind(java.net.UnixDomainSocketAddress.of(unixPath));
+                client = SocketChannel.open(java.net.StandardProtocolFamily.UNIX);
+            } else {
+                server.bind(new InetSocketAddress(0)); // a port-wide rule, whose bound the unbounded path lifts
+                int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+                lift = path == Path.SOCKMAP_REDIRECT_UNBOUNDED
+                        ? sockmap.optIn(port, null, 0, io.github.sockmap4j.Sockmap.UNBOUNDED) : null;
+                client = path == Path.NIO_TCP ? SocketChannel.open() : sockmap.openChannel();
+            }
             try (client) {
-                client.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
-                client.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+                if (unixPath != null) {
+                    client.connect(java.net.UnixDomainSocketAddress.of(unixPath));
+                } else {
+                    client.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"),
+                            ((InetSocketAddress) server.getLocalAddress()).getPort()));
+                    client.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+                }
                 try (SocketChannel side = server.accept()) {
-                    side.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+                    if (unixPath == null) {
+                        side.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+                    }
                     if (spin) {
                         client.configureBlocking(false);
                         side.configureBlocking(false);
@@ -106,7 +133,11 @@ public final class PingPong {
                     ByteBuffer out = ByteBuffer.allocateDirect(size);
                     ByteBuffer in = ByteBuffer.allocateDirect(size);
                     Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+                    long cpu0 = 0;
                     for (int i = 0; i < warmup + iterations; i++) {
+                        if (i == warmup) {
+                            cpu0 = processCpuNanos();
+                        }
                         long t0 = System.nanoTime();
                         out.clear();
                         while (out.hasRemaining()) {
@@ -129,17 +160,23 @@ public final class PingPong {
                             h.recordValue(Math.min(t, h.getHighestTrackableValue()));
                         }
                     }
+                    double cpuPerOp = (processCpuNanos() - cpu0) / (double) iterations;
                     Affinity.unpin();
                     client.configureBlocking(true);
                     client.shutdownOutput();
                     echo.join(10_000);
                     return new Result(path, size, h.getValueAtPercentile(50), h.getValueAtPercentile(99),
-                            h.getTotalCount(), accelerated);
+                            h.getValueAtPercentile(99.9), h.getTotalCount(), accelerated, cpuPerOp, h);
                 }
             } finally {
                 if (lift != null) {
                     lift.close();
                 }
+            }
+        } finally {
+            if (unixPath != null) {
+                java.nio.file.Files.deleteIfExists(unixPath);
+                java.nio.file.Files.deleteIfExists(unixPath.getParent());
             }
         }
     }
@@ -147,6 +184,7 @@ public final class PingPong {
     private static ServerSocketChannel openServer(Sockmap sockmap, Path path) throws IOException {
         return switch (path) {
             case NIO_TCP -> ServerSocketChannel.open();
+            case UNIX_DOMAIN -> ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX);
             case SOCKMAP_REDIRECT, SOCKMAP_REDIRECT_UNBOUNDED -> sockmap.openServerChannel();
             // A sockmap4j server channel of a Sockmap that is off: same code, no opt-in.
             case SOCKMAP_TCP -> plainSockmap(sockmap).openServerChannel();

@@ -10,9 +10,11 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Ping-pong RTT of java.nio TCP, SockmapChannel over TCP and SockmapChannel redirected, for
+ * Ping-pong RTT of java.nio TCP, SockmapChannel over TCP, SockmapChannel redirected and a Unix
+ * domain socket (the floor), for
  * 64 B, 4 KiB and 64 KiB, measured in interleaved rounds in one run. Prints the median over
- * rounds of each round's p50 and p99, and the ratios to java.nio TCP from the same run.
+ * rounds of each round's p50, p99, p99.9 and CPU time per round trip, and the ratios to java.nio
+ * TCP from the same run. With {@code -Dplots=DIR}, a latency-by-percentile PNG per size.
  *
  * <p>Usage: {@code RttBench [rounds] [iterations-per-round] [sizes]} (defaults 7, 20000, 64,4096,65536).
  */
@@ -25,6 +27,7 @@ public final class RttBench {
         PingPong.Wait wait = PingPong.Wait.valueOf(System.getProperty("wait", "BLOCKING"));
         PingPong.Placement placement = PingPong.Placement.valueOf(System.getProperty("placement", "ANY"));
         int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
+        String plotDir = System.getProperty("plots");
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
             System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
@@ -49,10 +52,16 @@ public final class RttBench {
             int iters = size >= 65536 ? Math.max(1000, iterations / 4) : iterations;
             Map<PingPong.Path, long[]> p50 = new EnumMap<>(PingPong.Path.class);
             Map<PingPong.Path, long[]> p99 = new EnumMap<>(PingPong.Path.class);
+            Map<PingPong.Path, long[]> p999 = new EnumMap<>(PingPong.Path.class);
+            Map<PingPong.Path, long[]> cpu = new EnumMap<>(PingPong.Path.class);
+            Map<PingPong.Path, org.HdrHistogram.Histogram> all = new EnumMap<>(PingPong.Path.class);
             boolean accelerated = true;
             for (PingPong.Path p : PingPong.Path.values()) {
                 p50.put(p, new long[rounds]);
                 p99.put(p, new long[rounds]);
+                p999.put(p, new long[rounds]);
+                cpu.put(p, new long[rounds]);
+                all.put(p, new org.HdrHistogram.Histogram(java.util.concurrent.TimeUnit.SECONDS.toNanos(10), 3));
             }
             for (int r = 0; r < rounds; r++) {
                 for (PingPong.Path p : PingPong.Path.values()) {
@@ -62,6 +71,9 @@ public final class RttBench {
                     PingPong.Result res = PingPong.run(sockmap, p, wait, placement, size, iters / 5, iters);
                     p50.get(p)[r] = res.p50();
                     p99.get(p)[r] = res.p99();
+                    p999.get(p)[r] = res.p999();
+                    cpu.get(p)[r] = Math.round(res.cpuNanosPerOp());
+                    all.get(p).add(res.histogram());
                     if (redirected(p)) {
                         accelerated &= res.accelerated();
                     }
@@ -77,13 +89,25 @@ public final class RttBench {
                 double m99 = median(p99.get(p));
                 rows.add(new String[] {size(size), p.label + (redirected(p) && !accelerated
                         ? " (NOT ACCELERATED)" : ""),
-                        fmt(m50 / 1000), fmt(m99 / 1000), ratio(m50 / base50), ratio(m99 / base99)});
+                        fmt(m50 / 1000), fmt(m99 / 1000), fmt(median(p999.get(p)) / 1000), fmt(median(cpu.get(p)) / 1000),
+                        ratio(m50 / base50), ratio(m99 / base99)});
+            }
+            if (plotDir != null) {
+                Map<String, org.HdrHistogram.Histogram> series = Plots.series();
+                for (PingPong.Path p : PingPong.Path.values()) {
+                    if (all.get(p).getTotalCount() > 0) {
+                        series.put(p.label, all.get(p));
+                    }
+                }
+                java.nio.file.Path file = java.nio.file.Path.of(plotDir, "rtt-" + size(size).replace(" ", "") + ".png");
+                Plots.percentiles(file, "ping-pong RTT, " + size(size) + " (all rounds)", series, 1, false);
+                System.out.println("plot: " + file);
             }
         }
-        System.out.printf(Locale.ROOT, "%-7s %-28s %10s %10s %10s %10s%n", "size", "path", "p50 us", "p99 us",
-                "p50 ratio", "p99 ratio");
+        System.out.printf(Locale.ROOT, "%-7s %-28s %9s %9s %9s %12s %10s %10s%n", "size", "path", "p50 us", "p99 us",
+                "p99.9 us", "CPU us/op", "p50 ratio", "p99 ratio");
         for (String[] r : rows) {
-            System.out.printf(Locale.ROOT, "%-7s %-28s %10s %10s %10s %10s%n", (Object[]) r);
+            System.out.printf(Locale.ROOT, "%-7s %-28s %9s %9s %9s %12s %10s %10s%n", (Object[]) r);
         }
         SockmapStats after = sockmap.stats();
         System.out.printf(Locale.ROOT, "kernel counters during the run: %d messages / %d bytes redirected, "
@@ -92,7 +116,8 @@ public final class RttBench {
                 after.bytesRedirected() - before.bytesRedirected(),
                 after.messagesPassed() - before.messagesPassed(),
                 after.socketsRegistered() - before.socketsRegistered());
-        System.out.println("ratios are against java.nio TCP in the same run (lower is faster); medians over rounds");
+        System.out.println("ratios are against java.nio TCP in the same run (lower is faster); medians over rounds; "
+                + "CPU us/op: this process's CPU time (client and echo thread) per round trip");
     }
 
     static boolean redirected(PingPong.Path p) {

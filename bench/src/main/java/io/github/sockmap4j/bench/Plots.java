@@ -1,0 +1,104 @@
+package io.github.sockmap4j.bench;
+
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.text.FieldPosition;
+import java.text.NumberFormat;
+import java.text.ParsePosition;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramIterationValue;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.LogAxis;
+import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
+
+/**
+ * Latency-by-percentile plots (PNG) from HdrHistograms, the way HdrHistogram's own plotter draws
+ * them: the x axis is 1/(1-p) on a log scale, so 50%, 90%, 99%, 99.9% are evenly spaced and the
+ * tail gets as much room as the median.
+ */
+public final class Plots {
+    private Plots() {
+    }
+
+    /**
+     * Writes a plot of each series' latency by percentile up to 99.9%. {@code unitNanos} is what
+     * one histogram unit is in nanoseconds (1 for ns histograms, 1000 for µs); the y axis is µs,
+     * or ms when {@code millis}.
+     */
+    public static void percentiles(Path file, String title, Map<String, Histogram> series, double unitNanos,
+            boolean millis) throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        XYSeriesCollection data = new XYSeriesCollection();
+        double yScale = unitNanos / (millis ? 1e6 : 1e3);
+        for (Map.Entry<String, Histogram> e : series.entrySet()) {
+            XYSeries s = new XYSeries(e.getKey(), false, true);
+            for (HistogramIterationValue v : e.getValue().percentiles(5)) {
+                double p = v.getPercentileLevelIteratedTo() / 100.0;
+                if (p > 0.999) {
+                    break;
+                }
+                s.add(1 / (1 - p), v.getValueIteratedTo() * yScale);
+            }
+            s.add(1000.0, e.getValue().getValueAtPercentile(99.9) * yScale);
+            data.addSeries(s);
+        }
+        LogAxis x = new LogAxis("percentile");
+        x.setBase(10);
+        x.setRange(1, 1000);
+        x.setNumberFormatOverride(new PercentileFormat());
+        NumberAxis y = new NumberAxis(millis ? "latency (ms)" : "latency (µs)");
+        XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, false);
+        Color[] colors = {new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c), new Color(0x9467bd),
+            new Color(0xff7f0e), new Color(0x7f7f7f)};
+        for (int i = 0; i < series.size(); i++) {
+            r.setSeriesPaint(i, colors[i % colors.length]);
+            r.setSeriesStroke(i, new BasicStroke(2f));
+        }
+        XYPlot plot = new XYPlot(data, x, y, r);
+        plot.setBackgroundPaint(Color.WHITE);
+        plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+        JFreeChart chart = new JFreeChart(title, JFreeChart.DEFAULT_TITLE_FONT, plot, true);
+        chart.setBackgroundPaint(Color.WHITE);
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        ChartUtils.saveChartAsPNG(file.toFile(), chart, 900, 500);
+    }
+
+    /** A map that keeps the order series were added in. */
+    public static Map<String, Histogram> series() {
+        return new LinkedHashMap<>();
+    }
+
+    /** Labels 1/(1-p) ticks as percentiles: 10 → 90%, 100 → 99%. */
+    private static final class PercentileFormat extends NumberFormat {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public StringBuffer format(double v, StringBuffer to, FieldPosition pos) {
+            double p = 100 * (1 - 1 / v);
+            return to.append(p == Math.rint(p) ? String.format(Locale.ROOT, "%.0f%%", p)
+                    : String.format(Locale.ROOT, "%s%%", Double.toString(Math.round(p * 1000) / 1000.0)));
+        }
+
+        @Override
+        public StringBuffer format(long v, StringBuffer to, FieldPosition pos) {
+            return format((double) v, to, pos);
+        }
+
+        @Override
+        public Number parse(String source, ParsePosition pos) {
+            throw new UnsupportedOperationException();
+        }
+    }
+}
