@@ -70,6 +70,8 @@ public final class RagDemo implements Callable<Integer> {
     float threshold;
     @Option(names = "--seed", defaultValue = "42")
     long seed;
+    @Option(names = "--plot", description = "write a latency-by-percentile PNG of both paths here")
+    Path plot;
     @Option(names = "--stage-heap", defaultValue = "256m", description = "-Xmx of each stage's JVM (default ${DEFAULT-VALUE})")
     String stageHeap;
 
@@ -137,6 +139,19 @@ public final class RagDemo implements Callable<Integer> {
             }
             out.println();
             printTable(plainRuns, fastRuns);
+            if (plot != null) {
+                java.util.Map<String, Histogram> series = io.github.sockmap4j.bench.Plots.series();
+                for (int r = 0; r < plainRuns.size(); r++) {
+                    series.put("plain TCP" + (rounds > 1 ? " #" + (r + 1) : ""), plainRuns.get(r).latency());
+                }
+                for (int r = 0; r < fastRuns.size(); r++) {
+                    series.put("sockmap fast path" + (rounds > 1 ? " #" + (r + 1) : ""), fastRuns.get(r).latency());
+                }
+                io.github.sockmap4j.bench.Plots.percentiles(plot, String.format(Locale.ROOT,
+                        "RAG pipeline request latency, %.0f requests/s (from each request's scheduled start)", rate),
+                        series, 1000, true);
+                out.println("\nplot: " + plot);
+            }
             if (fast && sockmap.isActive()) {
                 Run f = fastRuns.get(0);
                 if (f.bytesRedirected() == 0) {
