@@ -82,6 +82,11 @@ public final class Sockmap implements AutoCloseable {
      */
     public static Sockmap global() {
         synchronized (GLOBAL_LOCK) {
+            if (exiting) {
+                // The exit hook has closed it: opening again now would pin objects nothing removes.
+                return global != null ? global : new Sockmap(SockmapConfig.fromSystemProperties(), null,
+                        "the JVM is exiting", null);
+            }
             if (global == null || global.closed) {
                 Sockmap s = openQuietly(SockmapConfig.fromSystemProperties());
                 if (s.config.required() && !s.isActive()) {
@@ -89,11 +94,32 @@ public final class Sockmap implements AutoCloseable {
                             "sockmap4j.require=true but the fast path is off: " + s.cause, s.causeException));
                 }
                 global = s;
-                if (s.isActive()) {
-                    Runtime.getRuntime().addShutdownHook(new Thread(s::close, "sockmap4j-close"));
+                if (s.isActive() && !exitHookAdded) {
+                    Runtime.getRuntime().addShutdownHook(new Thread(Sockmap::closeGlobalAtExit, "sockmap4j-close"));
+                    exitHookAdded = true;
                 }
             }
             return global;
+        }
+    }
+
+    private static boolean exitHookAdded;
+    private static boolean exiting;
+
+    /*
+     * One hook for the life of the JVM closes whatever instance global() holds then, and from then
+     * on global() hands out that closed instance instead of opening a new one: a thread still
+     * running during exit (an event loop, say) that calls global() must not load and pin the
+     * programs again after the hook ran, nor have addShutdownHook fail after they are pinned.
+     */
+    private static void closeGlobalAtExit() {
+        Sockmap g;
+        synchronized (GLOBAL_LOCK) {
+            exiting = true;
+            g = global;
+        }
+        if (g != null) {
+            g.close();
         }
     }
 

@@ -28,6 +28,34 @@ final class PeerMains {
         ch.shutdownOutput();
     }
 
+    /**
+     * Opens {@link Sockmap#global()}, keeps two threads calling it (and opting a port in and out)
+     * in a loop, and exits with {@code System.exit} while they run: the exit hook must close the
+     * global for good.
+     */
+    static final class GlobalThenExit {
+        public static void main(String[] args) throws Exception {
+            System.out.println("active=" + Sockmap.global().isActive());
+            for (int t = 0; t < 2; t++) {
+                Thread busy = new Thread(() -> {
+                    while (true) {
+                        try {
+                            OptIn o = Sockmap.global().optIn(40_000 + (int) (Thread.currentThread().threadId() % 1000));
+                            Sockmap.global().stats();
+                            o.close();
+                        } catch (Exception e) {
+                            // closed under us during exit: keep calling
+                        }
+                    }
+                }, "busy-" + t);
+                busy.setDaemon(true);
+                busy.start();
+            }
+            Thread.sleep(200);
+            System.exit(0);
+        }
+    }
+
     /** A plain JDK echo server on 127.0.0.1 (or args[0]), for one connection. */
     static final class EchoServer {
         public static void main(String[] args) throws Exception {
