@@ -585,6 +585,13 @@ public final class SockmapChannel extends SocketChannel {
         }
     }
 
+    /**
+     * The most bytes one gathering sendmsg collects (more when a single buffer is larger): small
+     * buffers coalesce into messages of this size, large ones are not glued into messages larger
+     * than a receiver's in-flight bound, which would send them all by TCP.
+     */
+    static final long GATHER_BYTES = 64 * 1024;
+
     /** Two or more buffers with bytes, all direct: one sendmsg can take them. */
     private static boolean gatherable(ByteBuffer[] srcs, int offset, int length) {
         int withBytes = 0;
@@ -600,8 +607,9 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     /*
-     * A gathering write is one sendmsg with an iovec per buffer (up to IOV_MAX): one message for
-     * the kernel, so one verdict run and one redirected message instead of one per buffer. Small
+     * A gathering write is one sendmsg with an iovec per buffer (up to IOV_MAX and GATHER_BYTES,
+     * then the next): one message for the kernel, so one verdict run and one redirected message
+     * instead of one per buffer. Small
      * writes batched this way are what makes the redirect keep up with TCP, which coalesces small
      * writes itself (KERNEL-NOTES hazard 7). Blocking mode writes everything, as SocketChannel does.
      */
@@ -632,12 +640,14 @@ public final class SockmapChannel extends SocketChannel {
                     break;
                 }
                 int count = 0;
-                for (int i = first; i < end && count < max; i++) {
+                long chunk = 0;
+                for (int i = first; i < end && count < max && chunk < GATHER_BYTES; i++) {
                     ByteBuffer b = srcs[i];
                     if (b.hasRemaining()) {
                         MemorySegment seg = MemorySegment.ofBuffer(b);
                         iov.set(java.lang.foreign.ValueLayout.ADDRESS, count * LibC.IOVEC_SIZE, seg);
                         iov.set(java.lang.foreign.ValueLayout.JAVA_LONG, count * LibC.IOVEC_SIZE + 8, seg.byteSize());
+                        chunk += seg.byteSize();
                         count++;
                     }
                 }
@@ -647,14 +657,15 @@ public final class SockmapChannel extends SocketChannel {
                 long n = LibC.trySendmsg(fd, iov, count, 0);
                 if (n >= 0) {
                     total += n;
+                    boolean whole = n == chunk;
                     for (int i = first; i < end && n > 0; i++) {
                         ByteBuffer b = srcs[i];
                         int step = (int) Math.min(n, b.remaining());
                         b.position(b.position() + step);
                         n -= step;
                     }
-                    if (!blocking) {
-                        break;
+                    if (!blocking && !whole) {
+                        break; // the socket took what it could
                     }
                 } else if (-n == Errno.EAGAIN) {
                     if (!blocking) {
