@@ -56,6 +56,8 @@ public final class Plots {
         LogAxis x = new LogAxis("percentile");
         x.setBase(10);
         x.setRange(1, 1000);
+        x.setTickUnit(new org.jfree.chart.axis.NumberTickUnit(1.0)); // one tick per power of ten: 0%, 90%, 99%, 99.9%
+        x.setMinorTickCount(1);
         x.setNumberFormatOverride(new PercentileFormat());
         NumberAxis y = new NumberAxis(millis ? "latency (ms)" : "latency (µs)");
         XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, false);
