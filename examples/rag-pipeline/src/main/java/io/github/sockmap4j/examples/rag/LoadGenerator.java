@@ -105,22 +105,23 @@ final class LoadGenerator {
     }
 
     /**
-     * Sends at {@code rate} in one-second windows until the median latency of the last three
-     * windows agrees within 15% (the JIT and caches have settled), at least {@code minSeconds}
-     * and at most {@code maxSeconds}.
+     * Sends at {@code rate} in one-second windows until the median latencies of the last five
+     * windows agree within 10% (the JITs and caches have settled; a median still falling 5% a
+     * window does not pass), at least {@code minSeconds} and at most {@code maxSeconds}.
      */
     WarmUp warmUp(double rate, double minSeconds, double maxSeconds) throws InterruptedException {
-        double[] last = new double[3];
+        double[] last = new double[5];
         int windows = 0;
         long t0 = System.nanoTime();
         while (true) {
             Result r = fixedRate(Math.max(1, (int) rate), rate, "warm-up", null);
-            last[windows++ % 3] = r.latencyMicros().getTotalCount() == 0 ? Double.NaN
+            last[windows++ % last.length] = r.latencyMicros().getTotalCount() == 0 ? Double.NaN
                     : r.latencyMicros().getValueAtPercentile(50) / 1000.0;
             double elapsed = (System.nanoTime() - t0) / 1e9;
-            boolean settled = windows >= 3 && Arrays.stream(last).max().orElse(0) <= 1.15 * Arrays.stream(last).min().orElse(0);
+            boolean settled = windows >= last.length
+                    && Arrays.stream(last).max().orElse(0) <= 1.10 * Arrays.stream(last).min().orElse(0);
             if (elapsed >= maxSeconds || elapsed >= minSeconds && settled) {
-                return new WarmUp(elapsed, settled, last[(windows - 1) % 3]);
+                return new WarmUp(elapsed, settled, last[(windows - 1) % last.length]);
             }
         }
     }

@@ -40,10 +40,10 @@ public final class RagDemo implements Callable<Integer> {
     int requests;
     @Option(names = "--rate", defaultValue = "100", description = "requests per second offered (default ${DEFAULT-VALUE})")
     double rate;
-    @Option(names = "--warmup", defaultValue = "8",
+    @Option(names = "--warmup", defaultValue = "10",
             description = "seconds of closed-loop warm-up per path; then at the rate until the median settles (default ${DEFAULT-VALUE})")
     double warmupSeconds;
-    @Option(names = "--max-warmup", defaultValue = "20",
+    @Option(names = "--max-warmup", defaultValue = "25",
             description = "most seconds of warm-up at the rate per path (default ${DEFAULT-VALUE})")
     double maxWarmupSeconds;
     @Option(names = "--throughput-seconds", defaultValue = "4",
@@ -191,7 +191,7 @@ public final class RagDemo implements Callable<Integer> {
                 // Warm-up: as many requests as the stages take (so the JITs of five JVMs finish sooner),
                 // then at the rate until the median settles.
                 double busy = load.closedLoop(inFlight, warmupSeconds);
-                LoadGenerator.WarmUp w = load.warmUp(rate, 3, Math.max(3, maxWarmupSeconds));
+                LoadGenerator.WarmUp w = load.warmUp(rate, 5, Math.max(5, maxWarmupSeconds));
                 out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s (p50 %.2f ms)%n", label,
                         warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
                         w.lastP50Millis());
