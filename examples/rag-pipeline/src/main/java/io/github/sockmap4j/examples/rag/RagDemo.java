@@ -43,7 +43,7 @@ public final class RagDemo implements Callable<Integer> {
     @Option(names = "--warmup", defaultValue = "10",
             description = "seconds of closed-loop warm-up per path; then at the rate until the median settles (default ${DEFAULT-VALUE})")
     double warmupSeconds;
-    @Option(names = "--max-warmup", defaultValue = "25",
+    @Option(names = "--max-warmup", defaultValue = "15",
             description = "most seconds of warm-up at the rate per path (default ${DEFAULT-VALUE})")
     double maxWarmupSeconds;
     @Option(names = "--throughput-seconds", defaultValue = "4",

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Every benchmark once, one after the other, each printing ratios against the plain path
+# measured in the same run; logs and plots go to OUT (default bench-results/<date>).
+# About 20 minutes with the defaults. Usage: scripts/bench-all.sh [OUT]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+out=${1:-bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+mvn_b -q install -DskipTests
+enter_child_cgroup sockmap4j-bench
+ulimit -n 65536 2>/dev/null || true
+
+jflags="--enable-native-access=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow"
+run() { # run NAME MODULE ARGS...
+  local name=$1 module=$2; shift 2
+  echo "== $name: $*" | tee "$out/$name.log"
+  mvn_b -q -pl "$module" exec:exec -Dexec.args="$jflags -classpath %classpath $*" 2>&1 | grep -v '^WARNING:' | tee -a "$out/$name.log"
+}
+{
+  echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
+  echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "java: $("$JAVA_HOME/bin/java" -version 2>&1 | head -n 1)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} | tee "$out/machine.txt"
+
+run rtt bench -Dplots="$out" io.github.sockmap4j.bench.RttBench 5 20000 64,4096,65536
+run stream bench -Dgather=16 io.github.sockmap4j.bench.StreamBench 5 512 65536,1024,64
+run scale bench io.github.sockmap4j.bench.ScaleBench 5 2000 20000
+run netty-grpc bench -Dloops=1 io.github.sockmap4j.bench.NettyGrpcBench 7 10000
+run arrow bench -Xmx2g io.github.sockmap4j.bench.ArrowBench 5
+run jmh bench org.openjdk.jmh.Main SendReceiveBench
+run rag examples/rag-pipeline --add-modules=jdk.incubator.vector -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+  io.github.sockmap4j.examples.rag.RagDemo --plot "$out/rag-latency.png"
+echo "results in $out"
