@@ -65,8 +65,9 @@ enter_child_cgroup() {
   trap leave_child_cgroup EXIT
 }
 
+# Exits with the status it is given, else the one it was called with ($? of the trap).
 leave_child_cgroup() {
-  local rc=$?
+  local rc=${1:-$?}
   if [ -n "${SM4J_CGROUP:-}" ] && [ -d "$SM4J_CGROUP" ]; then
     echo $$ > "$SM4J_ORIG_CGROUP/cgroup.procs" 2>/dev/null || true
     # Processes the run left behind (there should be none) leave with it.

@@ -9,7 +9,11 @@ enter_child_cgroup sockmap4j-tests
 # The kernel's own per-program run counters (bpftool prog show: run_cnt), on for the run.
 stats_before=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
 echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || true
-restore_stats() { echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || true; leave_child_cgroup; }
+restore_stats() {
+  local rc=$? # the run's status, before anything here changes $?
+  echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || true
+  leave_child_cgroup "$rc"
+}
 trap restore_stats EXIT
 
 mvn_b verify -Dsockmap4j.require=true "$@"

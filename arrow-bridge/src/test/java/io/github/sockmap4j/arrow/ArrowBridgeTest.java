@@ -2,6 +2,7 @@ package io.github.sockmap4j.arrow;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.SockmapChannel;
@@ -266,6 +267,9 @@ class ArrowBridgeTest {
             try (ArrowStreamReader r = new ArrowStreamReader(Channels.newInputStream(p.reader()), a)) {
                 assertTrue(r.loadNextBatch());
                 assertTrue(root.equals(r.getVectorSchemaRoot()));
+                // Read to the end-of-stream marker before closing: closing earlier races the
+                // writer's last write, which then fails with EPIPE.
+                assertFalse(r.loadNextBatch());
             }
             w.get(30, TimeUnit.SECONDS);
         }
