@@ -614,14 +614,7 @@ public final class SockmapChannel extends SocketChannel {
      * writes itself (KERNEL-NOTES hazard 7). Blocking mode writes everything, as SocketChannel does.
      */
     private long writeGathering(ByteBuffer[] srcs, int offset, int length, boolean blocking) throws IOException {
-        synchronized (stateLock) {
-            ensureOpen();
-            ensureConnected();
-            if (outputShutdown) {
-                throw new ClosedChannelException();
-            }
-            activeOps++; // the fd stays open until exitIo
-        }
+        enterWrite();
         long total = 0;
         boolean completed = false;
         if (blocking) {
@@ -667,16 +660,8 @@ public final class SockmapChannel extends SocketChannel {
                     if (!blocking && !whole) {
                         break; // the socket took what it could
                     }
-                } else if (-n == Errno.EAGAIN) {
-                    if (!blocking) {
-                        break;
-                    }
-                    Sockets.await(fd, LibC.POLLOUT, -1);
-                } else if (-n != Errno.EINTR) {
-                    if (!isOpen()) {
-                        throw new AsynchronousCloseException();
-                    }
-                    throw new NativeIOException("sendmsg", (int) -n);
+                } else if (!sendAgain(n, blocking, "sendmsg")) {
+                    break;
                 }
             }
             completed = true;
@@ -689,7 +674,8 @@ public final class SockmapChannel extends SocketChannel {
         }
     }
 
-    private long writeLocked(MemorySegment src, boolean blocking) throws IOException {
+    /** Checks the channel can write and keeps its fd open until {@link #exitIo()}. */
+    private void enterWrite() throws IOException {
         synchronized (stateLock) {
             ensureOpen();
             ensureConnected();
@@ -698,6 +684,31 @@ public final class SockmapChannel extends SocketChannel {
             }
             activeOps++; // the fd stays open until exitIo
         }
+    }
+
+    /**
+     * After a send that failed with {@code -n}: whether to send again (EINTR; EAGAIN in blocking
+     * mode, once the socket is writable: heap memory goes with MSG_DONTWAIT, which never waits in
+     * the kernel) or to return what was written (EAGAIN, non-blocking).
+     */
+    private boolean sendAgain(long n, boolean blocking, String call) throws IOException {
+        if (-n == Errno.EAGAIN) {
+            if (blocking) {
+                Sockets.await(fd, LibC.POLLOUT, -1);
+            }
+            return blocking;
+        }
+        if (-n == Errno.EINTR) {
+            return true;
+        }
+        if (!isOpen()) {
+            throw new AsynchronousCloseException();
+        }
+        throw new NativeIOException(call, (int) -n);
+    }
+
+    private long writeLocked(MemorySegment src, boolean blocking) throws IOException {
+        enterWrite();
         try {
             return writeIo(src, blocking);
         } finally {
@@ -720,16 +731,8 @@ public final class SockmapChannel extends SocketChannel {
                 long n = LibC.trySend(fd, written == 0 ? src : src.asSlice(written), 0);
                 if (n >= 0) {
                     written += n;
-                } else if (-n == Errno.EAGAIN) {
-                    if (!blocking) {
-                        break;
-                    }
-                    Sockets.await(fd, LibC.POLLOUT, -1); // heap memory, which never waits in send
-                } else if (-n != Errno.EINTR) {
-                    if (!isOpen()) {
-                        throw new AsynchronousCloseException();
-                    }
-                    throw new NativeIOException("send", (int) -n);
+                } else if (!sendAgain(n, blocking, "send")) {
+                    break;
                 }
             }
             completed = true;

@@ -48,6 +48,23 @@ public final class Corpus {
         return sb.toString();
     }
 
+    /**
+     * Chunks 0..n-1 as search candidates with the given scores (their vectors from
+     * {@code embedder}): what the context stage gets, for its warm-up and for tests.
+     */
+    public static ArrowMessages.Candidates candidates(long seed, Embedder embedder, float[] scores) {
+        int n = scores.length;
+        int[] ids = new int[n];
+        float[][] vectors = new float[n][];
+        String[] chunks = new String[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = i;
+            chunks[i] = chunk(seed, i);
+            vectors[i] = embedder.embed(chunks[i]);
+        }
+        return new ArrowMessages.Candidates("q", ids, scores.clone(), vectors, chunks);
+    }
+
     /** Question {@code n} of the stream: about topic {@code n % TOPICS.length}. */
     public static String question(long seed, long n) {
         SplittableRandom r = new SplittableRandom(~seed * 31 + n);

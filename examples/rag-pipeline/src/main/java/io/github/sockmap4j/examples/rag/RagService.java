@@ -217,19 +217,11 @@ public final class RagService implements AutoCloseable {
 
     /** Candidates as the search stage would send them, for the context stage's warm-up. */
     private static byte[] sampleCandidates(BufferAllocator alloc, Settings s) {
-        Embedder e = new Embedder(s.dim());
-        int n = s.candidates();
-        int[] ids = new int[n];
-        float[] scores = new float[n];
-        float[][] vectors = new float[n][];
-        String[] chunks = new String[n];
-        for (int i = 0; i < n; i++) {
-            ids[i] = i;
-            chunks[i] = Corpus.chunk(s.seed(), i);
-            vectors[i] = e.embed(chunks[i]);
-            scores[i] = 1f - i / (float) n;
+        float[] scores = new float[s.candidates()];
+        for (int i = 0; i < scores.length; i++) {
+            scores[i] = 1f - i / (float) scores.length;
         }
-        return ArrowMessages.encodeCandidates(alloc, new ArrowMessages.Candidates("warm-up", ids, scores, vectors, chunks), s.dim());
+        return ArrowMessages.encodeCandidates(alloc, Corpus.candidates(s.seed(), new Embedder(s.dim()), scores), s.dim());
     }
 
     private static CallOptions deadline() {

@@ -52,17 +52,10 @@ class ContextAssemblerTest {
 
     static ArrowMessages.Candidates random(int n, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
-        Embedder e = new Embedder(32);
-        int[] ids = new int[n];
         float[] scores = new float[n];
-        float[][] vectors = new float[n][];
-        String[] chunks = new String[n];
         for (int i = 0; i < n; i++) {
-            ids[i] = i;
             scores[i] = (float) r.nextDouble(-1, 1);
-            chunks[i] = Corpus.chunk(seed, i);
-            vectors[i] = e.embed(chunks[i]);
         }
-        return new ArrowMessages.Candidates("q", ids, scores, vectors, chunks);
+        return Corpus.candidates(seed, new Embedder(32), scores);
     }
 }
