@@ -87,6 +87,10 @@ public final class NettyGrpcBench {
             long[][] echo99 = new long[2][rounds];
             long[][] unary50 = new long[2][rounds];
             long[][] unary99 = new long[2][rounds];
+            long[][] echo999 = new long[2][rounds];
+            long[][] unary999 = new long[2][rounds];
+            long[][] echoCpu = new long[2][rounds];
+            long[][] unaryCpu = new long[2][rounds];
             double[][] stream = new double[2][rounds];
             for (int warm = 0; warm < 2; warm++) { // a discarded pass for the JIT
                 echo(group, warm == 1, iterations / 10);
@@ -94,12 +98,18 @@ public final class NettyGrpcBench {
             }
             for (int r = 0; r < rounds; r++) {
                 for (int fast = 0; fast < 2; fast++) {
+                    long cpu0 = PingPong.processCpuNanos();
                     Histogram e = echo(group, fast == 1, iterations);
+                    long cpu1 = PingPong.processCpuNanos();
                     echo50[fast][r] = e.getValueAtPercentile(50);
                     echo99[fast][r] = e.getValueAtPercentile(99);
+                    echo999[fast][r] = e.getValueAtPercentile(99.9);
+                    echoCpu[fast][r] = (cpu1 - cpu0) / iterations;
                     Histogram u = unary(group, fast == 1, iterations / 4);
+                    unaryCpu[fast][r] = (PingPong.processCpuNanos() - cpu1) / (iterations / 4);
                     unary50[fast][r] = u.getValueAtPercentile(50);
                     unary99[fast][r] = u.getValueAtPercentile(99);
+                    unary999[fast][r] = u.getValueAtPercentile(99.9);
                     stream[fast][r] = streamGbps(group, fast == 1);
                 }
             }
@@ -109,10 +119,15 @@ public final class NettyGrpcBench {
             System.out.printf(Locale.ROOT, "%-28s %12s %12s %8s%n", "measure", "stock epoll", "sockmap4j", "ratio");
             row("Netty echo 64 B p50 (us)", RttBench.median(echo50[0]) / 1000, RttBench.median(echo50[1]) / 1000);
             row("Netty echo 64 B p99 (us)", RttBench.median(echo99[0]) / 1000, RttBench.median(echo99[1]) / 1000);
+            row("Netty echo 64 B p99.9 (us)", RttBench.median(echo999[0]) / 1000, RttBench.median(echo999[1]) / 1000);
+            row("Netty echo CPU (us/op)", RttBench.median(echoCpu[0]) / 1000, RttBench.median(echoCpu[1]) / 1000);
             row("gRPC unary 1 KiB p50 (us)", RttBench.median(unary50[0]) / 1000, RttBench.median(unary50[1]) / 1000);
             row("gRPC unary 1 KiB p99 (us)", RttBench.median(unary99[0]) / 1000, RttBench.median(unary99[1]) / 1000);
+            row("gRPC unary 1 KiB p99.9 (us)", RttBench.median(unary999[0]) / 1000, RttBench.median(unary999[1]) / 1000);
+            row("gRPC unary CPU (us/op)", RttBench.median(unaryCpu[0]) / 1000, RttBench.median(unaryCpu[1]) / 1000);
             row("gRPC stream 64 KiB (GB/s)", median(stream[0]), median(stream[1]));
-            System.out.println("medians over rounds; ratio = sockmap4j / stock (lower is faster for times)");
+            System.out.println("medians over rounds; ratio = sockmap4j / stock (lower is faster for times); "
+                    + "CPU: this process's CPU time (both ends) per round trip");
         } finally {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
         }
