@@ -623,6 +623,7 @@ public final class SockmapChannel extends SocketChannel {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
             int max = Math.min(length, LibC.IOV_MAX);
             MemorySegment iov = arena.allocate(LibC.IOVEC_SIZE * max, 8);
+            MemorySegment msghdr = arena.allocate(LibC.MSGHDR_SIZE, 8);
             int first = offset;
             int end = offset + length;
             while (true) {
@@ -647,7 +648,7 @@ public final class SockmapChannel extends SocketChannel {
                 if (blocking && !isOpen()) {
                     break;
                 }
-                long n = LibC.trySendmsg(fd, iov, count, 0);
+                long n = LibC.trySendmsg(fd, msghdr, iov, count, 0);
                 if (n >= 0) {
                     total += n;
                     boolean whole = n == chunk;

@@ -337,20 +337,20 @@ public final class LibC {
     /** struct iovec: base pointer, length. */
     public static final long IOVEC_SIZE = 16;
     /** struct msghdr on 64-bit Linux. */
-    private static final long MSGHDR_SIZE = 56;
+    public static final long MSGHDR_SIZE = 56;
 
     /**
      * sendmsg of {@code count} iovecs (native memory only) in one call: one message for the
-     * kernel, so one verdict and one redirected message for the whole gather. Returns the bytes
-     * sent or {@code -errno}.
+     * kernel, so one verdict and one redirected message for the whole gather. {@code msghdr} is
+     * the caller's zeroed {@link #MSGHDR_SIZE}-byte scratch (no name, no control). Returns the
+     * bytes sent or {@code -errno}.
      */
-    public static long trySendmsg(int fd, MemorySegment iovecs, int count, int flags) {
+    public static long trySendmsg(int fd, MemorySegment msghdr, MemorySegment iovecs, int count, int flags) {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment msg = arena.allocate(MSGHDR_SIZE, 8); // zeroed: no name, no control
-            msg.set(ValueLayout.ADDRESS, 16, iovecs);
-            msg.set(ValueLayout.JAVA_LONG, 24, count);
-            long res = (long) SENDMSG.invokeExact(st, fd, msg, flags | MSG_NOSIGNAL);
+        try {
+            msghdr.set(ValueLayout.ADDRESS, 16, iovecs);
+            msghdr.set(ValueLayout.JAVA_LONG, 24, count);
+            long res = (long) SENDMSG.invokeExact(st, fd, msghdr, flags | MSG_NOSIGNAL);
             return res < 0 ? -Native.errno(st) : res;
         } catch (Throwable t) {
             throw Native.rethrow(t);
