@@ -205,16 +205,16 @@ public final class ArrowBench {
             System.out.printf(Locale.ROOT, "sockmap4j Arrow benchmark: %d rounds of %.1f MiB (%d batches of %d x "
                     + "%d float32), %d CPUs, kernel %s%n", rounds, payload(root) / 1048576.0, BATCHES, ROWS, DIM,
                     Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
-            double stock = NettyGrpcBench.median(gbps[0]);
+            double stock = Medians.of(gbps[0]);
             System.out.printf(Locale.ROOT, "%-44s %8s %8s   %s%n", "path", "GB/s", "ratio", "rounds GB/s");
             String[] names = {"Flight DoGet, stock grpc-netty (epoll)", "Arrow bridge over SockmapChannel (fast path)",
                     "Flight DoGet, sockmap gRPC transport", "Arrow bridge, in-flight bound lifted"};
             for (int p = 0; p < 4; p++) {
-                double m = NettyGrpcBench.median(gbps[p]);
+                double m = Medians.of(gbps[p]);
                 System.out.printf(Locale.ROOT, "%-44s %8.2f %8.2f   %s%n", names[p], m, m / stock, rounds(gbps[p]));
             }
             System.out.printf(Locale.ROOT, "bridge reader heap allocated per batch: median %.0f B (rounds: %s)%n",
-                    RttBench.median(heap), java.util.Arrays.toString(heap));
+                    Medians.of(heap), java.util.Arrays.toString(heap));
             System.out.println("medians over rounds; ratio = path / stock Flight (higher is faster)");
         } finally {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();

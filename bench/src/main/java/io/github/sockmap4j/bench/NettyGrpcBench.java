@@ -30,7 +30,6 @@ import io.netty.channel.socket.SocketChannel;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -117,15 +116,15 @@ public final class NettyGrpcBench {
                     + "a round, %d x 64 KiB streamed a round, %d event loop(s), %d CPUs, kernel %s%n", rounds, iterations,
                     iterations / 4, STREAM_MESSAGES, loops, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
             System.out.printf(Locale.ROOT, "%-28s %12s %12s %8s%n", "measure", "stock epoll", "sockmap4j", "ratio");
-            row("Netty echo 64 B p50 (us)", RttBench.median(echo50[0]) / 1000, RttBench.median(echo50[1]) / 1000);
-            row("Netty echo 64 B p99 (us)", RttBench.median(echo99[0]) / 1000, RttBench.median(echo99[1]) / 1000);
-            row("Netty echo 64 B p99.9 (us)", RttBench.median(echo999[0]) / 1000, RttBench.median(echo999[1]) / 1000);
-            row("Netty echo CPU (us/op)", RttBench.median(echoCpu[0]) / 1000, RttBench.median(echoCpu[1]) / 1000);
-            row("gRPC unary 1 KiB p50 (us)", RttBench.median(unary50[0]) / 1000, RttBench.median(unary50[1]) / 1000);
-            row("gRPC unary 1 KiB p99 (us)", RttBench.median(unary99[0]) / 1000, RttBench.median(unary99[1]) / 1000);
-            row("gRPC unary 1 KiB p99.9 (us)", RttBench.median(unary999[0]) / 1000, RttBench.median(unary999[1]) / 1000);
-            row("gRPC unary CPU (us/op)", RttBench.median(unaryCpu[0]) / 1000, RttBench.median(unaryCpu[1]) / 1000);
-            row("gRPC stream 64 KiB (GB/s)", median(stream[0]), median(stream[1]));
+            row("Netty echo 64 B p50 (us)", Medians.of(echo50[0]) / 1000, Medians.of(echo50[1]) / 1000);
+            row("Netty echo 64 B p99 (us)", Medians.of(echo99[0]) / 1000, Medians.of(echo99[1]) / 1000);
+            row("Netty echo 64 B p99.9 (us)", Medians.of(echo999[0]) / 1000, Medians.of(echo999[1]) / 1000);
+            row("Netty echo CPU (us/op)", Medians.of(echoCpu[0]) / 1000, Medians.of(echoCpu[1]) / 1000);
+            row("gRPC unary 1 KiB p50 (us)", Medians.of(unary50[0]) / 1000, Medians.of(unary50[1]) / 1000);
+            row("gRPC unary 1 KiB p99 (us)", Medians.of(unary99[0]) / 1000, Medians.of(unary99[1]) / 1000);
+            row("gRPC unary 1 KiB p99.9 (us)", Medians.of(unary999[0]) / 1000, Medians.of(unary999[1]) / 1000);
+            row("gRPC unary CPU (us/op)", Medians.of(unaryCpu[0]) / 1000, Medians.of(unaryCpu[1]) / 1000);
+            row("gRPC stream 64 KiB (GB/s)", Medians.of(stream[0]), Medians.of(stream[1]));
             System.out.println("medians over rounds; ratio = sockmap4j / stock (lower is faster for times); "
                     + "CPU: this process's CPU time (both ends) per round trip");
         } finally {
@@ -137,11 +136,6 @@ public final class NettyGrpcBench {
         System.out.printf(Locale.ROOT, "%-28s %12.1f %12.1f %8.2f%n", name, stock, fast, fast / stock);
     }
 
-    static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    }
 
     static Histogram echo(EventLoopGroup group, boolean fast, int iterations) throws Exception {
         ServerBootstrap sb = new ServerBootstrap().group(group).childOption(ChannelOption.TCP_NODELAY, true)

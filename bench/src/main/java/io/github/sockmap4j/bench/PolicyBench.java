@@ -8,7 +8,6 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.Arrays;
 import java.util.Locale;
 
 /**
@@ -62,9 +61,9 @@ public final class PolicyBench {
         System.out.printf(Locale.ROOT, "sockmap4j policy benchmark: %d rounds x %d connections (connect, accept, one "
                 + "64 B round trip, close), %d CPUs, kernel %s%n", rounds, conns,
                 Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
-        System.out.printf(Locale.ROOT, "10 rules:     %.1f us per connection (median over rounds)%n", median(us[0]));
-        System.out.printf(Locale.ROOT, "50,000 rules: %.1f us per connection, ratio %.2f%n", median(us[1]),
-                median(us[1]) / median(us[0]));
+        System.out.printf(Locale.ROOT, "10 rules:     %.1f us per connection (median over rounds)%n", Medians.of(us[0]));
+        System.out.printf(Locale.ROOT, "50,000 rules: %.1f us per connection, ratio %.2f%n", Medians.of(us[1]),
+                Medians.of(us[1]) / Medians.of(us[0]));
     }
 
     static double measure(Sockmap sockmap, ServerSocketChannel server, int conns) throws Exception {
@@ -86,9 +85,4 @@ public final class PolicyBench {
         return (System.nanoTime() - t0) / 1000.0 / conns;
     }
 
-    static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    }
 }

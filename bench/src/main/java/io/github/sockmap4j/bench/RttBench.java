@@ -79,17 +79,17 @@ public final class RttBench {
                     }
                 }
             }
-            double base50 = median(p50.get(PingPong.Path.NIO_TCP));
-            double base99 = median(p99.get(PingPong.Path.NIO_TCP));
+            double base50 = Medians.of(p50.get(PingPong.Path.NIO_TCP));
+            double base99 = Medians.of(p99.get(PingPong.Path.NIO_TCP));
             for (PingPong.Path p : PingPong.Path.values()) {
                 if (redirected(p) && !sockmap.isActive()) {
                     continue;
                 }
-                double m50 = median(p50.get(p));
-                double m99 = median(p99.get(p));
+                double m50 = Medians.of(p50.get(p));
+                double m99 = Medians.of(p99.get(p));
                 rows.add(new String[] {size(size), p.label + (redirected(p) && !accelerated
                         ? " (NOT ACCELERATED)" : ""),
-                        fmt(m50 / 1000), fmt(m99 / 1000), fmt(median(p999.get(p)) / 1000), fmt(median(cpu.get(p)) / 1000),
+                        fmt(m50 / 1000), fmt(m99 / 1000), fmt(Medians.of(p999.get(p)) / 1000), fmt(Medians.of(cpu.get(p)) / 1000),
                         ratio(m50 / base50), ratio(m99 / base99)});
             }
             if (plotDir != null) {
@@ -124,12 +124,6 @@ public final class RttBench {
         return p == PingPong.Path.SOCKMAP_REDIRECT || p == PingPong.Path.SOCKMAP_REDIRECT_UNBOUNDED;
     }
 
-    static double median(long[] v) {
-        long[] s = v.clone();
-        Arrays.sort(s);
-        int n = s.length;
-        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
-    }
 
     static String fmt(double us) {
         return String.format(Locale.ROOT, "%.1f", us);

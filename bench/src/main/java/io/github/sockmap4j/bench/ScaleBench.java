@@ -7,7 +7,6 @@ import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -83,15 +82,15 @@ public final class ScaleBench {
         }
         System.out.printf(Locale.ROOT, "%-44s %9s %9s %9s %8s%n", "", "p50 us", "p99 us", "p99.9 us", "ratio");
         System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9s %8s%n", "connect+accept+close, plain TCP",
-                median(connUs[0]), median(connP99[0]), "", "");
+                Medians.of(connUs[0]), Medians.of(connP99[0]), "", "");
         System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9s %8.2f%n", "connect+accept+close, port opted in",
-                median(connUs[1]), median(connP99[1]), "", median(connUs[1]) / median(connUs[0]));
+                Medians.of(connUs[1]), Medians.of(connP99[1]), "", Medians.of(connUs[1]) / Medians.of(connUs[0]));
         System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9.1f %8s%n",
                 String.format(Locale.ROOT, "64 B RTT, redirect, %,d sockets in the map", inMap[0]),
-                median(rtt50[0]), median(rtt99[0]), median(rtt999[0]), "");
+                Medians.of(rtt50[0]), Medians.of(rtt99[0]), Medians.of(rtt999[0]), "");
         System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9.1f %8.2f%n",
                 String.format(Locale.ROOT, "64 B RTT, redirect, %,d sockets in the map", inMap[1]),
-                median(rtt50[1]), median(rtt99[1]), median(rtt999[1]), median(rtt50[1]) / median(rtt50[0]));
+                Medians.of(rtt50[1]), Medians.of(rtt99[1]), Medians.of(rtt999[1]), Medians.of(rtt50[1]) / Medians.of(rtt50[0]));
         System.out.println("medians over rounds; ratios: opted-in / plain, and many / few sockets (p50)");
     }
 
@@ -162,9 +161,4 @@ public final class ScaleBench {
         }
     }
 
-    static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    }
 }

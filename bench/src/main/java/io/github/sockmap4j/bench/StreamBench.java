@@ -65,28 +65,22 @@ public final class StreamBench {
                     boundHits[m.ordinal()] += sockmap.stats().boundHits() - before.boundHits();
                 }
             }
-            double base = median(gbps[Mode.NIO_TCP.ordinal()]);
-            double unb = median(gbps[Mode.REDIRECT_UNBOUNDED.ordinal()]);
+            double base = Medians.of(gbps[Mode.NIO_TCP.ordinal()]);
+            double unb = Medians.of(gbps[Mode.REDIRECT_UNBOUNDED.ordinal()]);
             for (Mode m : modes) {
-                double g = median(gbps[m.ordinal()]);
+                double g = Medians.of(gbps[m.ordinal()]);
                 StringBuilder each = new StringBuilder();
                 for (double v : gbps[m.ordinal()]) {
                     each.append(String.format(Locale.ROOT, " %.2f", v));
                 }
                 System.out.printf(Locale.ROOT, "%-7s %-22s %8.3f %10.2f %14.2f %12d %11.2f  %s%n", RttBench.size(size),
                         m.name().toLowerCase(Locale.ROOT), g, g / base, g / unb, boundHits[m.ordinal()],
-                        median(cpuMsPerMiB[m.ordinal()]), each);
+                        Medians.of(cpuMsPerMiB[m.ordinal()]), each);
             }
         }
         System.out.println("medians over rounds; CPU ms/MiB: this process's CPU time (writer and reader) per MiB moved");
     }
 
-    static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        int n = s.length;
-        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    }
 
     static boolean tcp(Mode m) {
         return m == Mode.NIO_TCP || m == Mode.NIO_TCP_GATHER;

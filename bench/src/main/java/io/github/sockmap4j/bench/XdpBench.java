@@ -109,12 +109,12 @@ public final class XdpBench {
                     Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
             System.out.printf(Locale.ROOT, "%-34s %14s %22s%n", "path", "packets/s", "CPU ns/packet (all)");
             System.out.printf(Locale.ROOT, "%-34s %14.0f %22.0f%n", "kernel stack refuses (UdpNoPorts)",
-                    median(pps[0]), median(nsPerPacket[0]));
-            System.out.printf(Locale.ROOT, "%-34s %14.0f %22.0f%n", "XDP drop rule", median(pps[1]),
-                    median(nsPerPacket[1]));
+                    Medians.of(pps[0]), Medians.of(nsPerPacket[0]));
+            System.out.printf(Locale.ROOT, "%-34s %14.0f %22.0f%n", "XDP drop rule", Medians.of(pps[1]),
+                    Medians.of(nsPerPacket[1]));
             System.out.printf(Locale.ROOT, "ratio XDP / stack: packets/s %.2f, CPU per packet %.2f (medians over "
-                    + "rounds; the CPU includes the sender's)%n", median(pps[1]) / median(pps[0]),
-                    median(nsPerPacket[1]) / median(nsPerPacket[0]));
+                    + "rounds; the CPU includes the sender's)%n", Medians.of(pps[1]) / Medians.of(pps[0]),
+                    Medians.of(nsPerPacket[1]) / Medians.of(nsPerPacket[0]));
         } finally {
             try {
                 sh("ip", "link", "del", here);
@@ -125,10 +125,5 @@ public final class XdpBench {
         }
     }
 
-    static double median(double[] v) {
-        double[] s = v.clone();
-        java.util.Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    }
 
 }
