@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Compiles one BPF C file into an object with BTF (-g), as the Maven build of core does.
-# The programs read only UAPI context structs (bpf_sock_ops, sk_msg_md), which the verifier
-# rewrites for the running kernel, so the object loads unchanged on any kernel with the
-# features (no vmlinux.h needed).
+# The programs read UAPI context structs (bpf_sock_ops, sk_msg_md), which the verifier rewrites
+# for the running kernel, and one field of the kernel's own tcp_sock (write_seq), declared in
+# sockmap4j.bpf.c with preserve_access_index: libbpf relocates that read at load time against
+# the running kernel's BTF (CO-RE). So no vmlinux.h is needed to build, but the kernel that loads
+# the object must have BTF (CONFIG_DEBUG_INFO_BTF, /sys/kernel/btf/vmlinux).
 set -euo pipefail
 src=$1
 out=$2

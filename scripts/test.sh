@@ -16,4 +16,4 @@ restore_stats() {
 }
 trap restore_stats EXIT
 
-mvn_b verify -Dsockmap4j.require=true "$@"
+mvn_b verify -Pkernel -Dsockmap4j.require=true "$@"

@@ -198,7 +198,7 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	if (!ok)
 		return 1;
 	key.local_port = skops->local_port;
-	/* remote_port is network order; bpf_ntohl gives the port (hazard 2). */
+	/* remote_port is network order; bpf_ntohl gives the port (docs/kernel.md, "Byte order of ports"). */
 	key.remote_port = bpf_ntohl(skops->remote_port);
 
 	if (op == BPF_SOCK_OPS_STATE_CB) {
@@ -368,7 +368,7 @@ int sm4j_redirect(struct sk_msg_md *msg)
 
 	/*
 	 * bpf_msg_redirect_hash returns SK_DROP when the peer is not in the map;
-	 * returning that would drop the application's data (hazard 1).
+	 * returning that would drop the application's data (docs/kernel.md, "Miss is drop").
 	 */
 redirect:
 	if (bpf_msg_redirect_hash(msg, &sm4j_socks, &peer, BPF_F_INGRESS) == SK_PASS) {

@@ -3,7 +3,8 @@
  * Structs shared by the kernel programs (sockmap4j.bpf.c) and the Java side
  * (io.github.sockmap4j.internal.bpf.*Layout). Every layout change bumps
  * SM4J_ABI_VERSION: a JVM refuses pins whose sm4j_meta holds another version.
- * Padding is explicit; SockmapLayoutTest checks each struct against the BTF of
+ * Padding is explicit; LayoutTest (core/src/test/.../internal/bpf) checks each struct
+ * and constant against the Java side, the structs through the BTF of
  * the compiled object.
  */
 #ifndef SOCKMAP4J_H
@@ -68,7 +69,7 @@ struct sm4j_sock_state {
 };
 
 /*
- * In-flight bound (hazard 6). A receiver that runs sockmap4j claims a slot of sm4j_slots, an
+ * In-flight bound (docs/kernel.md, "No back-pressure per socket"). A receiver that runs sockmap4j claims a slot of sm4j_slots, an
  * mmap-able array, and publishes there with plain stores how many bytes it has read and its
  * bound; sm4j_rx maps its socket key to the slot. The sender's verdict redirects only while
  * sent - read + size <= bound; past it the sender goes by TCP, whose window blocks it, and

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Structs shared by xdp_filter.bpf.c and io.github.sockmap4j.xdp (Java). Padding is explicit;
- * XdpLayoutTest checks each against the object's BTF.
+ * LayoutTest (core/src/test/.../internal/bpf) checks each against the object's BTF,
+ * and the constants here against their Java side (XdpLayout).
  */
 #ifndef SM4J_XDP_FILTER_H
 #define SM4J_XDP_FILTER_H

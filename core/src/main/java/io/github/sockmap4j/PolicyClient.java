@@ -1,6 +1,7 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.bpf.PolicyMap;
+import io.github.sockmap4j.internal.bpf.PolicyRule;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -13,7 +14,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 /**
  * Opting in without privileges. A process without CAP_BPF cannot load programs, but it can
  * update a pinned map whose pin file it may write (verified on this kernel, with
- * unprivileged_bpf_disabled=2: KERNEL-NOTES hazard 12). So an agent that owns the pins grants a
+ * unprivileged_bpf_disabled=2: docs/kernel.md, "Privileges and pin files"). So an agent that owns the pins grants a
  * group the right to write the policy map ({@link #grant}); an application in that group opts
  * its ports in through this client, and its sockets take the fast path when the agent attached
  * the sockops program to its cgroup.
@@ -24,9 +25,9 @@ import java.nio.file.attribute.PosixFilePermissions;
  * <p><b>Note:</b> this class is threadsafe.
  */
 public final class PolicyClient implements AutoCloseable {
-    private final KernelSockmap.PolicyMap policy;
+    private final PolicyMap policy;
 
-    private PolicyClient(KernelSockmap.PolicyMap policy) {
+    private PolicyClient(PolicyMap policy) {
         this.policy = policy;
     }
 
@@ -42,7 +43,7 @@ public final class PolicyClient implements AutoCloseable {
         } catch (UnsatisfiedLinkError e) {
             throw new IOException(e.getMessage(), e);
         }
-        return new PolicyClient(KernelSockmap.openPolicy(bpf, pinDirectory));
+        return new PolicyClient(PolicyMap.open(bpf, pinDirectory));
     }
 
     /**
@@ -75,7 +76,7 @@ public final class PolicyClient implements AutoCloseable {
         }
         int bits = network == null ? 0
                 : network instanceof java.net.Inet4Address ? 96 + prefixBits : prefixBits;
-        KernelSockmap.PolicyRule rule = policy.add(port, network, bits);
+        PolicyRule rule = policy.add(port, network, bits);
         return new OptIn() {
             private boolean closed;
 
@@ -115,7 +116,7 @@ public final class PolicyClient implements AutoCloseable {
             throw new IllegalArgumentException("port must be 1..65535: port=" + port);
         }
         int bits = network == null ? 0 : network instanceof java.net.Inet4Address ? 96 + prefixBits : prefixBits;
-        KernelSockmap.PolicyRule rule = policy.add(port, network, bits);
+        PolicyRule rule = policy.add(port, network, bits);
         if (boundBytes != 0) {
             policy.setBound(rule, boundBytes);
         }

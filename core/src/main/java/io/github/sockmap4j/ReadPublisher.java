@@ -1,10 +1,10 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.bpf.InFlightMaps;
 import java.net.InetSocketAddress;
 
 /**
- * A receiving channel's side of the in-flight bound (KERNEL-NOTES hazard 6): after every read
+ * A receiving channel's side of the in-flight bound (docs/in-flight-bound.md): after every read
  * it publishes, with one store into memory the verdict program reads, how many bytes the
  * channel has read; the sender's verdict redirects only while what it sent minus that stays
  * under the published bound.
@@ -24,7 +24,7 @@ final class ReadPublisher implements ReadCounter {
     private static final long WINDOW_NANOS = WINDOW_MILLIS * 1_000_000L;
 
     private final Sockmap sockmap;
-    private final KernelSockmap.ReadSlot slot;
+    private final InFlightMaps.ReadSlot slot;
     private final InetSocketAddress server;
     private final int autoFloor;
     private final int autoCeiling;
@@ -35,7 +35,7 @@ final class ReadPublisher implements ReadCounter {
     private long windowStart = System.nanoTime();
     private long windowRead;
 
-    ReadPublisher(Sockmap sockmap, KernelSockmap.ReadSlot slot, InetSocketAddress server, int floor, int ceiling,
+    ReadPublisher(Sockmap sockmap, InFlightMaps.ReadSlot slot, InetSocketAddress server, int floor, int ceiling,
                   int initial) {
         this.sockmap = sockmap;
         this.slot = slot;
@@ -47,7 +47,7 @@ final class ReadPublisher implements ReadCounter {
         this.current = initial;
     }
 
-    KernelSockmap.ReadSlot slot() {
+    InFlightMaps.ReadSlot slot() {
         return slot;
     }
 

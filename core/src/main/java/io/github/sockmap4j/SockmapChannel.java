@@ -3,10 +3,12 @@ package io.github.sockmap4j;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.NativeLayouts;
 import io.github.sockmap4j.internal.net.Sockets;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketAddress;
@@ -56,6 +58,8 @@ public final class SockmapChannel extends SocketChannel {
     private InetSocketAddress remote;
     /** Where this channel publishes its reads for the in-flight bound; null when it does not. */
     private ReadPublisher readSlot;
+    /** Scratch of gathering writes (see {@link #gatherScratch}); guarded by the write lock. */
+    private MemorySegment gather;
     /** Whether the application fixed SO_RCVBUF (here or on the listening channel). */
     private volatile boolean rcvbufSet;
 
@@ -611,8 +615,21 @@ public final class SockmapChannel extends SocketChannel {
      * then the next): one message for the kernel, so one verdict run and one redirected message
      * instead of one per buffer. Small
      * writes batched this way are what makes the redirect keep up with TCP, which coalesces small
-     * writes itself (KERNEL-NOTES hazard 7). Blocking mode writes everything, as SocketChannel does.
+     * writes itself (docs/kernel.md, small messages). Blocking mode writes everything, as SocketChannel does.
      */
+    /**
+     * A msghdr and iovecs for gathering writes, allocated once per channel and reused under the
+     * write lock: an arena per write would cost an allocation and a free on every send. The
+     * msghdr's other fields stay zero (no name, no control).
+     */
+    private MemorySegment gatherScratch(int iovecs) {
+        long need = LibC.MSGHDR_SIZE + LibC.IOVEC_SIZE * iovecs;
+        if (gather == null || gather.byteSize() < need) {
+            gather = Arena.ofAuto().allocate(need, 8);
+        }
+        return gather;
+    }
+
     private long writeGathering(ByteBuffer[] srcs, int offset, int length, boolean blocking) throws IOException {
         enterWrite();
         long total = 0;
@@ -620,10 +637,11 @@ public final class SockmapChannel extends SocketChannel {
         if (blocking) {
             begin();
         }
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+        try {
             int max = Math.min(length, LibC.IOV_MAX);
-            MemorySegment iov = arena.allocate(LibC.IOVEC_SIZE * max, 8);
-            MemorySegment msghdr = arena.allocate(LibC.MSGHDR_SIZE, 8);
+            MemorySegment scratch = gatherScratch(max);
+            MemorySegment msghdr = scratch.asSlice(0, LibC.MSGHDR_SIZE);
+            MemorySegment iov = scratch.asSlice(LibC.MSGHDR_SIZE, LibC.IOVEC_SIZE * max);
             int first = offset;
             int end = offset + length;
             while (true) {
@@ -639,8 +657,9 @@ public final class SockmapChannel extends SocketChannel {
                     ByteBuffer b = srcs[i];
                     if (b.hasRemaining()) {
                         MemorySegment seg = MemorySegment.ofBuffer(b);
-                        iov.set(java.lang.foreign.ValueLayout.ADDRESS, count * LibC.IOVEC_SIZE, seg);
-                        iov.set(java.lang.foreign.ValueLayout.JAVA_LONG, count * LibC.IOVEC_SIZE + 8, seg.byteSize());
+                        iov.set(ValueLayout.ADDRESS, count * LibC.IOVEC_SIZE + NativeLayouts.IOVEC_BASE, seg);
+                        iov.set(ValueLayout.JAVA_LONG, count * LibC.IOVEC_SIZE + NativeLayouts.IOVEC_LEN,
+                                seg.byteSize());
                         chunk += seg.byteSize();
                         count++;
                     }

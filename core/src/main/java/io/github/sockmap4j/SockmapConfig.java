@@ -4,7 +4,8 @@ import java.nio.file.Path;
 import java.util.Objects;
 
 /**
- * Where the fast path lives and how it behaves. {@link #fromSystemProperties()} reads:
+ * Where the fast path lives and how it behaves. Build one with {@link #builder()}, or read the
+ * {@code sockmap4j.*} system properties with {@link #fromSystemProperties()}:
  * <ul>
  *   <li>{@code sockmap4j.pinDir}: bpffs directory of the shared maps and programs
  *       (default {@code /sys/fs/bpf/sockmap4j}); processes naming the same one share them;</li>
@@ -14,59 +15,199 @@ import java.util.Objects;
  *   <li>{@code sockmap4j.maxSockets}: SOCKHASH capacity (default 65535); a connection that finds
  *       it full stays on plain TCP;</li>
  *   <li>{@code sockmap4j.disable=true}: force plain TCP;</li>
- *   <li>{@code sockmap4j.require=true}: fail instead of falling back to plain TCP.</li>
+ *   <li>{@code sockmap4j.require=true}: fail instead of falling back to plain TCP;</li>
+ *   <li>{@code sockmap4j.probe=false}: skip the start-up self-test of the kernel.</li>
  * </ul>
  *
- * @param pinDirectory    bpffs directory holding the pinned maps and programs
- * @param cgroup          cgroup v2 directory to attach to, null for this process's own
- * @param maxSockets      SOCKHASH capacity; used only by the process that creates the pins
- * @param disabled        force plain TCP
- * @param required        throw {@link SockmapUnavailableException} instead of falling back
- * @param allowRootCgroup permit attaching to the root cgroup (every process on the host)
- * @param probe           run the start-up self-test of the kernel
+ * <pre>{@code
+ * SockmapConfig config = SockmapConfig.builder()
+ *         .pinDirectory(Path.of("/sys/fs/bpf/my-service"))
+ *         .required(true)
+ *         .build();
+ * }</pre>
+ *
+ * <p><b>Note:</b> instances are immutable.
  */
-public record SockmapConfig(Path pinDirectory, Path cgroup, int maxSockets, boolean disabled,
-                            boolean required, boolean allowRootCgroup, boolean probe) {
+public final class SockmapConfig {
     public static final Path DEFAULT_PIN_DIRECTORY = Path.of("/sys/fs/bpf/sockmap4j");
     public static final int DEFAULT_MAX_SOCKETS = 65535;
 
-    public SockmapConfig {
-        Objects.requireNonNull(pinDirectory, "pinDirectory");
-        if (maxSockets < 2) {
-            throw new IllegalArgumentException("maxSockets must be at least 2: maxSockets=" + maxSockets);
+    private final Path pinDirectory;
+    private final Path cgroup;
+    private final int maxSockets;
+    private final boolean disabled;
+    private final boolean required;
+    private final boolean allowRootCgroup;
+    private final boolean probe;
+
+    private SockmapConfig(Builder b) {
+        this.pinDirectory = Objects.requireNonNull(b.pinDirectory, "pinDirectory");
+        if (b.maxSockets < 2) {
+            throw new IllegalArgumentException("maxSockets must be at least 2: maxSockets=" + b.maxSockets);
         }
+        this.cgroup = b.cgroup;
+        this.maxSockets = b.maxSockets;
+        this.disabled = b.disabled;
+        this.required = b.required;
+        this.allowRootCgroup = b.allowRootCgroup;
+        this.probe = b.probe;
+    }
+
+    /** The defaults: pins in {@link #DEFAULT_PIN_DIRECTORY}, this process's cgroup, probe on. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder holding this config's values. */
+    public Builder toBuilder() {
+        return new Builder().pinDirectory(pinDirectory).cgroup(cgroup).maxSockets(maxSockets).disabled(disabled)
+                .required(required).allowRootCgroup(allowRootCgroup).probe(probe);
     }
 
     /** The defaults, overridden by the {@code sockmap4j.*} system properties. */
     public static SockmapConfig fromSystemProperties() {
         String cg = System.getProperty("sockmap4j.cgroup");
-        return new SockmapConfig(
-                Path.of(System.getProperty("sockmap4j.pinDir", DEFAULT_PIN_DIRECTORY.toString())),
-                cg == null || cg.isBlank() ? null : Path.of(cg),
-                Integer.getInteger("sockmap4j.maxSockets", DEFAULT_MAX_SOCKETS),
-                Boolean.getBoolean("sockmap4j.disable"),
-                Boolean.getBoolean("sockmap4j.require"),
-                Boolean.getBoolean("sockmap4j.allowRootCgroup"),
-                !"false".equals(System.getProperty("sockmap4j.probe")));
+        return builder()
+                .pinDirectory(Path.of(System.getProperty("sockmap4j.pinDir", DEFAULT_PIN_DIRECTORY.toString())))
+                .cgroup(cg == null || cg.isBlank() ? null : Path.of(cg))
+                .maxSockets(Integer.getInteger("sockmap4j.maxSockets", DEFAULT_MAX_SOCKETS))
+                .disabled(Boolean.getBoolean("sockmap4j.disable"))
+                .required(Boolean.getBoolean("sockmap4j.require"))
+                .allowRootCgroup(Boolean.getBoolean("sockmap4j.allowRootCgroup"))
+                .probe(!"false".equals(System.getProperty("sockmap4j.probe")))
+                .build();
+    }
+
+    /** bpffs directory holding the pinned maps and programs. */
+    public Path pinDirectory() {
+        return pinDirectory;
+    }
+
+    /** cgroup v2 directory to attach to, null for this process's own. */
+    public Path cgroup() {
+        return cgroup;
+    }
+
+    /** SOCKHASH capacity; used only by the process that creates the pins. */
+    public int maxSockets() {
+        return maxSockets;
+    }
+
+    /** Force plain TCP. */
+    public boolean disabled() {
+        return disabled;
+    }
+
+    /** Throw {@link SockmapUnavailableException} instead of falling back. */
+    public boolean required() {
+        return required;
+    }
+
+    /** Permit attaching to the root cgroup (every process on the host). */
+    public boolean allowRootCgroup() {
+        return allowRootCgroup;
+    }
+
+    /** Run the start-up self-test of the kernel. */
+    public boolean probe() {
+        return probe;
     }
 
     public SockmapConfig withPinDirectory(Path dir) {
-        return new SockmapConfig(dir, cgroup, maxSockets, disabled, required, allowRootCgroup, probe);
+        return toBuilder().pinDirectory(dir).build();
     }
 
     public SockmapConfig withCgroup(Path dir) {
-        return new SockmapConfig(pinDirectory, dir, maxSockets, disabled, required, allowRootCgroup, probe);
+        return toBuilder().cgroup(dir).build();
     }
 
     public SockmapConfig withMaxSockets(int n) {
-        return new SockmapConfig(pinDirectory, cgroup, n, disabled, required, allowRootCgroup, probe);
+        return toBuilder().maxSockets(n).build();
     }
 
     public SockmapConfig withDisabled(boolean off) {
-        return new SockmapConfig(pinDirectory, cgroup, maxSockets, off, required, allowRootCgroup, probe);
+        return toBuilder().disabled(off).build();
     }
 
     public SockmapConfig withRequired(boolean req) {
-        return new SockmapConfig(pinDirectory, cgroup, maxSockets, disabled, req, allowRootCgroup, probe);
+        return toBuilder().required(req).build();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof SockmapConfig c && pinDirectory.equals(c.pinDirectory) && Objects.equals(cgroup, c.cgroup)
+                && maxSockets == c.maxSockets && disabled == c.disabled && required == c.required
+                && allowRootCgroup == c.allowRootCgroup && probe == c.probe;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(pinDirectory, cgroup, maxSockets, disabled, required, allowRootCgroup, probe);
+    }
+
+    @Override
+    public String toString() {
+        return "SockmapConfig[pinDirectory=" + pinDirectory + ", cgroup=" + cgroup + ", maxSockets=" + maxSockets
+                + ", disabled=" + disabled + ", required=" + required + ", allowRootCgroup=" + allowRootCgroup
+                + ", probe=" + probe + "]";
+    }
+
+    /**
+     * Builds a {@link SockmapConfig}; {@link #build()} checks the values.
+     *
+     * <p><b>Note:</b> this class is not threadsafe.
+     */
+    public static final class Builder {
+        private Path pinDirectory = DEFAULT_PIN_DIRECTORY;
+        private Path cgroup;
+        private int maxSockets = DEFAULT_MAX_SOCKETS;
+        private boolean disabled;
+        private boolean required;
+        private boolean allowRootCgroup;
+        private boolean probe = true;
+
+        private Builder() {
+        }
+
+        public Builder pinDirectory(Path dir) {
+            this.pinDirectory = dir;
+            return this;
+        }
+
+        /** null: this process's own cgroup. */
+        public Builder cgroup(Path dir) {
+            this.cgroup = dir;
+            return this;
+        }
+
+        public Builder maxSockets(int n) {
+            this.maxSockets = n;
+            return this;
+        }
+
+        public Builder disabled(boolean off) {
+            this.disabled = off;
+            return this;
+        }
+
+        public Builder required(boolean req) {
+            this.required = req;
+            return this;
+        }
+
+        public Builder allowRootCgroup(boolean allow) {
+            this.allowRootCgroup = allow;
+            return this;
+        }
+
+        public Builder probe(boolean run) {
+            this.probe = run;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException when maxSockets &lt; 2; NullPointerException without a pin directory */
+        public SockmapConfig build() {
+            return new SockmapConfig(this);
+        }
     }
 }

@@ -1,5 +1,7 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.bpf.Counter;
+
 /**
  * The kernel counters of one pin directory (all processes sharing it), summed over CPUs.
  * tcpdump cannot see redirected bytes: these counters are the witness of the fast path.
@@ -20,4 +22,13 @@ public record SockmapStats(long socketsRegistered, long registerFailures, long m
                            long bytesRedirected, long messagesPassed, long bytesPassed,
                            long socketsTainted, long boundHits, long resumes, long socketsInMap) {
     static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+
+    /** From the kernel's counters, in {@link Counter} order. */
+    static SockmapStats of(long[] c, long socketsInMap) {
+        return new SockmapStats(c[Counter.SOCKETS_REGISTERED.ordinal()], c[Counter.REGISTER_FAILED.ordinal()],
+                c[Counter.MSGS_REDIRECTED.ordinal()], c[Counter.BYTES_REDIRECTED.ordinal()],
+                c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],
+                c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
+                socketsInMap);
+    }
 }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,6 +13,7 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 /** What the library says when the fast path cannot be had, and that it never touches the kernel then. */
+@Tag("kernel")
 class AvailabilityTest {
     static SockmapConfig base(String what) {
         return SockmapConfig.fromSystemProperties().withRequired(false)

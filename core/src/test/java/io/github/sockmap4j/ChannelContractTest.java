@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -42,6 +43,7 @@ import org.junit.jupiter.api.Timeout;
 @SuppressWarnings("try")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 abstract class ChannelContractTest {
     static final InetAddress V4 = InetAddress.getLoopbackAddress() instanceof java.net.Inet4Address
             ? InetAddress.getLoopbackAddress() : addr("127.0.0.1");

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -12,6 +13,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** A full SOCKHASH: new connections go over plain TCP, the old ones keep the fast path. */
+@Tag("kernel")
 class FullMapTest {
     @Test
     void connectionsBeyondCapacityUsePlainTcp() throws Exception {

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.Timeout;
  * reopened the global after the hook had closed it, pinned everything again and then failed to
  * add a hook: the pins outlived the process).
  */
+@Tag("kernel")
 class GlobalExitTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
@@ -35,7 +37,7 @@ class GlobalExitTest {
                 assertFalse(Files.exists(pins), "run " + run + ": " + pins + " outlived the process");
             } finally {
                 if (Files.exists(pins)) {
-                    Sockmap.removePins(pins);
+                    SockmapAdmin.removePins(pins);
                 }
                 Files.deleteIfExists(cgroup);
             }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -20,12 +21,13 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * KERNEL-NOTES hazard 6: a fast writer against a slow reader. What the kernel holds for the
+ * docs/kernel.md "No back-pressure per socket": a fast writer against a slow reader. What the kernel holds for the
  * receiving socket (its skmem r, read through sock_diag) must stay under the bound, every byte
  * must arrive in order, and the writer must be held back as TCP holds it back.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class InFlightBoundTest {
     TestKernel kernel;
     Sockmap sockmap;
@@ -145,7 +147,7 @@ class InFlightBoundTest {
     /**
      * The bound is on redirected bytes left unread; TCP bounds its own part with the receive
      * buffer. So a receiver never holds more than the bound plus what TCP alone would hold,
-     * where without the bound it held gigabytes (KERNEL-NOTES hazard 6).
+     * where without the bound it held gigabytes (docs/kernel.md).
      */
     static void assertWithinBound(long receiveMemory, long bound, long tcpBuffer) {
         assertTrue(receiveMemory <= bound + tcpBuffer, "receive memory " + receiveMemory + " over the bound " + bound

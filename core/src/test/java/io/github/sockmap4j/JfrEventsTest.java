@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,6 +16,7 @@ import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.Test;
 
 /** The fast path's JFR events: state changes with their reason, and per-connection acceleration. */
+@Tag("kernel")
 class JfrEventsTest {
     @Test
     void stateAndConnectionsAreRecorded() throws Exception {

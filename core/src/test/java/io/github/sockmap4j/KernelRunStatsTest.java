@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.Closeable;
@@ -9,12 +10,13 @@ import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
 
 /** The kernel's own run counter of the verdict program, as the demos print it. */
+@Tag("kernel")
 class KernelRunStatsTest {
     static final int WRITES = 500;
 
     @Test
     void verdictRunCountRisesWithEverySend() throws Exception {
-        Closeable stats = Sockmap.enableKernelRunStats();
+        Closeable stats = SockmapAdmin.enableKernelRunStats();
         try (stats; TestKernel kernel = TestKernel.start("runstats");
                 SockmapServerChannel server = kernel.sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +11,7 @@ import java.nio.channels.ServerSocketChannel;
 import org.junit.jupiter.api.Test;
 
 /** A node-sized policy: 50,000 rules still match at the handshake, and a full map is refused cleanly. */
+@Tag("kernel")
 class LargePolicyTest {
     @Test
     void fiftyThousandRulesAndAFullMap() throws Exception {

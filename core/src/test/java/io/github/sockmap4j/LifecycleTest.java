@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -11,6 +12,7 @@ import org.junit.jupiter.api.Test;
 
 /** Setup and teardown against the kernel's own view (bpftool), not the library's. */
 @SuppressWarnings("try")
+@Tag("kernel")
 class LifecycleTest {
     @Test
     void closeDetachesAndUnpinsEverything() throws Exception {
@@ -50,7 +52,7 @@ class LifecycleTest {
                 side.close();
             }
         }
-        assertTrue(Sockmap.removePins(kernel.pinDir) > 0);
+        assertTrue(SockmapAdmin.removePins(kernel.pinDir) > 0);
         assertFalse(Files.exists(kernel.pinDir));
         kernel.close();
     }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,12 +16,13 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * KERNEL-NOTES hazard 11 with real network namespaces: two "pods" joined by a veth pair. The
+ * docs/kernel.md "Network namespaces" with real network namespaces: two "pods" joined by a veth pair. The
  * SOCKHASH is global to the kernel, so loopback tuples of two namespaces must not collide,
  * while pod-to-pod connections across namespaces must still be redirected.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class NetnsTest {
     static final String A_ADDR = "10.254.77.1";
     static final String B_ADDR = "10.254.77.2";

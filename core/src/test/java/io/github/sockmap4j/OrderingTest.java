@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,10 +18,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * KERNEL-NOTES hazard 4: 1,000 connections that write sequence-numbered messages right after
+ * docs/kernel.md "Registration window and ordering": 1,000 connections that write sequence-numbered messages right after
  * connect(), to a server that accepts only after all of them wrote. Not one message may be
  * reordered or lost, and the bytes must have gone through the redirect.
  */
+@Tag("kernel")
 class OrderingTest {
     static final int CONNECTIONS = 1000;
     static final int MESSAGES = 200;

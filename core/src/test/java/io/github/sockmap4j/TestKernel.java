@@ -79,7 +79,7 @@ public final class TestKernel implements AutoCloseable {
             sockmap.close();
             Cgroups.moveSelf(originalCgroup);
             Files.deleteIfExists(cgroup);
-            Sockmap.removePins(pinDir);
+            SockmapAdmin.removePins(pinDir);
         } catch (IOException ignored) {
             // Best effort at exit.
         }
@@ -95,7 +95,7 @@ public final class TestKernel implements AutoCloseable {
             Runtime.getRuntime().removeShutdownHook(hook);
         }
         boolean left = Files.exists(pinDir);
-        Sockmap.removePins(pinDir); // whatever happened, the kernel is left clean
+        SockmapAdmin.removePins(pinDir); // whatever happened, the kernel is left clean
         assertFalse(left, "pins left behind in " + pinDir + " (sockets still registered: a channel was not closed)");
     }
 }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import net.jqwik.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -24,6 +25,7 @@ import net.jqwik.api.lifecycle.BeforeContainer;
  * Random message sizes (1 B to 8 MiB) and random write and read chunkings, both directions
  * at once over one accelerated connection: the bytes arrive identical.
  */
+@Tag("kernel")
 class TransferPropertyTest {
     private static TestKernel kernel;
 

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,12 +22,13 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * KERNEL-NOTES hazard 12 on this kernel: a process with no capability at all (uid nobody, every
+ * docs/kernel.md "Privileges and pin files" on this kernel: a process with no capability at all (uid nobody, every
  * capability dropped) opts a port in through a pin the privileged owner granted to its group,
  * and is refused where it was not granted.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class UnprivilegedOptInTest {
     TestKernel kernel;
     Path classpathCopy;

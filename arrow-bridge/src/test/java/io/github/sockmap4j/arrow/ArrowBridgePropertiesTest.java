@@ -1,5 +1,6 @@
 package io.github.sockmap4j.arrow;
 
+import net.jqwik.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
 import java.io.IOException;
@@ -37,6 +38,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * what was sent and re-encodes to the same IPC bytes as Arrow's own writer produces; every
  * allocator closes with nothing outstanding.
  */
+@Tag("kernel")
 class ArrowBridgePropertiesTest {
     static ArrowBridgeTest bridge;
 

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.arrow;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -36,6 +37,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 /** Arrow batches over a SockmapChannel pair on the fast path; every allocator closes clean. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class ArrowBridgeTest {
     TestKernel kernel;
     final java.util.concurrent.ExecutorService pool = Executors.newCachedThreadPool(r -> {

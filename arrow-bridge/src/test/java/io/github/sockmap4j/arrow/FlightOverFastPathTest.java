@@ -1,5 +1,6 @@
 package io.github.sockmap4j.arrow;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -40,6 +41,7 @@ import org.junit.jupiter.api.Timeout;
 // FlightStream.close() declares InterruptedException; the test methods already throw Exception.
 @SuppressWarnings("try")
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class FlightOverFastPathTest {
     static final int ROWS = 512;
     static final int DIM = 384;

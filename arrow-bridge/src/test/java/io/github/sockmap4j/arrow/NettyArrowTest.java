@@ -1,5 +1,6 @@
 package io.github.sockmap4j.arrow;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -34,6 +35,7 @@ import org.junit.jupiter.api.Timeout;
 
 /** VectorSchemaRoot batches through a Netty pipeline on the sockmap transport, ArrowBuf to ByteBuf and back. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class NettyArrowTest {
     static final int ROWS = 1000;
     static final int DIM = 768;

@@ -2,6 +2,7 @@ package io.github.sockmap4j.cli;
 
 import io.github.sockmap4j.PolicyClient;
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapAdmin;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import java.io.IOException;
@@ -129,8 +130,9 @@ public final class SockmapCli {
 
         @Override
         public Integer call() throws IOException {
-            SockmapConfig config = new SockmapConfig(parent.pinDir, cgroup, maxSockets, false, true, allowRoot, false);
-            Sockmap.up(config);
+            SockmapConfig config = SockmapConfig.builder().pinDirectory(parent.pinDir).cgroup(cgroup)
+                    .maxSockets(maxSockets).required(true).allowRootCgroup(allowRoot).probe(false).build();
+            SockmapAdmin.up(config);
             if (group != null) {
                 PolicyClient.grant(parent.pinDir, group);
             }
@@ -152,7 +154,7 @@ public final class SockmapCli {
         @Override
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
-            boolean up = Sockmap.isUp(parent.pinDir);
+            boolean up = SockmapAdmin.isUp(parent.pinDir);
             List<String> links = new ArrayList<>();
             if (Files.isDirectory(parent.pinDir)) {
                 try (var entries = Files.list(parent.pinDir)) {
@@ -185,7 +187,7 @@ public final class SockmapCli {
         @Override
         public Integer call() throws IOException, InterruptedException {
             PrintWriter out = spec.commandLine().getOut();
-            if (!Sockmap.isUp(parent.pinDir)) {
+            if (!SockmapAdmin.isUp(parent.pinDir)) {
                 out.println("not up: no agent's pins in " + parent.pinDir + " (run 'sockmap4j up' first)");
                 return NOT_UP;
             }
@@ -194,7 +196,7 @@ public final class SockmapCli {
                     if (i > 0) {
                         Thread.sleep(1000);
                     }
-                    SockmapStats st = Sockmap.stats(parent.pinDir);
+                    SockmapStats st = SockmapAdmin.stats(parent.pinDir);
                     out.println(parent.json ? json("registered", "" + st.socketsRegistered(), "redirectedBytes",
                             "" + st.bytesRedirected(), "redirectedMessages", "" + st.messagesRedirected(),
                             "tcpBytes", "" + st.bytesPassed(), "boundHits", "" + st.boundHits(), "inMap",
@@ -267,7 +269,7 @@ public final class SockmapCli {
 
         @Override
         public Integer call() throws IOException {
-            int n = Sockmap.removePins(parent.pinDir);
+            int n = SockmapAdmin.removePins(parent.pinDir);
             spec.commandLine().getOut().println(n == 0 ? "nothing to remove in " + parent.pinDir
                     : "down: removed " + n + " pins from " + parent.pinDir);
             return 0;

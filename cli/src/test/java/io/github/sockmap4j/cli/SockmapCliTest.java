@@ -1,10 +1,12 @@
 package io.github.sockmap4j.cli;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapAdmin;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.TestKernel;
 import java.io.PrintWriter;
@@ -16,6 +18,7 @@ import java.nio.file.Files;
 import org.junit.jupiter.api.Test;
 
 /** The CLI against the real kernel: up, status, stats, allow, deny, down, and bad input. */
+@Tag("kernel")
 class SockmapCliTest {
     record Result(int code, String out, String err) {
     }
@@ -34,7 +37,7 @@ class SockmapCliTest {
             try {
                 Result up = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString());
                 assertEquals(0, up.code(), up.err());
-                assertTrue(Sockmap.isUp(kernel.pinDir));
+                assertTrue(SockmapAdmin.isUp(kernel.pinDir));
                 Result status = run("--pin-dir", pins, "--json", "status");
                 assertEquals(0, status.code(), status.err());
                 assertTrue(status.out().contains("\"up\":true"), status.out());

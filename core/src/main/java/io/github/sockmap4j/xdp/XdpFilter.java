@@ -1,5 +1,7 @@
 package io.github.sockmap4j.xdp;
 
+import io.github.sockmap4j.internal.bpf.SockKeyLayout;
+import io.github.sockmap4j.internal.bpf.XdpLayout;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
@@ -29,7 +31,16 @@ import java.util.Map;
  */
 public final class XdpFilter implements AutoCloseable {
     /** What a rule, or the default, does with a packet. */
-    public enum Action { PASS, DROP }
+    public enum Action {
+        PASS(XdpLayout.XDPF_PASS), DROP(XdpLayout.XDPF_DROP);
+
+        /** Its value in the kernel's maps ({@code enum xdpf_action}), whatever the enum's order. */
+        final int wire;
+
+        Action(int wire) {
+            this.wire = wire;
+        }
+    }
 
     /** The mode the program runs in. */
     public enum Mode {
@@ -52,8 +63,7 @@ public final class XdpFilter implements AutoCloseable {
 
     private static final int XDP_FLAGS_SKB_MODE = 1 << 1;
     private static final int XDP_FLAGS_DRV_MODE = 1 << 2;
-    private static final int MAX_RULES = 1024;
-    private static final int CTR_PASSED = MAX_RULES;
+    private static final int MAX_RULES = XdpLayout.MAX_RULES;
 
     private final Libbpf bpf;
     private final MemorySegment obj;
@@ -155,8 +165,8 @@ public final class XdpFilter implements AutoCloseable {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
-            MemorySegment val = arena.allocate(8, 4);
-            val.set(ValueLayout.JAVA_INT, 0, action.ordinal());
+            MemorySegment val = arena.allocate(XdpLayout.CONFIG);
+            XdpLayout.fillConfig(val, action.wire);
             check("xdpf_config", bpf.tryMapUpdate(configFd, key, val, Libbpf.BPF_ANY));
         }
     }
@@ -168,31 +178,15 @@ public final class XdpFilter implements AutoCloseable {
         }
     }
 
-    private static byte[] sourceKey(InetAddress network, int prefixBits) {
+    /** The LPM key of a source rule (the prefix over the 16-byte, v4-mapped address). */
+    private static MemorySegment sourceKey(Arena arena, InetAddress network, int prefixBits) {
         int max = network instanceof Inet4Address ? 32 : 128;
         if (prefixBits < 0 || prefixBits > max) {
             throw new IllegalArgumentException("prefix must be 0.." + max + " for " + network + ": prefixBits="
                     + prefixBits);
         }
-        byte[] raw = network.getAddress();
-        byte[] a = new byte[16];
-        int bits = prefixBits;
-        if (raw.length == 4) {
-            a[10] = (byte) 0xff;
-            a[11] = (byte) 0xff;
-            System.arraycopy(raw, 0, a, 12, 4);
-            bits += 96;
-        } else {
-            System.arraycopy(raw, 0, a, 0, 16);
-        }
-        for (int i = 0; i < 16; i++) {
-            int keep = Math.max(0, Math.min(8, bits - i * 8));
-            a[i] &= (byte) (keep == 0 ? 0 : (0xff << (8 - keep)));
-        }
-        byte[] key = new byte[20];
-        key[0] = (byte) bits;
-        key[1] = (byte) (bits >>> 8);
-        System.arraycopy(a, 0, key, 4, 16);
+        MemorySegment key = arena.allocate(XdpLayout.SRC_KEY);
+        XdpLayout.fillSourceKey(key, SockKeyLayout.mapped(network), max == 32 ? 96 + prefixBits : prefixBits);
         return key;
     }
 
@@ -207,33 +201,43 @@ public final class XdpFilter implements AutoCloseable {
     /** Adds (or replaces) a rule for packets from {@code network/prefixBits}; returns its name. */
     public synchronized String addSourceRule(InetAddress network, int prefixBits, Action action) throws IOException {
         String name = sourceName(network, prefixBits);
-        update(srcFd, "xdpf_src", sourceKey(network, prefixBits), name, action);
+        try (Arena arena = Arena.ofConfined()) {
+            update(srcFd, "xdpf_src", sourceKey(arena, network, prefixBits), name, action);
+        }
         return name;
     }
 
     public synchronized void removeSourceRule(InetAddress network, int prefixBits) throws IOException {
-        remove(srcFd, sourceKey(network, prefixBits), sourceName(network, prefixBits));
+        try (Arena arena = Arena.ofConfined()) {
+            remove(srcFd, sourceKey(arena, network, prefixBits), sourceName(network, prefixBits));
+        }
     }
 
-    private static byte[] portKey(int port, Protocol proto) {
+    private static MemorySegment portKey(Arena arena, int port, Protocol proto) {
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port must be 0..65535: port=" + port);
         }
-        return new byte[] {(byte) port, (byte) (port >>> 8), (byte) proto.number, 0};
+        MemorySegment key = arena.allocate(XdpLayout.PORT_KEY);
+        XdpLayout.fillPortKey(key, port, proto.number);
+        return key;
     }
 
     /** Adds (or replaces) a rule for packets to a TCP or UDP port; returns its name. */
     public synchronized String addPortRule(int port, Protocol proto, Action action) throws IOException {
         String name = portName(port, proto);
-        update(portFd, "xdpf_port", portKey(port, proto), name, action);
+        try (Arena arena = Arena.ofConfined()) {
+            update(portFd, "xdpf_port", portKey(arena, port, proto), name, action);
+        }
         return name;
     }
 
     public synchronized void removePortRule(int port, Protocol proto) throws IOException {
-        remove(portFd, portKey(port, proto), portName(port, proto));
+        try (Arena arena = Arena.ofConfined()) {
+            remove(portFd, portKey(arena, port, proto), portName(port, proto));
+        }
     }
 
-    private void update(int fd, String map, byte[] key, String name, Action action) throws IOException {
+    private void update(int fd, String map, MemorySegment key, String name, Action action) throws IOException {
         ensureOpen();
         Integer id = ruleIds.get(name);
         boolean fresh = id == null;
@@ -245,10 +249,9 @@ public final class XdpFilter implements AutoCloseable {
             resetCounter(id);
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment val = arena.allocate(8, 4);
-            val.set(ValueLayout.JAVA_INT, 0, action.ordinal());
-            val.set(ValueLayout.JAVA_INT, 4, id);
-            check(map, bpf.tryMapUpdate(fd, arena.allocateFrom(ValueLayout.JAVA_BYTE, key), val, Libbpf.BPF_ANY));
+            MemorySegment val = arena.allocate(XdpLayout.RULE);
+            XdpLayout.fillRule(val, action.wire, id);
+            check(map, bpf.tryMapUpdate(fd, key, val, Libbpf.BPF_ANY));
         }
         if (fresh) {
             ids.set(id);
@@ -256,13 +259,11 @@ public final class XdpFilter implements AutoCloseable {
         }
     }
 
-    private void remove(int fd, byte[] key, String name) throws IOException {
+    private void remove(int fd, MemorySegment key, String name) throws IOException {
         ensureOpen();
-        try (Arena arena = Arena.ofConfined()) {
-            int r = bpf.tryMapDelete(fd, arena.allocateFrom(ValueLayout.JAVA_BYTE, key));
-            if (r < 0 && -r != Errno.ENOENT) {
-                throw new NativeIOException("bpf_map_delete_elem", -r, name);
-            }
+        int r = bpf.tryMapDelete(fd, key);
+        if (r < 0 && -r != Errno.ENOENT) {
+            throw new NativeIOException("bpf_map_delete_elem", -r, name);
         }
         Integer id = ruleIds.remove(name);
         if (id != null) {
@@ -314,8 +315,8 @@ public final class XdpFilter implements AutoCloseable {
         if (linkFd < 0) {
             return new Counters(0, 0, 0, 0);
         }
-        return new Counters(counter(CTR_PASSED), counter(CTR_PASSED + 1), counter(CTR_PASSED + 2),
-                counter(CTR_PASSED + 3));
+        return new Counters(counter(XdpLayout.CTR_PASSED), counter(XdpLayout.CTR_DROPPED),
+                counter(XdpLayout.CTR_MALFORMED), counter(XdpLayout.CTR_DEFAULT));
     }
 
     private void ensureOpen() throws IOException {

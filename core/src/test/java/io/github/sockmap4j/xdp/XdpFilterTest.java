@@ -1,5 +1,6 @@
 package io.github.sockmap4j.xdp;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.Timeout;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class XdpFilterTest {
     final String id = Long.toString(ProcessHandle.current().pid() % 100000);
     final String ns = "sm4j-xdp-" + id;

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.metrics;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -12,6 +13,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
 
+@Tag("kernel")
 class SockmapMetricsTest {
     @Test
     void metersFollowTheKernelCounters() throws Exception {

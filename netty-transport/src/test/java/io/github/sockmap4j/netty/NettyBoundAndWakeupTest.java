@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -34,10 +35,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Netty's edge-triggered epoll over the redirect (KERNEL-NOTES hazard 5) and the in-flight
- * bound seen from Netty (hazard 6).
+ * Netty's edge-triggered epoll over the redirect (docs/kernel.md, "Wake-ups and FIONREAD") and
+ * the in-flight bound seen from Netty (docs/in-flight-bound.md).
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class NettyBoundAndWakeupTest {
     static EventLoopGroup group;
 

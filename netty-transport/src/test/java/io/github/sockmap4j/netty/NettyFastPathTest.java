@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.Timeout;
 
 /** A Netty echo over the transport: the port is opted in and both ends are redirected. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class NettyFastPathTest {
     static EventLoopGroup group;
 

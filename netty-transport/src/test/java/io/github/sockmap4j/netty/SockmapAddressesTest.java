@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import io.netty.bootstrap.Bootstrap;
@@ -10,6 +11,7 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.List;
 
+@Tag("kernel")
 class SockmapAddressesTest extends SocketAddressesTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

@@ -1,11 +1,13 @@
 package io.github.sockmap4j.netty;
 
+import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketConditionalWritabilityTest;
 import java.util.List;
 
+@Tag("kernel")
 class SockmapConditionalWritabilityTest extends SocketConditionalWritabilityTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty;
 
+import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketConnectionAttemptTest;
@@ -11,6 +12,7 @@ import org.junit.jupiter.api.TestInfo;
  * testConnectCancellation dial io.netty.testsuite.badHost, an address outside loopback: they
  * are overridden without {@code @Test} so they never run.
  */
+@Tag("kernel")
 class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
     @Override
     protected List<BootstrapFactory<Bootstrap>> newFactories() {

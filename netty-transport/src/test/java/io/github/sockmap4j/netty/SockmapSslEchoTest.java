@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty;
 
+import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
@@ -7,6 +8,7 @@ import io.netty.testsuite.transport.socket.SocketSslEchoTest;
 import java.util.List;
 
 /** Netty's test over the transport, with the JDK's SSL provider (tcnative is not served here). */
+@Tag("kernel")
 class SockmapSslEchoTest extends SocketSslEchoTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty;
 
+import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.handler.ssl.SslContextBuilder;
@@ -9,6 +10,7 @@ import java.util.List;
 import org.junit.jupiter.api.TestInfo;
 
 /** Netty's test over the transport, with the JDK's SSL provider (tcnative is not served here). */
+@Tag("kernel")
 class SockmapSslSessionReuseTest extends SocketSslSessionReuseTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

@@ -15,6 +15,9 @@ import org.junit.platform.launcher.LauncherSessionListener;
  * {@code META-INF/services/org.junit.platform.launcher.LauncherSessionListener}; the subclass
  * stops whatever could open the global again (event loops) in {@link #beforeClose()}. With
  * {@code sockmap4j.require=true} a missing fast path fails the run instead of falling back.
+ *
+ * <p>Only a run with the kernel tests ({@code -Pkernel}, which sets {@code sockmap4j.kernelTests})
+ * sets anything up: the tests that need no privilege run without it.
  */
 public abstract class GlobalSockmapSession implements LauncherSessionListener {
     private static TestKernel kernel;
@@ -29,8 +32,15 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
         return kernel;
     }
 
+    private static boolean kernelTests() {
+        return Boolean.getBoolean("sockmap4j.kernelTests");
+    }
+
     @Override
     public void launcherSessionOpened(LauncherSession session) {
+        if (!kernelTests()) {
+            return;
+        }
         try {
             kernel = TestKernel.start(name);
         } catch (IOException e) {
@@ -47,6 +57,9 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
 
     @Override
     public void launcherSessionClosed(LauncherSession session) {
+        if (kernel == null) {
+            return;
+        }
         try {
             beforeClose();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);

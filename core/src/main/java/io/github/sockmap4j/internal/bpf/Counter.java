@@ -1,14 +1,28 @@
 package io.github.sockmap4j.internal.bpf;
 
-/** Indexes of the per-CPU counter array, {@code enum sm4j_counter} in bpf/src/sockmap4j.h. */
+/**
+ * The per-CPU counters, {@code enum sm4j_counter} in bpf/src/sockmap4j.h; each carries its
+ * index in the array, compared with the header by the layout test.
+ */
 public enum Counter {
-    SOCKETS_REGISTERED,
-    REGISTER_FAILED,
-    MSGS_REDIRECTED,
-    BYTES_REDIRECTED,
-    MSGS_PASSED,
-    BYTES_PASSED,
-    SOCKETS_TAINTED,
-    BOUND_HIT,
-    RESUMED;
+    SOCKETS_REGISTERED(0),
+    REGISTER_FAILED(1),
+    MSGS_REDIRECTED(2),
+    BYTES_REDIRECTED(3),
+    MSGS_PASSED(4),
+    BYTES_PASSED(5),
+    SOCKETS_TAINTED(6),
+    BOUND_HIT(7),
+    RESUMED(8);
+
+    private final int index;
+
+    Counter(int index) {
+        this.index = index;
+    }
+
+    /** The counter's index in {@code sm4j_counters} (SM4J_CTR_*). */
+    public int index() {
+        return index;
+    }
 }

@@ -12,7 +12,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 
 /**
- * The start-up self-test (KERNEL-NOTES hazard 5): one loopback connection through the fast
+ * The start-up self-test (docs/kernel.md, "Wake-ups and FIONREAD"): one loopback connection through the fast
  * path, checking what kernels have broken before. Both ends must be registered, the bytes must
  * be counted as redirected, FIONREAD must report them, and an edge-triggered epoll must wake.
  */
@@ -28,7 +28,7 @@ public final class KernelProbe {
         int client = -1;
         int accepted = -1;
         int epfd = -1;
-        KernelSockmap.PolicyRule rule = null;
+        PolicyRule rule = null;
         try (Arena arena = Arena.ofConfined()) {
             InetAddress lo = InetAddress.getByName("127.0.0.1");
             server = Sockets.newStreamSocket();
@@ -76,7 +76,8 @@ public final class KernelProbe {
             int n = LibC.tryEpollWait(epfd, events, TIMEOUT_MS);
             if (n <= 0 || (EpollEvent.events(events, 0) & LibC.EPOLLIN) == 0) {
                 return "probe: no edge-triggered epoll wake-up for redirected data "
-                        + "(kernel bug, see KERNEL-NOTES hazard 5; kernel " + System.getProperty("os.version") + ")";
+                        + "(a kernel bug: 929e30f93125 without its fix 04af4efde58a, see 'Wake-ups and FIONREAD' in "
+                        + "sockmap4j's docs/kernel.md; kernel " + System.getProperty("os.version") + ")";
             }
             if (kernel.counters()[Counter.MSGS_REDIRECTED.ordinal()] == before) {
                 return "probe: the sk_msg program did not redirect a message between two registered sockets";
@@ -84,7 +85,8 @@ public final class KernelProbe {
             int queued = LibC.fionread(accepted);
             if (queued != 64) {
                 return "probe: FIONREAD reports " + queued + " bytes with 64 redirected bytes queued "
-                        + "(kernel bug 929e30f93125 without 04af4efde58a, KERNEL-NOTES hazard 5; kernel "
+                        + "(kernel bug 929e30f93125 without its fix 04af4efde58a, see 'Wake-ups and FIONREAD' in "
+                        + "sockmap4j's docs/kernel.md; kernel "
                         + System.getProperty("os.version") + ")";
             }
             MemorySegment in = arena.allocate(128);

@@ -23,9 +23,18 @@ public final class PolicyKeyLayout {
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
             MemoryLayout.sequenceLayout(2, ValueLayout.JAVA_BYTE).withName("pad")).withName("sm4j_policy_key");
 
+    private static final long PREFIXLEN = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("prefixlen"));
+    private static final long PORT = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("port"));
+    private static final long ADDR = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("addr"));
+
     public static final StructLayout VALUE = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("flags"),
             ValueLayout.JAVA_INT.withName("bound")).withName("sm4j_policy");
+    /**
+     * SM4J_UNBOUNDED (0xffffffff as the kernel's unsigned bound): turns the in-flight bound off
+     * for a rule. The one value of it on the Java side.
+     */
+    public static final int UNBOUNDED = -1;
     public static final long BOUND = VALUE.byteOffset(MemoryLayout.PathElement.groupElement("bound"));
 
     private PolicyKeyLayout() {
@@ -43,14 +52,14 @@ public final class PolicyKeyLayout {
             throw new IllegalArgumentException("address prefix must be 0..128 bits: bits=" + addrBits);
         }
         key.fill((byte) 0);
-        key.set(ValueLayout.JAVA_INT, 0, 16 + addrBits);
-        key.set(ValueLayout.JAVA_BYTE, 4, (byte) (port >>> 8));
-        key.set(ValueLayout.JAVA_BYTE, 5, (byte) port);
+        key.set(ValueLayout.JAVA_INT, PREFIXLEN, 16 + addrBits);
+        key.set(ValueLayout.JAVA_BYTE, PORT, (byte) (port >>> 8));
+        key.set(ValueLayout.JAVA_BYTE, PORT + 1, (byte) port);
         // Bits past the prefix are zeroed, so one rule has one key whatever address was given.
         for (int i = 0; i < 16; i++) {
             int keep = Math.max(0, Math.min(8, addrBits - i * 8));
             int mask = keep == 0 ? 0 : (0xff << (8 - keep)) & 0xff;
-            key.set(ValueLayout.JAVA_BYTE, 6 + i, (byte) (mappedAddr[i] & mask));
+            key.set(ValueLayout.JAVA_BYTE, ADDR + i, (byte) (mappedAddr[i] & mask));
         }
     }
 }

@@ -32,6 +32,8 @@ public final class ReadSlotLayout {
             ValueLayout.JAVA_INT.withName("bound"),
             ValueLayout.JAVA_INT.withName("reserved"),
             ValueLayout.JAVA_LONG.withName("reserved2")).withName("sm4j_slot");
+    public static final long RX_SLOT = RX.byteOffset(MemoryLayout.PathElement.groupElement("slot"));
+    public static final long RX_COOKIE = RX.byteOffset(MemoryLayout.PathElement.groupElement("cookie"));
     public static final long SLOT_COOKIE = SLOT.byteOffset(MemoryLayout.PathElement.groupElement("cookie"));
     public static final long SLOT_READ = SLOT.byteOffset(MemoryLayout.PathElement.groupElement("read"));
     public static final long SLOT_BOUND = SLOT.byteOffset(MemoryLayout.PathElement.groupElement("bound"));

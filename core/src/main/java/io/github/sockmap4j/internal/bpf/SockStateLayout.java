@@ -27,6 +27,7 @@ public final class SockStateLayout {
     public static final long REDIRECTED = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("redirected"));
     public static final long TCP_BYTES = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("tcp"));
     public static final long FLAGS = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
+    /** SM4J_SOCK_TCP: sending by TCP until the peer has read everything. */
     public static final int TCP = 1;
 
     private SockStateLayout() {

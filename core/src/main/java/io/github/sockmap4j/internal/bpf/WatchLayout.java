@@ -32,6 +32,8 @@ public final class WatchLayout {
     public static final long READ = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("read"));
     public static final long BOUND = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("bound"));
     public static final long FLAGS = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
+    public static final long CONFIG_WATCH_BOUND = CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("watch_bound"));
+    /** SM4J_WATCH_WANTED: the sender is held on TCP or near the bound, so poll it often. */
     public static final int WANTED = 1;
 
     private WatchLayout() {

@@ -1,30 +1,34 @@
 package io.github.sockmap4j.internal.ffi;
 
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * {@code struct epoll_event { uint32_t events; epoll_data_t data; } __attribute__((packed))}
- * on x86_64: 12 bytes, data at offset 4. sockmap4j stores the fd in data.
+ * Arrays of {@code struct epoll_event { uint32_t events; epoll_data_t data; }}, laid out as
+ * {@link NativeLayouts#EPOLL_EVENT} says for this platform (packed on x86_64). sockmap4j stores the
+ * fd in data.
  */
 public final class EpollEvent {
-    public static final long SIZE = 12;
-    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED;
+    /** sizeof(struct epoll_event) on this platform. */
+    public static final long SIZE = NativeLayouts.EPOLL_EVENT.byteSize();
+    private static final long EVENTS = NativeLayouts.EPOLL_EVENT.byteOffset(MemoryLayout.PathElement.groupElement("events"));
+    private static final long DATA = NativeLayouts.EPOLL_EVENT.byteOffset(MemoryLayout.PathElement.groupElement("data"));
 
     private EpollEvent() {
     }
 
     public static void set(MemorySegment events, int index, int mask, int fd) {
         long base = index * SIZE;
-        events.set(U32, base, mask);
-        events.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 4, fd);
+        events.set(ValueLayout.JAVA_INT_UNALIGNED, base + EVENTS, mask);
+        events.set(ValueLayout.JAVA_LONG_UNALIGNED, base + DATA, fd);
     }
 
     public static int events(MemorySegment events, int index) {
-        return events.get(U32, index * SIZE);
+        return events.get(ValueLayout.JAVA_INT_UNALIGNED, index * SIZE + EVENTS);
     }
 
     public static int fd(MemorySegment events, int index) {
-        return events.get(U32, index * SIZE + 4);
+        return events.get(ValueLayout.JAVA_INT_UNALIGNED, index * SIZE + DATA);
     }
 }

@@ -66,7 +66,7 @@ public final class LibC {
     public static final int O_RDONLY = 0;
     public static final int O_RDWR = 2;
     public static final int O_CREAT = 0x40;
-    public static final int O_DIRECTORY = 0x10000;
+    public static final int O_DIRECTORY = Platform.current().oDirectory();
     public static final int O_CLOEXEC = 0x80000;
     public static final int PROT_READ = 1;
     public static final int PROT_WRITE = 2;
@@ -239,8 +239,8 @@ public final class LibC {
     private static int sockName(String op, MethodHandle mh, int fd, MemorySegment addr)
             throws NativeIOException {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment len = arena.allocate(ValueLayout.JAVA_INT);
+        try {
+            MemorySegment len = Native.scratch();
             len.set(ValueLayout.JAVA_INT, 0, (int) addr.byteSize());
             check(op, (int) mh.invokeExact(st, fd, addr, len), st);
             return len.get(ValueLayout.JAVA_INT, 0);
@@ -253,8 +253,9 @@ public final class LibC {
 
     public static void setsockoptInt(int fd, int level, int name, int value) throws NativeIOException {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = arena.allocateFrom(ValueLayout.JAVA_INT, value);
+        try {
+            MemorySegment v = Native.scratch();
+            v.set(ValueLayout.JAVA_INT, 0, value);
             check("setsockopt(" + level + "," + name + ")",
                     (int) SETSOCKOPT.invokeExact(st, fd, level, name, v, 4), st);
         } catch (NativeIOException e) {
@@ -286,9 +287,11 @@ public final class LibC {
 
     private static long getsockopt(int fd, int level, int name, int size) throws NativeIOException {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = arena.allocate(8, 8);
-            MemorySegment len = arena.allocateFrom(ValueLayout.JAVA_INT, size);
+        try {
+            MemorySegment scratch = Native.scratch();
+            MemorySegment v = scratch.asSlice(0, 8);
+            MemorySegment len = scratch.asSlice(8, 4);
+            len.set(ValueLayout.JAVA_INT, 0, size);
             check("getsockopt(" + level + "," + name + ")",
                     (int) GETSOCKOPT.invokeExact(st, fd, level, name, v, len), st);
             return size == 8 ? v.get(ValueLayout.JAVA_LONG, 0) : v.get(ValueLayout.JAVA_INT, 0);
@@ -334,10 +337,10 @@ public final class LibC {
 
     /** The most iovecs one sendmsg takes (IOV_MAX). */
     public static final int IOV_MAX = 1024;
-    /** struct iovec: base pointer, length. */
-    public static final long IOVEC_SIZE = 16;
-    /** struct msghdr on 64-bit Linux. */
-    public static final long MSGHDR_SIZE = 56;
+    /** sizeof(struct iovec). */
+    public static final long IOVEC_SIZE = NativeLayouts.IOVEC.byteSize();
+    /** sizeof(struct msghdr). */
+    public static final long MSGHDR_SIZE = NativeLayouts.MSGHDR.byteSize();
 
     /**
      * sendmsg of {@code count} iovecs (native memory only) in one call: one message for the
@@ -348,8 +351,8 @@ public final class LibC {
     public static long trySendmsg(int fd, MemorySegment msghdr, MemorySegment iovecs, int count, int flags) {
         MemorySegment st = Native.callState();
         try {
-            msghdr.set(ValueLayout.ADDRESS, 16, iovecs);
-            msghdr.set(ValueLayout.JAVA_LONG, 24, count);
+            msghdr.set(ValueLayout.ADDRESS, NativeLayouts.MSGHDR_IOV, iovecs);
+            msghdr.set(ValueLayout.JAVA_LONG, NativeLayouts.MSGHDR_IOVLEN, count);
             long res = (long) SENDMSG.invokeExact(st, fd, msghdr, flags | MSG_NOSIGNAL);
             return res < 0 ? -Native.errno(st) : res;
         } catch (Throwable t) {
@@ -389,15 +392,15 @@ public final class LibC {
     /** poll one fd; the returned revents, 0 on timeout, {@code -errno} on failure. */
     public static int tryPoll(int fd, short events, int timeoutMillis) {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment pfd = arena.allocate(8, 4);
-            pfd.set(ValueLayout.JAVA_INT, 0, fd);
-            pfd.set(ValueLayout.JAVA_SHORT, 4, events);
+        try {
+            MemorySegment pfd = Native.scratch().asSlice(0, NativeLayouts.POLLFD.byteSize());
+            pfd.set(ValueLayout.JAVA_INT, NativeLayouts.POLLFD_FD, fd);
+            pfd.set(ValueLayout.JAVA_SHORT, NativeLayouts.POLLFD_EVENTS, events);
             int res = (int) POLL.invokeExact(st, pfd, 1L, timeoutMillis);
             if (res < 0) {
                 return -Native.errno(st);
             }
-            return res == 0 ? 0 : pfd.get(ValueLayout.JAVA_SHORT, 6) & 0xffff;
+            return res == 0 ? 0 : pfd.get(ValueLayout.JAVA_SHORT, NativeLayouts.POLLFD_REVENTS) & 0xffff;
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
@@ -406,8 +409,8 @@ public final class LibC {
     /** FIONREAD: bytes the next read would return. */
     public static int fionread(int fd) throws NativeIOException {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = arena.allocate(ValueLayout.JAVA_INT);
+        try {
+            MemorySegment v = Native.scratch();
             check("ioctl(FIONREAD)", (int) IOCTL.invokeExact(st, fd, FIONREAD, v), st);
             return v.get(ValueLayout.JAVA_INT, 0);
         } catch (NativeIOException e) {
@@ -420,8 +423,9 @@ public final class LibC {
     /** FIONBIO: switches O_NONBLOCK on or off. */
     public static void setNonBlocking(int fd, boolean on) throws NativeIOException {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment v = arena.allocateFrom(ValueLayout.JAVA_INT, on ? 1 : 0);
+        try {
+            MemorySegment v = Native.scratch();
+            v.set(ValueLayout.JAVA_INT, 0, on ? 1 : 0);
             check("ioctl(FIONBIO)", (int) IOCTL.invokeExact(st, fd, FIONBIO, v), st);
         } catch (NativeIOException e) {
             throw e;
@@ -444,8 +448,8 @@ public final class LibC {
     /** epoll_ctl with data = fd; {@code -errno} on failure. */
     public static int tryEpollCtl(int epfd, int op, int fd, int events) {
         MemorySegment st = Native.callState();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment ev = arena.allocate(EpollEvent.SIZE, 4);
+        try {
+            MemorySegment ev = Native.scratch();
             EpollEvent.set(ev, 0, events, fd);
             int res = (int) EPOLL_CTL.invokeExact(st, epfd, op, fd, ev);
             return res < 0 ? -Native.errno(st) : 0;

@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -273,11 +274,9 @@ public final class Libbpf {
     /** A BPF link with link_create flags (XDP modes); {@code -errno} on failure. */
     public int tryLinkCreate(int progFd, int targetFd, int attachType, int flags) {
         try (Arena arena = Arena.ofConfined()) {
-            // struct bpf_link_create_opts { size_t sz; __u32 flags; ... }: libbpf reads only
-            // the fields within sz, so the first two suffice.
-            MemorySegment opts = arena.allocate(16, 8);
-            opts.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 16L);
-            opts.set(java.lang.foreign.ValueLayout.JAVA_INT, 8, flags);
+            MemorySegment opts = arena.allocate(NativeLayouts.LINK_CREATE_OPTS);
+            opts.set(ValueLayout.JAVA_LONG, NativeLayouts.LINK_OPTS_SZ, opts.byteSize());
+            opts.set(ValueLayout.JAVA_INT, NativeLayouts.LINK_OPTS_FLAGS, flags);
             return (int) linkCreate.invokeExact(progFd, targetFd, attachType, opts);
         } catch (Throwable t) {
             throw Native.rethrow(t);
@@ -355,13 +354,14 @@ public final class Libbpf {
 
     public MapInfo mapInfo(int mapFd) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
-            // struct bpf_map_info { __u32 type, id, key_size, value_size, max_entries, map_flags; ... }
-            MemorySegment info = arena.allocate(128, 8);
-            MemorySegment len = arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_INT, 128);
+            MemorySegment info = arena.allocate(NativeLayouts.BPF_MAP_INFO);
+            MemorySegment len = arena.allocateFrom(ValueLayout.JAVA_INT, (int) info.byteSize());
             ret("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(mapFd, info, len));
-            java.lang.foreign.ValueLayout.OfInt u32 = java.lang.foreign.ValueLayout.JAVA_INT;
-            return new MapInfo(info.get(u32, 0), info.get(u32, 8), info.get(u32, 12), info.get(u32, 16),
-                    info.get(u32, 20));
+            return new MapInfo(info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_TYPE),
+                    info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_KEY_SIZE),
+                    info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_VALUE_SIZE),
+                    info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_MAX_ENTRIES),
+                    info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_FLAGS));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -375,16 +375,16 @@ public final class Libbpf {
 
     public ProgRuns progRuns(int progFd) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
-            // struct bpf_prog_info (232 bytes on 6.18): run_time_ns at byte 192, run_cnt at 200.
-            // The UAPI struct only grows at its end, so these offsets hold on every kernel that has them.
-            MemorySegment info = arena.allocate(232, 8);
-            MemorySegment len = arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_INT, 232);
+            // The kernel fills at most what we pass and says how much it knows: a kernel whose
+            // struct ends before run_cnt has no run statistics.
+            MemorySegment info = arena.allocate(NativeLayouts.BPF_PROG_INFO);
+            MemorySegment len = arena.allocateFrom(ValueLayout.JAVA_INT, (int) info.byteSize());
             ret("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(progFd, info, len));
-            if (len.get(java.lang.foreign.ValueLayout.JAVA_INT, 0) < 208) {
+            if (len.get(ValueLayout.JAVA_INT, 0) < info.byteSize()) {
                 return new ProgRuns(-1, -1);
             }
-            java.lang.foreign.ValueLayout.OfLong u64 = java.lang.foreign.ValueLayout.JAVA_LONG;
-            return new ProgRuns(info.get(u64, 200), info.get(u64, 192));
+            return new ProgRuns(info.get(ValueLayout.JAVA_LONG, NativeLayouts.PROG_INFO_RUN_CNT),
+                    info.get(ValueLayout.JAVA_LONG, NativeLayouts.PROG_INFO_RUN_TIME_NS));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {

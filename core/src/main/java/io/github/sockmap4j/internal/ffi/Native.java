@@ -30,7 +30,20 @@ final class Native {
     private static final ThreadLocal<MemorySegment> STATE =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CALL_STATE));
 
+    /**
+     * A small per-thread scratch for out-parameters (an int, a pollfd, an epoll_event), for the
+     * same reason: the calls that use it run per event, and none holds it across another call.
+     */
+    static final long SCRATCH_BYTES = 64;
+    private static final ThreadLocal<MemorySegment> SCRATCH =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(SCRATCH_BYTES, 8));
+
     private Native() {
+    }
+
+    /** This thread's scratch, zeroed. */
+    static MemorySegment scratch() {
+        return SCRATCH.get().fill((byte) 0);
     }
 
     static MemorySegment callState() {

@@ -24,4 +24,16 @@ public final class FastPathStateEvent extends Event {
 
     @Label("Cgroup")
     public String cgroup;
+
+    /** Commits one event when a recording wants it. */
+    public static void emit(boolean active, String reason, String pinDirectory, String cgroup) {
+        FastPathStateEvent e = new FastPathStateEvent();
+        if (e.shouldCommit()) {
+            e.active = active;
+            e.reason = reason;
+            e.pinDirectory = pinDirectory;
+            e.cgroup = cgroup;
+            e.commit();
+        }
+    }
 }

@@ -1,29 +1,23 @@
 package io.github.sockmap4j.internal.bpf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 
-import java.io.IOException;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Each Java layout of a shared struct against the BTF of the compiled BPF object (as Cilium's
- * bpf_alignchecker does): same size, same member offsets.
+ * Each Java layout of a struct shared with the BPF programs against the BTF of the compiled
+ * object (as Cilium's bpf_alignchecker does): same size, same members, same offsets. And every
+ * constant the Java side mirrors (counter indexes, flags, the ABI version, the unbounded value,
+ * the XDP actions and counters) against the header it comes from. Needs no privilege.
  */
 class LayoutTest {
-    static final Map<String, StructLayout> JAVA = Map.ofEntries(
+    static final Map<String, StructLayout> SOCKMAP = Map.ofEntries(
             Map.entry("sm4j_sock_key", SockKeyLayout.LAYOUT),
             Map.entry("sm4j_policy_key", PolicyKeyLayout.LAYOUT),
             Map.entry("sm4j_policy", PolicyKeyLayout.VALUE),
@@ -32,55 +26,79 @@ class LayoutTest {
             Map.entry("sm4j_slot", ReadSlotLayout.SLOT),
             Map.entry("sm4j_watch", WatchLayout.WATCH),
             Map.entry("sm4j_config", WatchLayout.CONFIG));
+    static final Map<String, StructLayout> XDP = Map.of(
+            "xdpf_src_key", XdpLayout.SRC_KEY,
+            "xdpf_port_key", XdpLayout.PORT_KEY,
+            "xdpf_rule", XdpLayout.RULE,
+            "xdpf_config", XdpLayout.CONFIG);
 
-    record BtfStruct(long size, Map<String, Long> offsets) {
+    static Btf sockmapBtf;
+    static Btf xdpBtf;
+
+    @BeforeAll
+    static void readBtf() throws Exception {
+        sockmapBtf = Btf.ofResource(Pins.class, Pins.OBJECT_RESOURCE);
+        xdpBtf = Btf.ofResource(io.github.sockmap4j.xdp.XdpFilter.class, "xdp_filter.bpf.o");
     }
 
-    static Map<String, BtfStruct> btf() throws IOException, InterruptedException {
-        Path obj = Files.createTempFile("sockmap4j", ".bpf.o");
-        try {
-            Files.write(obj, KernelSockmap.embeddedObject());
-            Process p = new ProcessBuilder("bpftool", "btf", "dump", "file", obj.toString(), "format", "raw")
-                    .redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            p.waitFor(30, TimeUnit.SECONDS);
-            Map<String, BtfStruct> structs = new HashMap<>();
-            Pattern head = Pattern.compile("^\\[\\d+] STRUCT '(\\w+)' size=(\\d+) vlen=(\\d+)");
-            Pattern member = Pattern.compile("^\\s+'(\\w+)' type_id=\\d+ bits_offset=(\\d+)");
-            String[] lines = out.split("\n");
-            for (int i = 0; i < lines.length; i++) {
-                Matcher h = head.matcher(lines[i]);
-                if (h.find()) {
-                    Map<String, Long> offs = new LinkedHashMap<>();
-                    int n = Integer.parseInt(h.group(3));
-                    for (int j = 1; j <= n; j++) {
-                        Matcher m = member.matcher(lines[i + j]);
-                        if (m.find()) {
-                            offs.put(m.group(1), Long.parseLong(m.group(2)) / 8);
-                        }
-                    }
-                    structs.put(h.group(1), new BtfStruct(Long.parseLong(h.group(2)), offs));
-                }
-            }
-            return structs;
-        } finally {
-            Files.deleteIfExists(obj);
+    static void assertMatches(Btf.Struct b, StructLayout j, String name) {
+        assertEquals(b.size(), j.byteSize(), name + " size");
+        assertEquals(List.copyOf(b.offsets().keySet()), Btf.members(j), name + " members");
+        for (var e : b.offsets().entrySet()) {
+            assertEquals(e.getValue(), Btf.offset(j, e.getKey()), name + "." + e.getKey() + " offset");
         }
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"sm4j_sock_key", "sm4j_policy_key", "sm4j_policy", "sm4j_sock_state", "sm4j_rx",
         "sm4j_slot", "sm4j_watch", "sm4j_config"})
-    void javaLayoutMatchesBtf(String name) throws Exception {
-        BtfStruct b = btf().get(name);
-        assertNotNull(b, name + " not in the object's BTF");
-        StructLayout j = JAVA.get(name);
-        assertEquals(b.size(), j.byteSize(), name + " size");
-        assertEquals(b.offsets().keySet().stream().toList(),
-                j.memberLayouts().stream().map(l -> l.name().orElseThrow()).toList(), name + " members");
-        for (var e : b.offsets().entrySet()) {
-            assertEquals(e.getValue(), j.byteOffset(MemoryLayout.PathElement.groupElement(e.getKey())),
-                    name + "." + e.getKey() + " offset");
+    void sockmapLayoutMatchesBtf(String name) {
+        assertMatches(sockmapBtf.get(name), SOCKMAP.get(name), name);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"xdpf_src_key", "xdpf_port_key", "xdpf_rule", "xdpf_config"})
+    void xdpLayoutMatchesBtf(String name) {
+        assertMatches(xdpBtf.get(name), XDP.get(name), name);
+    }
+
+    @Test
+    void counterIndexesMatchTheHeader() throws Exception {
+        CHeader h = CHeader.ofProject("sockmap4j.h");
+        for (Counter c : Counter.values()) {
+            assertEquals(h.get("SM4J_CTR_" + c.name()), c.index(), c.name());
         }
+        assertEquals(h.get("SM4J_CTR_MAX"), Counter.values().length, "one Java counter per C counter");
+    }
+
+    @Test
+    void abiVersionFlagsAndUnboundedMatchTheHeader() throws Exception {
+        CHeader h = CHeader.ofProject("sockmap4j.h");
+        assertEquals(h.get("SM4J_ABI_VERSION"), Pins.ABI_VERSION, "ABI version");
+        assertEquals(h.get("SM4J_SOCK_TCP"), SockStateLayout.TCP, "SM4J_SOCK_TCP");
+        assertEquals(h.get("SM4J_WATCH_WANTED"), WatchLayout.WANTED, "SM4J_WATCH_WANTED");
+        assertEquals(h.get("SM4J_UNBOUNDED"), Integer.toUnsignedLong(PolicyKeyLayout.UNBOUNDED), "SM4J_UNBOUNDED");
+    }
+
+    @Test
+    void xdpConstantsMatchTheHeader() throws Exception {
+        CHeader h = CHeader.ofProject("xdp_filter.h");
+        assertEquals(h.get("XDPF_MAX_RULES"), XdpLayout.MAX_RULES);
+        assertEquals(h.get("XDPF_PASS"), XdpLayout.XDPF_PASS);
+        assertEquals(h.get("XDPF_DROP"), XdpLayout.XDPF_DROP);
+        assertEquals(h.get("XDPF_CTR_PASSED"), XdpLayout.CTR_PASSED);
+        assertEquals(h.get("XDPF_CTR_DROPPED"), XdpLayout.CTR_DROPPED);
+        assertEquals(h.get("XDPF_CTR_MALFORMED"), XdpLayout.CTR_MALFORMED);
+        assertEquals(h.get("XDPF_CTR_DEFAULT"), XdpLayout.CTR_DEFAULT);
+        assertEquals(h.get("XDPF_CTR_MAX"), XdpLayout.CTR_DEFAULT + 1, "no outcome counter unread");
+    }
+
+    @Test
+    void headerParserCountsEnumsAsC() {
+        CHeader h = CHeader.parse("#define B 10\n/* x */ enum e { A = B, C, D = B + 5, E, };\n");
+        assertEquals(10, h.get("A"));
+        assertEquals(11, h.get("C"));
+        assertEquals(15, h.get("D"));
+        assertEquals(16, h.get("E"));
     }
 }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty.grpc;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -39,6 +40,7 @@ import org.junit.jupiter.api.Timeout;
 
 /** gRPC-Java over the transport, with byte[] messages (no generated code needed). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@Tag("kernel")
 class GrpcFastPathTest {
     static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
 

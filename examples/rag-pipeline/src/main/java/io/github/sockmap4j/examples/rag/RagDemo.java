@@ -1,6 +1,7 @@
 package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -116,7 +117,7 @@ public final class RagDemo implements Callable<Integer> {
                 } else {
                     out.println("fast path: active, sockops on " + sockmap.cgroup().map(Path::toString).orElse("?"));
                     try {
-                        runStats = Sockmap.enableKernelRunStats();
+                        runStats = SockmapAdmin.enableKernelRunStats();
                     } catch (IOException e) {
                         out.println("kernel run counts unavailable: " + e.getMessage());
                     }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.examples.rag;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
 
 /** The demo itself, small: four stage JVMs per path, a table for both paths, and no stage left running. */
+@Tag("kernel")
 class RagDemoTest {
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.examples.rag;
 
+import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** The four stages in this JVM: the same answers on both paths, and the fast path carries them. */
+@Tag("kernel")
 class RagPipelineTest {
     static final RagService.Settings SETTINGS = new RagService.Settings(384, 1500, 3, 32, 5, 0.3f);
     static final int QUESTIONS = 60;

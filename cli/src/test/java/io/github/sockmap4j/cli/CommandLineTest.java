@@ -1,0 +1,75 @@
+package io.github.sockmap4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** Parsing only: what the CLI accepts and how it refuses, without touching a kernel. */
+class CommandLineTest {
+    record Result(int code, String out, String err) {
+    }
+
+    static Result run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = SockmapCli.run(new PrintWriter(out, true), new PrintWriter(err, true), args);
+        return new Result(code, out.toString(), err.toString());
+    }
+
+    @Test
+    void aPortAloneMatchesEveryServerAddress() {
+        SockmapCli.Target t = SockmapCli.Target.parse("8080");
+        assertEquals(8080, t.port());
+        assertNull(t.network());
+    }
+
+    @Test
+    void aPortWithACidr() throws Exception {
+        SockmapCli.Target t = SockmapCli.Target.parse("8080/10.1.0.0/16");
+        assertEquals(InetAddress.getByName("10.1.0.0"), t.network());
+        assertEquals(16, t.bits());
+        assertEquals(128, SockmapCli.Target.parse("9090/fd00::1").bits(), "a bare address is one host");
+    }
+
+    @Test
+    void notAPortSaysWhatIsExpected() {
+        CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
+                () -> SockmapCli.Target.parse("http"));
+        assertTrue(e.getMessage().contains("expected PORT or PORT/CIDR"), e.getMessage());
+        e = assertThrows(CommandLine.TypeConversionException.class, () -> SockmapCli.Target.parse("70000"));
+        assertTrue(e.getMessage().contains("1..65535"), e.getMessage());
+    }
+
+    @Test
+    void anUnknownCommandIsAUsageError() {
+        Result r = run("frobnicate");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("frobnicate"), r.err());
+    }
+
+    @Test
+    void allowWithABadPortIsAUsageErrorNamingIt() {
+        Result r = run("allow", "eighty");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("not a port: 'eighty'"), r.err());
+    }
+
+    @Test
+    void versionPrintsTheName() {
+        Result r = run("--version");
+        assertEquals(0, r.code());
+        assertTrue(r.out().startsWith("sockmap4j "), r.out());
+    }
+
+    @Test
+    void jsonEscapesQuotesAndKeepsNumbersRaw() {
+        assertEquals("{\"a\":1,\"b\":\"x\\\"y\",\"c\":true}", SockmapCli.json("a", "1", "b", "x\"y", "c", "true"));
+    }
+}

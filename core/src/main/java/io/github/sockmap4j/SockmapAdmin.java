@@ -1,0 +1,91 @@
+package io.github.sockmap4j;
+
+import io.github.sockmap4j.internal.bpf.Pins;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * What operators and tools do with a pin directory, as opposed to what an application does with
+ * its own {@link Sockmap}: set it up for an agent, read its counters from outside, remove it,
+ * turn the kernel's run statistics on. The CLI and the node agent use this class.
+ *
+ * <p><b>Note:</b> this class is threadsafe (it holds no state).
+ */
+public final class SockmapAdmin {
+    private SockmapAdmin() {
+    }
+
+    /**
+     * Agent mode: sets up the pins of {@code config} and the cgroup attachment, and leaves them
+     * in place after this process: application processes then only open them and opt in (also
+     * without privileges, see {@link PolicyClient}), and none of them removes them when it closes.
+     * {@link #removePins} undoes it.
+     *
+     * @throws SockmapUnavailableException with the reason when the fast path cannot be set up
+     */
+    public static void up(SockmapConfig config) throws IOException {
+        try (Sockmap s = Sockmap.open(config.toBuilder().required(true).build())) {
+            s.kernel().markAgentOwned();
+        }
+    }
+
+    /** Whether an agent ({@link #up}) owns the pins of {@code pinDirectory}. */
+    public static boolean isUp(Path pinDirectory) {
+        return Pins.isAgentOwned(pinDirectory);
+    }
+
+    /**
+     * The counters of a pin directory read from its pins, attaching nothing; null when nothing
+     * is pinned there.
+     */
+    public static SockmapStats stats(Path pinDirectory) throws IOException {
+        long[] c = Pins.readStats(libbpf(), pinDirectory);
+        return c == null ? null : SockmapStats.of(c, c[c.length - 1]);
+    }
+
+    /**
+     * Removes the pins of {@code pinDirectory} (maps, programs, cgroup attachments) even while
+     * processes use them: their connections leave the fast path, and redirected bytes not yet
+     * read may be lost. For operators cleaning up after crashed services; {@link Sockmap#close()}
+     * is the normal way out.
+     *
+     * @return how many pins were removed
+     */
+    public static int removePins(Path pinDirectory) throws IOException {
+        return Pins.forceRemove(pinDirectory);
+    }
+
+    /**
+     * Turns the kernel's per-program run statistics on ({@code BPF_ENABLE_STATS}) until the
+     * returned handle is closed or this process exits; they cost a clock read per program run.
+     * Needs CAP_SYS_ADMIN. {@link Sockmap#verdictRunCount()} reads them.
+     *
+     * @throws IOException naming the missing privilege or libbpf error
+     */
+    public static Closeable enableKernelRunStats() throws IOException {
+        int fd;
+        try {
+            fd = libbpf().enableRunStats();
+        } catch (IOException e) {
+            throw new IOException("cannot turn on BPF run statistics (needs CAP_SYS_ADMIN): " + e.getMessage(), e);
+        }
+        AtomicBoolean open = new AtomicBoolean(true);
+        return () -> {
+            if (open.getAndSet(false)) {
+                LibC.close(fd);
+            }
+        };
+    }
+
+    private static Libbpf libbpf() throws IOException {
+        try {
+            return Libbpf.load();
+        } catch (UnsatisfiedLinkError e) {
+            throw new IOException(e.getMessage(), e);
+        }
+    }
+}

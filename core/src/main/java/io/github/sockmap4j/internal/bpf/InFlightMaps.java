@@ -1,0 +1,213 @@
+package io.github.sockmap4j.internal.bpf;
+
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The maps of the in-flight bound (docs/in-flight-bound.md): {@code sm4j_rx} and the mmap-ed
+ * {@code sm4j_slots} for receivers that publish their reads, {@code sm4j_watch} for receivers
+ * that do not, and {@code sm4j_sockstate}, what each registered socket has sent.
+ *
+ * <p><b>Note:</b> this class is threadsafe. After {@link #close()} lookups answer "nothing" and
+ * updates do nothing: a channel closing late must not fail for it.
+ */
+public final class InFlightMaps implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(InFlightMaps.class);
+
+    private final Libbpf bpf;
+    private final int rxFd;
+    private final int watchFd;
+    private final int stateFd;
+    /*
+     * A shared arena owns the mapping: closing it waits until no thread is inside an access
+     * and makes later ones throw, where a bare munmap would let a late read crash the JVM.
+     */
+    private final Arena slotsArena = Arena.ofShared();
+    private final ReadSlots slots;
+    private boolean closed;
+
+    InFlightMaps(Libbpf bpf, PinnedObjects fds) throws IOException {
+        this.bpf = bpf;
+        this.rxFd = fds.rx();
+        this.watchFd = fds.watch();
+        this.stateFd = fds.sockState();
+        Libbpf.MapInfo info = bpf.mapInfo(fds.slots());
+        long bytes = (long) info.valueSize() * info.maxEntries();
+        long length = (bytes + 4095) & ~4095L;
+        MemorySegment mapping = LibC.mmapShared(fds.slots(), length, LibC.PROT_READ | LibC.PROT_WRITE, slotsArena);
+        this.slots = new ReadSlots(mapping, info.maxEntries());
+    }
+
+    /** A receiving socket's claim on a read slot; see {@link #claimReadSlot}. */
+    public record ReadSlot(int index, long cookie, byte[] key) {
+    }
+
+    /** One receiver that publishes nothing, as the sender's verdict left it. */
+    public record Watched(byte[] key, long sent, long read, int bound, int flags) {
+    }
+
+    /**
+     * Claims a read slot for a receiving socket of this process and maps its key to it, so
+     * that senders to it keep what they redirect unread under {@code bound}. Null when no slot
+     * is free (the socket then receives without a bound, as before this mechanism).
+     */
+    public synchronized ReadSlot claimReadSlot(long cookie, InetAddress local, int localPort, InetAddress remote,
+                                               int remotePort, long netns, int bound) throws IOException {
+        ensureOpen();
+        int idx = slots.claim(cookie, bound);
+        if (idx < 0) {
+            LOG.warn("No free read slot among {}: a connection receives without an in-flight bound", slots.count());
+            return null;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(SockKeyLayout.LAYOUT);
+            SockKeyLayout.fill(key, local, localPort, remote, remotePort, netns);
+            MemorySegment val = arena.allocate(ReadSlotLayout.RX);
+            val.set(ValueLayout.JAVA_INT, ReadSlotLayout.RX_SLOT, idx);
+            val.set(ValueLayout.JAVA_LONG, ReadSlotLayout.RX_COOKIE, cookie);
+            int r = bpf.tryMapUpdate(rxFd, key, val, Libbpf.BPF_ANY);
+            if (r < 0) {
+                slots.release(idx, cookie);
+                throw new NativeIOException("bpf_map_update_elem(rx)", -r);
+            }
+            return new ReadSlot(idx, cookie, key.toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    /** Publishes the owner's read count: one release store, no syscall. */
+    public void publishRead(ReadSlot slot, long read) {
+        slots.publishRead(slot.index(), read);
+    }
+
+    public void setSlotBound(ReadSlot slot, int bound) {
+        slots.setBound(slot.index(), bound);
+    }
+
+    public int slotBound(ReadSlot slot) {
+        return slots.bound(slot.index());
+    }
+
+    public synchronized void releaseReadSlot(ReadSlot slot) {
+        if (closed) {
+            return; // the maps and the mapping are gone; the kernel's state callback dropped the entry
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            int r = bpf.tryMapDelete(rxFd, arena.allocateFrom(ValueLayout.JAVA_BYTE, slot.key()));
+            assert r == 0 || -r == Errno.ENOENT : "rx delete: " + r;
+        }
+        slots.release(slot.index(), slot.cookie());
+    }
+
+    /**
+     * What the receiving socket under this key published as read, or -1 when it publishes
+     * nothing (no slot, or the slot changed hands), as the verdict program decides it.
+     */
+    public synchronized long publishedRead(InetAddress local, int localPort, InetAddress remote, int remotePort,
+                                           long netns) {
+        if (closed) {
+            return -1;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(SockKeyLayout.LAYOUT);
+            SockKeyLayout.fill(key, local, localPort, remote, remotePort, netns);
+            MemorySegment rx = arena.allocate(ReadSlotLayout.RX);
+            if (bpf.tryMapLookup(rxFd, key, rx) != 0) {
+                return -1;
+            }
+            return slots.read(rx.get(ValueLayout.JAVA_INT, ReadSlotLayout.RX_SLOT),
+                    rx.get(ValueLayout.JAVA_LONG, ReadSlotLayout.RX_COOKIE));
+        }
+    }
+
+    /** The bytes a socket of this process had sent, redirected or by TCP, as of its last verdict. */
+    public long socketSent(int socketFd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
+            MemorySegment val = arena.allocate(SockStateLayout.LAYOUT);
+            return bpf.tryMapLookup(stateFd, key, val) == 0
+                    ? val.get(ValueLayout.JAVA_LONG, SockStateLayout.REDIRECTED)
+                    + val.get(ValueLayout.JAVA_LONG, SockStateLayout.TCP_BYTES) : 0;
+        }
+    }
+
+    /** The sm4j_sock_state flags of a socket of this process (0 when it has none). */
+    public int socketFlags(int socketFd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
+            MemorySegment val = arena.allocate(SockStateLayout.LAYOUT);
+            return bpf.tryMapLookup(stateFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, SockStateLayout.FLAGS) : 0;
+        }
+    }
+
+    /** Every entry of sm4j_watch. */
+    public synchronized List<Watched> watched() {
+        List<Watched> out = new ArrayList<>();
+        if (closed) {
+            return out;
+        }
+        long ks = SockKeyLayout.LAYOUT.byteSize();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment prev = arena.allocate(ks, 8);
+            MemorySegment next = arena.allocate(ks, 8);
+            MemorySegment val = arena.allocate(WatchLayout.WATCH);
+            MemorySegment cursor = MemorySegment.NULL;
+            while (bpf.tryMapNextKey(watchFd, cursor, next) == 0) {
+                if (bpf.tryMapLookup(watchFd, next, val) == 0) {
+                    out.add(new Watched(next.toArray(ValueLayout.JAVA_BYTE),
+                            val.get(ValueLayout.JAVA_LONG, WatchLayout.SENT),
+                            val.get(ValueLayout.JAVA_LONG, WatchLayout.READ),
+                            val.get(ValueLayout.JAVA_INT, WatchLayout.BOUND),
+                            val.get(ValueLayout.JAVA_INT, WatchLayout.FLAGS)));
+                }
+                MemorySegment.copy(next, 0, prev, 0, ks);
+                cursor = prev;
+            }
+        }
+        return out;
+    }
+
+    /** Publishes a watcher's estimate for one receiver (only if the entry still exists). */
+    public synchronized void updateWatched(byte[] key, long sent, long read, int bound, int flags) {
+        if (closed) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment val = arena.allocate(WatchLayout.WATCH);
+            val.set(ValueLayout.JAVA_LONG, WatchLayout.SENT, sent);
+            val.set(ValueLayout.JAVA_LONG, WatchLayout.READ, read);
+            val.set(ValueLayout.JAVA_INT, WatchLayout.BOUND, bound);
+            val.set(ValueLayout.JAVA_INT, WatchLayout.FLAGS, flags);
+            bpf.tryMapUpdate(watchFd, arena.allocateFrom(ValueLayout.JAVA_BYTE, key), val, Libbpf.BPF_EXIST);
+        }
+    }
+
+    public synchronized boolean isClosed() {
+        return closed;
+    }
+
+    private void ensureOpen() throws IOException {
+        if (closed) {
+            throw new IOException("the in-flight maps are closed");
+        }
+    }
+
+    /** Unmaps the slots; the descriptors belong to the {@link KernelSockmap} that made this. */
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            slotsArena.close();
+        }
+    }
+}

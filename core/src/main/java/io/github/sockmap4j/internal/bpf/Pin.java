@@ -1,0 +1,36 @@
+package io.github.sockmap4j.internal.bpf;
+
+import java.nio.file.Path;
+
+/**
+ * The objects of the BPF object that are pinned in a pin directory: their name in the object
+ * and their file name under the pin directory. The meta map comes last among the maps: its pin
+ * marks a complete set (see {@link Pins#create}).
+ */
+enum Pin {
+    SOCKS("sm4j_socks", "socks", false),
+    POLICY("sm4j_policy", "policy", false),
+    COUNTERS("sm4j_counters", "counters", false),
+    SOCK_STATE("sm4j_sockstate", "sockstate", false),
+    RX("sm4j_rx", "rx", false),
+    SLOTS("sm4j_slots", "slots", false),
+    WATCH("sm4j_watch", "watch", false),
+    CONFIG("sm4j_config", "config", false),
+    META("sm4j_meta", "meta", false),
+    SOCKOPS("sm4j_sockops", "prog_sockops", true),
+    REDIRECT("sm4j_redirect", "prog_redirect", true);
+
+    final String objectName;
+    final String fileName;
+    final boolean program;
+
+    Pin(String objectName, String fileName, boolean program) {
+        this.objectName = objectName;
+        this.fileName = fileName;
+        this.program = program;
+    }
+
+    String path(Path pinDir) {
+        return pinDir.resolve(fileName).toString();
+    }
+}

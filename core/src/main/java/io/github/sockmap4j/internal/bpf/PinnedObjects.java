@@ -1,0 +1,45 @@
+package io.github.sockmap4j.internal.bpf;
+
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import java.nio.file.Path;
+import java.util.EnumMap;
+import java.util.Map;
+
+/**
+ * One process's file descriptors of a pin directory's objects, one named handle each.
+ *
+ * <p><b>Note:</b> immutable; {@link #close()} once, by the owner.
+ */
+record PinnedObjects(int socks, int policy, int counters, int sockState, int rx, int slots, int watch,
+                     int config, int meta, int sockops, int redirect) {
+
+    /** Opens every pin of {@code dir}; on a failure closes what it opened and throws. */
+    static PinnedObjects open(Libbpf bpf, Path dir) throws NativeIOException {
+        Map<Pin, Integer> fds = new EnumMap<>(Pin.class);
+        try {
+            for (Pin p : Pin.values()) {
+                String path = p.path(dir);
+                int fd = bpf.tryGetPinned(path);
+                if (fd < 0) {
+                    throw new NativeIOException("bpf_obj_get", -fd, path);
+                }
+                fds.put(p, fd);
+            }
+        } catch (NativeIOException e) {
+            fds.values().forEach(LibC::close);
+            throw e;
+        }
+        return new PinnedObjects(fds.get(Pin.SOCKS), fds.get(Pin.POLICY), fds.get(Pin.COUNTERS),
+                fds.get(Pin.SOCK_STATE), fds.get(Pin.RX), fds.get(Pin.SLOTS), fds.get(Pin.WATCH), fds.get(Pin.CONFIG),
+                fds.get(Pin.META), fds.get(Pin.SOCKOPS), fds.get(Pin.REDIRECT));
+    }
+
+    /** Closes every descriptor but the policy map's, which its {@link PolicyMap} owns. */
+    void closeAllButPolicy() {
+        for (int fd : new int[] {socks, counters, sockState, rx, slots, watch, config, meta, sockops, redirect}) {
+            LibC.close(fd);
+        }
+    }
+}

@@ -1,0 +1,326 @@
+package io.github.sockmap4j.internal.bpf;
+
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The life of a pin directory's objects: created or opened, attached to cgroups, torn down by
+ * the last user. Every call that changes the directory runs under its setup lock ({@link LockDir}).
+ *
+ * <h2>Who creates and who removes what</h2>
+ * Every process using a pin directory holds a shared lock on {@code users.lock}, and a shared
+ * lock on {@code cgroup-<id>.lock} for the cgroup it attached to; setup and teardown run under
+ * an exclusive {@code setup.lock}, so they never interleave. The first process loads the
+ * programs, pins maps and programs, and attaches the {@code sk_msg} verdict to the SOCKHASH;
+ * later ones open the pins. A cgroup attachment is a pinned BPF link, made by the first
+ * process of that cgroup. On close, a process that finds no other holder of its cgroup lock
+ * unpins that link (which detaches the sockops program); one that finds no other user at all
+ * unpins everything and removes the directory, unless sockets are still registered: removing
+ * the SOCKHASH then would discard redirected bytes their readers have not yet read, so the pins
+ * stay, with a warning, for the next process to close. A process that dies releases its locks
+ * with it; what it left is removed by the next last user. A directory with an {@value #AGENT_PIN}
+ * pin belongs to an agent: nobody else tears it down.
+ */
+public final class Pins {
+    /** SM4J_ABI_VERSION: a process refuses pins whose meta map holds another. */
+    public static final int ABI_VERSION = 3;
+    /** The pin that marks a directory as an agent's: its pins outlive every other process. */
+    static final String AGENT_PIN = "agent";
+    static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
+    private static final String LINK_PREFIX = "link_cgroup_";
+    private static final Logger LOG = LoggerFactory.getLogger(Pins.class);
+
+    private Pins() {
+    }
+
+    /** Opens the pins of {@code dir}, creating them first when there are none. Under the setup lock. */
+    static PinnedObjects openOrCreate(Libbpf bpf, Path dir, int maxSockets) throws IOException {
+        int present = 0;
+        for (Pin p : Pin.values()) {
+            present += Files.exists(dir.resolve(p.fileName)) ? 1 : 0;
+        }
+        if (present != 0 && present != Pin.values().length) {
+            // A process died half-way through setup (setup runs under the lock, so nobody is in it now).
+            LOG.warn("Removing incomplete pins in {} left by an interrupted setup", dir);
+            unpinObjects(dir);
+            present = 0;
+        }
+        if (present == 0) {
+            create(bpf, dir, maxSockets);
+        }
+        PinnedObjects fds = PinnedObjects.open(bpf, dir);
+        try {
+            checkAbi(bpf, dir, fds.meta());
+            return fds;
+        } catch (IOException e) {
+            fds.closeAllButPolicy();
+            LibC.close(fds.policy());
+            throw e;
+        }
+    }
+
+    private static void checkAbi(Libbpf bpf, Path dir, int metaFd) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment val = arena.allocate(ValueLayout.JAVA_INT);
+            int r = bpf.tryMapLookup(metaFd, key, val);
+            if (r < 0) {
+                throw new NativeIOException("bpf_map_lookup_elem(meta)", -r, dir.toString());
+            }
+            int abi = val.get(ValueLayout.JAVA_INT, 0);
+            if (abi != ABI_VERSION) {
+                throw new IOException("the pins in " + dir + " come from another sockmap4j version (ABI "
+                        + abi + ", this library has " + ABI_VERSION + "): stop the processes using them, "
+                        + "or set -Dsockmap4j.pinDir to another directory");
+            }
+        }
+    }
+
+    /** Loads the embedded object and pins its maps and programs in {@code dir}. */
+    static void create(Libbpf bpf, Path dir, int maxSockets) throws IOException {
+        byte[] elf = embeddedObject();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(elf.length, 8);
+            MemorySegment.copy(elf, 0, buf, ValueLayout.JAVA_BYTE, 0, elf.length);
+            MemorySegment obj = bpf.openObject(buf);
+            List<Pin> pinned = new ArrayList<>();
+            try {
+                for (Pin p : new Pin[] {Pin.SOCKS, Pin.RX, Pin.SLOTS, Pin.WATCH}) {
+                    bpf.setMaxEntries(bpf.findMap(obj, p.objectName), maxSockets);
+                }
+                bpf.loadObject(obj);
+                int socks = bpf.mapFd(bpf.findMap(obj, Pin.SOCKS.objectName));
+                int redirect = bpf.programFd(bpf.findProgram(obj, Pin.REDIRECT.objectName));
+                bpf.progAttach(redirect, socks, Libbpf.BPF_SK_MSG_VERDICT);
+                MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
+                MemorySegment val = arena.allocateFrom(ValueLayout.JAVA_INT, ABI_VERSION);
+                int r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.META.objectName)), key, val, Libbpf.BPF_ANY);
+                if (r < 0) {
+                    throw new NativeIOException("bpf_map_update_elem(meta)", -r);
+                }
+                MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
+                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_BOUND, defaultWatchBound());
+                r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.CONFIG.objectName)), key, cfg, Libbpf.BPF_ANY);
+                if (r < 0) {
+                    throw new NativeIOException("bpf_map_update_elem(config)", -r);
+                }
+                for (Pin p : Pin.values()) {
+                    int fd = p.program ? bpf.programFd(bpf.findProgram(obj, p.objectName))
+                            : bpf.mapFd(bpf.findMap(obj, p.objectName));
+                    bpf.pin(fd, p.path(dir));
+                    pinned.add(p);
+                }
+            } catch (IOException | RuntimeException e) {
+                for (Pin p : pinned) {
+                    Files.deleteIfExists(dir.resolve(p.fileName));
+                }
+                throw e;
+            } finally {
+                bpf.closeObject(obj);
+            }
+        }
+        LOG.debug("Loaded the sockmap4j programs and pinned them in {}", dir);
+    }
+
+    /** The compiled BPF object embedded in this jar. */
+    public static byte[] embeddedObject() throws IOException {
+        try (InputStream in = Pins.class.getResourceAsStream(OBJECT_RESOURCE)) {
+            if (in == null) {
+                throw new IOException("the BPF object " + OBJECT_RESOURCE
+                        + " is missing from the sockmap4j-core jar (a broken build)");
+            }
+            return in.readAllBytes();
+        }
+    }
+
+    /** Attaches the sockops program to {@code cgroup} through a pinned link, unless one is pinned. */
+    static void attachCgroup(Libbpf bpf, Path dir, Path cgroup, long cgroupId, int sockopsFd) throws IOException {
+        Path link = dir.resolve(linkName(cgroupId));
+        if (Files.exists(link)) {
+            return;
+        }
+        int cgFd = LibC.open(cgroup.toString(), LibC.O_RDONLY | LibC.O_DIRECTORY, 0);
+        try {
+            int linkFd = bpf.linkCreate(sockopsFd, cgFd, Libbpf.BPF_CGROUP_SOCK_OPS);
+            try {
+                bpf.pin(linkFd, link.toString());
+            } finally {
+                LibC.close(linkFd);
+            }
+        } finally {
+            LibC.close(cgFd);
+        }
+        LOG.debug("Attached sm4j_sockops to cgroup {} (id {})", cgroup, cgroupId);
+    }
+
+    private static String linkName(long cgroupId) {
+        return LINK_PREFIX + cgroupId;
+    }
+
+    private static void unpinObjects(Path dir) throws IOException {
+        for (Pin p : Pin.values()) {
+            Files.deleteIfExists(dir.resolve(p.fileName));
+        }
+    }
+
+    private static int unpinLinks(Path dir) throws IOException {
+        int n = 0;
+        try (var entries = Files.list(dir)) {
+            for (Path p : (Iterable<Path>) entries::iterator) {
+                if (p.getFileName().toString().startsWith(LINK_PREFIX)) {
+                    n += Files.deleteIfExists(p) ? 1 : 0;
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * The summed counters and registered sockets of a pin directory, read from its pins without
+     * attaching anything ({@code Counter.values().length} counters, then the socket count); null
+     * when there are no pins.
+     */
+    public static long[] readStats(Libbpf bpf, Path dir) throws IOException {
+        int counters = bpf.tryGetPinned(Pin.COUNTERS.path(dir));
+        if (counters < 0) {
+            if (-counters == Errno.ENOENT) {
+                return null;
+            }
+            throw new NativeIOException("bpf_obj_get", -counters, Pin.COUNTERS.path(dir));
+        }
+        int socks = bpf.tryGetPinned(Pin.SOCKS.path(dir));
+        try {
+            long[] c = Counters.read(bpf, counters, bpf.possibleCpus());
+            long[] out = java.util.Arrays.copyOf(c, c.length + 1);
+            out[c.length] = socks < 0 ? 0 : countKeys(bpf, socks, SockKeyLayout.LAYOUT.byteSize());
+            return out;
+        } finally {
+            LibC.close(counters);
+            LibC.close(socks);
+        }
+    }
+
+    public static boolean isAgentOwned(Path dir) {
+        return Files.exists(dir.resolve(AGENT_PIN));
+    }
+
+    /** Marks the pin directory as an agent's (pins the meta map once more as {@value #AGENT_PIN}). */
+    static void markAgentOwned(Libbpf bpf, Path dir, int metaFd) throws IOException {
+        if (!isAgentOwned(dir)) {
+            bpf.pin(metaFd, dir.resolve(AGENT_PIN).toString());
+        }
+    }
+
+    /**
+     * Under the setup lock, having left the user locks: detaches the cgroup link when no other
+     * process of that cgroup remains, and removes the pins when no user remains and no socket is
+     * registered.
+     *
+     * @param socksFd the SOCKHASH, to count registered sockets; -1 when it is not open
+     */
+    static void teardownIfLast(Libbpf bpf, Path dir, long cgroupId, LockDir locks, int socksFd) throws IOException {
+        if (isAgentOwned(dir)) {
+            // The agent owns pins and attachments: this process only leaves.
+            locks.leaveCgroupAndCheckLast(cgroupId);
+            locks.leaveUsersAndCheckLast();
+            return;
+        }
+        if (locks.leaveCgroupAndCheckLast(cgroupId)) {
+            Files.deleteIfExists(dir.resolve(linkName(cgroupId)));
+        }
+        if (!locks.leaveUsersAndCheckLast()) {
+            return;
+        }
+        int registered = socksFd >= 0 ? countKeys(bpf, socksFd, SockKeyLayout.LAYOUT.byteSize()) : 0;
+        if (registered > 0) {
+            LOG.warn("{} sockets are still registered in {}; leaving its pins in place so their unread bytes "
+                    + "are not lost. The next sockmap4j process to close there removes them.", registered, dir);
+            return;
+        }
+        try {
+            unpinLinks(dir); // links of cgroups whose processes all died without closing
+        } catch (NoSuchFileException e) {
+            return;
+        }
+        unpinObjects(dir);
+        try {
+            Files.deleteIfExists(dir);
+        } catch (DirectoryNotEmptyException e) {
+            LOG.warn("{} holds files sockmap4j did not create; leaving the directory", dir);
+        }
+        locks.removeFiles();
+    }
+
+    /**
+     * Removes every pin in {@code dir} (cgroup links, programs, maps) and the directory,
+     * whoever uses them. Connections in the SOCKHASH leave the fast path; redirected bytes
+     * their readers have not read yet may be lost. For operators and test clean-up.
+     *
+     * @return how many pins were removed
+     */
+    public static int forceRemove(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            LockDir.forPinDir(dir).removeFiles(); // lock files of pins already gone
+            return 0;
+        }
+        LockDir locks = LockDir.forPinDir(dir);
+        locks.lockSetup();
+        try {
+            int n = unpinLinks(dir);
+            n += Files.deleteIfExists(dir.resolve(AGENT_PIN)) ? 1 : 0;
+            for (Pin p : Pin.values()) {
+                n += Files.deleteIfExists(dir.resolve(p.fileName)) ? 1 : 0;
+            }
+            Files.deleteIfExists(dir);
+            locks.removeFiles();
+            return n;
+        } finally {
+            locks.unlockSetup();
+            locks.close();
+        }
+    }
+
+    static int countKeys(Libbpf bpf, int mapFd, long keySize) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(keySize, 8);
+            MemorySegment b = arena.allocate(keySize, 8);
+            int n = 0;
+            MemorySegment prev = MemorySegment.NULL;
+            while (bpf.tryMapNextKey(mapFd, prev, b) == 0) {
+                n++;
+                MemorySegment.copy(b, 0, a, 0, keySize);
+                prev = a;
+            }
+            return n;
+        }
+    }
+
+    /**
+     * The first bound of a receiver that publishes nothing: net.ipv4.tcp_rmem's default, the
+     * receive buffer TCP gives a socket before autotuning (131072 where unset).
+     */
+    static int defaultWatchBound() {
+        try (var in = Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
+            String[] f = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim().split("\\s+");
+            return Integer.parseInt(f[1]);
+        } catch (IOException | RuntimeException e) {
+            return 131072;
+        }
+    }
+}

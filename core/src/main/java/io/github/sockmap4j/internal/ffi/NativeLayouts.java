@@ -1,0 +1,96 @@
+package io.github.sockmap4j.internal.ffi;
+
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The native structs this library reads or writes that are not its own: the kernel's user-space
+ * structs, with names as in the kernel's BTF ({@code /sys/kernel/btf/vmlinux}), which the layout
+ * test checks them against, and libbpf's {@code bpf_link_create_opts}, which it checks against
+ * libbpf's header. Where only
+ * a prefix is read ({@code bpf_map_info}, {@code bpf_prog_info}: they only grow at their end), the
+ * layout stops after the last field read. {@code epoll_event} differs by architecture: see
+ * {@link Platform}.
+ */
+public final class NativeLayouts {
+    /** struct bpf_map_info, up to map_flags. */
+    public static final StructLayout BPF_MAP_INFO = MemoryLayout.structLayout(
+            ValueLayout.JAVA_INT.withName("type"),
+            ValueLayout.JAVA_INT.withName("id"),
+            ValueLayout.JAVA_INT.withName("key_size"),
+            ValueLayout.JAVA_INT.withName("value_size"),
+            ValueLayout.JAVA_INT.withName("max_entries"),
+            ValueLayout.JAVA_INT.withName("map_flags")).withName("bpf_map_info");
+
+    /** struct bpf_prog_info, up to run_cnt (run statistics were added at 192). */
+    public static final StructLayout BPF_PROG_INFO = MemoryLayout.structLayout(
+            MemoryLayout.paddingLayout(192),
+            ValueLayout.JAVA_LONG.withName("run_time_ns"),
+            ValueLayout.JAVA_LONG.withName("run_cnt")).withName("bpf_prog_info");
+
+    /** struct user_msghdr (the kernel's name for the msghdr of sendmsg). */
+    public static final StructLayout MSGHDR = MemoryLayout.structLayout(
+            ValueLayout.ADDRESS.withName("msg_name"),
+            ValueLayout.JAVA_INT.withName("msg_namelen"),
+            MemoryLayout.paddingLayout(4),
+            ValueLayout.ADDRESS.withName("msg_iov"),
+            ValueLayout.JAVA_LONG.withName("msg_iovlen"),
+            ValueLayout.ADDRESS.withName("msg_control"),
+            ValueLayout.JAVA_LONG.withName("msg_controllen"),
+            ValueLayout.JAVA_INT.withName("msg_flags"),
+            MemoryLayout.paddingLayout(4)).withName("user_msghdr");
+
+    public static final StructLayout IOVEC = MemoryLayout.structLayout(
+            ValueLayout.ADDRESS.withName("iov_base"),
+            ValueLayout.JAVA_LONG.withName("iov_len")).withName("iovec");
+
+    public static final StructLayout POLLFD = MemoryLayout.structLayout(
+            ValueLayout.JAVA_INT.withName("fd"),
+            ValueLayout.JAVA_SHORT.withName("events"),
+            ValueLayout.JAVA_SHORT.withName("revents")).withName("pollfd");
+
+    /** struct epoll_event on this platform: packed on x86_64, naturally aligned elsewhere. */
+    public static final StructLayout EPOLL_EVENT = epollEvent(Platform.current());
+
+    /** libbpf's struct bpf_link_create_opts, up to flags: libbpf reads only the fields within sz. */
+    public static final StructLayout LINK_CREATE_OPTS = MemoryLayout.structLayout(
+            ValueLayout.JAVA_LONG.withName("sz"),
+            ValueLayout.JAVA_INT.withName("flags"),
+            MemoryLayout.paddingLayout(4)).withName("bpf_link_create_opts");
+
+    public static final long LINK_OPTS_SZ = offset(LINK_CREATE_OPTS, "sz");
+    public static final long LINK_OPTS_FLAGS = offset(LINK_CREATE_OPTS, "flags");
+    public static final long MAP_INFO_TYPE = offset(BPF_MAP_INFO, "type");
+    public static final long MAP_INFO_KEY_SIZE = offset(BPF_MAP_INFO, "key_size");
+    public static final long MAP_INFO_VALUE_SIZE = offset(BPF_MAP_INFO, "value_size");
+    public static final long MAP_INFO_MAX_ENTRIES = offset(BPF_MAP_INFO, "max_entries");
+    public static final long MAP_INFO_FLAGS = offset(BPF_MAP_INFO, "map_flags");
+    public static final long PROG_INFO_RUN_TIME_NS = offset(BPF_PROG_INFO, "run_time_ns");
+    public static final long PROG_INFO_RUN_CNT = offset(BPF_PROG_INFO, "run_cnt");
+    public static final long MSGHDR_IOV = offset(MSGHDR, "msg_iov");
+    public static final long MSGHDR_IOVLEN = offset(MSGHDR, "msg_iovlen");
+    public static final long IOVEC_BASE = offset(IOVEC, "iov_base");
+    public static final long IOVEC_LEN = offset(IOVEC, "iov_len");
+    public static final long POLLFD_FD = offset(POLLFD, "fd");
+    public static final long POLLFD_EVENTS = offset(POLLFD, "events");
+    public static final long POLLFD_REVENTS = offset(POLLFD, "revents");
+
+    private NativeLayouts() {
+    }
+
+    /** The epoll_event layout of {@code platform}, from its table. */
+    public static StructLayout epollEvent(Platform platform) {
+        long gap = platform.epollDataOffset() - 4;
+        MemoryLayout data = gap == 0 ? ValueLayout.JAVA_LONG_UNALIGNED.withName("data")
+                : ValueLayout.JAVA_LONG.withName("data");
+        return gap == 0
+                ? MemoryLayout.structLayout(ValueLayout.JAVA_INT.withName("events"), data).withName("epoll_event")
+                : MemoryLayout.structLayout(ValueLayout.JAVA_INT.withName("events"), MemoryLayout.paddingLayout(gap),
+                        data).withName("epoll_event");
+    }
+
+    private static long offset(StructLayout s, String name) {
+        return s.byteOffset(MemoryLayout.PathElement.groupElement(name));
+    }
+}
