@@ -2,6 +2,7 @@ package io.github.sockmap4j.bench;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.plots.Plots;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;

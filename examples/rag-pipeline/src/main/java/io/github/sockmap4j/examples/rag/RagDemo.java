@@ -141,14 +141,14 @@ public final class RagDemo implements Callable<Integer> {
             out.println();
             printTable(plainRuns, fastRuns);
             if (plot != null) {
-                java.util.Map<String, Histogram> series = io.github.sockmap4j.bench.Plots.series();
+                java.util.Map<String, Histogram> series = io.github.sockmap4j.plots.Plots.series();
                 for (int r = 0; r < plainRuns.size(); r++) {
                     series.put("plain TCP" + (rounds > 1 ? " #" + (r + 1) : ""), plainRuns.get(r).latency());
                 }
                 for (int r = 0; r < fastRuns.size(); r++) {
                     series.put("sockmap fast path" + (rounds > 1 ? " #" + (r + 1) : ""), fastRuns.get(r).latency());
                 }
-                io.github.sockmap4j.bench.Plots.percentiles(plot, String.format(Locale.ROOT,
+                io.github.sockmap4j.plots.Plots.percentiles(plot, String.format(Locale.ROOT,
                         "RAG pipeline request latency, %.0f requests/s (from each request's scheduled start)", rate),
                         series, 1000, true);
                 out.println("\nplot: " + plot);

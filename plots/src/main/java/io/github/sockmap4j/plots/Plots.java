@@ -1,4 +1,4 @@
-package io.github.sockmap4j.bench;
+package io.github.sockmap4j.plots;
 
 import java.awt.BasicStroke;
 import java.awt.Color;
