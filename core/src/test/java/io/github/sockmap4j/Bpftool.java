@@ -37,13 +37,8 @@ final class Bpftool {
 
     /** Waits up to 5 s for a pinned map to hold {@code n} entries; returns what it holds then. */
     static int awaitMapEntries(Path pinned, int n) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        int now = mapEntries(pinned);
-        while (now != n && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-            now = mapEntries(pinned);
-        }
-        return now;
+        Await.holdsWithin(java.time.Duration.ofSeconds(5), () -> mapEntries(pinned) == n);
+        return mapEntries(pinned);
     }
 
     /** The programs attached to a cgroup, one line each (empty when none). */

@@ -1,6 +1,5 @@
 package io.github.sockmap4j;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -31,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -544,7 +544,9 @@ abstract class ChannelContractTest {
                 client.connect(server.getLocalAddress());
                 try (SockmapChannel side = (SockmapChannel) server.accept()) {
                     CountDownLatch reading = new CountDownLatch(1);
+                    Thread[] readerThread = new Thread[1];
                     CompletableFuture<Throwable> reader = CompletableFuture.supplyAsync(() -> {
+                        readerThread[0] = Thread.currentThread();
                         reading.countDown();
                         try {
                             side.read(ByteBuffer.allocate(10));
@@ -554,7 +556,7 @@ abstract class ChannelContractTest {
                         }
                     }, TestThreads.POOL);
                     assertTrue(reading.await(10, TimeUnit.SECONDS));
-                    Thread.sleep(100); // let it reach poll(2): no event exists to wait for
+                    Await.until("the reader blocks in recv(2) or poll(2)", () -> inRecv(readerThread[0]));
                     side.close();
                     Throwable t = reader.get(10, TimeUnit.SECONDS);
                     // AsynchronousCloseException when the reader was in recv(2) (the usual case);
@@ -571,24 +573,34 @@ abstract class ChannelContractTest {
             server.bind(new InetSocketAddress(V4, 0));
             try (SockmapChannel client = sockmap.openChannel()) {
                 client.connect(server.getLocalAddress());
-                SockmapChannel side = (SockmapChannel) server.accept();
-                Throwable[] seen = new Throwable[1];
-                Thread t = new Thread(() -> {
-                    try {
-                        side.read(ByteBuffer.allocate(10));
-                    } catch (Throwable e) {
-                        seen[0] = e;
-                    }
-                });
-                t.start();
-                Thread.sleep(100);
-                t.interrupt();
-                t.join(10_000);
-                assertFalse(t.isAlive());
-                assertTrue(seen[0] instanceof ClosedByInterruptException, String.valueOf(seen[0]));
-                assertFalse(side.isOpen());
+                try (SockmapChannel side = (SockmapChannel) server.accept()) {
+                    Throwable[] seen = new Throwable[1];
+                    Thread t = new Thread(() -> {
+                        try {
+                            side.read(ByteBuffer.allocate(10));
+                        } catch (Throwable e) {
+                            seen[0] = e;
+                        }
+                    });
+                    t.start();
+                    Await.until("the reader blocks in recv(2) or poll(2)", () -> inRecv(t));
+                    t.interrupt();
+                    t.join(10_000);
+                    assertFalse(t.isAlive());
+                    assertTrue(seen[0] instanceof ClosedByInterruptException, String.valueOf(seen[0]));
+                    assertFalse(side.isOpen());
+                }
             }
         }
+    }
+
+    /**
+     * Whether {@code t} is inside the receive call or the poll(2) a blocking read of heap memory
+     * waits in (no event says it got there).
+     */
+    static boolean inRecv(Thread t) {
+        return Await.isIn(t, "io.github.sockmap4j.internal.ffi.LibC", "tryPoll")
+                || Await.isIn(t, "io.github.sockmap4j.internal.ffi.LibC", "tryRecv");
     }
 
     @Test

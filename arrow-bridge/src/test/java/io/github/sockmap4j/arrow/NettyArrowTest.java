@@ -1,9 +1,9 @@
 package io.github.sockmap4j.arrow;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Await;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.arrow.netty.ArrowBatchDecoder;
@@ -30,6 +30,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -106,10 +107,7 @@ class NettyArrowTest {
                         }
                     }).bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
             // The opt-in lands on the event loop just after bind (loading the programs on first use).
-            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                    !SockmapNetty.isOptedIn(server) && System.nanoTime() < end; ) {
-                Thread.sleep(10);
-            }
+            Await.until("the server's port is opted in", () -> SockmapNetty.isOptedIn(server));
             Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
                     .handler(new ArrowBatchEncoder()).connect(server.localAddress()).sync().channel();
             assertTrue(SockmapNetty.isOptedIn(server), "the server's port is opted in");

@@ -1,6 +1,5 @@
 package io.github.sockmap4j.xdp;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -15,6 +14,7 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -159,12 +159,9 @@ class XdpFilterTest {
                 f.close();
             }
             // The link's release may finish on a kernel worker just after close(2).
+            io.github.sockmap4j.Await.holdsWithin(java.time.Duration.ofSeconds(5),
+                    () -> !sh("ip", "link", "show", "dev", here).contains("prog/xdp"));
             String link = sh("ip", "link", "show", "dev", here);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (link.contains("prog/xdp") && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-                link = sh("ip", "link", "show", "dev", here);
-            }
             assertFalse(link.contains("prog/xdp"), "nothing attached after close: " + link);
             assertEquals("connected", tcp(allowedV4, hereV4, port(s)));
             assertThrows(IOException.class, () -> f.addPortRule(80, XdpFilter.Protocol.TCP, XdpFilter.Action.DROP));

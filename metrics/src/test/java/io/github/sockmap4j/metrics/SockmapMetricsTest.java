@@ -1,9 +1,9 @@
 package io.github.sockmap4j.metrics;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Await;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.SockmapServerChannel;
 import io.github.sockmap4j.TestKernel;
@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 @Tag("kernel")
@@ -32,14 +33,14 @@ class SockmapMetricsTest {
                         while (in.hasRemaining()) {
                             s.read(in);
                         }
-                        Thread.sleep(600); // past the 500 ms the binder caches the counters for
-                        assertEquals(2.0, registry.get("sockmap4j.sockets.in.map").gauge().value());
+                        // The binder caches the kernel's counters for 500 ms: the gauge catches up.
+                        Await.until("the gauge counts both sockets",
+                                () -> registry.get("sockmap4j.sockets.in.map").gauge().value() == 2.0);
                     }
                 }
             }
-            Thread.sleep(600); // past the cache
-            double after = registry.get("sockmap4j.bytes").tag("path", "redirected").functionCounter().count();
-            assertTrue(after >= before + 10_000, before + " -> " + after);
+            Await.until("the redirected bytes count the 10,000 sent", () -> registry.get("sockmap4j.bytes")
+                    .tag("path", "redirected").functionCounter().count() >= before + 10_000);
             assertTrue(registry.get("sockmap4j.sockets.registered").functionCounter().count() >= 2);
         }
     }

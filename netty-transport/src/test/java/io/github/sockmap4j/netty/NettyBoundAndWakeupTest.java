@@ -1,11 +1,11 @@
 package io.github.sockmap4j.netty;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Await;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.netty.bootstrap.Bootstrap;
@@ -23,6 +23,7 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -31,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -57,11 +59,7 @@ class NettyBoundAndWakeupTest {
         Channel s = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())
                 .childOption(ChannelOption.AUTO_READ, autoRead).childHandler(child)
                 .bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (!SockmapNetty.isOptedIn(s) && System.nanoTime() < deadline) {
-            Thread.sleep(1);
-        }
-        assertTrue(SockmapNetty.isOptedIn(s));
+        Await.until("the bound port is opted in", () -> SockmapNetty.isOptedIn(s));
         return s;
     }
 
@@ -108,11 +106,8 @@ class NettyBoundAndWakeupTest {
                 }
             }
             // Every byte arrives: an edge lost on the redirect would leave a connection waiting.
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (done.size() < connections && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            assertEquals(connections, done.size());
+            Await.until("every connection received everything", Duration.ofSeconds(60),
+                    () -> done.size() == connections);
             CompletableFuture.allOf(done.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
             SockmapStats after = Sockmap.global().stats();
             assertTrue(after.messagesRedirected() - before.messagesRedirected() > messages,
@@ -159,7 +154,7 @@ class NettyBoundAndWakeupTest {
                     client.writeAndFlush(Unpooled.wrappedBuffer(chunk))
                             .addListener(f -> written.addAndGet(chunk.length));
                 } else {
-                    Thread.sleep(5);
+                    Await.holdsWithin(Duration.ofMillis(50), client::isWritable);
                 }
                 long now = written.get();
                 if (now != lastWritten) {
@@ -176,11 +171,8 @@ class NettyBoundAndWakeupTest {
             assertTrue(Sockmap.global().stats().boundHits() > 0, "the bound, not the redirect, stopped it");
             // Reading drains it; the writer becomes writable again.
             child.config().setAutoRead(true);
-            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (!client.isWritable() && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertTrue(client.isWritable(), "writable again once the reader read");
+            Await.until("the writer is writable again once the reader read", Duration.ofSeconds(20),
+                    client::isWritable);
             System.out.printf("netty auto-read off: the writer was held back after %d B%n", atStop);
         } finally {
             client.close().sync();
@@ -199,10 +191,7 @@ class NettyBoundAndWakeupTest {
                     }
                 }).bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
         try {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (!SockmapNetty.isOptedIn(server) && System.nanoTime() < deadline) {
-                Thread.sleep(1);
-            }
+            Await.until("the bound port is opted in", () -> SockmapNetty.isOptedIn(server));
             Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
             try {
@@ -220,12 +209,9 @@ class NettyBoundAndWakeupTest {
         }
     }
 
-    static int awaitBound(Channel ch) throws InterruptedException {
+    static int awaitBound(Channel ch) throws Exception {
         PublishReads p = ch.pipeline().get(PublishReads.class);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (p.bound() < 0 && System.nanoTime() < deadline) {
-            Thread.sleep(1);
-        }
+        Await.holdsWithin(Duration.ofSeconds(5), () -> p.bound() >= 0);
         return p.bound();
     }
 }

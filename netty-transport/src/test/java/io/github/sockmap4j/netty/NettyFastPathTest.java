@@ -1,10 +1,10 @@
 package io.github.sockmap4j.netty;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Await;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.netty.bootstrap.Bootstrap;
@@ -25,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -63,11 +64,7 @@ class NettyFastPathTest {
                 }).bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
         try {
             // channelActive, where the port is opted in, runs on the event loop just after bind.
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (!SockmapNetty.isOptedIn(server) && System.nanoTime() < deadline) {
-                Thread.sleep(1);
-            }
-            assertTrue(SockmapNetty.isOptedIn(server), "the bound port is opted in");
+            Await.until("the bound port is opted in", () -> SockmapNetty.isOptedIn(server));
             // Under the first in-flight bound (SO_RCVBUF): a larger burst than the reader takes at
             // once would go partly by TCP, by design (docs/in-flight-bound.md).
             byte[] data = new byte[96 << 10];

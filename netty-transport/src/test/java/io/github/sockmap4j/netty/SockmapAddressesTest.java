@@ -1,6 +1,5 @@
 package io.github.sockmap4j.netty;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import io.netty.bootstrap.Bootstrap;
@@ -10,6 +9,7 @@ import io.netty.testsuite.transport.socket.SocketAddressesTest;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 
 @Tag("kernel")
 class SockmapAddressesTest extends SocketAddressesTest {

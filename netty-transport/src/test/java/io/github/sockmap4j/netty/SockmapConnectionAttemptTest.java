@@ -1,16 +1,18 @@
 package io.github.sockmap4j.netty;
 
-import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketConnectionAttemptTest;
 import java.util.List;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 
 /**
  * Netty's connection attempts over the transport. testConnectTimeout and
- * testConnectCancellation dial io.netty.testsuite.badHost, an address outside loopback: they
- * are overridden without {@code @Test} so they never run.
+ * testConnectCancellation dial io.netty.testsuite.badHost, an address outside loopback: they are
+ * disabled, and show in reports as skipped by design.
  */
 @Tag("kernel")
 class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
@@ -19,13 +21,15 @@ class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
         return SockmapSocketTestPermutation.INSTANCE.clientSocket();
     }
 
+    @Test
+    @Disabled("dials an address outside loopback (io.netty.testsuite.badHost)")
     @Override
     public void testConnectTimeout(TestInfo testInfo) {
-        // Never run: dials an address outside this machine.
     }
 
+    @Test
+    @Disabled("dials an address outside loopback (io.netty.testsuite.badHost)")
     @Override
     public void testConnectCancellation(TestInfo testInfo) {
-        // Never run: dials an address outside this machine.
     }
 }

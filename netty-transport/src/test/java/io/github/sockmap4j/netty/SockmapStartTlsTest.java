@@ -1,11 +1,11 @@
 package io.github.sockmap4j.netty;
 
-import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketStartTlsTest;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 
 /** Netty's test over the transport, with the JDK's SSL provider (tcnative is not served here). */
 @Tag("kernel")

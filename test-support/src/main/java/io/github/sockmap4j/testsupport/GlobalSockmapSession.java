@@ -1,10 +1,11 @@
 package io.github.sockmap4j.testsupport;
 
+import io.github.sockmap4j.Await;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.TestKernel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 import org.junit.platform.launcher.LauncherSession;
 import org.junit.platform.launcher.LauncherSessionListener;
 
@@ -62,10 +63,8 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
         }
         try {
             beforeClose();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (Sockmap.global().stats().socketsInMap() > 0 && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
+            // Sockets closed by the loops' shutdown leave the map as the kernel finishes closing them.
+            Await.holdsWithin(Duration.ofSeconds(5), () -> Sockmap.global().stats().socketsInMap() == 0);
             Sockmap.global().close();
             kernel.close();
         } catch (IOException e) {

@@ -50,6 +50,60 @@ public final class NativeLayouts {
             ValueLayout.JAVA_SHORT.withName("events"),
             ValueLayout.JAVA_SHORT.withName("revents")).withName("pollfd");
 
+    public static final StructLayout SOCKADDR_IN = MemoryLayout.structLayout(
+            ValueLayout.JAVA_SHORT.withName("sin_family"),
+            ValueLayout.JAVA_SHORT.withName("sin_port"),                     // big-endian
+            MemoryLayout.sequenceLayout(4, ValueLayout.JAVA_BYTE).withName("sin_addr"),
+            MemoryLayout.sequenceLayout(8, ValueLayout.JAVA_BYTE).withName("__pad")).withName("sockaddr_in");
+
+    public static final StructLayout SOCKADDR_IN6 = MemoryLayout.structLayout(
+            ValueLayout.JAVA_SHORT.withName("sin6_family"),
+            ValueLayout.JAVA_SHORT.withName("sin6_port"),                    // big-endian
+            ValueLayout.JAVA_INT.withName("sin6_flowinfo"),
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("sin6_addr"),
+            ValueLayout.JAVA_INT.withName("sin6_scope_id")).withName("sockaddr_in6");
+
+    public static final StructLayout NLMSGHDR = MemoryLayout.structLayout(
+            ValueLayout.JAVA_INT.withName("nlmsg_len"),
+            ValueLayout.JAVA_SHORT.withName("nlmsg_type"),
+            ValueLayout.JAVA_SHORT.withName("nlmsg_flags"),
+            ValueLayout.JAVA_INT.withName("nlmsg_seq"),
+            ValueLayout.JAVA_INT.withName("nlmsg_pid")).withName("nlmsghdr");
+
+    /** struct nlattr, the header of each attribute after an inet_diag_msg. */
+    public static final StructLayout NLATTR = MemoryLayout.structLayout(
+            ValueLayout.JAVA_SHORT.withName("nla_len"),
+            ValueLayout.JAVA_SHORT.withName("nla_type")).withName("nlattr");
+
+    public static final StructLayout INET_DIAG_SOCKID = MemoryLayout.structLayout(
+            ValueLayout.JAVA_SHORT.withName("idiag_sport"),                  // big-endian
+            ValueLayout.JAVA_SHORT.withName("idiag_dport"),                  // big-endian
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("idiag_src"),
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("idiag_dst"),
+            ValueLayout.JAVA_INT.withName("idiag_if"),
+            MemoryLayout.sequenceLayout(2, ValueLayout.JAVA_INT).withName("idiag_cookie")).withName("inet_diag_sockid");
+
+    public static final StructLayout INET_DIAG_REQ_V2 = MemoryLayout.structLayout(
+            ValueLayout.JAVA_BYTE.withName("sdiag_family"),
+            ValueLayout.JAVA_BYTE.withName("sdiag_protocol"),
+            ValueLayout.JAVA_BYTE.withName("idiag_ext"),
+            ValueLayout.JAVA_BYTE.withName("pad"),
+            ValueLayout.JAVA_INT.withName("idiag_states"),
+            INET_DIAG_SOCKID.withName("id")).withName("inet_diag_req_v2");
+
+    /** struct inet_diag_msg: only its size is used (the attributes follow it). */
+    public static final StructLayout INET_DIAG_MSG = MemoryLayout.structLayout(
+            ValueLayout.JAVA_BYTE.withName("idiag_family"),
+            ValueLayout.JAVA_BYTE.withName("idiag_state"),
+            ValueLayout.JAVA_BYTE.withName("idiag_timer"),
+            ValueLayout.JAVA_BYTE.withName("idiag_retrans"),
+            INET_DIAG_SOCKID.withName("id"),
+            ValueLayout.JAVA_INT.withName("idiag_expires"),
+            ValueLayout.JAVA_INT.withName("idiag_rqueue"),
+            ValueLayout.JAVA_INT.withName("idiag_wqueue"),
+            ValueLayout.JAVA_INT.withName("idiag_uid"),
+            ValueLayout.JAVA_INT.withName("idiag_inode")).withName("inet_diag_msg");
+
     /** struct epoll_event on this platform: packed on x86_64, naturally aligned elsewhere. */
     public static final StructLayout EPOLL_EVENT = epollEvent(Platform.current());
 
@@ -75,6 +129,30 @@ public final class NativeLayouts {
     public static final long POLLFD_FD = offset(POLLFD, "fd");
     public static final long POLLFD_EVENTS = offset(POLLFD, "events");
     public static final long POLLFD_REVENTS = offset(POLLFD, "revents");
+
+    public static final long SIN_FAMILY = offset(SOCKADDR_IN, "sin_family");
+    public static final long SIN_PORT = offset(SOCKADDR_IN, "sin_port");
+    public static final long SIN_ADDR = offset(SOCKADDR_IN, "sin_addr");
+    public static final long SIN6_FAMILY = offset(SOCKADDR_IN6, "sin6_family");
+    public static final long SIN6_PORT = offset(SOCKADDR_IN6, "sin6_port");
+    public static final long SIN6_ADDR = offset(SOCKADDR_IN6, "sin6_addr");
+    public static final long SIN6_SCOPE_ID = offset(SOCKADDR_IN6, "sin6_scope_id");
+    public static final long NLMSG_LEN = offset(NLMSGHDR, "nlmsg_len");
+    public static final long NLMSG_TYPE = offset(NLMSGHDR, "nlmsg_type");
+    public static final long NLMSG_FLAGS = offset(NLMSGHDR, "nlmsg_flags");
+    public static final long NLMSG_SEQ = offset(NLMSGHDR, "nlmsg_seq");
+    public static final long NLA_LEN = offset(NLATTR, "nla_len");
+    public static final long NLA_TYPE = offset(NLATTR, "nla_type");
+    public static final long REQ_FAMILY = offset(INET_DIAG_REQ_V2, "sdiag_family");
+    public static final long REQ_PROTOCOL = offset(INET_DIAG_REQ_V2, "sdiag_protocol");
+    public static final long REQ_EXT = offset(INET_DIAG_REQ_V2, "idiag_ext");
+    public static final long REQ_STATES = offset(INET_DIAG_REQ_V2, "idiag_states");
+    public static final long REQ_ID = offset(INET_DIAG_REQ_V2, "id");
+    public static final long ID_SPORT = offset(INET_DIAG_SOCKID, "idiag_sport");
+    public static final long ID_DPORT = offset(INET_DIAG_SOCKID, "idiag_dport");
+    public static final long ID_SRC = offset(INET_DIAG_SOCKID, "idiag_src");
+    public static final long ID_DST = offset(INET_DIAG_SOCKID, "idiag_dst");
+    public static final long ID_COOKIE = offset(INET_DIAG_SOCKID, "idiag_cookie");
 
     private NativeLayouts() {
     }

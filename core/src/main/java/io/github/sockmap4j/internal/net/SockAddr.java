@@ -1,6 +1,7 @@
 package io.github.sockmap4j.internal.net;
 
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.NativeLayouts;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -12,21 +13,13 @@ import java.net.UnknownHostException;
 import java.nio.ByteOrder;
 
 /**
- * sockaddr_in / sockaddr_in6 encoding. Sockets are AF_INET6 and dual-stack, as Java's own
- * are: an IPv4 peer is written and read as ::ffff:a.b.c.d and shown to callers as IPv4.
- *
- * <pre>
- * struct sockaddr_in6 {            struct sockaddr_in {
- *     sa_family_t sin6_family;  0      sa_family_t sin_family;  0
- *     in_port_t   sin6_port;    2      in_port_t   sin_port;    2  (big-endian)
- *     uint32_t    sin6_flowinfo;4      struct in_addr sin_addr; 4
- *     struct in6_addr sin6_addr;8      char sin_zero[8];        8
- *     uint32_t    sin6_scope_id;24 };                           16 bytes
- * };                           28 bytes
- * </pre>
+ * sockaddr_in / sockaddr_in6 encoding ({@link NativeLayouts#SOCKADDR_IN},
+ * {@link NativeLayouts#SOCKADDR_IN6}). Sockets are AF_INET6 and dual-stack, as Java's own are:
+ * an IPv4 peer is written and read as ::ffff:a.b.c.d and shown to callers as IPv4.
  */
 public final class SockAddr {
-    public static final int SIZE = 28;
+    /** Room for either address: sizeof(struct sockaddr_in6). */
+    public static final int SIZE = (int) NativeLayouts.SOCKADDR_IN6.byteSize();
     private static final ValueLayout.OfShort BE_SHORT =
             ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -38,21 +31,21 @@ public final class SockAddr {
         if (addr.isUnresolved()) {
             throw new IllegalArgumentException("unresolved address: " + addr);
         }
-        MemorySegment sa = arena.allocate(SIZE, 4);
+        MemorySegment sa = arena.allocate(NativeLayouts.SOCKADDR_IN6);
         InetAddress ia = addr.getAddress();
-        sa.set(ValueLayout.JAVA_SHORT, 0, (short) LibC.AF_INET6);
-        sa.set(BE_SHORT, 2, (short) addr.getPort());
+        sa.set(ValueLayout.JAVA_SHORT, NativeLayouts.SIN6_FAMILY, (short) LibC.AF_INET6);
+        sa.set(BE_SHORT, NativeLayouts.SIN6_PORT, (short) addr.getPort());
         byte[] a;
         if (ia instanceof Inet6Address i6) {
             a = i6.getAddress();
-            sa.set(ValueLayout.JAVA_INT_UNALIGNED, 24, i6.getScopeId());
+            sa.set(ValueLayout.JAVA_INT_UNALIGNED, NativeLayouts.SIN6_SCOPE_ID, i6.getScopeId());
         } else {
             a = new byte[16];
             a[10] = (byte) 0xff;
             a[11] = (byte) 0xff;
             System.arraycopy(ia.getAddress(), 0, a, 12, 4);
         }
-        MemorySegment.copy(a, 0, sa, ValueLayout.JAVA_BYTE, 8, 16);
+        MemorySegment.copy(a, 0, sa, ValueLayout.JAVA_BYTE, NativeLayouts.SIN6_ADDR, 16);
         return sa;
     }
 
@@ -61,30 +54,31 @@ public final class SockAddr {
         if (!(addr.getAddress() instanceof Inet4Address)) {
             throw new IllegalArgumentException("not an IPv4 address: " + addr);
         }
-        MemorySegment sa = arena.allocate(16, 4);
-        sa.set(ValueLayout.JAVA_SHORT, 0, (short) LibC.AF_INET);
-        sa.set(BE_SHORT, 2, (short) addr.getPort());
-        MemorySegment.copy(addr.getAddress().getAddress(), 0, sa, ValueLayout.JAVA_BYTE, 4, 4);
+        MemorySegment sa = arena.allocate(NativeLayouts.SOCKADDR_IN);
+        sa.set(ValueLayout.JAVA_SHORT, NativeLayouts.SIN_FAMILY, (short) LibC.AF_INET);
+        sa.set(BE_SHORT, NativeLayouts.SIN_PORT, (short) addr.getPort());
+        MemorySegment.copy(addr.getAddress().getAddress(), 0, sa, ValueLayout.JAVA_BYTE, NativeLayouts.SIN_ADDR, 4);
         return sa;
     }
 
     /** Decodes what getsockname/getpeername wrote; v4-mapped addresses come back as IPv4. */
     public static InetSocketAddress decode(MemorySegment sa) {
-        int family = sa.get(ValueLayout.JAVA_SHORT, 0);
-        int port = sa.get(BE_SHORT, 2) & 0xffff;
+        // sin_family and sin_port sit where sin6_family and sin6_port do.
+        int family = sa.get(ValueLayout.JAVA_SHORT, NativeLayouts.SIN6_FAMILY);
+        int port = sa.get(BE_SHORT, NativeLayouts.SIN6_PORT) & 0xffff;
         try {
             if (family == LibC.AF_INET) {
                 byte[] a = new byte[4];
-                MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, 4, a, 0, 4);
+                MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, NativeLayouts.SIN_ADDR, a, 0, 4);
                 return new InetSocketAddress(InetAddress.getByAddress(a), port);
             }
             if (family == LibC.AF_INET6) {
                 byte[] a = new byte[16];
-                MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, 8, a, 0, 16);
+                MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, NativeLayouts.SIN6_ADDR, a, 0, 16);
                 // InetAddress.getByAddress turns a v4-mapped address into an Inet4Address.
                 InetAddress ia = InetAddress.getByAddress(a);
                 if (ia instanceof Inet6Address) {
-                    int scope = sa.get(ValueLayout.JAVA_INT_UNALIGNED, 24);
+                    int scope = sa.get(ValueLayout.JAVA_INT_UNALIGNED, NativeLayouts.SIN6_SCOPE_ID);
                     ia = scope == 0 ? ia : Inet6Address.getByAddress(null, a, scope);
                 }
                 return new InetSocketAddress(ia, port);

@@ -2,6 +2,7 @@ package io.github.sockmap4j.internal.sys;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.NativeLayouts;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -30,9 +31,11 @@ public final class SockDiag implements AutoCloseable {
     private static final short NLMSG_ERROR = 2;
     private static final short NLM_F_REQUEST = 1;
     private static final int INET_DIAG_SKMEMINFO = 7;
-    private static final int REQ_SIZE = 16 + 56;
-    private static final int MSG_OFFSET = 16;
-    private static final int ATTR_OFFSET = 16 + 72;
+    private static final long HDR = NativeLayouts.NLMSGHDR.byteSize();
+    private static final int REQ_SIZE = (int) (HDR + NativeLayouts.INET_DIAG_REQ_V2.byteSize());
+    /** Attributes follow the header and the inet_diag_msg. */
+    private static final long ATTR_OFFSET = HDR + NativeLayouts.INET_DIAG_MSG.byteSize();
+    private static final long NLA_HDR = NativeLayouts.NLATTR.byteSize();
     /** Indexes into the SKMEMINFO array. */
     public static final int RMEM_ALLOC = 0;
     public static final int RCVBUF = 1;
@@ -81,27 +84,24 @@ public final class SockDiag implements AutoCloseable {
     private long[] query(int family, byte[] local, int localPort, byte[] remote, int remotePort)
             throws NativeIOException {
         req.fill((byte) 0);
-        req.set(ValueLayout.JAVA_INT, 0, REQ_SIZE);
-        req.set(ValueLayout.JAVA_SHORT, 4, SOCK_DIAG_BY_FAMILY);
-        req.set(ValueLayout.JAVA_SHORT, 6, NLM_F_REQUEST);
-        req.set(ValueLayout.JAVA_INT, 8, ++seq);
-        long r = 16;
-        req.set(ValueLayout.JAVA_BYTE, r, (byte) family);
-        req.set(ValueLayout.JAVA_BYTE, r + 1, (byte) LibC.IPPROTO_TCP);
-        req.set(ValueLayout.JAVA_BYTE, r + 2, (byte) (1 << (INET_DIAG_SKMEMINFO - 1)));
-        req.set(ValueLayout.JAVA_INT, r + 4, -1); // every state
-        long id = r + 8;
-        req.set(BE16, id, (short) localPort);
-        req.set(BE16, id + 2, (short) remotePort);
-        if (family == LibC.AF_INET6) {
-            MemorySegment.copy(local, 0, req, ValueLayout.JAVA_BYTE, id + 4, 16);
-            MemorySegment.copy(remote, 0, req, ValueLayout.JAVA_BYTE, id + 20, 16);
-        } else {
-            MemorySegment.copy(local, 12, req, ValueLayout.JAVA_BYTE, id + 4, 4);
-            MemorySegment.copy(remote, 12, req, ValueLayout.JAVA_BYTE, id + 20, 4);
-        }
-        req.set(ValueLayout.JAVA_INT, id + 40, -1); // INET_DIAG_NOCOOKIE
-        req.set(ValueLayout.JAVA_INT, id + 44, -1);
+        req.set(ValueLayout.JAVA_INT, NativeLayouts.NLMSG_LEN, REQ_SIZE);
+        req.set(ValueLayout.JAVA_SHORT, NativeLayouts.NLMSG_TYPE, SOCK_DIAG_BY_FAMILY);
+        req.set(ValueLayout.JAVA_SHORT, NativeLayouts.NLMSG_FLAGS, NLM_F_REQUEST);
+        req.set(ValueLayout.JAVA_INT, NativeLayouts.NLMSG_SEQ, ++seq);
+        long r = HDR;
+        req.set(ValueLayout.JAVA_BYTE, r + NativeLayouts.REQ_FAMILY, (byte) family);
+        req.set(ValueLayout.JAVA_BYTE, r + NativeLayouts.REQ_PROTOCOL, (byte) LibC.IPPROTO_TCP);
+        req.set(ValueLayout.JAVA_BYTE, r + NativeLayouts.REQ_EXT, (byte) (1 << (INET_DIAG_SKMEMINFO - 1)));
+        req.set(ValueLayout.JAVA_INT, r + NativeLayouts.REQ_STATES, -1); // every state
+        long id = r + NativeLayouts.REQ_ID;
+        req.set(BE16, id + NativeLayouts.ID_SPORT, (short) localPort);
+        req.set(BE16, id + NativeLayouts.ID_DPORT, (short) remotePort);
+        // IPv6 fills the 16-byte fields; IPv4 their first 4 bytes.
+        int from = family == LibC.AF_INET6 ? 0 : 12;
+        MemorySegment.copy(local, from, req, ValueLayout.JAVA_BYTE, id + NativeLayouts.ID_SRC, 16 - from);
+        MemorySegment.copy(remote, from, req, ValueLayout.JAVA_BYTE, id + NativeLayouts.ID_DST, 16 - from);
+        req.set(ValueLayout.JAVA_INT, id + NativeLayouts.ID_COOKIE, -1); // INET_DIAG_NOCOOKIE
+        req.set(ValueLayout.JAVA_INT, id + NativeLayouts.ID_COOKIE + 4, -1);
         long sent = LibC.trySend(fd, req, 0);
         if (sent < 0) {
             throw new NativeIOException("send(sock_diag)", (int) -sent);
@@ -110,9 +110,9 @@ public final class SockDiag implements AutoCloseable {
         if (n < 0) {
             throw new NativeIOException("recv(sock_diag)", (int) -n);
         }
-        short type = resp.get(ValueLayout.JAVA_SHORT, 4);
+        short type = resp.get(ValueLayout.JAVA_SHORT, NativeLayouts.NLMSG_TYPE);
         if (type == NLMSG_ERROR) {
-            int err = -resp.get(ValueLayout.JAVA_INT, 16);
+            int err = -resp.get(ValueLayout.JAVA_INT, HDR); // struct nlmsgerr starts with the error
             if (err == Errno.ENOENT || err == 0) {
                 return null;
             }
@@ -121,25 +121,25 @@ public final class SockDiag implements AutoCloseable {
         if (type != SOCK_DIAG_BY_FAMILY) {
             return null;
         }
-        int len = Math.min((int) n, resp.get(ValueLayout.JAVA_INT, 0));
+        int len = Math.min((int) n, resp.get(ValueLayout.JAVA_INT, NativeLayouts.NLMSG_LEN));
         long off = ATTR_OFFSET;
-        while (off + 4 <= len) {
-            int alen = resp.get(ValueLayout.JAVA_SHORT, off) & 0xffff;
-            int atype = resp.get(ValueLayout.JAVA_SHORT, off + 2) & 0xffff;
-            if (alen < 4) {
+        while (off + NLA_HDR <= len) {
+            int alen = resp.get(ValueLayout.JAVA_SHORT, off + NativeLayouts.NLA_LEN) & 0xffff;
+            int atype = resp.get(ValueLayout.JAVA_SHORT, off + NativeLayouts.NLA_TYPE) & 0xffff;
+            if (alen < NLA_HDR) {
                 break;
             }
             if (atype == INET_DIAG_SKMEMINFO) {
-                int count = (alen - 4) / 4;
+                // SK_MEMINFO_*: an array of __u32, indexed by the constants above.
+                int count = (int) ((alen - NLA_HDR) / 4);
                 long[] out = new long[count];
                 for (int i = 0; i < count; i++) {
-                    out[i] = resp.get(ValueLayout.JAVA_INT, off + 4 + 4L * i) & 0xffffffffL;
+                    out[i] = resp.get(ValueLayout.JAVA_INT, off + NLA_HDR + 4L * i) & 0xffffffffL;
                 }
                 return out;
             }
-            off += (alen + 3) & ~3;
+            off += (alen + 3) & ~3; // NLA_ALIGN
         }
-        assert MSG_OFFSET == 16;
         return null;
     }
 

@@ -24,13 +24,20 @@ import org.junit.jupiter.params.provider.ValueSource;
  * privilege; the host's architecture is the one checked.
  */
 class NativeLayoutsTest {
-    static final Map<String, StructLayout> KERNEL = Map.of(
-            "bpf_map_info", NativeLayouts.BPF_MAP_INFO,
-            "bpf_prog_info", NativeLayouts.BPF_PROG_INFO,
-            "user_msghdr", NativeLayouts.MSGHDR,
-            "iovec", NativeLayouts.IOVEC,
-            "pollfd", NativeLayouts.POLLFD,
-            "epoll_event", NativeLayouts.EPOLL_EVENT);
+    static final Map<String, StructLayout> KERNEL = Map.ofEntries(
+            Map.entry("bpf_map_info", NativeLayouts.BPF_MAP_INFO),
+            Map.entry("bpf_prog_info", NativeLayouts.BPF_PROG_INFO),
+            Map.entry("user_msghdr", NativeLayouts.MSGHDR),
+            Map.entry("iovec", NativeLayouts.IOVEC),
+            Map.entry("pollfd", NativeLayouts.POLLFD),
+            Map.entry("epoll_event", NativeLayouts.EPOLL_EVENT),
+            Map.entry("sockaddr_in", NativeLayouts.SOCKADDR_IN),
+            Map.entry("sockaddr_in6", NativeLayouts.SOCKADDR_IN6),
+            Map.entry("nlmsghdr", NativeLayouts.NLMSGHDR),
+            Map.entry("nlattr", NativeLayouts.NLATTR),
+            Map.entry("inet_diag_sockid", NativeLayouts.INET_DIAG_SOCKID),
+            Map.entry("inet_diag_req_v2", NativeLayouts.INET_DIAG_REQ_V2),
+            Map.entry("inet_diag_msg", NativeLayouts.INET_DIAG_MSG));
     /** Prefixes: the kernel's struct goes on past the last field read. */
     static final List<String> PREFIXES = List.of("bpf_map_info", "bpf_prog_info");
 
@@ -42,7 +49,8 @@ class NativeLayoutsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"bpf_map_info", "bpf_prog_info", "user_msghdr", "iovec", "pollfd", "epoll_event"})
+    @ValueSource(strings = {"bpf_map_info", "bpf_prog_info", "user_msghdr", "iovec", "pollfd", "epoll_event",
+        "sockaddr_in", "sockaddr_in6", "nlmsghdr", "nlattr", "inet_diag_sockid", "inet_diag_req_v2", "inet_diag_msg"})
     void layoutMatchesTheKernelsBtf(String name) {
         Btf.Struct b = kernel.get(name);
         StructLayout j = KERNEL.get(name);

@@ -1,11 +1,11 @@
 package io.github.sockmap4j.netty.grpc;
 
-import org.junit.jupiter.api.Tag;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Await;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.grpc.CallOptions;
@@ -35,6 +35,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -110,13 +111,7 @@ class GrpcFastPathTest {
                     }
                 }))
                 .addMethod(SLOW, ServerCalls.asyncUnaryCall((req, out) -> {
-                    try {
-                        Thread.sleep(2000);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                    out.onNext(req);
-                    out.onCompleted();
+                    // Never answers: only the client's deadline ends the call.
                 }))
                 .build();
     }
@@ -269,9 +264,10 @@ class GrpcFastPathTest {
     void cancellationReachesTheServer() throws Exception {
         ManagedChannel ch = fastChannel(fastServer());
         ClientCall<byte[], byte[]> call = ch.newCall(BIDI, CallOptions.DEFAULT);
-        StreamObserver<byte[]> req = ClientCalls.asyncBidiStreamingCall(call, observer(new CompletableFuture<>()));
+        CompletableFuture<byte[]> echoed = new CompletableFuture<>();
+        StreamObserver<byte[]> req = ClientCalls.asyncBidiStreamingCall(call, observer(echoed));
         req.onNext(new byte[16]);
-        Thread.sleep(100);
+        echoed.get(10, TimeUnit.SECONDS); // the server has the stream: it echoed the first message
         call.cancel("test cancels", null);
         assertTrue(serverSawCancel.await(10, TimeUnit.SECONDS), "the server never saw the cancellation");
     }
@@ -290,11 +286,15 @@ class GrpcFastPathTest {
         req[0] = (byte) 255;
         ClientCall<byte[], byte[]> call = ch.newCall(SERVER_STREAM, CallOptions.DEFAULT);
         AtomicInteger received = new AtomicInteger();
+        AtomicInteger requested = new AtomicInteger();
+        AtomicInteger overRequested = new AtomicInteger();
         CompletableFuture<Status> closed = new CompletableFuture<>();
         call.start(new ClientCall.Listener<>() {
             @Override
             public void onMessage(byte[] message) {
-                received.incrementAndGet();
+                if (received.incrementAndGet() > requested.get()) {
+                    overRequested.incrementAndGet();
+                }
             }
 
             @Override
@@ -304,12 +304,19 @@ class GrpcFastPathTest {
         }, new Metadata());
         call.sendMessage(req);
         call.halfClose();
-        call.request(1); // one message at a time: the server's stream is held by HTTP/2 flow control
-        Thread.sleep(300);
-        assertEquals(1, received.get(), "flow control let more through than requested");
+        // One message at a time for the first 20: the server's stream is held by HTTP/2 flow
+        // control, and each message arrives only once asked for (checked as each one arrives).
+        for (int k = 1; k <= 20; k++) {
+            requested.set(k);
+            call.request(1);
+            int want = k;
+            Await.until("message " + want + " arrives", () -> received.get() >= want);
+        }
+        requested.set(Integer.MAX_VALUE);
         call.request(Integer.MAX_VALUE);
         assertEquals(Status.Code.OK, closed.get(30, TimeUnit.SECONDS).getCode());
         assertEquals(255, received.get());
+        assertEquals(0, overRequested.get(), "flow control let more through than requested");
     }
 
     @Test
