@@ -38,6 +38,8 @@ final class EpollSelector extends AbstractSelector {
     private final int epfd;
     private final int wakeFd;
     private final Arena arena = Arena.ofShared();
+    /** The eventfd increment a wakeup writes, made once: wakeups must not allocate. */
+    private final MemorySegment wakeOne = arena.allocateFrom(ValueLayout.JAVA_LONG, 1L);
     private final MemorySegment events;
     private final MemorySegment wakeBuf;
     private final ReentrantLock selectLock = new ReentrantLock();
@@ -300,8 +302,10 @@ final class EpollSelector extends AbstractSelector {
     public Selector wakeup() {
         if (!woken) {
             woken = true;
-            try (Arena a = Arena.ofConfined()) {
-                LibC.tryWrite(wakeFd, a.allocateFrom(ValueLayout.JAVA_LONG, 1L));
+            try {
+                LibC.tryWrite(wakeFd, wakeOne);
+            } catch (IllegalStateException closed) {
+                // The selector is closed and its memory freed: nobody waits to be woken.
             }
         }
         return this;

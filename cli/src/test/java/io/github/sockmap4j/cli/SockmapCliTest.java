@@ -8,8 +8,6 @@ import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapAdmin;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.TestKernel;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
@@ -20,14 +18,8 @@ import org.junit.jupiter.api.Test;
 /** The CLI against the real kernel: up, status, stats, allow, deny, down, and bad input. */
 @Tag("kernel")
 class SockmapCliTest {
-    record Result(int code, String out, String err) {
-    }
-
-    static Result run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = SockmapCli.run(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Result(code, out.toString(), err.toString());
+    static CommandLineTest.Result run(String... args) {
+        return CommandLineTest.run(args);
     }
 
     @Test
@@ -35,10 +27,10 @@ class SockmapCliTest {
         try (TestKernel kernel = TestKernel.start("cli")) {
             String pins = kernel.pinDir.toString();
             try {
-                Result up = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString());
+                CommandLineTest.Result up = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString());
                 assertEquals(0, up.code(), up.err());
                 assertTrue(SockmapAdmin.isUp(kernel.pinDir));
-                Result status = run("--pin-dir", pins, "--json", "status");
+                CommandLineTest.Result status = run("--pin-dir", pins, "--json", "status");
                 assertEquals(0, status.code(), status.err());
                 assertTrue(status.out().contains("\"up\":true"), status.out());
 
@@ -47,7 +39,7 @@ class SockmapCliTest {
                     probe.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
                     port = ((InetSocketAddress) probe.getLocalAddress()).getPort();
                 }
-                Result allow = run("--pin-dir", pins, "allow", Integer.toString(port));
+                CommandLineTest.Result allow = run("--pin-dir", pins, "allow", Integer.toString(port));
                 assertEquals(0, allow.code(), allow.err());
                 try (ServerSocketChannel server = ServerSocketChannel.open()) {
                     server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
@@ -59,21 +51,21 @@ class SockmapCliTest {
                         }
                     }
                 }
-                Result stats = run("--pin-dir", pins, "--json", "stats");
+                CommandLineTest.Result stats = run("--pin-dir", pins, "--json", "stats");
                 assertEquals(0, stats.code(), stats.err());
                 assertTrue(stats.out().contains("\"registered\":"), stats.out());
                 assertEquals(0, run("--pin-dir", pins, "deny", Integer.toString(port)).code());
 
                 // Bad input: named, with exit code 2.
-                Result bad = run("--pin-dir", pins, "allow", "70000");
+                CommandLineTest.Result bad = run("--pin-dir", pins, "allow", "70000");
                 assertEquals(2, bad.code());
                 assertTrue(bad.err().contains("port must be 1..65535"), bad.err());
-                Result notPort = run("--pin-dir", pins, "allow", "http");
+                CommandLineTest.Result notPort = run("--pin-dir", pins, "allow", "http");
                 assertEquals(2, notPort.code());
                 assertTrue(notPort.err().contains("not a port: 'http'"), notPort.err());
                 assertEquals(2, run("--pin-dir", pins, "up").code(), "--cgroup is required");
             } finally {
-                Result down = run("--pin-dir", pins, "down");
+                CommandLineTest.Result down = run("--pin-dir", pins, "down");
                 assertEquals(0, down.code(), down.err());
             }
             assertFalse(Files.exists(kernel.pinDir), "down removed the pins");
@@ -137,17 +129,17 @@ class SockmapCliTest {
         try {
             sh("ip", "link", "set", a, "up");
             Files.writeString(rules, "default pass\ndeny 10.99.0.0/16  # a comment\ndeny tcp 22\nallow udp 53\n");
-            Result ok = run("xdp", a, rules.toString(), "--seconds", "1");
+            CommandLineTest.Result ok = run("xdp", a, rules.toString(), "--seconds", "1");
             assertEquals(0, ok.code(), ok.err());
             assertTrue(ok.out().contains("3 rules"), ok.out());
             assertTrue(ok.out().contains("1s passed"), ok.out());
             assertFalse(sh("ip", "link", "show", "dev", a).contains("prog/xdp"), "detached at the end");
 
             Files.writeString(rules, "deny tcp twentytwo\n");
-            Result bad = run("xdp", a, rules.toString(), "--seconds", "1");
+            CommandLineTest.Result bad = run("xdp", a, rules.toString(), "--seconds", "1");
             assertEquals(1, bad.code());
             assertTrue(bad.err().contains(":1: deny tcp twentytwo"), bad.err());
-            Result unknown = run("xdp", "nosuch0", rules.toString());
+            CommandLineTest.Result unknown = run("xdp", "nosuch0", rules.toString());
             assertEquals(1, unknown.code());
         } finally {
             Files.deleteIfExists(rules);

@@ -1,5 +1,8 @@
 package io.github.sockmap4j.internal.bpf;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.IOException;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.StructLayout;
@@ -75,6 +78,24 @@ public record Btf(Map<String, Struct> structs) {
     /** The named members of a Java layout, in order (padding has no name). */
     public static List<String> members(StructLayout layout) {
         return layout.memberLayouts().stream().filter(l -> l.name().isPresent()).map(l -> l.name().get()).toList();
+    }
+
+    /**
+     * Fails unless {@code layout} is the struct {@code name} of this BTF: same size and members in
+     * the same order at the same offsets; or, for a {@code prefix}, no larger and its named members
+     * where the BTF has them.
+     */
+    public void assertMatches(String name, StructLayout layout, boolean prefix) {
+        Struct b = get(name);
+        if (prefix) {
+            assertTrue(layout.byteSize() <= b.size(), name + " is a prefix");
+        } else {
+            assertEquals(b.size(), layout.byteSize(), name + " size");
+            assertEquals(List.copyOf(b.offsets().keySet()), members(layout), name + " members");
+        }
+        for (String member : members(layout)) {
+            assertEquals(b.offsets().get(member), offset(layout, member), name + "." + member + " offset");
+        }
     }
 
     public static long offset(StructLayout layout, String member) {
