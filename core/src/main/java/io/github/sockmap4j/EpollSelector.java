@@ -19,10 +19,12 @@ import java.nio.channels.spi.AbstractSelectableChannel;
 import java.nio.channels.spi.AbstractSelectionKey;
 import java.nio.channels.spi.AbstractSelector;
 import java.util.AbstractSet;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
@@ -75,6 +77,8 @@ final class EpollSelector extends AbstractSelector {
         private volatile int interest;
         private volatile int ready;
         private boolean inEpoll;
+        /** OP_WRITE is wanted but the channel waits for credit: EPOLLOUT is left out meanwhile. */
+        private boolean heldForCredit;
 
         Key(AbstractSelectableChannel channel, int fd) {
             this.channel = channel;
@@ -144,7 +148,8 @@ final class EpollSelector extends AbstractSelector {
         if ((ops & (SelectionKey.OP_READ | SelectionKey.OP_ACCEPT)) != 0) {
             ev |= LibC.EPOLLIN | LibC.EPOLLRDHUP;
         }
-        if ((ops & (SelectionKey.OP_WRITE | SelectionKey.OP_CONNECT)) != 0) {
+        if ((ops & SelectionKey.OP_CONNECT) != 0
+                || (ops & SelectionKey.OP_WRITE) != 0 && !k.heldForCredit) {
             ev |= LibC.EPOLLOUT;
         }
         int r;
@@ -220,56 +225,126 @@ final class EpollSelector extends AbstractSelector {
         return doSelect(-1);
     }
 
+    /** How often keys held for credit are looked at while they wait (epoll has no event for it). */
+    private static final int CREDIT_POLL_MILLIS = 1;
+
     private int doSelect(int timeoutMillis) throws IOException {
         ensureOpen();
         selectLock.lock();
         try {
             ensureOpen();
-            processCancelled();
-            int n;
-            try {
-                begin();
-                int timeout = woken ? 0 : timeoutMillis;
-                do {
-                    n = LibC.tryEpollWait(epfd, events, timeout);
-                } while (n == -Errno.EINTR && !Thread.currentThread().isInterrupted());
-            } finally {
-                end();
-            }
-            if (n < 0 && n != -Errno.EINTR) {
-                throw new NativeIOException("epoll_wait", -n);
-            }
-            woken = false;
-            processCancelled();
-            int updated = 0;
-            synchronized (this) {
-                for (int i = 0; i < n; i++) {
-                    int fd = EpollEvent.fd(events, i);
-                    if (fd == wakeFd) {
-                        LibC.tryRead(wakeFd, wakeBuf);
-                        continue;
-                    }
-                    Key k = byFd.get(fd);
-                    if (k == null || !k.isValid()) {
-                        continue;
-                    }
-                    int ready = k.translate(EpollEvent.events(events, i));
-                    if (ready == 0) {
-                        continue;
-                    }
-                    if (selected.add(k)) {
-                        k.ready = ready;
-                        updated++;
-                    } else if ((k.ready | ready) != k.ready) {
-                        k.ready |= ready;
-                        updated++;
-                    }
+            long deadline = timeoutMillis <= 0 ? 0 : System.nanoTime() + timeoutMillis * 1_000_000L;
+            while (true) {
+                processCancelled();
+                List<Key> held = holdForCredit();
+                int timeout = woken ? 0 : timeoutMillis <= 0 ? timeoutMillis
+                        : (int) Math.max(0, (deadline - System.nanoTime()) / 1_000_000L);
+                if (!held.isEmpty() && (timeout < 0 || timeout > CREDIT_POLL_MILLIS)) {
+                    timeout = CREDIT_POLL_MILLIS;
+                }
+                int n;
+                try {
+                    begin();
+                    do {
+                        n = LibC.tryEpollWait(epfd, events, timeout);
+                    } while (n == -Errno.EINTR && !Thread.currentThread().isInterrupted());
+                } finally {
+                    end();
+                }
+                if (n < 0 && n != -Errno.EINTR) {
+                    throw new NativeIOException("epoll_wait", -n);
+                }
+                boolean wakeup = woken;
+                woken = false;
+                processCancelled();
+                int updated = collect(n);
+                updated += releaseCredit(held);
+                boolean timedOut = timeoutMillis == 0 || timeoutMillis > 0 && System.nanoTime() - deadline >= 0;
+                if (updated > 0 || held.isEmpty() || wakeup || timedOut || Thread.currentThread().isInterrupted()) {
+                    return updated;
                 }
             }
-            return updated;
         } finally {
             selectLock.unlock();
         }
+    }
+
+    private int collect(int n) {
+        int updated = 0;
+        synchronized (this) {
+            for (int i = 0; i < n; i++) {
+                int fd = EpollEvent.fd(events, i);
+                if (fd == wakeFd) {
+                    LibC.tryRead(wakeFd, wakeBuf);
+                    continue;
+                }
+                Key k = byFd.get(fd);
+                if (k == null || !k.isValid()) {
+                    continue;
+                }
+                updated += markReady(k, k.translate(EpollEvent.events(events, i)));
+            }
+        }
+        return updated;
+    }
+
+    private int markReady(Key k, int ready) {
+        if (ready == 0) {
+            return 0;
+        }
+        if (selected.add(k)) {
+            k.ready = ready;
+            return 1;
+        }
+        if ((k.ready | ready) != k.ready) {
+            k.ready |= ready;
+            return 1;
+        }
+        return 0;
+    }
+
+    /**
+     * Keys that want OP_WRITE for a channel whose last non-blocking write stopped for credit:
+     * EPOLLOUT (the socket has room) says nothing about credit, so it is left out until the
+     * credit returns, and the select polls for it instead.
+     */
+    private List<Key> holdForCredit() {
+        List<Key> held = List.of();
+        synchronized (this) {
+            for (SelectionKey sk : keys) {
+                Key k = (Key) sk;
+                if (k.isValid() && (k.interest & SelectionKey.OP_WRITE) != 0
+                        && k.channel instanceof SockmapChannel ch && ch.creditHeld()) {
+                    if (held.isEmpty()) {
+                        held = new ArrayList<>();
+                    }
+                    held.add(k);
+                    synchronized (k) {
+                        if (!k.heldForCredit) {
+                            k.heldForCredit = true;
+                            updateEpoll(k);
+                        }
+                    }
+                }
+            }
+        }
+        return held;
+    }
+
+    private int releaseCredit(List<Key> held) {
+        int updated = 0;
+        for (Key k : held) {
+            if (k.isValid() && ((SockmapChannel) k.channel).creditReturned()) {
+                synchronized (this) {
+                    synchronized (k) {
+                        k.heldForCredit = false;
+                        updateEpoll(k);
+                    }
+                    updated += markReady(k, k.interest & SelectionKey.OP_WRITE);
+                }
+            }
+        }
+        return updated;
     }
 
     private void processCancelled() {

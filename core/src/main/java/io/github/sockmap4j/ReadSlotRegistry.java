@@ -83,6 +83,19 @@ final class ReadSlotRegistry {
         }
     }
 
+    /** A socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
+    String flowState(int fd) {
+        try {
+            InetSocketAddress local = Sockets.localAddress(fd);
+            InetSocketAddress remote = Sockets.remoteAddress(fd);
+            return "flags=" + maps.socketFlags(fd) + " sent=" + maps.socketSent(fd) + " peerRead="
+                    + maps.publishedRead(remote.getAddress(), remote.getPort(), local.getAddress(), local.getPort(),
+                    Sockets.netnsCookie(fd));
+        } catch (IOException e) {
+            return e.getMessage();
+        }
+    }
+
     void publishRead(InFlightMaps.ReadSlot slot, long read) {
         maps.publishRead(slot, read);
     }

@@ -336,19 +336,7 @@ public final class Sockmap implements AutoCloseable {
 
     /** This socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
     String flowState(int fd) {
-        if (!isActive()) {
-            return "off";
-        }
-        try {
-            InetSocketAddress local = Sockets.localAddress(fd);
-            InetSocketAddress remote = Sockets.remoteAddress(fd);
-            InFlightMaps m = kernel.inFlight();
-            return "flags=" + m.socketFlags(fd) + " sent=" + m.socketSent(fd) + " peerRead="
-                    + m.publishedRead(remote.getAddress(), remote.getPort(), local.getAddress(), local.getPort(),
-                    Sockets.netnsCookie(fd));
-        } catch (IOException e) {
-            return e.getMessage();
-        }
+        return isActive() ? readers.flowState(fd) : "off";
     }
 
     /**
@@ -368,6 +356,23 @@ public final class Sockmap implements AutoCloseable {
      */
     public ReadCounter readCounter(int fd, boolean serverSide) throws IOException {
         return claimReadSlot(fd, serverSide, false);
+    }
+
+    /**
+     * The write credit of a connected socket that an integration writes itself (its raw fd):
+     * null when nothing holds its writes (fast path off, this socket or its peer not registered,
+     * or the port's bound off). A writer that keeps within it is never sent by TCP for the
+     * in-flight bound. Resolve it once connected, before the first write.
+     *
+     * @param serverSide whether the socket was accepted (its local end is the server)
+     */
+    public WriteCredit writeCredit(int fd, boolean serverSide) throws IOException {
+        return isActive() && config.credit() ? PeerCredit.resolve(kernel, fd, serverSide) : null;
+    }
+
+    /** How this process's cooperative writers waited for credit. */
+    public static FlowStats flowStats() {
+        return PeerCredit.stats();
     }
 
     void publishRead(InFlightMaps.ReadSlot slot, long read) {

@@ -58,8 +58,30 @@ public final class SockmapChannel extends SocketChannel {
     private InetSocketAddress remote;
     /** Where this channel publishes its reads for the in-flight bound; null when it does not. */
     private ReadPublisher readSlot;
+    /**
+     * What this channel may send before its receiver's unread bytes pass the in-flight bound
+     * (docs/in-flight-bound.md): resolved at the first write; null when nothing holds the writes.
+     * Guarded by the write lock.
+     */
+    private WriteCredit credit;
+    private boolean creditResolved;
+    /** The receiver's read count when a blocking writer stopped holding for it; -1 otherwise. */
+    private long stalledAt = -1;
+    /** A non-blocking write stopped for credit: the selector polls for it instead of EPOLLOUT. */
+    private volatile boolean creditHeld;
+    /** When the write that set {@link #creditHeld} stopped, for the wait statistics. */
+    private volatile long heldSince;
     /** Scratch of gathering writes (see {@link #gatherScratch}); guarded by the write lock. */
     private MemorySegment gather;
+    /**
+     * How long a blocking writer holds for a receiver that reads nothing at all before it stops
+     * holding: longer than a reader's ordinary pauses, short enough that a protocol relying on
+     * TCP's buffering does not stall for long.
+     */
+    static final long STALLED_RECEIVER_NANOS = 200_000_000L;
+
+    /** Whether this end was accepted (its local side is the server, whose port has the policy). */
+    private boolean serverSide;
     /** Whether the application fixed SO_RCVBUF (here or on the listening channel). */
     private volatile boolean rcvbufSet;
 
@@ -90,6 +112,7 @@ public final class SockmapChannel extends SocketChannel {
         this.state = State.CONNECTED;
         blockingFd(fd);
         this.remote = Sockets.remoteAddress(fd);
+        this.serverSide = true;
         claimReadSlot(true);
     }
 
@@ -644,6 +667,7 @@ public final class SockmapChannel extends SocketChannel {
             MemorySegment iov = scratch.asSlice(LibC.MSGHDR_SIZE, LibC.IOVEC_SIZE * max);
             int first = offset;
             int end = offset + length;
+            WriteCredit c = credit();
             while (true) {
                 while (first < end && !srcs[first].hasRemaining()) {
                     first++;
@@ -651,16 +675,23 @@ public final class SockmapChannel extends SocketChannel {
                 if (first == end) {
                     break;
                 }
+                long limit = Long.MAX_VALUE;
+                if (c != null) {
+                    limit = awaitCredit(c, remaining(srcs, first, end), blocking);
+                    if (limit == 0) {
+                        break;
+                    }
+                }
                 int count = 0;
                 long chunk = 0;
-                for (int i = first; i < end && count < max && chunk < GATHER_BYTES; i++) {
+                for (int i = first; i < end && count < max && chunk < GATHER_BYTES && chunk < limit; i++) {
                     ByteBuffer b = srcs[i];
                     if (b.hasRemaining()) {
                         MemorySegment seg = MemorySegment.ofBuffer(b);
+                        long len = Math.min(seg.byteSize(), limit - chunk);
                         iov.set(ValueLayout.ADDRESS, count * LibC.IOVEC_SIZE + NativeLayouts.IOVEC_BASE, seg);
-                        iov.set(ValueLayout.JAVA_LONG, count * LibC.IOVEC_SIZE + NativeLayouts.IOVEC_LEN,
-                                seg.byteSize());
-                        chunk += seg.byteSize();
+                        iov.set(ValueLayout.JAVA_LONG, count * LibC.IOVEC_SIZE + NativeLayouts.IOVEC_LEN, len);
+                        chunk += len;
                         count++;
                     }
                 }
@@ -670,6 +701,9 @@ public final class SockmapChannel extends SocketChannel {
                 long n = LibC.trySendmsg(fd, msghdr, iov, count, 0);
                 if (n >= 0) {
                     total += n;
+                    if (c != null) {
+                        c.sent(n);
+                    }
                     boolean whole = n == chunk;
                     for (int i = first; i < end && n > 0; i++) {
                         ByteBuffer b = srcs[i];
@@ -692,6 +726,139 @@ public final class SockmapChannel extends SocketChannel {
             }
             exitIo();
         }
+    }
+
+    private static long remaining(ByteBuffer[] srcs, int from, int end) {
+        long n = 0;
+        for (int i = from; i < end; i++) {
+            n += srcs[i].remaining();
+        }
+        return n;
+    }
+
+    /** This channel's write credit, resolved at its first write (under the write lock). */
+    private WriteCredit credit() {
+        if (!creditResolved) {
+            creditResolved = true;
+            try {
+                credit = sockmap.writeCredit(fd, serverSide);
+            } catch (IOException e) {
+                org.slf4j.LoggerFactory.getLogger(SockmapChannel.class)
+                        .warn("{} writes without credit (the in-flight bound may send it by TCP): {}", this,
+                                e.getMessage());
+            }
+        }
+        return credit;
+    }
+
+    /**
+     * Credit for a send of up to {@code remaining} bytes: at once when there is enough
+     * ({@link WriteCredit#worthSending}); else 0 in non-blocking mode (the selector reports
+     * OP_WRITE when it returns), or, blocking, after waiting for it as Agrona's back-off idle
+     * strategy does: spin, yield, then park from 1 µs to 1 ms, with no system call until parking
+     * starts. A receiver that closes or dies ends the wait: the send then meets what a TCP send
+     * meets. So does closing or interrupting this channel.
+     */
+    private long awaitCredit(WriteCredit c, long remaining, boolean blocking) {
+        long want = c.worthSending(remaining);
+        long a = c.available();
+        if (a >= want) {
+            return a;
+        }
+        if (blocking && stalledAt >= 0) {
+            if (c.receiverRead() == stalledAt) {
+                return WriteCredit.UNLIMITED; // still reading nothing: no holding again
+            }
+            stalledAt = -1;
+        }
+        a = c.refresh();
+        if (a >= want) {
+            releaseHeld(c);
+            return a;
+        }
+        if (!blocking) {
+            if (!creditHeld) {
+                heldSince = System.nanoTime();
+                creditHeld = true;
+            }
+            return 0;
+        }
+        long start = System.nanoTime();
+        long progressAt = start;
+        long read = c.receiverRead();
+        long park = 1_000;
+        for (int i = 0; ; i++) {
+            if (i < 20) {
+                Thread.onSpinWait();
+            } else if (i < 30) {
+                Thread.yield();
+            } else {
+                java.util.concurrent.locks.LockSupport.parkNanos(park);
+                park = Math.min(park * 2, 1_000_000);
+                if (!isOpen()) {
+                    return 0;
+                }
+                a = c.refresh();
+                long now = System.nanoTime();
+                if (c.receiverRead() != read) {
+                    read = c.receiverRead();
+                    progressAt = now;
+                }
+                if (a < want && park >= 1_000_000 && now - progressAt > STALLED_RECEIVER_NANOS) {
+                    stalledAt = read;
+                }
+                if (a < want && park >= 1_000_000 && (stalledAt >= 0 || c.receiverGone())) {
+                    // Gone: the send meets its close. Reading nothing at all: stop holding, and let
+                    // the kernel's bound send the rest by TCP, whose buffers take it as they would
+                    // without the fast path (a protocol that relies on them does not deadlock).
+                    a = WriteCredit.UNLIMITED;
+                }
+            }
+            if (i < 30) {
+                a = c.available();
+            }
+            if (a >= want) {
+                c.waited(System.nanoTime() - start);
+                return a;
+            }
+        }
+    }
+
+    /**
+     * For the selector: whether a non-blocking writer held for credit may write again. Looks at
+     * the kernel only when no write is running.
+     */
+    boolean creditReturned() {
+        if (!creditHeld) {
+            return true;
+        }
+        if (!writeLock.tryLock()) {
+            return false;
+        }
+        try {
+            WriteCredit c = credit;
+            if (c == null || c.refresh() >= c.worthSending(Long.MAX_VALUE) || c.receiverGone()) {
+                releaseHeld(c);
+                return true;
+            }
+            return false;
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    /** A non-blocking writer held for credit has it again: the wait is counted. */
+    private void releaseHeld(WriteCredit c) {
+        if (creditHeld) {
+            creditHeld = false;
+            if (c != null) {
+                c.waited(System.nanoTime() - heldSince);
+            }
+        }
+    }
+
+    boolean creditHeld() {
+        return creditHeld;
     }
 
     /** Checks the channel can write and keeps its fd open until {@link #exitIo()}. */
@@ -744,13 +911,25 @@ public final class SockmapChannel extends SocketChannel {
             begin();
         }
         try {
+            WriteCredit c = credit();
             while (written < size) {
                 if (blocking && !isOpen()) {
                     return written;
                 }
-                long n = LibC.trySend(fd, written == 0 ? src : src.asSlice(written), 0);
+                long chunk = size - written;
+                if (c != null) {
+                    long allowed = awaitCredit(c, chunk, blocking);
+                    if (allowed == 0) {
+                        break;
+                    }
+                    chunk = Math.min(chunk, allowed);
+                }
+                long n = LibC.trySend(fd, written == 0 && chunk == size ? src : src.asSlice(written, chunk), 0);
                 if (n >= 0) {
                     written += n;
+                    if (c != null) {
+                        c.sent(n);
+                    }
                 } else if (!sendAgain(n, blocking, "send")) {
                     break;
                 }

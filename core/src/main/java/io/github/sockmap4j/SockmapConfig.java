@@ -16,7 +16,9 @@ import java.util.Objects;
  *       it full stays on plain TCP;</li>
  *   <li>{@code sockmap4j.disable=true}: force plain TCP;</li>
  *   <li>{@code sockmap4j.require=true}: fail instead of falling back to plain TCP;</li>
- *   <li>{@code sockmap4j.probe=false}: skip the start-up self-test of the kernel.</li>
+ *   <li>{@code sockmap4j.probe=false}: skip the start-up self-test of the kernel;</li>
+ *   <li>{@code sockmap4j.credit=false}: writers do not hold back for their receiver's bound
+ *       (the kernel's bound alone then sends them by TCP past it; for measuring).</li>
  * </ul>
  *
  * <pre>{@code
@@ -39,6 +41,7 @@ public final class SockmapConfig {
     private final boolean required;
     private final boolean allowRootCgroup;
     private final boolean probe;
+    private final boolean credit;
 
     private SockmapConfig(Builder b) {
         this.pinDirectory = Objects.requireNonNull(b.pinDirectory, "pinDirectory");
@@ -51,6 +54,7 @@ public final class SockmapConfig {
         this.required = b.required;
         this.allowRootCgroup = b.allowRootCgroup;
         this.probe = b.probe;
+        this.credit = b.credit;
     }
 
     /** The defaults: pins in {@link #DEFAULT_PIN_DIRECTORY}, this process's cgroup, probe on. */
@@ -61,7 +65,7 @@ public final class SockmapConfig {
     /** A builder holding this config's values. */
     public Builder toBuilder() {
         return new Builder().pinDirectory(pinDirectory).cgroup(cgroup).maxSockets(maxSockets).disabled(disabled)
-                .required(required).allowRootCgroup(allowRootCgroup).probe(probe);
+                .required(required).allowRootCgroup(allowRootCgroup).probe(probe).credit(credit);
     }
 
     /** The defaults, overridden by the {@code sockmap4j.*} system properties. */
@@ -75,6 +79,7 @@ public final class SockmapConfig {
                 .required(Boolean.getBoolean("sockmap4j.require"))
                 .allowRootCgroup(Boolean.getBoolean("sockmap4j.allowRootCgroup"))
                 .probe(!"false".equals(System.getProperty("sockmap4j.probe")))
+                .credit(!"false".equals(System.getProperty("sockmap4j.credit")))
                 .build();
     }
 
@@ -113,6 +118,14 @@ public final class SockmapConfig {
         return probe;
     }
 
+    /**
+     * Whether this process's writers hold back for their receivers' in-flight bound (credit,
+     * docs/in-flight-bound.md) rather than being sent by TCP past it.
+     */
+    public boolean credit() {
+        return credit;
+    }
+
     public SockmapConfig withPinDirectory(Path dir) {
         return toBuilder().pinDirectory(dir).build();
     }
@@ -137,19 +150,19 @@ public final class SockmapConfig {
     public boolean equals(Object o) {
         return o instanceof SockmapConfig c && pinDirectory.equals(c.pinDirectory) && Objects.equals(cgroup, c.cgroup)
                 && maxSockets == c.maxSockets && disabled == c.disabled && required == c.required
-                && allowRootCgroup == c.allowRootCgroup && probe == c.probe;
+                && allowRootCgroup == c.allowRootCgroup && probe == c.probe && credit == c.credit;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(pinDirectory, cgroup, maxSockets, disabled, required, allowRootCgroup, probe);
+        return Objects.hash(pinDirectory, cgroup, maxSockets, disabled, required, allowRootCgroup, probe, credit);
     }
 
     @Override
     public String toString() {
         return "SockmapConfig[pinDirectory=" + pinDirectory + ", cgroup=" + cgroup + ", maxSockets=" + maxSockets
                 + ", disabled=" + disabled + ", required=" + required + ", allowRootCgroup=" + allowRootCgroup
-                + ", probe=" + probe + "]";
+                + ", probe=" + probe + ", credit=" + credit + "]";
     }
 
     /**
@@ -165,6 +178,7 @@ public final class SockmapConfig {
         private boolean required;
         private boolean allowRootCgroup;
         private boolean probe = true;
+        private boolean credit = true;
 
         private Builder() {
         }
@@ -202,6 +216,11 @@ public final class SockmapConfig {
 
         public Builder probe(boolean run) {
             this.probe = run;
+            return this;
+        }
+
+        public Builder credit(boolean hold) {
+            this.credit = hold;
             return this;
         }
 

@@ -21,7 +21,8 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * docs/kernel.md "No back-pressure per socket": a fast writer against a slow reader. What the kernel holds for the
+ * docs/kernel.md "No back-pressure per socket": a fast writer against a slow reader, with the
+ * kernel's bound alone (the safety net for writers that do not cooperate). What the kernel holds for the
  * receiving socket (its skmem r, read through sock_diag) must stay under the bound, every byte
  * must arrive in order, and the writer must be held back as TCP holds it back.
  */
@@ -34,7 +35,8 @@ class InFlightBoundTest {
 
     @BeforeAll
     void start() throws IOException {
-        kernel = TestKernel.start("bound");
+        // The kernel's bound alone: these writers do not hold back for credit (CreditFlowTest).
+        kernel = TestKernel.start("bound", c -> c.toBuilder().credit(false).build());
         sockmap = kernel.sockmap;
     }
 
@@ -347,14 +349,20 @@ class InFlightBoundTest {
         }
     }
 
-    @Test
-    void slowReaderThatIsNotJavaIsBoundedThroughTheWatcher() throws Exception {
-        long total = 1L << 30;
+    /** src/test/c/slow_reader.c, compiled: a reader that publishes nothing, pausing 1 ms per 512 KiB. */
+    static java.nio.file.Path slowReader() throws IOException, InterruptedException {
         java.nio.file.Path exe = java.nio.file.Path.of("target", "slow_reader");
         Process cc = new ProcessBuilder("cc", "-O2", "-Wall", "-o", exe.toString(), "src/test/c/slow_reader.c")
                 .redirectErrorStream(true).start();
         String ccOut = new String(cc.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         assertEquals(0, cc.waitFor(), "compiling the C reader: " + ccOut);
+        return exe.toAbsolutePath();
+    }
+
+    @Test
+    void slowReaderThatIsNotJavaIsBoundedThroughTheWatcher() throws Exception {
+        long total = 1L << 30;
+        java.nio.file.Path exe = slowReader();
         long firstBound = Long.parseLong(KernelQueues.readProc("/proc/sys/net/ipv4/tcp_rmem").trim().split("\\s+")[1]);
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));

@@ -202,4 +202,32 @@ final class PeerMains {
             }
         }
     }
+
+    /**
+     * Opens the pin directory and cgroup of args[0], args[1], connects to 127.0.0.1:args[2] with a
+     * SockmapChannel, reads args[3] bytes, prints read=, then reads no more until killed.
+     */
+    static final class StallingReader {
+        public static void main(String[] args) throws Exception {
+            SockmapConfig config = SockmapConfig.fromSystemProperties().withPinDirectory(Path.of(args[0]))
+                    .withCgroup(Path.of(args[1])).withRequired(true);
+            try (Sockmap sockmap = Sockmap.open(config); SockmapChannel ch = sockmap.openChannel()) {
+                ch.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), Integer.parseInt(args[2])));
+                long want = Long.parseLong(args[3]);
+                ByteBuffer b = ByteBuffer.allocateDirect(64 << 10);
+                long got = 0;
+                while (got < want) {
+                    b.clear().limit((int) Math.min(b.capacity(), want - got));
+                    int n = ch.read(b);
+                    if (n < 0) {
+                        break;
+                    }
+                    got += n;
+                }
+                System.out.println("bound=" + ch.inFlightBound());
+                System.out.println("read=" + got);
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+            }
+        }
+    }
 }

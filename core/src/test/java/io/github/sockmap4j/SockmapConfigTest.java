@@ -21,12 +21,13 @@ class SockmapConfigTest {
         assertFalse(c.required());
         assertFalse(c.allowRootCgroup());
         assertTrue(c.probe());
+        assertTrue(c.credit(), "writers hold for credit unless told not to");
     }
 
     @Test
     void toBuilderKeepsEveryValue() {
         SockmapConfig c = SockmapConfig.builder().pinDirectory(Path.of("/sys/fs/bpf/x")).cgroup(Path.of("/cg"))
-                .maxSockets(10).disabled(true).required(true).allowRootCgroup(true).probe(false).build();
+                .maxSockets(10).disabled(true).required(true).allowRootCgroup(true).probe(false).credit(false).build();
         assertEquals(c, c.toBuilder().build());
         assertEquals(c.hashCode(), c.toBuilder().build().hashCode());
         assertNotEquals(c, c.withMaxSockets(11));

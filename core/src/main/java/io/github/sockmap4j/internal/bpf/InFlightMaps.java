@@ -29,6 +29,7 @@ public final class InFlightMaps implements AutoCloseable {
     private final int rxFd;
     private final int watchFd;
     private final int stateFd;
+    private final int configFd;
     /*
      * A shared arena owns the mapping: closing it waits until no thread is inside an access
      * and makes later ones throw, where a bare munmap would let a late read crash the JVM.
@@ -42,6 +43,7 @@ public final class InFlightMaps implements AutoCloseable {
         this.rxFd = fds.rx();
         this.watchFd = fds.watch();
         this.stateFd = fds.sockState();
+        this.configFd = fds.config();
         Libbpf.MapInfo info = bpf.mapInfo(fds.slots());
         long bytes = (long) info.valueSize() * info.maxEntries();
         long length = (bytes + 4095) & ~4095L;
@@ -147,6 +149,61 @@ public final class InFlightMaps implements AutoCloseable {
             MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
             MemorySegment val = arena.allocate(SockStateLayout.LAYOUT);
             return bpf.tryMapLookup(stateFd, key, val) == 0 ? val.get(ValueLayout.JAVA_INT, SockStateLayout.FLAGS) : 0;
+        }
+    }
+
+    /** Where a receiving socket publishes its reads: its slot and the cookie that owns it. */
+    public record PeerSlot(int index, long cookie) {
+    }
+
+    /**
+     * The slot the receiving socket under {@code key} (a {@link SockKeyLayout}) publishes in, as
+     * the verdict finds it; null when it publishes nothing. One map lookup (a system call).
+     */
+    public PeerSlot peerSlot(MemorySegment key, MemorySegment rxScratch) {
+        if (bpf.tryMapLookup(rxFd, key, rxScratch) != 0) {
+            return null;
+        }
+        return new PeerSlot(rxScratch.get(ValueLayout.JAVA_INT, ReadSlotLayout.RX_SLOT),
+                rxScratch.get(ValueLayout.JAVA_LONG, ReadSlotLayout.RX_COOKIE));
+    }
+
+    /** What the owner of a slot has read, -1 when {@code cookie} no longer owns it. No system call. */
+    public long slotRead(PeerSlot slot) {
+        return slots.read(slot.index(), slot.cookie());
+    }
+
+    /** The bound a slot's owner publishes. No system call. */
+    public int slotBound(PeerSlot slot) {
+        return slots.bound(slot.index());
+    }
+
+    /**
+     * The watcher's entry for a receiver that publishes nothing, read into {@code watchScratch}
+     * ({@link WatchLayout#WATCH}); false when the verdict has made none yet. A system call.
+     */
+    public boolean watchEntry(MemorySegment key, MemorySegment watchScratch) {
+        return bpf.tryMapLookup(watchFd, key, watchScratch) == 0;
+    }
+
+    /**
+     * The bound a sender's first redirect to a receiver that publishes nothing gets, as the
+     * verdict sets it: the socket's policy bound, else the configured first bound.
+     */
+    public int firstWatchBound(int socketFd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_INT, socketFd);
+            MemorySegment st = arena.allocate(SockStateLayout.LAYOUT);
+            if (bpf.tryMapLookup(stateFd, key, st) == 0) {
+                int policy = st.get(ValueLayout.JAVA_INT, SockStateLayout.POLICY_BOUND);
+                if (policy != 0) {
+                    return policy;
+                }
+            }
+            MemorySegment zero = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
+            return bpf.tryMapLookup(configFd, zero, cfg) == 0
+                    ? cfg.get(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_BOUND) : 0;
         }
     }
 

@@ -182,6 +182,11 @@ public final class KernelSockmap implements AutoCloseable {
         }
     }
 
+    /** Whether a socket is in the SOCKHASH under {@code key} (a {@link SockKeyLayout}). A system call. */
+    public boolean isRegistered(MemorySegment key, MemorySegment cookieScratch) {
+        return bpf.tryMapLookup(fds.socks(), key, cookieScratch) == 0;
+    }
+
     /** How many sockets the SOCKHASH holds now. */
     public int registeredSockets() {
         return Pins.countKeys(bpf, fds.socks(), SockKeyLayout.LAYOUT.byteSize());

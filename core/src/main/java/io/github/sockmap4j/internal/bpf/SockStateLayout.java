@@ -27,6 +27,7 @@ public final class SockStateLayout {
     public static final long REDIRECTED = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("redirected"));
     public static final long TCP_BYTES = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("tcp"));
     public static final long FLAGS = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
+    public static final long POLICY_BOUND = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("policy_bound"));
     /** SM4J_SOCK_TCP: sending by TCP until the peer has read everything. */
     public static final int TCP = 1;
 

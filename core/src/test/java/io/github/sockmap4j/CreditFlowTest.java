@@ -1,0 +1,347 @@
+package io.github.sockmap4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Credit between sockmap4j endpoints (docs/in-flight-bound.md): a SockmapChannel writer sees its
+ * reader's published reads and holds its bytes back instead of leaving the fast path. A slow
+ * reader therefore gets every byte by the redirect, the kernel's bound is never hit, and what
+ * the reader has not read stays within its bound plus one write.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+@Tag("kernel")
+class CreditFlowTest {
+    static final long TOTAL = 1L << 30;
+    static final int WRITE = 64 << 10;
+
+    TestKernel kernel;
+    Sockmap sockmap;
+
+    @BeforeAll
+    void start() throws IOException {
+        kernel = TestKernel.start("credit");
+        sockmap = kernel.sockmap;
+    }
+
+    @AfterAll
+    void stop() throws IOException {
+        if (kernel != null) {
+            kernel.close();
+        }
+    }
+
+    /** How the reader falls behind. */
+    enum Reader {
+        /** Reads as fast as it can, pausing 1 ms after every 8 MiB. */
+        PAUSING,
+        /** Checks every long five times over (the writer writes each once): about five times slower. */
+        FIVE_TIMES_SLOWER
+    }
+
+    @ParameterizedTest(name = "{0} writer, {1} reader")
+    @CsvSource({"blocking, PAUSING", "blocking, FIVE_TIMES_SLOWER", "non-blocking, PAUSING",
+        "non-blocking, FIVE_TIMES_SLOWER"})
+    void aSlowReaderGetsEveryByteByTheRedirect(String mode, Reader kind) throws Exception {
+        boolean blocking = mode.equals("blocking");
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            try (SockmapChannel writer = sockmap.openChannel()) {
+                writer.connect(server.getLocalAddress());
+                try (SockmapChannel reader = (SockmapChannel) server.accept()) {
+                    AtomicBoolean done = new AtomicBoolean();
+                    AtomicLong maxExcess = new AtomicLong(Long.MIN_VALUE);
+                    AtomicLong maxQueued = new AtomicLong();
+                    AtomicLong maxBound = new AtomicLong();
+                    CompletableFuture<Void> sampler = CompletableFuture.runAsync(() -> {
+                        try {
+                            while (!done.get()) {
+                                long bound = reader.inFlightBound();
+                                long queued = KernelQueues.receiveMemory(port);
+                                long boundAfter = reader.inFlightBound();
+                                maxQueued.accumulateAndGet(queued, Math::max);
+                                maxBound.accumulateAndGet(boundAfter, Math::max);
+                                // The bound only grows: between two reads of it, the larger one held.
+                                maxExcess.accumulateAndGet(queued - (Math.max(bound, boundAfter) + WRITE), Math::max);
+                                Await.holdsWithin(java.time.Duration.ofMillis(5), done::get);
+                            }
+                        } catch (IOException | InterruptedException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }, TestThreads.POOL);
+                    SockmapStats before = sockmap.stats();
+                    FlowStats flowBefore = Sockmap.flowStats();
+                    CompletableFuture<Void> write = CompletableFuture.runAsync(() -> {
+                        try {
+                            if (blocking) {
+                                writeBlocking(writer);
+                            } else {
+                                writeNonBlocking(writer);
+                            }
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
+                        }
+                    }, TestThreads.POOL);
+                    long badAt = read(reader, kind);
+                    write.get(60, TimeUnit.SECONDS);
+                    done.set(true);
+                    sampler.get(30, TimeUnit.SECONDS);
+                    SockmapStats after = sockmap.stats();
+                    FlowStats flowAfter = Sockmap.flowStats();
+                    long redirected = after.bytesRedirected() - before.bytesRedirected();
+                    long passed = after.bytesPassed() - before.bytesPassed();
+                    System.out.printf("credit, %s writer, %s reader: %d B redirected (%.4f%%), %d B by TCP, "
+                                    + "%d bound hits, largest receive memory %d B against a bound of up to %d B, "
+                                    + "%d credit waits for %.1f ms%n", mode, kind, redirected,
+                            100.0 * redirected / TOTAL, passed, after.boundHits() - before.boundHits(),
+                            maxQueued.get(), maxBound.get(), flowAfter.creditWaits() - flowBefore.creditWaits(),
+                            (flowAfter.creditWaitNanos() - flowBefore.creditWaitNanos()) / 1e6);
+                    assertEquals(-1, badAt, "bytes out of order or lost");
+                    assertTrue(redirected >= TOTAL * 999 / 1000, "at least 99.9% redirected: " + redirected);
+                    assertEquals(0, after.boundHits() - before.boundHits(), "the kernel's bound was never hit");
+                    assertTrue(maxExcess.get() <= 0, "receive memory went " + maxExcess.get()
+                            + " B over the bound plus one write");
+                    assertTrue(flowAfter.creditWaits() > flowBefore.creditWaits() || !blocking,
+                            "the blocking writer waited for credit");
+                }
+            }
+        }
+    }
+
+    static void writeBlocking(SockmapChannel writer) throws IOException {
+        ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
+        for (long sent = 0; sent < TOTAL; sent += WRITE) {
+            InFlightBoundTest.fill(b, sent / 8);
+            ChannelContractTest.writeFully(writer, b);
+        }
+    }
+
+    static void writeNonBlocking(SockmapChannel writer) throws IOException {
+        writer.configureBlocking(false);
+        try (Selector selector = Sockmap.openSelector()) {
+            SelectionKey key = writer.register(selector, SelectionKey.OP_WRITE);
+            ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
+            for (long sent = 0; sent < TOTAL; sent += WRITE) {
+                InFlightBoundTest.fill(b, sent / 8);
+                while (b.hasRemaining()) {
+                    if (writer.write(b) == 0) {
+                        selector.select(10_000);
+                        selector.selectedKeys().clear();
+                    }
+                }
+            }
+            key.cancel();
+        }
+    }
+
+    /** Reads TOTAL sequence-numbered bytes; the offset of the first wrong one, or -1. */
+    static long read(SockmapChannel reader, Reader kind) throws IOException, InterruptedException {
+        ByteBuffer in = ByteBuffer.allocateDirect(WRITE);
+        long expected = 0;
+        long got = 0;
+        long badAt = -1;
+        long nextPause = 8 << 20;
+        long sink = 0;
+        while (got < TOTAL) {
+            int n = reader.read(in);
+            if (n < 0) {
+                throw new IOException("early end of stream at " + got);
+            }
+            in.flip();
+            got += n;
+            int start = in.position();
+            int whole = in.remaining() & ~7;
+            if (kind == Reader.FIVE_TIMES_SLOWER) {
+                for (int pass = 0; pass < 4; pass++) {
+                    for (int i = 0; i < whole; i += 8) {
+                        sink += in.getLong(start + i);
+                    }
+                }
+            }
+            while (in.remaining() >= 8) {
+                if (in.getLong() != expected && badAt < 0) {
+                    badAt = expected * 8;
+                }
+                expected++;
+            }
+            in.compact(); // a read may end inside a long
+            if (kind == Reader.PAUSING && got >= nextPause) {
+                nextPause += 8 << 20;
+                Thread.sleep(1); // the workload: a reader that pauses
+            }
+        }
+        return sink == 42 ? -2 : badAt; // sink is used, so the extra passes are not optimised away
+    }
+
+    @Test
+    void aWriterHoldsAtTheWatchersEstimateForAReaderThatPublishesNothing() throws Exception {
+        long total = 256L << 20;
+        long firstBound = Long.parseLong(KernelQueues.readProc("/proc/sys/net/ipv4/tcp_rmem").trim().split("\\s+")[1]);
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            try (ChildJvm reader = ChildJvm.start(java.util.List.of(InFlightBoundTest.slowReader().toString(),
+                    Integer.toString(port), Long.toString(total)));
+                 SockmapChannel writer = (SockmapChannel) server.accept()) {
+                reader.expect("connected=", 30);
+                AtomicBoolean done = new AtomicBoolean();
+                AtomicLong maxQueued = new AtomicLong();
+                CompletableFuture<Void> sampler = CompletableFuture.runAsync(() -> {
+                    try {
+                        while (!done.get()) {
+                            maxQueued.accumulateAndGet(KernelQueues.peerReceiveMemory(port)[0], Math::max);
+                            Await.holdsWithin(java.time.Duration.ofMillis(5), done::get);
+                        }
+                    } catch (IOException | InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, TestThreads.POOL);
+                SockmapStats before = sockmap.stats();
+                ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
+                for (long sent = 0; sent < total; sent += WRITE) {
+                    InFlightBoundTest.fill(b, sent / 8);
+                    ChannelContractTest.writeFully(writer, b);
+                }
+                assertEquals("1", reader.expect("ok=", 120), "the C reader saw the sequence break");
+                done.set(true);
+                sampler.get(30, TimeUnit.SECONDS);
+                SockmapStats after = sockmap.stats();
+                long redirected = after.bytesRedirected() - before.bytesRedirected();
+                System.out.printf("credit, C reader publishing nothing: %d B redirected (%.3f%%), %d bound hits, "
+                                + "largest receive memory %d B (first bound %d B)%n", redirected, 100.0 * redirected / total,
+                        after.boundHits() - before.boundHits(), maxQueued.get(), firstBound);
+                assertTrue(redirected >= total * 99 / 100, "at least 99% redirected: " + redirected);
+                assertEquals(0, after.boundHits() - before.boundHits(), "held at the estimate, not thrown off");
+                assertTrue(maxQueued.get() <= firstBound + WRITE, "receive memory " + maxQueued.get()
+                        + " B within the watcher's bound plus one write");
+                assertEquals(0, reader.waitFor(30));
+            }
+        }
+    }
+
+    @Test
+    void aWriterWaitingForCreditGetsTheCloseOfItsReader() throws Exception {
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            SockmapChannel reader = sockmap.openChannel();
+            reader.connect(server.getLocalAddress());
+            try (SockmapChannel writer = (SockmapChannel) server.accept()) {
+                Thread[] writerThread = new Thread[1];
+                CompletableFuture<Throwable> write = CompletableFuture.supplyAsync(() -> {
+                    writerThread[0] = Thread.currentThread();
+                    return writeUntilFailure(writer);
+                }, TestThreads.POOL);
+                Await.until("the writer waits for credit", () -> writerThread[0] != null
+                        && Await.isIn(writerThread[0], SockmapChannel.class.getName(), "awaitCredit"));
+                long closedAt = System.nanoTime();
+                reader.close();
+                Throwable t = write.get(10, TimeUnit.SECONDS);
+                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - closedAt);
+                System.out.printf("credit: the writer got %s %d ms after its reader closed%n", t, millis);
+                assertInstanceOf(IOException.class, t);
+                assertTrue(millis < 1000, "the writer got the close within 1 s: " + millis + " ms");
+            }
+        }
+    }
+
+    @Test
+    void aWriterWaitingForCreditGetsAnErrorWhenItsReaderIsKilled() throws Exception {
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            try (ChildJvm child = ChildJvm.startInCgroup(kernel.cgroup, ChildJvm.javaCommand(
+                    PeerMains.StallingReader.class, kernel.pinDir.toString(), kernel.cgroup.toString(),
+                    Integer.toString(port), Integer.toString(1 << 20)));
+                 SockmapChannel writer = (SockmapChannel) server.accept()) {
+                Thread[] writerThread = new Thread[1];
+                CompletableFuture<Throwable> write = CompletableFuture.supplyAsync(() -> {
+                    writerThread[0] = Thread.currentThread();
+                    return writeUntilFailure(writer);
+                }, TestThreads.POOL);
+                assertEquals(Integer.toString(1 << 20), child.expect("read=", 60));
+                Await.until("the writer waits for credit", () -> writerThread[0] != null
+                        && Await.isIn(writerThread[0], SockmapChannel.class.getName(), "awaitCredit"));
+                assertTrue(writer.isAccelerated(), "held on the fast path, not thrown off it");
+                long killedAt = System.nanoTime();
+                child.kill();
+                Throwable t = write.get(10, TimeUnit.SECONDS);
+                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+                System.out.printf("credit: the writer got %s %d ms after its reader was killed%n", t, millis);
+                assertInstanceOf(IOException.class, t);
+                assertTrue(millis < 1000, "the writer got an error within 1 s: " + millis + " ms");
+            }
+        }
+    }
+
+    /** Writes until a write fails; the failure (null if none within 30 s, which fails the test). */
+    static Throwable writeUntilFailure(SockmapChannel writer) {
+        ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        try {
+            while (System.nanoTime() < deadline) {
+                b.clear();
+                writer.write(b);
+            }
+            return null;
+        } catch (IOException e) {
+            return e;
+        }
+    }
+
+    @Test
+    void aNonBlockingWriterWithoutCreditWritesNothingAndIsNotSelected() throws Exception {
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            try (SockmapChannel writer = sockmap.openChannel()) {
+                writer.connect(server.getLocalAddress());
+                try (SockmapChannel reader = (SockmapChannel) server.accept();
+                     Selector selector = Sockmap.openSelector()) {
+                    long hitsBefore = sockmap.stats().boundHits();
+                    writer.configureBlocking(false);
+                    SelectionKey key = writer.register(selector, SelectionKey.OP_WRITE);
+                    ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
+                    long written = 0;
+                    int n;
+                    while ((n = writer.write(b.clear())) > 0) {
+                        written += n;
+                    }
+                    int bound = reader.inFlightBound();
+                    assertTrue(written <= bound, "wrote " + written + " B past a bound of " + bound + " B");
+                    assertTrue(written >= bound - WRITE, "credit let the bound's worth go: " + written + " of " + bound);
+                    assertEquals(0, selector.selectNow(), "no OP_WRITE without credit, though the socket has room");
+                    ByteBuffer in = ByteBuffer.allocateDirect((int) written);
+                    while (in.hasRemaining()) {
+                        reader.read(in);
+                    }
+                    assertEquals(1, selector.select(5_000), "OP_WRITE once the reader has read");
+                    assertTrue(key.isWritable());
+                    assertTrue(writer.write(b.clear()) > 0);
+                    assertEquals(hitsBefore, sockmap.stats().boundHits(), "never over the kernel's bound");
+                }
+            }
+        }
+    }
+}
