@@ -342,6 +342,7 @@ int sm4j_redirect(struct sk_msg_md *msg)
 
 			cfg = bpf_map_lookup_elem(&sm4j_config, &zero);
 			init.bound = st->policy_bound ? st->policy_bound : cfg ? cfg->watch_bound : 0;
+			init.flags = st->policy_bound ? SM4J_WATCH_FIXED : 0;
 			bpf_map_update_elem(&sm4j_watch, &peer, &init, BPF_NOEXIST);
 			w = bpf_map_lookup_elem(&sm4j_watch, &peer);
 		}

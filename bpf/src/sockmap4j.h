@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 3
+#define SM4J_ABI_VERSION 4
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -94,9 +94,10 @@ struct sm4j_slot {
  * the sender's verdict keeps sm4j_watch[receiver key] with what it has sent; a watcher in a
  * sockmap4j process estimates from sock_diag how much of it was read (never more than was:
  * sent, minus the receiver's whole receive memory, minus the sender's whole send queue) and
- * publishes that and a bound grown from the read rate.
+ * publishes that and a bound grown from the read rate (unless the port fixed it).
  */
 #define SM4J_WATCH_WANTED 1 /* the sender is held on TCP or near the bound: poll it often */
+#define SM4J_WATCH_FIXED 2  /* the bound is the port's policy bound: the watcher does not grow it */
 
 struct sm4j_watch {
 	__u64 sent;     /* written by the sender's verdict */

@@ -133,8 +133,19 @@ final class PeerCredit implements WriteCredit {
     }
 
     @Override
+    public String toString() {
+        return "PeerCredit[sent=" + sent + ", slot=" + slot + ", watchRead=" + watchRead + ", watchBound=" + watchBound
+                + ", lastBound=" + lastBound + "]";
+    }
+
+    @Override
     public long worthSending(long remaining) {
         return Math.max(1, Math.min(remaining, Math.min(MIN_SEND, lastBound / 4)));
+    }
+
+    @Override
+    public long bound() {
+        return lastBound;
     }
 
     @Override

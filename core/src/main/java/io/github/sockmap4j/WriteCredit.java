@@ -39,6 +39,12 @@ public interface WriteCredit {
      */
     long receiverRead();
 
+    /**
+     * The receiver's bound as this credit last saw it: a message that cannot be split and is
+     * larger goes once the receiver has read everything ({@link #available()} reaches it).
+     */
+    long bound();
+
     /** After {@code bytes > 0} were sent. */
     void sent(long bytes);
 

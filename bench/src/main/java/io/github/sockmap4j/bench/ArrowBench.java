@@ -195,9 +195,15 @@ public final class ArrowBench {
                 flight(false, group, root, allocator, pool);
                 flight(true, group, root, allocator, pool);
             }
+            long redirected = 0;
+            long passed = 0;
             for (int r = 0; r < rounds; r++) {
                 gbps[0][r] = flight(false, group, root, allocator, pool) / 1e9;
+                io.github.sockmap4j.SockmapStats before = sockmap.stats();
                 gbps[1][r] = bridge(sockmap, false, root, allocator, pool, h) / 1e9;
+                io.github.sockmap4j.SockmapStats after = sockmap.stats();
+                redirected += after.bytesRedirected() - before.bytesRedirected();
+                passed += after.bytesPassed() - before.bytesPassed();
                 heap[r] = h[0];
                 gbps[2][r] = flight(true, group, root, allocator, pool) / 1e9;
                 gbps[3][r] = bridge(sockmap, true, root, allocator, pool, h) / 1e9;
@@ -207,12 +213,14 @@ public final class ArrowBench {
                     Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
             double stock = Medians.of(gbps[0]);
             System.out.printf(Locale.ROOT, "%-44s %8s %8s   %s%n", "path", "GB/s", "ratio", "rounds GB/s");
-            String[] names = {"Flight DoGet, stock grpc-netty (epoll)", "Arrow bridge over SockmapChannel (fast path)",
+            String[] names = {"Flight DoGet, stock grpc-netty (epoll)", "Arrow bridge, default bound (credit)",
                     "Flight DoGet, sockmap gRPC transport", "Arrow bridge, in-flight bound lifted"};
             for (int p = 0; p < 4; p++) {
                 double m = Medians.of(gbps[p]);
                 System.out.printf(Locale.ROOT, "%-44s %8.2f %8.2f   %s%n", names[p], m, m / stock, rounds(gbps[p]));
             }
+            System.out.printf(Locale.ROOT, "bridge at the default bound: %.4f%% of its bytes redirected (%d B), "
+                    + "%d B by TCP%n", 100.0 * redirected / Math.max(1, redirected + passed), redirected, passed);
             System.out.printf(Locale.ROOT, "bridge reader heap allocated per batch: median %.0f B (rounds: %s)%n",
                     Medians.of(heap), java.util.Arrays.toString(heap));
             System.out.println("medians over rounds; ratio = path / stock Flight (higher is faster)");

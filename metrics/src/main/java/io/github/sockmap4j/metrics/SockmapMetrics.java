@@ -21,7 +21,8 @@ import java.util.function.ToDoubleFunction;
  * Counters: {@code sockmap4j.sockets.registered}, {@code sockmap4j.register.failures},
  * {@code sockmap4j.messages} and {@code sockmap4j.bytes} tagged {@code path=redirected|tcp},
  * {@code sockmap4j.bound.hits}, {@code sockmap4j.bound.resumes}; gauges
- * {@code sockmap4j.sockets.in.map} and {@code sockmap4j.active}; per XDP filter
+ * {@code sockmap4j.sockets.in.map} and {@code sockmap4j.active}; this process's waits for
+ * credit, {@code sockmap4j.credit.waits} and {@code sockmap4j.credit.wait} (seconds); per XDP filter
  * {@code sockmap4j.xdp.packets} tagged {@code interface} and {@code outcome}. A scrape reads the
  * kernel counters once (they are cached for 500 ms).
  *
@@ -72,6 +73,10 @@ public final class SockmapMetrics implements MeterBinder {
                 SockmapStats::resumes);
         Gauge.builder("sockmap4j.sockets.in.map", this, m -> m.stats().socketsInMap())
                 .description("sockets in the SOCKHASH now").register(r);
+        FunctionCounter.builder("sockmap4j.credit.waits", this, m -> Sockmap.flowStats().creditWaits())
+                .description("writes of this process that waited for their receiver's credit").register(r);
+        FunctionCounter.builder("sockmap4j.credit.wait", this, m -> Sockmap.flowStats().creditWaitNanos() / 1e9)
+                .description("time this process's writers waited for credit").baseUnit("seconds").register(r);
         Gauge.builder("sockmap4j.active", sockmap, s -> s.isActive() ? 1 : 0)
                 .description("1 when the fast path is active").register(r);
         for (XdpFilter f : filters) {

@@ -42,6 +42,8 @@ class SockmapMetricsTest {
             Await.until("the redirected bytes count the 10,000 sent", () -> registry.get("sockmap4j.bytes")
                     .tag("path", "redirected").functionCounter().count() >= before + 10_000);
             assertTrue(registry.get("sockmap4j.sockets.registered").functionCounter().count() >= 2);
+            assertEquals(io.github.sockmap4j.Sockmap.flowStats().creditWaits(),
+                    registry.get("sockmap4j.credit.waits").functionCounter().count(), "the process's credit waits");
         }
     }
 }

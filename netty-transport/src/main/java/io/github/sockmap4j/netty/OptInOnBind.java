@@ -46,11 +46,14 @@ final class OptInOnBind extends ChannelInboundHandlerAdapter {
         ctx.fireChannelActive();
     }
 
-    /** An accepted child, on its way to ServerBootstrap's acceptor: it publishes its reads. */
+    /**
+     * An accepted child, on its way to ServerBootstrap's acceptor: it publishes its reads and
+     * holds its writes for its receiver's credit.
+     */
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
         if (msg instanceof io.netty.channel.epoll.EpollSocketChannel child) {
-            child.pipeline().addFirst(new PublishReads(true));
+            SockmapNetty.addHandlers(child, true);
         }
         ctx.fireChannelRead(msg);
     }

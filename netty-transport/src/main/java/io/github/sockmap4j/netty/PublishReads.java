@@ -17,6 +17,7 @@ import org.slf4j.LoggerFactory;
  * <p><b>Note:</b> not sharable: one per channel, used from its event loop.
  */
 final class PublishReads extends ChannelInboundHandlerAdapter {
+    static final String NAME = "sockmap4j-publish-reads";
     private static final Logger LOG = LoggerFactory.getLogger(PublishReads.class);
     private final boolean serverSide;
     private ReadCounter counter;

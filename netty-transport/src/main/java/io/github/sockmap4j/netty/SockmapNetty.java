@@ -22,8 +22,10 @@ import org.slf4j.LoggerFactory;
  * What a Netty 4.2 application changes to take the fast path: the server channel factory,
  * whose channels opt their port in while bound, the client channel class and the
  * {@link IoHandlerFactory}: epoll where Linux epoll is available, NIO (plain TCP) where it is
- * not, with the reason logged once. The kernel accelerates the connections; nothing changes in
- * the pipeline.
+ * not, with the reason logged once. The kernel accelerates the connections; the transport puts
+ * two handlers first in each socket channel's pipeline: one publishes the channel's reads, one
+ * holds its writes while its receiver has no credit (docs/in-flight-bound.md), which Netty sees
+ * as ordinary back-pressure (the channel turns unwritable).
  *
  * <pre>{@code
  * EventLoopGroup group = new MultiThreadIoEventLoopGroup(SockmapNetty.ioHandlerFactory());
@@ -106,7 +108,7 @@ public final class SockmapNetty {
                     return new NioSocketChannel();
                 }
                 EpollSocketChannel ch = new EpollSocketChannel();
-                ch.pipeline().addFirst(new PublishReads(false));
+                addHandlers(ch, false);
                 return ch;
             }
 
@@ -115,6 +117,24 @@ public final class SockmapNetty {
                 return "SockmapNetty.socketChannelFactory(" + (EPOLL ? "epoll" : "nio") + ")";
             }
         };
+    }
+
+    /**
+     * The transport's two handlers, first in the pipeline: {@link PublishReads} sees every read
+     * before the application does; {@link HoldForCredit} is the last stop before the socket.
+     */
+    static void addHandlers(EpollSocketChannel ch, boolean serverSide) {
+        ch.pipeline().addFirst(PublishReads.NAME, new PublishReads(serverSide));
+        ch.pipeline().addFirst(HoldForCredit.NAME, new HoldForCredit(serverSide));
+    }
+
+    /**
+     * Whether an epoll channel of this transport holds writes for its receiver's credit now
+     * (docs/in-flight-bound.md); false for other channels.
+     */
+    public static boolean isHoldingForCredit(Channel ch) {
+        HoldForCredit h = ch.pipeline().get(HoldForCredit.class);
+        return h != null && h.holding();
     }
 
     /** Whether a server channel made by {@link #serverChannelFactory()} has its port opted in. */

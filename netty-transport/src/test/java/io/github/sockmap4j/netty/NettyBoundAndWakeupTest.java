@@ -120,6 +120,11 @@ class NettyBoundAndWakeupTest {
         }
     }
 
+    /**
+     * A receiver that stops reading: the writer's credit runs out at the receiver's bound, its
+     * writes wait in the pipeline, the channel turns unwritable, and it becomes writable again
+     * once the receiver reads, all on the redirect.
+     */
     @Test
     void aReceiverWithAutoReadOffHoldsTheWriterBackAndMakesItUnwritable() throws Exception {
         CompletableFuture<Channel> accepted = new CompletableFuture<>();
@@ -143,6 +148,7 @@ class NettyBoundAndWakeupTest {
                 }).connect(server.localAddress()).sync().channel();
         try {
             Channel child = accepted.get(10, TimeUnit.SECONDS);
+            SockmapStats before = Sockmap.global().stats();
             byte[] chunk = new byte[16 << 10];
             // Write whenever Netty says writable, until nothing more completes for 500 ms: the
             // reader reads nothing, so only backpressure can stop the writer.
@@ -168,7 +174,11 @@ class NettyBoundAndWakeupTest {
             assertTrue(System.nanoTime() < deadline, "the writer was never held back: " + atStop + " B written");
             assertTrue(unwritable.await(1, TimeUnit.SECONDS), "the writer never turned unwritable");
             assertFalse(client.isWritable());
-            assertTrue(Sockmap.global().stats().boundHits() > 0, "the bound, not the redirect, stopped it");
+            // Credit stopped it, before the kernel's bound: it is still on the fast path.
+            assertTrue(SockmapNetty.isHoldingForCredit(client), "the writer holds for credit");
+            SockmapStats held = Sockmap.global().stats();
+            assertEquals(before.boundHits(), held.boundHits(), "the kernel's bound was never hit");
+            assertTrue(SockmapNetty.isAccelerated(client), "held on the fast path, not thrown off it");
             // Reading drains it; the writer becomes writable again.
             child.config().setAutoRead(true);
             Await.until("the writer is writable again once the reader read", Duration.ofSeconds(20),

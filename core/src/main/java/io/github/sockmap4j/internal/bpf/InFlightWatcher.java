@@ -21,7 +21,8 @@ import org.slf4j.LoggerFactory;
  * minus all the sender's send queue, as sock_diag reports them. Both memories count more than
  * the bytes they hold, so the estimate is never above the truth: staleness or slack only keeps
  * a sender on TCP longer. Senders the verdict marked WANTED (held on TCP, or near the bound)
- * are polled every millisecond, the others every 50.
+ * are polled every millisecond for the next 100 ms, the others every 50; the bound grows with
+ * the receiver's read rate, as a publishing receiver's does.
  *
  * <p>It needs nothing of an application: any process that can open the pin directory's maps
  * can run one. It sees the connections of its own network namespace only; a loopback
@@ -34,6 +35,10 @@ public final class InFlightWatcher implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(InFlightWatcher.class);
     private static final long WANTED_POLL_NANOS = 1_000_000L;
     private static final long IDLE_POLL_NANOS = 50_000_000L;
+    /** How long a receiver stays polled every millisecond after its sender was last near its bound. */
+    private static final long HOT_NANOS = 100_000_000L;
+    /** The window over which a receiver's read rate grows its bound. */
+    private static final long WINDOW_NANOS = 10_000_000L;
 
     private final InFlightMaps maps;
     private volatile boolean closed;
@@ -52,28 +57,40 @@ public final class InFlightWatcher implements AutoCloseable {
         return this;
     }
 
+    /** What the watcher remembers of one receiver between polls. */
+    private static final class Seen {
+        long lastPoll;
+        long hotUntil;
+        long windowStart;
+        long windowRead;
+    }
+
     private void loop() {
-        Map<String, Long> lastPoll = new HashMap<>();
+        Map<String, Seen> seen = new HashMap<>();
+        int ceiling = tcpRmemMax();
         try (SockDiag diag = SockDiag.open()) {
             long ownNetns = netnsCookieOfThisProcess();
             while (!closed) {
-                boolean wanted = false;
+                boolean anyHot = false;
                 long now = System.nanoTime();
-                Set<String> seen = new HashSet<>();
+                Set<String> present = new HashSet<>();
                 for (InFlightMaps.Watched w : maps.watched()) {
                     String id = HexFormat.of().formatHex(w.key());
-                    seen.add(id);
-                    boolean want = (w.flags() & WatchLayout.WANTED) != 0;
-                    wanted |= want;
-                    Long last = lastPoll.get(id);
-                    if (!want && last != null && now - last < IDLE_POLL_NANOS) {
+                    present.add(id);
+                    Seen s = seen.computeIfAbsent(id, k -> new Seen());
+                    if ((w.flags() & WatchLayout.WANTED) != 0) {
+                        s.hotUntil = now + HOT_NANOS;
+                    }
+                    boolean hot = now - s.hotUntil < 0;
+                    anyHot |= hot;
+                    if (!hot && s.lastPoll != 0 && now - s.lastPoll < IDLE_POLL_NANOS) {
                         continue;
                     }
-                    lastPoll.put(id, now);
-                    estimate(diag, w, ownNetns);
+                    s.lastPoll = now;
+                    estimate(diag, w, s, now, ceiling, ownNetns);
                 }
-                lastPoll.keySet().retainAll(seen);
-                LockSupport.parkNanos(wanted ? WANTED_POLL_NANOS : IDLE_POLL_NANOS);
+                seen.keySet().retainAll(present);
+                LockSupport.parkNanos(anyHot ? WANTED_POLL_NANOS : IDLE_POLL_NANOS);
             }
         } catch (IOException | RuntimeException e) {
             if (!closed) {
@@ -83,7 +100,13 @@ public final class InFlightWatcher implements AutoCloseable {
         }
     }
 
-    private void estimate(SockDiag diag, InFlightMaps.Watched w, long ownNetns) throws IOException {
+    /*
+     * The bound grows as a publishing receiver's does (and as TCP's receive-buffer autotuning):
+     * to twice what the receiver surely read in the last window, never shrinking, up to
+     * net.ipv4.tcp_rmem's maximum. A receiver that keeps up so gets room to stream.
+     */
+    private void estimate(SockDiag diag, InFlightMaps.Watched w, Seen s, long now, int ceiling, long ownNetns)
+            throws IOException {
         MemorySegment k = MemorySegment.ofArray(w.key());
         byte[] local = k.asSlice(SockKeyLayout.LOCAL_IP, 16).toArray(ValueLayout.JAVA_BYTE);
         byte[] remote = k.asSlice(SockKeyLayout.REMOTE_IP, 16).toArray(ValueLayout.JAVA_BYTE);
@@ -98,10 +121,32 @@ public final class InFlightWatcher implements AutoCloseable {
         if (rx == null || tx == null) {
             return; // not visible from this namespace
         }
-        long surelyRead = w.sent() - rx[SockDiag.RMEM_ALLOC] - tx[SockDiag.WMEM_QUEUED];
-        if (surelyRead > w.read()) {
+        long surelyRead = Math.max(w.read(), w.sent() - rx[SockDiag.RMEM_ALLOC] - tx[SockDiag.WMEM_QUEUED]);
+        long bound = Integer.toUnsignedLong(w.bound());
+        if (s.windowStart == 0) {
+            s.windowStart = now;
+            s.windowRead = surelyRead;
+        } else if (now - s.windowStart >= WINDOW_NANOS) {
+            long grown = Math.min(ceiling, 2 * (surelyRead - s.windowRead));
+            if (grown > bound && (w.flags() & WatchLayout.FIXED) == 0) {
+                bound = grown;
+            }
+            s.windowStart = now;
+            s.windowRead = surelyRead;
+        }
+        if (surelyRead > w.read() || bound != Integer.toUnsignedLong(w.bound())) {
             int flags = surelyRead == w.sent() ? w.flags() & ~WatchLayout.WANTED : w.flags();
-            maps.updateWatched(w.key(), w.sent(), surelyRead, w.bound(), flags);
+            maps.updateWatched(w.key(), w.sent(), surelyRead, (int) bound, flags);
+        }
+    }
+
+    /** net.ipv4.tcp_rmem's third value: the largest receive buffer TCP's autotuning gives. */
+    private static int tcpRmemMax() {
+        try (var in = java.nio.file.Files.newInputStream(java.nio.file.Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
+            String[] f = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim().split("\\s+");
+            return Integer.parseInt(f[2]);
+        } catch (IOException | RuntimeException e) {
+            return 6 << 20; // the kernel's default maximum
         }
     }
 

@@ -11,7 +11,7 @@ import java.lang.foreign.ValueLayout;
  *     __u64 sent;         // written by the sender's verdict
  *     __u64 read;         // written by a watcher: bytes surely read
  *     __u32 bound;        // written by a watcher (the verdict sets the first)
- *     __u32 flags;        // SM4J_WATCH_WANTED = 1: poll often
+ *     __u32 flags;        // SM4J_WATCH_WANTED = 1: poll often; SM4J_WATCH_FIXED = 2: a port's bound
  * };
  * struct sm4j_config {    // sm4j_config[0]
  *     __u32 watch_bound;  // first bound of a receiver that publishes nothing
@@ -35,6 +35,8 @@ public final class WatchLayout {
     public static final long CONFIG_WATCH_BOUND = CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("watch_bound"));
     /** SM4J_WATCH_WANTED: the sender is held on TCP or near the bound, so poll it often. */
     public static final int WANTED = 1;
+    /** SM4J_WATCH_FIXED: the bound is the port's own; the watcher leaves it as it is. */
+    public static final int FIXED = 2;
 
     private WatchLayout() {
     }

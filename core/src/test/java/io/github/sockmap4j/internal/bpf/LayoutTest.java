@@ -68,6 +68,7 @@ class LayoutTest {
         assertEquals(h.get("SM4J_ABI_VERSION"), Pins.ABI_VERSION, "ABI version");
         assertEquals(h.get("SM4J_SOCK_TCP"), SockStateLayout.TCP, "SM4J_SOCK_TCP");
         assertEquals(h.get("SM4J_WATCH_WANTED"), WatchLayout.WANTED, "SM4J_WATCH_WANTED");
+        assertEquals(h.get("SM4J_WATCH_FIXED"), WatchLayout.FIXED, "SM4J_WATCH_FIXED");
         assertEquals(h.get("SM4J_UNBOUNDED"), Integer.toUnsignedLong(PolicyKeyLayout.UNBOUNDED), "SM4J_UNBOUNDED");
     }
 

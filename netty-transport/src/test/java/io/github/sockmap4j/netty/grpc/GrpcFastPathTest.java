@@ -178,6 +178,36 @@ class GrpcFastPathTest {
         assertRedirected(before, 4096);
     }
 
+    /**
+     * 64 KiB messages streamed as fast as HTTP/2 flow control lets them, at the default bound: the
+     * server holds for its client's credit and stays on the redirect (docs/in-flight-bound.md).
+     */
+    @Test
+    void serverStreamingOf64KiBMessagesStaysOnTheRedirect() throws Exception {
+        ManagedChannel ch = fastChannel(fastServer());
+        byte[] req = random(64 << 10);
+        req[0] = (byte) 255;
+        SockmapStats before = Sockmap.global().stats();
+        int n = 0;
+        for (int round = 0; round < 4; round++) {
+            java.util.Iterator<byte[]> it = ClientCalls.blockingServerStreamingCall(ch, SERVER_STREAM,
+                    CallOptions.DEFAULT, req);
+            while (it.hasNext()) {
+                assertEquals(req.length, it.next().length);
+                n++;
+            }
+        }
+        SockmapStats after = Sockmap.global().stats();
+        long redirected = after.bytesRedirected() - before.bytesRedirected();
+        long passed = after.bytesPassed() - before.bytesPassed();
+        System.out.printf("grpc server streaming 64 KiB: %d messages, %d B redirected, %d B by TCP (%.3f%%), "
+                + "%d bound hits%n", n, redirected, passed, 100.0 * redirected / (redirected + passed),
+                after.boundHits() - before.boundHits());
+        assertEquals(4 * 255, n);
+        assertTrue(redirected * 100 >= (redirected + passed) * 99L, "at least 99% redirected: " + redirected
+                + " B redirected, " + passed + " B by TCP");
+    }
+
     @Test
     void clientStreaming() throws Exception {
         ManagedChannel ch = fastChannel(fastServer());

@@ -1,0 +1,233 @@
+package io.github.sockmap4j.netty;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.WriteCredit;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufHolder;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.FileRegion;
+import io.netty.channel.PendingWriteQueue;
+import io.netty.channel.epoll.EpollSocketChannel;
+import java.nio.channels.ClosedChannelException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Last before the socket in an epoll socket channel's outbound path: writes go to the socket
+ * only as far as the receiver's credit lets them (docs/in-flight-bound.md), so that a slow
+ * receiver holds this writer on the fast path instead of the kernel sending it by TCP. Writes
+ * past the credit wait in a {@link PendingWriteQueue}, whose bytes count as the channel's
+ * pending outbound bytes: the channel turns unwritable above its high water mark and writable
+ * again as the credit returns, the back-pressure Netty, gRPC and Arrow already follow. The
+ * credit is checked again on the channel's event loop with a back-off from 50 µs to 1 ms: no
+ * thread of its own, and no system call while the receiver publishes its reads.
+ *
+ * <p>A receiver that closes or dies lets everything through (the writes then meet the close);
+ * closing this channel flushes what is held to the socket first, as far as the socket takes it,
+ * as a plain TCP channel would have.
+ *
+ * <p><b>Note:</b> not sharable: one per channel, used from its event loop.
+ */
+final class HoldForCredit extends ChannelDuplexHandler {
+    static final String NAME = "sockmap4j-hold-for-credit";
+    private static final Logger LOG = LoggerFactory.getLogger(HoldForCredit.class);
+    private static final long MIN_BACKOFF_NANOS = 50_000;
+    private static final long MAX_BACKOFF_NANOS = 1_000_000;
+
+    private final boolean serverSide;
+    private WriteCredit credit;
+    private PendingWriteQueue held;
+    private ScheduledFuture<?> retry;
+    private long backoff = MIN_BACKOFF_NANOS;
+    private long heldSince;
+    private volatile boolean holding;
+
+    HoldForCredit(boolean serverSide) {
+        this.serverSide = serverSide;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        if (ctx.channel() instanceof EpollSocketChannel ch) {
+            try {
+                credit = Sockmap.global().writeCredit(ch.fd().intValue(), serverSide);
+            } catch (java.io.IOException | RuntimeException e) {
+                LOG.debug("{} writes without credit: {}", ch, e.toString());
+            }
+            if (credit != null) {
+                held = new PendingWriteQueue(ctx);
+            }
+        }
+        ctx.fireChannelActive();
+    }
+
+    /** Whether writes are held for credit now: from any thread (for tests and diagnostics). */
+    boolean holding() {
+        return holding;
+    }
+
+    /** The same, on the event loop, from the queue itself. */
+    private boolean heldNow() {
+        boolean h = held != null && !held.isEmpty();
+        holding = h;
+        return h;
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        WriteCredit c = credit;
+        if (c == null) {
+            ctx.write(msg, promise);
+            return;
+        }
+        long size = size(msg);
+        if (held.isEmpty() && (size < 0 || c.available() >= size
+                || !(msg instanceof ByteBuf) && c.available() >= c.bound())) {
+            if (size > 0) {
+                c.sent(size);
+            }
+            ctx.write(msg, promise);
+            return;
+        }
+        if (held.isEmpty()) {
+            heldSince = System.nanoTime();
+        }
+        held.add(msg, promise);
+        holding = true;
+    }
+
+    @Override
+    public void flush(ChannelHandlerContext ctx) {
+        if (heldNow()) {
+            drain(ctx, false);
+        }
+        ctx.flush();
+        if (heldNow()) {
+            scheduleRetry(ctx);
+        }
+    }
+
+    /**
+     * Writes what the credit covers, splitting a buffer when a useful part of it fits; all of
+     * it when {@code force} or the receiver has gone. Returns whether anything was written.
+     */
+    private boolean drain(ChannelHandlerContext ctx, boolean force) {
+        boolean wrote = false;
+        WriteCredit c = credit;
+        while (!held.isEmpty()) {
+            Object msg = held.current();
+            long size = size(msg);
+            if (force || size <= 0) {
+                if (size > 0) {
+                    c.sent(size);
+                }
+                held.removeAndWrite();
+                wrote = true;
+                continue;
+            }
+            long a = c.available();
+            if (!fits(msg, size, a, c)) {
+                a = c.refresh(); // the receiver may have claimed its slot, or the watcher moved on
+            }
+            if (a >= size || !(msg instanceof ByteBuf) && a >= c.bound()) {
+                // Whole; or a message that cannot be split and is larger than the bound, once
+                // everything sent before it has been read.
+                c.sent(size);
+                held.removeAndWrite();
+                wrote = true;
+            } else if (a >= c.worthSending(size) && msg instanceof ByteBuf buf) {
+                ctx.write(buf.readRetainedSlice((int) a), ctx.voidPromise());
+                c.sent(a);
+                wrote = true;
+            } else {
+                break;
+            }
+        }
+        if (wrote && held.isEmpty()) {
+            c.waited(System.nanoTime() - heldSince);
+        }
+        return wrote;
+    }
+
+    /** Whether {@code msg} goes now, whole or (a buffer) in a useful part, with credit {@code a}. */
+    private static boolean fits(Object msg, long size, long a, WriteCredit c) {
+        return a >= size || (msg instanceof ByteBuf ? a >= c.worthSending(size) : a >= c.bound());
+    }
+
+    private void scheduleRetry(ChannelHandlerContext ctx) {
+        if (retry == null) {
+            retry = ctx.executor().schedule(() -> retry(ctx), backoff, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private void retry(ChannelHandlerContext ctx) {
+        retry = null;
+        if (!heldNow() || !ctx.channel().isActive()) {
+            return;
+        }
+        boolean gone = backoff >= MAX_BACKOFF_NANOS && credit.receiverGone();
+        if (drain(ctx, gone)) {
+            ctx.flush();
+            backoff = MIN_BACKOFF_NANOS;
+        } else {
+            backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+        }
+        if (heldNow()) {
+            scheduleRetry(ctx);
+        }
+    }
+
+    /** Bytes a message puts on the wire; -1 for one that is not data (passed as it comes). */
+    private static long size(Object msg) {
+        if (msg instanceof ByteBuf buf) {
+            return buf.readableBytes();
+        }
+        if (msg instanceof ByteBufHolder h) {
+            return h.content().readableBytes();
+        }
+        if (msg instanceof FileRegion r) {
+            return r.count() - r.transferred();
+        }
+        return -1;
+    }
+
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+        if (heldNow()) {
+            drain(ctx, true);
+            ctx.flush();
+        }
+        cancelRetry();
+        ctx.close(promise);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        failHeld();
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        failHeld();
+    }
+
+    private void failHeld() {
+        cancelRetry();
+        if (held != null && !held.isEmpty()) {
+            held.removeAndFailAll(new ClosedChannelException());
+        }
+        holding = false;
+    }
+
+    private void cancelRetry() {
+        if (retry != null) {
+            retry.cancel(false);
+            retry = null;
+        }
+    }
+}
