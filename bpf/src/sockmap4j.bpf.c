@@ -261,21 +261,41 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	return 1;
 }
 
-/* What the receiver of a connection published: its read count and bound. */
-static __always_inline int peer_published(const struct sm4j_sock_key *peer, __u64 *read, __u32 *bound)
+/*
+ * What the receiver of a connection published: its read count and bound. The slot found through
+ * sm4j_rx is remembered in the sender's state, so that later messages read it without a hash
+ * lookup; the slot's cookie tells when it no longer belongs to that receiver.
+ */
+static __always_inline int peer_published(struct sm4j_sock_state *st, const struct sm4j_sock_key *peer,
+					  __u64 *read, __u32 *bound)
 {
 	struct sm4j_slot *slot;
 	struct sm4j_rx *rx;
+	__u64 cookie;
 	__u32 idx;
 
+	cookie = st->peer_cookie;
+	if (cookie) {
+		idx = st->peer_slot;
+		slot = bpf_map_lookup_elem(&sm4j_slots, &idx);
+		if (slot && READ_ONCE(slot->cookie) == cookie) {
+			*read = READ_ONCE(slot->read);
+			*bound = READ_ONCE(slot->bound);
+			return 1;
+		}
+		st->peer_cookie = 0;
+	}
 	rx = bpf_map_lookup_elem(&sm4j_rx, peer);
 	if (!rx)
 		return 0;
 	idx = rx->slot;
+	cookie = rx->cookie;
 	slot = bpf_map_lookup_elem(&sm4j_slots, &idx);
 	/* A slot released and claimed again since the entry was made belongs to another socket. */
-	if (!slot || slot->cookie != rx->cookie)
+	if (!slot || slot->cookie != cookie)
 		return 0;
+	st->peer_slot = idx;
+	st->peer_cookie = cookie;
 	*read = READ_ONCE(slot->read);
 	*bound = READ_ONCE(slot->bound);
 	return 1;
@@ -330,7 +350,7 @@ int sm4j_redirect(struct sk_msg_md *msg)
 		goto redirect;
 	}
 
-	known = peer_published(&peer, &read, &bound);
+	known = peer_published(st, &peer, &read, &bound);
 	if (!known) {
 		/* A receiver that publishes nothing: a watcher estimates its reads (struct sm4j_watch). */
 		w = bpf_map_lookup_elem(&sm4j_watch, &peer);

@@ -22,6 +22,7 @@ import java.net.InetSocketAddress;
 final class ReadPublisher implements ReadCounter {
     static final long WINDOW_MILLIS = 10;
     private static final long WINDOW_NANOS = WINDOW_MILLIS * 1_000_000L;
+    private static final long STALE_WINDOW_NANOS = 4 * WINDOW_NANOS;
 
     private final Sockmap sockmap;
     private final InFlightMaps.ReadSlot slot;
@@ -61,15 +62,21 @@ final class ReadPublisher implements ReadCounter {
         readTotal += n;
         sockmap.publishRead(slot, readTotal);
         int ceil = ceiling;
-        if (current >= ceil) {
+        // The clock is read only once the window's bytes could grow the bound: small reads (a
+        // request, a reply) cost one store, nothing more.
+        if (current >= ceil || 2 * (readTotal - windowRead) <= current) {
             return;
         }
         long now = System.nanoTime();
-        if (now - windowStart >= WINDOW_NANOS) {
-            long want = Math.min(ceil, Math.max(floor, 2 * (readTotal - windowRead)));
-            if (want > current) {
-                current = (int) want;
-                sockmap.setSlotBound(slot, current);
+        long elapsed = now - windowStart;
+        if (elapsed >= WINDOW_NANOS) {
+            // Bytes read over a window much longer than WINDOW_MILLIS say nothing of the rate now.
+            if (elapsed < STALE_WINDOW_NANOS) {
+                long want = Math.min(ceil, Math.max(floor, 2 * (readTotal - windowRead)));
+                if (want > current) {
+                    current = (int) want;
+                    sockmap.setSlotBound(slot, current);
+                }
             }
             windowStart = now;
             windowRead = readTotal;

@@ -58,28 +58,10 @@ public final class SockmapChannel extends SocketChannel {
     private InetSocketAddress remote;
     /** Where this channel publishes its reads for the in-flight bound; null when it does not. */
     private ReadPublisher readSlot;
-    /**
-     * What this channel may send before its receiver's unread bytes pass the in-flight bound
-     * (docs/in-flight-bound.md): resolved at the first write; null when nothing holds the writes.
-     * Guarded by the write lock.
-     */
-    private WriteCredit credit;
-    private boolean creditResolved;
-    /** The receiver's read count when a blocking writer stopped holding for it; -1 otherwise. */
-    private long stalledAt = -1;
-    /** A non-blocking write stopped for credit: the selector polls for it instead of EPOLLOUT. */
-    private volatile boolean creditHeld;
-    /** When the write that set {@link #creditHeld} stopped, for the wait statistics. */
-    private volatile long heldSince;
-    /** Scratch of gathering writes (see {@link #gatherScratch}); guarded by the write lock. */
-    private MemorySegment gather;
-    /**
-     * How long a blocking writer holds for a receiver that reads nothing at all before it stops
-     * holding: longer than a reader's ordinary pauses, short enough that a protocol relying on
-     * TCP's buffering does not stall for long.
-     */
-    static final long STALLED_RECEIVER_NANOS = 200_000_000L;
-
+    /** This channel's write credit (docs/in-flight-bound.md); its state is guarded by the write lock. */
+    private final ChannelCredit credits = new ChannelCredit(this);
+    /** Scratch of gathering writes; guarded by the write lock. */
+    private final Gathering gathering = new Gathering();
     /** Whether this end was accepted (its local side is the server, whose port has the policy). */
     private boolean serverSide;
     /** Whether the application fixed SO_RCVBUF (here or on the listening channel). */
@@ -591,7 +573,7 @@ public final class SockmapChannel extends SocketChannel {
         try {
             long total = 0;
             boolean blocking = isBlocking();
-            if (gatherable(srcs, offset, length)) {
+            if (Gathering.gatherable(srcs, offset, length)) {
                 return writeGathering(srcs, offset, length, blocking);
             }
             for (int i = offset; i < offset + length; i++) {
@@ -612,47 +594,16 @@ public final class SockmapChannel extends SocketChannel {
         }
     }
 
-    /**
-     * The most bytes one gathering sendmsg collects (more when a single buffer is larger): small
-     * buffers coalesce into messages of this size, large ones are not glued into messages larger
-     * than a receiver's in-flight bound, which would send them all by TCP.
-     */
-    static final long GATHER_BYTES = 64 * 1024;
-
-    /** Two or more buffers with bytes, all direct: one sendmsg can take them. */
-    private static boolean gatherable(ByteBuffer[] srcs, int offset, int length) {
-        int withBytes = 0;
-        for (int i = offset; i < offset + length; i++) {
-            if (srcs[i].hasRemaining()) {
-                if (!srcs[i].isDirect()) {
-                    return false;
-                }
-                withBytes++;
-            }
-        }
-        return withBytes > 1;
-    }
+    /** See {@link Gathering#GATHER_BYTES}. */
+    static final long GATHER_BYTES = Gathering.GATHER_BYTES;
 
     /*
      * A gathering write is one sendmsg with an iovec per buffer (up to IOV_MAX and GATHER_BYTES,
      * then the next): one message for the kernel, so one verdict run and one redirected message
-     * instead of one per buffer. Small
-     * writes batched this way are what makes the redirect keep up with TCP, which coalesces small
-     * writes itself (docs/kernel.md, small messages). Blocking mode writes everything, as SocketChannel does.
+     * instead of one per buffer. Small writes batched this way are what makes the redirect keep up
+     * with TCP, which coalesces small writes itself (docs/kernel.md, "Small messages"). Blocking
+     * mode writes everything, as SocketChannel does.
      */
-    /**
-     * A msghdr and iovecs for gathering writes, allocated once per channel and reused under the
-     * write lock: an arena per write would cost an allocation and a free on every send. The
-     * msghdr's other fields stay zero (no name, no control).
-     */
-    private MemorySegment gatherScratch(int iovecs) {
-        long need = LibC.MSGHDR_SIZE + LibC.IOVEC_SIZE * iovecs;
-        if (gather == null || gather.byteSize() < need) {
-            gather = Arena.ofAuto().allocate(need, 8);
-        }
-        return gather;
-    }
-
     private long writeGathering(ByteBuffer[] srcs, int offset, int length, boolean blocking) throws IOException {
         enterWrite();
         long total = 0;
@@ -662,12 +613,12 @@ public final class SockmapChannel extends SocketChannel {
         }
         try {
             int max = Math.min(length, LibC.IOV_MAX);
-            MemorySegment scratch = gatherScratch(max);
+            MemorySegment scratch = gathering.scratch(max);
             MemorySegment msghdr = scratch.asSlice(0, LibC.MSGHDR_SIZE);
             MemorySegment iov = scratch.asSlice(LibC.MSGHDR_SIZE, LibC.IOVEC_SIZE * max);
             int first = offset;
             int end = offset + length;
-            WriteCredit c = credit();
+            WriteCredit c = credits.get();
             while (true) {
                 while (first < end && !srcs[first].hasRemaining()) {
                     first++;
@@ -677,7 +628,7 @@ public final class SockmapChannel extends SocketChannel {
                 }
                 long limit = Long.MAX_VALUE;
                 if (c != null) {
-                    limit = awaitCredit(c, remaining(srcs, first, end), blocking);
+                    limit = credits.await(c, Gathering.remaining(srcs, first, end), blocking);
                     if (limit == 0) {
                         break;
                     }
@@ -728,137 +679,23 @@ public final class SockmapChannel extends SocketChannel {
         }
     }
 
-    private static long remaining(ByteBuffer[] srcs, int from, int end) {
-        long n = 0;
-        for (int i = from; i < end; i++) {
-            n += srcs[i].remaining();
-        }
-        return n;
+    /** For {@link ChannelCredit}: whether this channel is still open. */
+    boolean open() {
+        return isOpen();
     }
 
-    /** This channel's write credit, resolved at its first write (under the write lock). */
-    private WriteCredit credit() {
-        if (!creditResolved) {
-            creditResolved = true;
-            try {
-                credit = sockmap.writeCredit(fd, serverSide);
-            } catch (IOException e) {
-                org.slf4j.LoggerFactory.getLogger(SockmapChannel.class)
-                        .warn("{} writes without credit (the in-flight bound may send it by TCP): {}", this,
-                                e.getMessage());
-            }
-        }
-        return credit;
+    /** For {@link ChannelCredit}: whether this end was accepted. */
+    boolean serverSide() {
+        return serverSide;
     }
 
-    /**
-     * Credit for a send of up to {@code remaining} bytes: at once when there is enough
-     * ({@link WriteCredit#worthSending}); else 0 in non-blocking mode (the selector reports
-     * OP_WRITE when it returns), or, blocking, after waiting for it as Agrona's back-off idle
-     * strategy does: spin, yield, then park from 1 µs to 1 ms, with no system call until parking
-     * starts. A receiver that closes or dies ends the wait: the send then meets what a TCP send
-     * meets. So does closing or interrupting this channel.
-     */
-    private long awaitCredit(WriteCredit c, long remaining, boolean blocking) {
-        long want = c.worthSending(remaining);
-        long a = c.available();
-        if (a >= want) {
-            return a;
-        }
-        if (blocking && stalledAt >= 0) {
-            if (c.receiverRead() == stalledAt) {
-                return WriteCredit.UNLIMITED; // still reading nothing: no holding again
-            }
-            stalledAt = -1;
-        }
-        a = c.refresh();
-        if (a >= want) {
-            releaseHeld(c);
-            return a;
-        }
-        if (!blocking) {
-            if (!creditHeld) {
-                heldSince = System.nanoTime();
-                creditHeld = true;
-            }
-            return 0;
-        }
-        long start = System.nanoTime();
-        long progressAt = start;
-        long read = c.receiverRead();
-        long park = 1_000;
-        for (int i = 0; ; i++) {
-            if (i < 20) {
-                Thread.onSpinWait();
-            } else if (i < 30) {
-                Thread.yield();
-            } else {
-                java.util.concurrent.locks.LockSupport.parkNanos(park);
-                park = Math.min(park * 2, 1_000_000);
-                if (!isOpen()) {
-                    return 0;
-                }
-                a = c.refresh();
-                long now = System.nanoTime();
-                if (c.receiverRead() != read) {
-                    read = c.receiverRead();
-                    progressAt = now;
-                }
-                if (a < want && park >= 1_000_000 && now - progressAt > STALLED_RECEIVER_NANOS) {
-                    stalledAt = read;
-                }
-                if (a < want && park >= 1_000_000 && (stalledAt >= 0 || c.receiverGone())) {
-                    // Gone: the send meets its close. Reading nothing at all: stop holding, and let
-                    // the kernel's bound send the rest by TCP, whose buffers take it as they would
-                    // without the fast path (a protocol that relies on them does not deadlock).
-                    a = WriteCredit.UNLIMITED;
-                }
-            }
-            if (i < 30) {
-                a = c.available();
-            }
-            if (a >= want) {
-                c.waited(System.nanoTime() - start);
-                return a;
-            }
-        }
-    }
-
-    /**
-     * For the selector: whether a non-blocking writer held for credit may write again. Looks at
-     * the kernel only when no write is running.
-     */
+    /** For the selector: whether a non-blocking writer held for credit may write again. */
     boolean creditReturned() {
-        if (!creditHeld) {
-            return true;
-        }
-        if (!writeLock.tryLock()) {
-            return false;
-        }
-        try {
-            WriteCredit c = credit;
-            if (c == null || c.refresh() >= c.worthSending(Long.MAX_VALUE) || c.receiverGone()) {
-                releaseHeld(c);
-                return true;
-            }
-            return false;
-        } finally {
-            writeLock.unlock();
-        }
-    }
-
-    /** A non-blocking writer held for credit has it again: the wait is counted. */
-    private void releaseHeld(WriteCredit c) {
-        if (creditHeld) {
-            creditHeld = false;
-            if (c != null) {
-                c.waited(System.nanoTime() - heldSince);
-            }
-        }
+        return credits.returned(writeLock);
     }
 
     boolean creditHeld() {
-        return creditHeld;
+        return credits.held();
     }
 
     /** Checks the channel can write and keeps its fd open until {@link #exitIo()}. */
@@ -911,14 +748,14 @@ public final class SockmapChannel extends SocketChannel {
             begin();
         }
         try {
-            WriteCredit c = credit();
+            WriteCredit c = credits.get();
             while (written < size) {
                 if (blocking && !isOpen()) {
                     return written;
                 }
                 long chunk = size - written;
                 if (c != null) {
-                    long allowed = awaitCredit(c, chunk, blocking);
+                    long allowed = credits.await(c, chunk, blocking);
                     if (allowed == 0) {
                         break;
                     }

@@ -26,7 +26,9 @@ import org.slf4j.LoggerFactory;
  * credit is checked again on the channel's event loop with a back-off from 50 µs to 1 ms: no
  * thread of its own, and no system call while the receiver publishes its reads.
  *
- * <p>A receiver that closes or dies lets everything through (the writes then meet the close);
+ * <p>A receiver that closes or dies lets everything through (the writes then meet the close), and
+ * so does one that reads nothing at all for 200 ms, until it reads again (the kernel's bound then
+ * decides, with TCP's buffers, so that nothing waits on a peer that waits on this channel);
  * closing this channel flushes what is held to the socket first, as far as the socket takes it,
  * as a plain TCP channel would have.
  *
@@ -37,6 +39,8 @@ final class HoldForCredit extends ChannelDuplexHandler {
     private static final Logger LOG = LoggerFactory.getLogger(HoldForCredit.class);
     private static final long MIN_BACKOFF_NANOS = 50_000;
     private static final long MAX_BACKOFF_NANOS = 1_000_000;
+    /** As a blocking SockmapChannel: a receiver that reads nothing for this long is not waited for. */
+    private static final long STALLED_RECEIVER_NANOS = 200_000_000L;
 
     private final boolean serverSide;
     private WriteCredit credit;
@@ -45,6 +49,11 @@ final class HoldForCredit extends ChannelDuplexHandler {
     private long backoff = MIN_BACKOFF_NANOS;
     private long heldSince;
     private volatile boolean holding;
+    /** The receiver's read count when it last moved, and when. */
+    private long progressRead = -1;
+    private long progressAt;
+    /** The receiver's read count when holding stopped because it read nothing; -1 otherwise. */
+    private long stalledAt = -1;
 
     HoldForCredit(boolean serverSide) {
         this.serverSide = serverSide;
@@ -85,6 +94,15 @@ final class HoldForCredit extends ChannelDuplexHandler {
             return;
         }
         long size = size(msg);
+        if (held.isEmpty() && stalledAt >= 0) {
+            c.available();
+            if (c.receiverRead() == stalledAt) {
+                c.sent(Math.max(0, size)); // still reading nothing: the kernel's bound decides
+                ctx.write(msg, promise);
+                return;
+            }
+            stalledAt = -1;
+        }
         if (held.isEmpty() && (size < 0 || c.available() >= size
                 || !(msg instanceof ByteBuf) && c.available() >= c.bound())) {
             if (size > 0) {
@@ -95,6 +113,8 @@ final class HoldForCredit extends ChannelDuplexHandler {
         }
         if (held.isEmpty()) {
             heldSince = System.nanoTime();
+            progressAt = heldSince;
+            progressRead = c.receiverRead();
         }
         held.add(msg, promise);
         holding = true;
@@ -169,7 +189,20 @@ final class HoldForCredit extends ChannelDuplexHandler {
         if (!heldNow() || !ctx.channel().isActive()) {
             return;
         }
-        boolean gone = backoff >= MAX_BACKOFF_NANOS && credit.receiverGone();
+        long now = System.nanoTime();
+        credit.available();
+        if (credit.receiverRead() != progressRead) {
+            progressRead = credit.receiverRead();
+            progressAt = now;
+        }
+        boolean stalled = now - progressAt > STALLED_RECEIVER_NANOS;
+        if (stalled) {
+            // Reading nothing at all: stop holding (the kernel's bound takes over, with TCP's
+            // buffers) until the receiver reads again, so that nothing waits on a peer that
+            // waits on us.
+            stalledAt = progressRead;
+        }
+        boolean gone = backoff >= MAX_BACKOFF_NANOS && (stalled || credit.receiverGone());
         if (drain(ctx, gone)) {
             ctx.flush();
             backoff = MIN_BACKOFF_NANOS;

@@ -122,8 +122,9 @@ class NettyBoundAndWakeupTest {
 
     /**
      * A receiver that stops reading: the writer's credit runs out at the receiver's bound, its
-     * writes wait in the pipeline, the channel turns unwritable, and it becomes writable again
-     * once the receiver reads, all on the redirect.
+     * writes wait (in the pipeline, then, once the receiver has read nothing for 200 ms, behind
+     * the kernel's bound and TCP's window), the channel turns unwritable, and it becomes writable
+     * again once the receiver reads.
      */
     @Test
     void aReceiverWithAutoReadOffHoldsTheWriterBackAndMakesItUnwritable() throws Exception {
@@ -174,11 +175,11 @@ class NettyBoundAndWakeupTest {
             assertTrue(System.nanoTime() < deadline, "the writer was never held back: " + atStop + " B written");
             assertTrue(unwritable.await(1, TimeUnit.SECONDS), "the writer never turned unwritable");
             assertFalse(client.isWritable());
-            // Credit stopped it, before the kernel's bound: it is still on the fast path.
-            assertTrue(SockmapNetty.isHoldingForCredit(client), "the writer holds for credit");
+            // Credit held it first; a receiver that reads nothing at all for 200 ms is not waited
+            // for, so from then on the kernel's bound holds it, with TCP's window.
             SockmapStats held = Sockmap.global().stats();
-            assertEquals(before.boundHits(), held.boundHits(), "the kernel's bound was never hit");
-            assertTrue(SockmapNetty.isAccelerated(client), "held on the fast path, not thrown off it");
+            assertTrue(SockmapNetty.isHoldingForCredit(client) || held.boundHits() > before.boundHits(),
+                    "credit or the kernel's bound, not the redirect, stopped it");
             // Reading drains it; the writer becomes writable again.
             child.config().setAutoRead(true);
             Await.until("the writer is writable again once the reader read", Duration.ofSeconds(20),

@@ -38,7 +38,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 1)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class SendReceiveBench {
-    @Param({"tcp", "redirect"})
+    /** tcp: the fast path off; redirect: with the in-flight bound and credit; unbounded: the bound off. */
+    @Param({"tcp", "redirect", "unbounded"})
     public String path;
 
     @Param({"64", "4096", "65536"})
@@ -51,20 +52,24 @@ public class SendReceiveBench {
     private ByteBuffer out;
     private ByteBuffer in;
     private ByteBuffer[] outs;
+    private io.github.sockmap4j.OptIn lift;
 
     @Setup(Level.Trial)
     public void open() throws IOException {
         SockmapConfig config = SockmapConfig.fromSystemProperties();
         sockmap = Sockmap.open(path.equals("tcp") ? config.withDisabled(true).withRequired(false) : config);
-        if (path.equals("redirect") && !sockmap.isActive()) {
+        if (!path.equals("tcp") && !sockmap.isActive()) {
             throw new IllegalStateException("the fast path is off: " + sockmap.unavailabilityCause());
         }
         server = sockmap.openServerChannel();
         server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        if (path.equals("unbounded")) {
+            lift = sockmap.optIn(((InetSocketAddress) server.getLocalAddress()).getPort(), null, 0, Sockmap.UNBOUNDED);
+        }
         client = sockmap.openChannel();
         client.connect(server.getLocalAddress());
         side = server.accept();
-        if (path.equals("redirect") && !client.isAccelerated()) {
+        if (!path.equals("tcp") && !client.isAccelerated()) {
             throw new IllegalStateException("the connection is not accelerated: " + client);
         }
         out = ByteBuffer.allocateDirect(size);
@@ -80,6 +85,9 @@ public class SendReceiveBench {
         side.close();
         client.close();
         server.close();
+        if (lift != null) {
+            lift.close();
+        }
         sockmap.close();
     }
 
