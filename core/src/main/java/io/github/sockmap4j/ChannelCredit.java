@@ -93,7 +93,7 @@ final class ChannelCredit {
             } else {
                 LockSupport.parkNanos(park);
                 park = Math.min(park * 2, 1_000_000);
-                if (!channel.open()) {
+                if (!channel.stillOpen()) {
                     return 0;
                 }
                 a = c.refresh();

@@ -680,7 +680,7 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     /** For {@link ChannelCredit}: whether this channel is still open. */
-    boolean open() {
+    boolean stillOpen() {
         return isOpen();
     }
 
