@@ -254,22 +254,17 @@ class CreditFlowTest {
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
             SockmapChannel reader = sockmap.openChannel();
-            reader.connect(server.getLocalAddress());
-            try (SockmapChannel writer = (SockmapChannel) server.accept()) {
-                Thread[] writerThread = new Thread[1];
-                CompletableFuture<Throwable> write = CompletableFuture.supplyAsync(() -> {
-                    writerThread[0] = Thread.currentThread();
-                    return writeUntilFailure(writer);
-                }, TestThreads.POOL);
-                Await.until("the writer waits for credit", () -> writerThread[0] != null
-                        && Await.isIn(writerThread[0], ChannelCredit.class.getName(), "await"));
-                long closedAt = System.nanoTime();
-                reader.close();
-                Throwable t = write.get(10, TimeUnit.SECONDS);
-                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - closedAt);
-                System.out.printf("credit: the writer got %s %d ms after its reader closed%n", t, millis);
-                assertInstanceOf(IOException.class, t);
-                assertTrue(millis < 1000, "the writer got the close within 1 s: " + millis + " ms");
+            try {
+                reader.connect(server.getLocalAddress());
+                try (SockmapChannel writer = (SockmapChannel) server.accept()) {
+                    HeldWriter held = HeldWriter.start(writer);
+                    held.awaitHeld();
+                    long closedAt = System.nanoTime();
+                    reader.close();
+                    held.assertFailsWithin1s(closedAt, "its reader closed");
+                }
+            } finally {
+                reader.close(); // closing again does nothing; this is for a test that failed early
             }
         }
     }
@@ -283,22 +278,37 @@ class CreditFlowTest {
                     PeerMains.StallingReader.class, kernel.pinDir.toString(), kernel.cgroup.toString(),
                     Integer.toString(port), Integer.toString(1 << 20)));
                  SockmapChannel writer = (SockmapChannel) server.accept()) {
-                Thread[] writerThread = new Thread[1];
-                CompletableFuture<Throwable> write = CompletableFuture.supplyAsync(() -> {
-                    writerThread[0] = Thread.currentThread();
-                    return writeUntilFailure(writer);
-                }, TestThreads.POOL);
+                HeldWriter held = HeldWriter.start(writer);
                 assertEquals(Integer.toString(1 << 20), child.expect("read=", 60));
-                Await.until("the writer waits for credit", () -> writerThread[0] != null
-                        && Await.isIn(writerThread[0], ChannelCredit.class.getName(), "await"));
+                held.awaitHeld();
                 long killedAt = System.nanoTime();
                 child.kill();
-                Throwable t = write.get(10, TimeUnit.SECONDS);
-                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
-                System.out.printf("credit: the writer got %s %d ms after its reader was killed%n", t, millis);
-                assertInstanceOf(IOException.class, t);
-                assertTrue(millis < 1000, "the writer got an error within 1 s: " + millis + " ms");
+                held.assertFailsWithin1s(killedAt, "its reader was killed");
             }
+        }
+    }
+
+    /** A writer writing until a write fails, on a pool thread. */
+    record HeldWriter(Thread[] thread, CompletableFuture<Throwable> failure) {
+        static HeldWriter start(SockmapChannel writer) {
+            Thread[] t = new Thread[1];
+            return new HeldWriter(t, CompletableFuture.supplyAsync(() -> {
+                t[0] = Thread.currentThread();
+                return writeUntilFailure(writer);
+            }, TestThreads.POOL));
+        }
+
+        void awaitHeld() throws InterruptedException {
+            Await.until("the writer waits for credit", () -> thread[0] != null
+                    && Await.isIn(thread[0], ChannelCredit.class.getName(), "await"));
+        }
+
+        void assertFailsWithin1s(long since, String event) throws Exception {
+            Throwable t = failure.get(10, TimeUnit.SECONDS);
+            long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - since);
+            System.out.printf("credit: the writer got %s %d ms after %s%n", t, millis, event);
+            assertInstanceOf(IOException.class, t);
+            assertTrue(millis < 1000, "the writer got an error within 1 s after " + event + ": " + millis + " ms");
         }
     }
 
