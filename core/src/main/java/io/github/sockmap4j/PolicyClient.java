@@ -71,12 +71,8 @@ public final class PolicyClient implements AutoCloseable {
 
     /** Opts a server port in for addresses within {@code network/prefixBits}. */
     public OptIn optIn(int port, InetAddress network, int prefixBits) throws IOException {
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
-        }
-        int bits = network == null ? 0
-                : network instanceof java.net.Inet4Address ? 96 + prefixBits : prefixBits;
-        PolicyRule rule = policy.add(port, network, bits);
+        Rules.checkPort(port);
+        PolicyRule rule = policy.add(port, network, Rules.keyBits(network, prefixBits));
         return new OptIn() {
             private boolean closed;
 
@@ -92,6 +88,7 @@ public final class PolicyClient implements AutoCloseable {
 
             @Override
             public void setBound(int bytes) throws IOException {
+                Rules.checkBound(bytes);
                 policy.setBound(rule, bytes);
             }
 
@@ -112,11 +109,9 @@ public final class PolicyClient implements AutoCloseable {
      * @param network null for any address
      */
     public void allow(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
-        }
-        int bits = network == null ? 0 : network instanceof java.net.Inet4Address ? 96 + prefixBits : prefixBits;
-        PolicyRule rule = policy.add(port, network, bits);
+        Rules.checkPort(port);
+        Rules.checkBound(boundBytes);
+        PolicyRule rule = policy.add(port, network, Rules.keyBits(network, prefixBits));
         if (boundBytes != 0) {
             policy.setBound(rule, boundBytes);
         }
@@ -124,11 +119,8 @@ public final class PolicyClient implements AutoCloseable {
 
     /** Removes a rule {@link #allow} made; new connections to it go by TCP. */
     public void deny(int port, InetAddress network, int prefixBits) throws IOException {
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
-        }
-        int bits = network == null ? 0 : network instanceof java.net.Inet4Address ? 96 + prefixBits : prefixBits;
-        policy.remove(policy.rule(port, network, bits));
+        Rules.checkPort(port);
+        policy.remove(policy.rule(port, network, Rules.keyBits(network, prefixBits)));
     }
 
     @Override

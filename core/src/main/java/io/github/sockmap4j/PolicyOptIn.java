@@ -33,7 +33,7 @@ final class PolicyOptIn implements OptIn {
 
     @Override
     public synchronized void setBound(int bytes) throws IOException {
-        Sockmap.checkBound(bytes);
+        Rules.checkBound(bytes);
         if (!active()) {
             return;
         }

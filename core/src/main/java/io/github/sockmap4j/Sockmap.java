@@ -13,7 +13,6 @@ import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.internal.net.Sockets;
 import io.github.sockmap4j.internal.sys.Cgroups;
 import java.io.IOException;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.Selector;
@@ -257,29 +256,13 @@ public final class Sockmap implements AutoCloseable {
      * has not read yet. Past it the sender goes by TCP and TCP's window blocks it.
      */
     public OptIn optIn(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
-        checkBound(boundBytes);
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
-        }
-        int bits = prefixBits;
-        if (network != null) {
-            int max = network instanceof Inet4Address ? 32 : 128;
-            if (prefixBits < 0 || prefixBits > max) {
-                throw new IllegalArgumentException("prefix must be 0.." + max + " for " + network
-                        + ": prefixBits=" + prefixBits);
-            }
-            bits = max == 32 ? 96 + prefixBits : prefixBits;
-        }
+        Rules.checkBound(boundBytes);
+        Rules.checkPort(port);
+        int bits = Rules.keyBits(network, prefixBits);
         if (!isActive()) {
             return new PolicyOptIn(this, null, port);
         }
         return new PolicyOptIn(this, kernel.optIn(port, network, bits, boundBytes), port);
-    }
-
-    static void checkBound(int bytes) {
-        if (bytes < 0 && bytes != UNBOUNDED) {
-            throw new IllegalArgumentException("bound must be >= 0 bytes (or UNBOUNDED): bytes=" + bytes);
-        }
     }
 
     /**

@@ -85,13 +85,38 @@ public final class SockmapCli {
                 return new Target(port, null, 0);
             }
             String[] cidr = p[1].split("/");
+            InetAddress net;
+            int bits;
             try {
-                InetAddress net = InetAddress.getByName(cidr[0]);
-                int bits = cidr.length > 1 ? Integer.parseInt(cidr[1]) : (net.getAddress().length * 8);
-                return new Target(port, net, bits);
+                net = InetAddress.getByName(cidr[0]);
+                bits = cidr.length > 1 ? Integer.parseInt(cidr[1]) : (net.getAddress().length * 8);
             } catch (IOException | NumberFormatException e) {
                 throw new CommandLine.TypeConversionException("not a CIDR: '" + p[1] + "'");
             }
+            int max = net.getAddress().length * 8;
+            if (bits < 0 || bits > max) {
+                throw new CommandLine.TypeConversionException("prefix must be 0.." + max + " for "
+                        + net.getHostAddress() + ": '" + p[1] + "'");
+            }
+            return new Target(port, net, bits);
+        }
+    }
+
+    /** An in-flight bound in bytes: 0 (each receiver's) or more. */
+    static final class BoundConverter implements CommandLine.ITypeConverter<Integer> {
+        @Override
+        public Integer convert(String value) {
+            int bytes;
+            try {
+                bytes = Integer.parseInt(value);
+            } catch (NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("not a number of bytes: '" + value + "'");
+            }
+            if (bytes < 0) {
+                throw new CommandLine.TypeConversionException("a bound is 0 (each receiver's) or a positive number "
+                        + "of bytes: '" + value + "'");
+            }
+            return bytes;
         }
     }
 
@@ -221,7 +246,8 @@ public final class SockmapCli {
         @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = TargetConverter.class)
         List<Target> targets;
 
-        @Option(names = "--bound", defaultValue = "0", description = "in-flight bound in bytes (0: the receiver's)")
+        @Option(names = "--bound", defaultValue = "0", converter = BoundConverter.class,
+                description = "in-flight bound in bytes (0: the receiver's)")
         int bound;
 
         @Override

@@ -62,6 +62,23 @@ class CommandLineTest {
     }
 
     @Test
+    void aNegativeBoundIsAUsageErrorNotAHugeOne() {
+        Result r = run("allow", "8080", "--bound", "-5");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("a bound is 0 (each receiver's) or a positive number of bytes: '-5'"), r.err());
+    }
+
+    @Test
+    void aPrefixLongerThanItsAddressIsAUsageError() {
+        Result r = run("allow", "8080/10.0.0.0/33");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("prefix must be 0..32 for 10.0.0.0"), r.err());
+        CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
+                () -> SockmapCli.Target.parse("9090/fd00::/129"));
+        assertTrue(e.getMessage().contains("0..128"), e.getMessage());
+    }
+
+    @Test
     void versionPrintsTheName() {
         Result r = run("--version");
         assertEquals(0, r.code());

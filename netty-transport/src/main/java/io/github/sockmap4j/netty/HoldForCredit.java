@@ -230,12 +230,15 @@ final class HoldForCredit extends ChannelDuplexHandler {
 
     @Override
     public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
-        if (heldNow()) {
-            drain(ctx, true);
-            ctx.flush();
+        try {
+            if (heldNow()) {
+                drain(ctx, true);
+                ctx.flush();
+            }
+        } finally {
+            cancelRetry();
+            ctx.close(promise); // whatever the flush met, the channel closes
         }
-        cancelRetry();
-        ctx.close(promise);
     }
 
     @Override

@@ -64,7 +64,13 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
         try {
             beforeClose();
             // Sockets closed by the loops' shutdown leave the map as the kernel finishes closing them.
-            Await.holdsWithin(Duration.ofSeconds(5), () -> Sockmap.global().stats().socketsInMap() == 0);
+            if (!Await.holdsWithin(Duration.ofSeconds(10), () -> Sockmap.global().stats().socketsInMap() == 0)) {
+                // A channel a test left open: say which, so that the failure below can be traced.
+                System.err.println("sockets still registered at the end of the run (a test left a channel open):");
+                new ProcessBuilder("bpftool", "map", "dump", "pinned", kernel.pinDir.resolve("socks").toString())
+                        .inheritIO().start().waitFor();
+                new ProcessBuilder("ss", "-tanp").inheritIO().start().waitFor();
+            }
             Sockmap.global().close();
             kernel.close();
         } catch (IOException e) {
