@@ -21,6 +21,9 @@ final class ChannelCredit {
      */
     static final long STALLED_RECEIVER_NANOS = 200_000_000L;
 
+    /** Channels of this process held for credit now: a selector looks for them only when any is. */
+    private static final java.util.concurrent.atomic.AtomicInteger HELD = new java.util.concurrent.atomic.AtomicInteger();
+
     private final SockmapChannel channel;
     private WriteCredit credit;
     private boolean resolved;
@@ -78,6 +81,7 @@ final class ChannelCredit {
             if (!held) {
                 heldSince = System.nanoTime();
                 held = true;
+                HELD.incrementAndGet();
             }
             return 0;
         }
@@ -149,10 +153,21 @@ final class ChannelCredit {
     private void release(WriteCredit c) {
         if (held) {
             held = false;
+            HELD.decrementAndGet();
             if (c != null) {
                 c.waited(System.nanoTime() - heldSince);
             }
         }
+    }
+
+    /** The channel closed: it is held for nothing any more. */
+    void closed() {
+        release(null);
+    }
+
+    /** Whether any channel of this process is held for credit now (one volatile read). */
+    static boolean anyHeld() {
+        return HELD.get() > 0;
     }
 
     boolean held() {

@@ -51,6 +51,8 @@ final class EpollSelector extends AbstractSelector {
     private final Set<SelectionKey> publicKeys = Collections.unmodifiableSet(keys);
     private final Set<SelectionKey> publicSelected = new RemoveOnlySet(selected);
     private volatile boolean woken;
+    /** Keys whose EPOLLOUT is left out while their channel waits for credit; under this lock. */
+    private int keysHeldForCredit;
 
     EpollSelector(SockmapSelectorProvider provider) throws IOException {
         super(provider);
@@ -311,6 +313,9 @@ final class EpollSelector extends AbstractSelector {
     private List<Key> holdForCredit() {
         List<Key> held = List.of();
         synchronized (this) {
+            if (keysHeldForCredit == 0 && !ChannelCredit.anyHeld()) {
+                return held; // the usual case: one volatile read per select
+            }
             for (SelectionKey sk : keys) {
                 Key k = (Key) sk;
                 if (k.isValid() && (k.interest & SelectionKey.OP_WRITE) != 0
@@ -322,13 +327,30 @@ final class EpollSelector extends AbstractSelector {
                     synchronized (k) {
                         if (!k.heldForCredit) {
                             k.heldForCredit = true;
+                            keysHeldForCredit++;
                             updateEpoll(k);
                         }
                     }
+                } else if (k.heldForCredit) {
+                    // Its credit came back through a write, not through this selector.
+                    unhold(k);
                 }
             }
         }
         return held;
+    }
+
+    /** Puts EPOLLOUT back for a key that no longer waits for credit. Under this selector's lock. */
+    private void unhold(Key k) {
+        synchronized (k) {
+            if (k.heldForCredit) {
+                k.heldForCredit = false;
+                keysHeldForCredit--;
+                if (k.isValid()) {
+                    updateEpoll(k);
+                }
+            }
+        }
     }
 
     private int releaseCredit(List<Key> held) {
@@ -336,10 +358,7 @@ final class EpollSelector extends AbstractSelector {
         for (Key k : held) {
             if (k.isValid() && ((SockmapChannel) k.channel).creditReturned()) {
                 synchronized (this) {
-                    synchronized (k) {
-                        k.heldForCredit = false;
-                        updateEpoll(k);
-                    }
+                    unhold(k);
                     updated += markReady(k, k.interest & SelectionKey.OP_WRITE);
                 }
             }
@@ -357,6 +376,10 @@ final class EpollSelector extends AbstractSelector {
                 Key k = (Key) it.next();
                 it.remove();
                 synchronized (this) {
+                    if (k.heldForCredit) {
+                        k.heldForCredit = false;
+                        keysHeldForCredit--;
+                    }
                     if (k.inEpoll) {
                         LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_DEL, k.fd, 0);
                         k.inEpoll = false;

@@ -815,6 +815,7 @@ public final class SockmapChannel extends SocketChannel {
 
     @Override
     protected void implCloseSelectableChannel() throws IOException {
+        credits.closed();
         synchronized (stateLock) {
             if (!fdClosed) {
                 try {
