@@ -199,12 +199,11 @@ class CreditFlowTest {
     @Test
     void aWriterHoldsAtTheWatchersEstimateForAReaderThatPublishesNothing() throws Exception {
         long total = 256L << 20;
-        long firstBound = Long.parseLong(KernelQueues.readProc("/proc/sys/net/ipv4/tcp_rmem").trim().split("\\s+")[1]);
+        long firstBound = KernelQueues.tcpRmemDefault();
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-            try (ChildJvm reader = ChildJvm.start(java.util.List.of(InFlightBoundTest.slowReader().toString(),
-                    Integer.toString(port), Long.toString(total)));
+            try (ChildJvm reader = InFlightBoundTest.startSlowReader(port, total);
                  SockmapChannel writer = (SockmapChannel) server.accept()) {
                 reader.expect("connected=", 30);
                 AtomicBoolean done = new AtomicBoolean();

@@ -349,6 +349,15 @@ class InFlightBoundTest {
         }
     }
 
+    /**
+     * src/test/c/slow_reader.c connecting to 127.0.0.1:{@code port} to read {@code total} bytes: a
+     * reader that publishes nothing, pausing 1 ms per 512 KiB. Prints connected= once connected.
+     */
+    static ChildJvm startSlowReader(int port, long total) throws IOException, InterruptedException {
+        return ChildJvm.start(java.util.List.of(slowReader().toString(), Integer.toString(port),
+                Long.toString(total)));
+    }
+
     /** src/test/c/slow_reader.c, compiled: a reader that publishes nothing, pausing 1 ms per 512 KiB. */
     static java.nio.file.Path slowReader() throws IOException, InterruptedException {
         java.nio.file.Path exe = java.nio.file.Path.of("target", "slow_reader");
@@ -362,13 +371,11 @@ class InFlightBoundTest {
     @Test
     void slowReaderThatIsNotJavaIsBoundedThroughTheWatcher() throws Exception {
         long total = 1L << 30;
-        java.nio.file.Path exe = slowReader();
-        long firstBound = Long.parseLong(KernelQueues.readProc("/proc/sys/net/ipv4/tcp_rmem").trim().split("\\s+")[1]);
+        long firstBound = KernelQueues.tcpRmemDefault();
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-            try (ChildJvm reader = ChildJvm.start(java.util.List.of(exe.toAbsolutePath().toString(),
-                    Integer.toString(port), Long.toString(total)));
+            try (ChildJvm reader = startSlowReader(port, total);
                  SockmapChannel writer = (SockmapChannel) server.accept()) {
                 reader.expect("connected=", 30);
                 AtomicBoolean done = new AtomicBoolean();

@@ -71,6 +71,11 @@ final class KernelQueues {
         }
     }
 
+    /** net.ipv4.tcp_rmem's default: the first bound of a receiver that publishes nothing. */
+    static long tcpRmemDefault() throws IOException {
+        return Long.parseLong(readProc("/proc/sys/net/ipv4/tcp_rmem").trim().split("\\s+")[1]);
+    }
+
     /** TCP's memory in pages, host-wide (/proc/net/sockstat). */
     static long tcpMemPages() throws IOException {
         Matcher m = TCP_MEM.matcher(readProc("/proc/net/sockstat"));
