@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need_pkgs=()
-command -v clang >/dev/null || need_pkgs+=(clang llvm)
+command -v clang-16 >/dev/null || need_pkgs+=(clang-16 llvm-16)
 [ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
 ldconfig -p | grep 'libbpf.so.1 ' >/dev/null || need_pkgs+=(libbpf1)
 command -v bpftool >/dev/null || need_pkgs+=(bpftool)

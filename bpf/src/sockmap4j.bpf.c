@@ -32,9 +32,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* The one field of the kernel's tcp_sock we read, relocated by libbpf (CO-RE) at load. */
+/* The fields of the kernel's tcp_sock we read, relocated by libbpf (CO-RE) at load. */
 struct tcp_sock {
-	__u32 write_seq;
+	__u32 write_seq;  /* the next byte the application queues to TCP */
+	__u32 copied_seq; /* the next byte the application reads */
 } __attribute__((preserve_access_index));
 
 /* One load of a value another CPU (or a user-space store through mmap) may change. */
@@ -102,6 +103,47 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sm4j_config);
 } sm4j_config SEC(".maps");
+
+#ifndef SM4J_NO_DRAIN
+/*
+ * Every registered socket's own tcp_sock, by its key, so that its sender can read how far its
+ * application has read (copied_seq). A sk_msg program cannot take a reference on another socket
+ * (a SOCKHASH lookup would need bpf_sk_release, which it may not call), so the pointer is kept
+ * untrusted: reads through it are checked loads, and the entry goes when the socket closes. A
+ * kernel without untrusted kptrs (before 6.3) refuses this object; the loader then loads the
+ * one built with SM4J_NO_DRAIN, where only a watcher's estimate resumes a sender.
+ */
+struct sm4j_rxsock {
+	struct tcp_sock __attribute__((btf_type_tag("kptr_untrusted"))) *tp;
+};
+
+/* Not pinned: the programs hold it. Sized by the loader like sm4j_socks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_rxsock);
+} sm4j_rxsock SEC(".maps");
+
+/* Whether the application of the receiving socket {peer} has read up to write_seq. */
+static __always_inline int peer_drained(const struct sm4j_sock_key *peer, __u32 write_seq)
+{
+	struct sm4j_rxsock *rs = bpf_map_lookup_elem(&sm4j_rxsock, peer);
+	struct tcp_sock *ptp;
+
+	if (!rs)
+		return 0;
+	ptp = rs->tp;
+	if (!ptp)
+		return 0;
+	return ptp->copied_seq == write_seq;
+}
+#else
+static __always_inline int peer_drained(const struct sm4j_sock_key *peer, __u32 write_seq)
+{
+	return 0;
+}
+#endif
 
 /* Written once by the loader: SM4J_ABI_VERSION of the program set pinned here. */
 struct {
@@ -209,6 +251,9 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 			key.netns = bpf_get_netns_cookie(skops);
 		bpf_map_delete_elem(&sm4j_rx, &key);
 		bpf_map_delete_elem(&sm4j_watch, &key);
+#ifndef SM4J_NO_DRAIN
+		bpf_map_delete_elem(&sm4j_rxsock, &key);
+#endif
 		/* Its verdict may have made an entry for its peer, which may never be registered. */
 		{
 			struct sm4j_sock_key peer = {};
@@ -254,6 +299,19 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 
 	if (bpf_sock_hash_update(skops, &sm4j_socks, &key, BPF_ANY) == 0) {
 		count(SM4J_CTR_SOCKETS_REGISTERED, 1);
+#ifndef SM4J_NO_DRAIN
+		{
+			struct sm4j_rxsock none = {}, *rs;
+			struct bpf_sock *sk = skops->sk;
+			struct tcp_sock *tp = sk ? bpf_skc_to_tcp_sock(sk) : 0;
+
+			if (tp && bpf_map_update_elem(&sm4j_rxsock, &key, &none, BPF_ANY) == 0) {
+				rs = bpf_map_lookup_elem(&sm4j_rxsock, &key);
+				if (rs)
+					rs->tp = tp;
+			}
+		}
+#endif
 		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
 	} else {
 		count(SM4J_CTR_REGISTER_FAILED, 1); /* full map: this connection stays on TCP */
@@ -372,6 +430,25 @@ int sm4j_redirect(struct sk_msg_md *msg)
 			known = bound != 0;
 			if ((st->flags & SM4J_SOCK_TCP) || sent - read + size > bound / 2)
 				w->flags |= SM4J_WATCH_WANTED;
+		}
+	}
+	if ((st->flags & SM4J_SOCK_TCP) && w && known && read != sent && peer_drained(&peer, seq)) {
+		/*
+		 * The receiver's application has read every byte queued to TCP (seq is write_seq
+		 * before this message), so every byte redirected before them too: all of sent. It
+		 * keeps up, so it gets twice the room, as TCP's autotuning would give it.
+		 */
+		read = sent;
+		w->read = sent;
+		if (!(READ_ONCE(w->flags) & SM4J_WATCH_FIXED)) {
+			struct sm4j_config *cfg;
+			__u32 zero = 0;
+
+			cfg = bpf_map_lookup_elem(&sm4j_config, &zero);
+			if (cfg && bound < cfg->watch_ceiling) {
+				bound = bound > cfg->watch_ceiling / 2 ? cfg->watch_ceiling : bound * 2;
+				w->bound = bound;
+			}
 		}
 	}
 	if (st->flags & SM4J_SOCK_TCP) {

@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 5
+#define SM4J_ABI_VERSION 6
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -96,20 +96,28 @@ struct sm4j_slot {
  * sockmap4j process estimates from sock_diag how much of it was read (never more than was:
  * sent, minus the receiver's whole receive memory, minus the sender's whole send queue) and
  * publishes that and a bound grown from the read rate (unless the port fixed it).
+ *
+ * A sender held on TCP also asks the kernel directly whether the receiver has read everything
+ * (where it can: see sm4j_rxsock in sockmap4j.bpf.c): when the receiving socket's copied_seq
+ * (the next byte its application reads) equals the sender's write_seq (the next byte it queues
+ * to TCP), every byte sent by TCP was read, and so every byte redirected before them (a reader
+ * takes redirected bytes first). The verdict then sets read to sent, resumes the redirect, and
+ * doubles the bound (up to watch_ceiling, unless fixed), as TCP's autotuning gives room to a
+ * receiver that keeps up.
  */
 #define SM4J_WATCH_WANTED 1 /* the sender is held on TCP or near the bound: poll it often */
 #define SM4J_WATCH_FIXED 2  /* the bound is the port's policy bound: the watcher does not grow it */
 
 struct sm4j_watch {
 	__u64 sent;     /* written by the sender's verdict */
-	__u64 read;     /* written by a watcher: bytes surely read */
-	__u32 bound;    /* written by a watcher (the sender's verdict sets the first) */
+	__u64 read;     /* written by a watcher: bytes surely read (and by the verdict on a drain) */
+	__u32 bound;    /* written by a watcher (the sender's verdict sets the first, and doubles it) */
 	__u32 flags;    /* written by the sender's verdict */
 };
 
 struct sm4j_config {
-	__u32 watch_bound; /* the first bound of a receiver that publishes nothing */
-	__u32 reserved;
+	__u32 watch_bound;   /* the first bound of a receiver that publishes nothing */
+	__u32 watch_ceiling; /* the largest a drain doubles it to (net.ipv4.tcp_rmem's maximum) */
 };
 
 /* Indexes into the per-CPU counter array. */

@@ -1,5 +1,7 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.agent.AgentClient;
+import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
 import io.github.sockmap4j.internal.ffi.Libbpf;
@@ -12,23 +14,29 @@ import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
 
 /**
- * Opting in without privileges. A process without CAP_BPF cannot load programs, but it can
- * update a pinned map whose pin file it may write (verified on this kernel, with
- * unprivileged_bpf_disabled=2: docs/kernel.md, "Privileges and pin files"). So an agent that owns the pins grants a
- * group the right to write the policy map ({@link #grant}); an application in that group opts
- * its ports in through this client, and its sockets take the fast path when the agent attached
- * the sockops program to its cgroup.
+ * Opting in without privileges. Where a node agent runs ({@code sockmap4j agent}), this client
+ * asks it over its control socket: the agent knows who asks (the kernel's SO_PEERCRED), applies
+ * its policy file (which users may opt which ports and networks in, with which largest bound;
+ * an unbounded rule only for root) and is the only writer of the policy map, whose pin stays
+ * root-only. A rule made by {@link #optIn} lasts as long as this client (its connection to the
+ * agent); {@link #allow} until {@link #deny}, which removes only rules this user made.
  *
- * <p>Pins stay root-only (0600) unless granted; a grant gives the group read and write on the
- * policy map only (0660), and lets it reach it (0750 on the pin directory), never the world.
+ * <p>Without an agent it writes the pinned policy map itself, which needs a pin file it may
+ * write: a process without CAP_BPF can update a pinned map whose pin file it may write
+ * (verified on this kernel, with unprivileged_bpf_disabled=2: docs/kernel.md, "Privileges and
+ * pin files"), so the owner of the pins may grant a group that right ({@link #grant}: 0660 on
+ * the policy pin, 0750 on the directory). Such a group can set any rule, with any bound, and
+ * remove anybody's: prefer the agent.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
 public final class PolicyClient implements AutoCloseable {
     private final PolicyMap policy;
+    private final AgentClient agent;
 
-    private PolicyClient(PolicyMap policy) {
+    private PolicyClient(PolicyMap policy, AgentClient agent) {
         this.policy = policy;
+        this.agent = agent;
     }
 
     /**
@@ -37,13 +45,36 @@ public final class PolicyClient implements AutoCloseable {
      * @throws IOException naming what to do when the pins are missing or not granted to us
      */
     public static PolicyClient open(Path pinDirectory) throws IOException {
+        AgentClient agent = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pinDirectory));
+        if (agent != null) {
+            return new PolicyClient(null, agent);
+        }
         Libbpf bpf;
         try {
             bpf = Libbpf.load();
         } catch (UnsatisfiedLinkError e) {
             throw new IOException(e.getMessage(), e);
         }
-        return new PolicyClient(PolicyMap.open(bpf, pinDirectory));
+        return new PolicyClient(PolicyMap.open(bpf, pinDirectory), null);
+    }
+
+    /**
+     * Every rule the agent holds, and who holds it ("8080 bound 0 held by uid 1000 (user)"); only
+     * through an agent.
+     *
+     * @throws IOException when no agent runs for this pin directory
+     */
+    public java.util.List<String> rules() throws IOException {
+        if (agent == null) {
+            throw new IOException("no sockmap4j agent runs for these pins: the rules' holders are the agent's record");
+        }
+        String all = agent.call(AgentRequest.list());
+        return all.isBlank() ? java.util.List.of() : java.util.List.of(all.split("; "));
+    }
+
+    /** Whether this client asks a node agent (rather than writing the policy map itself). */
+    public boolean viaAgent() {
+        return agent != null;
     }
 
     /**
@@ -72,7 +103,12 @@ public final class PolicyClient implements AutoCloseable {
     /** Opts a server port in for addresses within {@code network/prefixBits}. */
     public OptIn optIn(int port, InetAddress network, int prefixBits) throws IOException {
         Rules.checkPort(port);
-        PolicyRule rule = policy.add(port, network, Rules.keyBits(network, prefixBits));
+        int bits = Rules.keyBits(network, prefixBits);
+        if (agent != null) {
+            agent.call(new AgentRequest(AgentRequest.Verb.OPTIN, port, network, bits, 0));
+            return new AgentOptIn(port, network, bits);
+        }
+        PolicyRule rule = policy.add(port, network, bits);
         return new OptIn() {
             private boolean closed;
 
@@ -111,6 +147,11 @@ public final class PolicyClient implements AutoCloseable {
     public void allow(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
         Rules.checkPort(port);
         Rules.checkBound(boundBytes);
+        if (agent != null) {
+            agent.call(new AgentRequest(AgentRequest.Verb.ALLOW, port, network, Rules.keyBits(network, prefixBits),
+                    boundBytes));
+            return;
+        }
         PolicyRule rule = policy.add(port, network, Rules.keyBits(network, prefixBits));
         if (boundBytes != 0) {
             policy.setBound(rule, boundBytes);
@@ -120,11 +161,66 @@ public final class PolicyClient implements AutoCloseable {
     /** Removes a rule {@link #allow} made; new connections to it go by TCP. */
     public void deny(int port, InetAddress network, int prefixBits) throws IOException {
         Rules.checkPort(port);
+        if (agent != null) {
+            agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, Rules.keyBits(network, prefixBits), 0));
+            return;
+        }
         policy.remove(policy.rule(port, network, Rules.keyBits(network, prefixBits)));
     }
 
     @Override
     public void close() {
-        policy.close();
+        if (policy != null) {
+            policy.close();
+        }
+        if (agent != null) {
+            try {
+                agent.close(); // the agent removes this client's OPTIN rules
+            } catch (IOException ignored) {
+                // The connection is gone either way.
+            }
+        }
+    }
+
+    /** A rule the agent holds for as long as this client's connection. */
+    private final class AgentOptIn implements OptIn {
+        private final int port;
+        private final InetAddress network;
+        private final int bits;
+        private boolean closed;
+
+        AgentOptIn(int port, InetAddress network, int bits) {
+            this.port = port;
+            this.network = network;
+            this.bits = bits;
+        }
+
+        @Override
+        public int port() {
+            return port;
+        }
+
+        @Override
+        public synchronized boolean active() {
+            return !closed;
+        }
+
+        @Override
+        public void setBound(int bytes) throws IOException {
+            Rules.checkBound(bytes);
+            agent.call(new AgentRequest(AgentRequest.Verb.BOUND, port, network, bits, bytes));
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!closed) {
+                closed = true;
+                try {
+                    agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, bits, 0));
+                } catch (IOException ignored) {
+                    // An agent that is gone dropped the rule with the connection, or its successor will.
+                }
+            }
+        }
     }
 }

@@ -1,5 +1,7 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.internal.bpf.LockDir;
 import io.github.sockmap4j.internal.bpf.Pins;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
@@ -31,6 +33,11 @@ public final class SockmapAdmin {
         try (Sockmap s = Sockmap.open(config.toBuilder().required(true).build())) {
             s.kernel().markAgentOwned();
         }
+    }
+
+    /** Where the node agent of {@code pinDirectory} listens for opt-ins (see {@link PolicyClient}). */
+    public static Path agentSocket(Path pinDirectory) {
+        return AgentRequest.socketPath(LockDir.pathFor(pinDirectory));
     }
 
     /** Whether an agent ({@link #up}) owns the pins of {@code pinDirectory}. */

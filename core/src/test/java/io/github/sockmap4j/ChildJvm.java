@@ -13,7 +13,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /** A second process (a JVM running a test main, or a shell command) talked to over stdio. */
-final class ChildJvm implements AutoCloseable {
+public final class ChildJvm implements AutoCloseable {
     private final Process process;
     private final PrintWriter in;
     private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
@@ -41,17 +41,17 @@ final class ChildJvm implements AutoCloseable {
         reader.start();
     }
 
-    static String java() {
+    public static String java() {
         return Path.of(System.getProperty("java.home"), "bin", "java").toString();
     }
 
-    static String classpath() {
+    public static String classpath() {
         String cp = System.getProperty("surefire.test.class.path");
         return cp != null ? cp : System.getProperty("java.class.path");
     }
 
     /** The java command line running {@code main} with this JVM's test class path. */
-    static List<String> javaCommand(Class<?> main, String... args) {
+    public static List<String> javaCommand(Class<?> main, String... args) {
         List<String> cmd = new ArrayList<>(List.of(java(), "--enable-native-access=ALL-UNNAMED",
                 "-Dsockmap4j.lockDir=" + System.getProperty("sockmap4j.lockDir", "/run/sockmap4j"),
                 "-cp", classpath(), main.getName()));
@@ -59,12 +59,12 @@ final class ChildJvm implements AutoCloseable {
         return cmd;
     }
 
-    static ChildJvm start(List<String> command) throws IOException {
+    public static ChildJvm start(List<String> command) throws IOException {
         return new ChildJvm(command);
     }
 
     /** Runs the command after moving the shell into {@code cgroup}, so all it creates is there. */
-    static ChildJvm startInCgroup(Path cgroup, List<String> command) throws IOException {
+    public static ChildJvm startInCgroup(Path cgroup, List<String> command) throws IOException {
         StringBuilder sb = new StringBuilder("echo $$ > '" + cgroup.resolve("cgroup.procs") + "' && exec");
         for (String c : command) {
             sb.append(" '").append(c.replace("'", "'\\''")).append('\'');
@@ -73,7 +73,7 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** The next line starting with {@code prefix}, within the timeout. */
-    String expect(String prefix, long seconds) throws InterruptedException {
+    public String expect(String prefix, long seconds) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (true) {
             long left = deadline - System.nanoTime();
@@ -88,17 +88,17 @@ final class ChildJvm implements AutoCloseable {
         }
     }
 
-    void send(String line) {
+    public void send(String line) {
         in.println(line);
     }
 
-    String output() {
+    public String output() {
         synchronized (all) {
             return String.join("\n", all);
         }
     }
 
-    int waitFor(long seconds) throws InterruptedException {
+    public int waitFor(long seconds) throws InterruptedException {
         if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
             process.destroyForcibly();
             throw new AssertionError("child did not exit within " + seconds + " s; output: " + output());
@@ -106,8 +106,27 @@ final class ChildJvm implements AutoCloseable {
         return process.exitValue();
     }
 
+    /**
+     * SIGTERM: the process may close what it opened; see {@link #waitFor}. Sent with kill(1),
+     * since Process.destroy() also closes this side of its output, losing what it prints then.
+     */
+    public void terminate() throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-TERM", Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) {
+            throw new IOException("kill -TERM " + process.pid() + " failed");
+        }
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
     /** SIGKILL: the process dies at once, its sockets closed by the kernel. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor(10, TimeUnit.SECONDS);
     }

@@ -13,7 +13,7 @@ import java.util.regex.Pattern;
  * redirected bytes that its Recv-Q does not) through sock_diag as {@code ss -tm} shows it, and
  * TCP's host-wide memory from /proc/net/sockstat.
  */
-final class KernelQueues {
+public final class KernelQueues {
     private static final Pattern SKMEM_R = Pattern.compile("skmem:\\(r(\\d+),rb(\\d+)");
     private static final Pattern TCP_MEM = Pattern.compile("^TCP: .* mem (\\d+)", Pattern.MULTILINE);
 
@@ -72,7 +72,7 @@ final class KernelQueues {
     }
 
     /** net.ipv4.tcp_rmem's default: the first bound of a receiver that publishes nothing. */
-    static long tcpRmemDefault() throws IOException {
+    public static long tcpRmemDefault() throws IOException {
         return Long.parseLong(readProc("/proc/sys/net/ipv4/tcp_rmem").trim().split("\\s+")[1]);
     }
 

@@ -29,6 +29,9 @@ import picocli.CommandLine.Parameters;
  * sockmap4j allow PORT[/CIDR...] [--bound BYTES]
  * sockmap4j deny PORT[/CIDR...]
  * sockmap4j down                          remove pins and attachments
+ * sockmap4j agent --cgroup DIR [--policy F] [--metrics-port P] [--kubernetes]
+ *                                         the node agent, in the foreground until SIGTERM
+ * sockmap4j rules                         the rules a running agent holds, and who holds them
  * sockmap4j xdp IFACE RULES [--seconds S] attach an XDP filter, print its counters, detach
  * </pre>
  *
@@ -39,7 +42,8 @@ import picocli.CommandLine.Parameters;
         exitCodeListHeading = "Exit codes:%n",
         exitCodeList = {"0:done", "1:failed (the message says why)", "2:bad usage", "3:not up"},
         subcommands = {SockmapCli.Up.class, SockmapCli.Status.class, SockmapCli.Stats.class, SockmapCli.Allow.class,
-            SockmapCli.Deny.class, SockmapCli.Down.class, SockmapCli.Xdp.class})
+            SockmapCli.Deny.class, SockmapCli.Down.class, SockmapCli.Xdp.class, Agent.class,
+            SockmapCli.RulesCmd.class})
 public final class SockmapCli {
     static final int FAILED = 1;
     static final int NOT_UP = 3;
@@ -281,6 +285,35 @@ public final class SockmapCli {
                 }
             }
             spec.commandLine().getOut().println("denied " + targets.size() + " rule(s)");
+            return 0;
+        }
+    }
+
+    @Command(name = "rules", description = "The rules a running agent holds, and who holds each.")
+    static final class RulesCmd implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        SockmapCli parent;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws IOException {
+            PrintWriter out = spec.commandLine().getOut();
+            try (PolicyClient c = PolicyClient.open(parent.pinDir)) {
+                if (!c.viaAgent()) {
+                    out.println("no agent runs for " + parent.pinDir + " (start 'sockmap4j agent')");
+                    return NOT_UP;
+                }
+                List<String> rules = c.rules();
+                if (parent.json) {
+                    out.println(json("rules", rules.stream().map(r -> '"' + r.replace("\"", "\\\"") + '"')
+                            .collect(java.util.stream.Collectors.joining(",", "[", "]"))));
+                } else {
+                    rules.forEach(out::println);
+                    out.println(rules.size() + " rule(s)");
+                }
+            }
             return 0;
         }
     }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.metrics;
 
+import io.github.sockmap4j.NodeAgent;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.xdp.XdpFilter;
@@ -8,6 +9,8 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.util.List;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -31,20 +34,40 @@ import java.util.function.ToDoubleFunction;
 public final class SockmapMetrics implements MeterBinder {
     private static final long CACHE_NANOS = 500_000_000L;
 
-    private final Sockmap sockmap;
+    private final Supplier<SockmapStats> source;
+    private final BooleanSupplier active;
+    private final NodeAgent agent;
     private final List<XdpFilter> filters;
     private SockmapStats cached;
     private long cachedAt;
 
     public SockmapMetrics(Sockmap sockmap, XdpFilter... filters) {
-        this.sockmap = sockmap;
+        this(sockmap::stats, sockmap::isActive, null, filters);
+    }
+
+    private SockmapMetrics(Supplier<SockmapStats> source, BooleanSupplier active, NodeAgent agent,
+                           XdpFilter... filters) {
+        this.source = source;
+        this.active = active;
+        this.agent = agent;
         this.filters = List.of(filters);
+    }
+
+    /**
+     * The node agent's meters: the pin directory's counters as above ({@code sockmap4j.active} is 1
+     * while the agent is ready), and {@code sockmap4j.agent.namespaces} (network namespaces the
+     * in-flight watcher looks in), {@code sockmap4j.agent.estimates} (receivers' estimates it
+     * raised), {@code sockmap4j.agent.rules} (rules in the policy map),
+     * {@code sockmap4j.agent.requests} tagged {@code outcome} (control socket requests).
+     */
+    public static SockmapMetrics forAgent(NodeAgent agent) {
+        return new SockmapMetrics(agent::stats, agent::isReady, agent);
     }
 
     private synchronized SockmapStats stats() {
         long now = System.nanoTime();
         if (cached == null || now - cachedAt > CACHE_NANOS) {
-            cached = sockmap.stats();
+            cached = source.get();
             cachedAt = now;
         }
         return cached;
@@ -77,8 +100,20 @@ public final class SockmapMetrics implements MeterBinder {
                 .description("writes of this process that waited for their receiver's credit").register(r);
         FunctionCounter.builder("sockmap4j.credit.wait", this, m -> Sockmap.flowStats().creditWaitNanos() / 1e9)
                 .description("time this process's writers waited for credit").baseUnit("seconds").register(r);
-        Gauge.builder("sockmap4j.active", sockmap, s -> s.isActive() ? 1 : 0)
+        Gauge.builder("sockmap4j.active", active, a -> a.getAsBoolean() ? 1 : 0)
                 .description("1 when the fast path is active").register(r);
+        if (agent != null) {
+            Gauge.builder("sockmap4j.agent.namespaces", agent, NodeAgent::watchedNamespaces)
+                    .description("network namespaces the in-flight watcher looks in").register(r);
+            FunctionCounter.builder("sockmap4j.agent.estimates", agent, NodeAgent::watcherEstimates)
+                    .description("read estimates or bounds the watcher raised").register(r);
+            Gauge.builder("sockmap4j.agent.rules", agent, NodeAgent::rules)
+                    .description("rules in the policy map").register(r);
+            FunctionCounter.builder("sockmap4j.agent.requests", agent, a -> a.controlRequests() - a.controlRefusals())
+                    .description("control socket requests").tags("outcome", "done").register(r);
+            FunctionCounter.builder("sockmap4j.agent.requests", agent, NodeAgent::controlRefusals)
+                    .description("control socket requests").tags("outcome", "refused").register(r);
+        }
         for (XdpFilter f : filters) {
             xdp(r, f, "passed", c -> c.passed());
             xdp(r, f, "dropped", c -> c.dropped());

@@ -1,16 +1,18 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.sys.NetnsDiags;
 import io.github.sockmap4j.internal.sys.SockDiag;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,13 +22,17 @@ import org.slf4j.LoggerFactory;
  * bytes they surely read: what their sender had sent, minus all the receiver's receive memory,
  * minus all the sender's send queue, as sock_diag reports them. Both memories count more than
  * the bytes they hold, so the estimate is never above the truth: staleness or slack only keeps
- * a sender on TCP longer. Senders the verdict marked WANTED (held on TCP, or near the bound)
- * are polled every millisecond for the next 100 ms, the others every 50; the bound grows with
- * the receiver's read rate, as a publishing receiver's does.
+ * a sender on TCP longer. Receivers of new connections, and those whose senders the verdict
+ * marked WANTED (held on TCP, or near the bound), are polled every millisecond for the next
+ * 100 ms, the others every 50 (the map is looked at every 10 for new or WANTED entries); the
+ * bound grows with the receiver's read rate, as a publishing receiver's does.
  *
  * <p>It needs nothing of an application: any process that can open the pin directory's maps
- * can run one. It sees the connections of its own network namespace only; a loopback
- * connection of another namespace (its key carries that namespace's cookie) is left alone.
+ * can run one. Built without cgroups it sees the connections of its own network namespace
+ * only; a loopback connection of another namespace (its key carries that namespace's cookie)
+ * is left alone. Built over cgroups (the node agent) it also looks in the namespace of every
+ * process in them, found again every second ({@link NetnsDiags}): the two ends of a pod-to-pod
+ * connection may be in two namespaces.
  *
  * <p><b>Note:</b> {@link #start()} and {@link #close()} are threadsafe; the loop runs on a
  * daemon thread of its own.
@@ -35,17 +41,52 @@ public final class InFlightWatcher implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(InFlightWatcher.class);
     private static final long WANTED_POLL_NANOS = 1_000_000L;
     private static final long IDLE_POLL_NANOS = 50_000_000L;
+    /**
+     * How often the map is looked at for new or WANTED entries while none is hot: a new
+     * connection's receiver is polled from then on (one map walk, no sock_diag, per look).
+     */
+    private static final long LOOK_NANOS = 10_000_000L;
     /** How long a receiver stays polled every millisecond after its sender was last near its bound. */
     private static final long HOT_NANOS = 100_000_000L;
     /** The window over which a receiver's read rate grows its bound. */
     private static final long WINDOW_NANOS = 10_000_000L;
 
+    /** How often the namespaces of the cgroups' processes are looked for again. */
+    private static final long NAMESPACE_REFRESH_NANOS = 1_000_000_000L;
+    /** ... and at most how often when a loopback key names a namespace not known yet. */
+    private static final long UNKNOWN_NAMESPACE_REFRESH_NANOS = 100_000_000L;
+
     private final InFlightMaps maps;
+    private final List<Path> cgroups;
     private volatile boolean closed;
+    private volatile int namespaces;
+    private final LongAdder estimates = new LongAdder();
     private Thread thread;
 
+    /** A watcher of this process's network namespace. */
     public InFlightWatcher(InFlightMaps maps) {
+        this(maps, List.of());
+    }
+
+    /** A watcher of this process's network namespace and those of the processes of {@code cgroups}. */
+    public InFlightWatcher(InFlightMaps maps, List<Path> cgroups) {
         this.maps = maps;
+        this.cgroups = List.copyOf(cgroups);
+    }
+
+    /** How many network namespaces the watcher looks in (0 before it started). */
+    public int namespaces() {
+        return namespaces;
+    }
+
+    /** How many times it raised a receiver's estimate or bound. */
+    public long estimates() {
+        return estimates.sum();
+    }
+
+    /** Whether the loop runs (false once it stopped on an error, or was closed). */
+    public synchronized boolean isRunning() {
+        return thread != null && thread.isAlive() && !closed;
     }
 
     public synchronized InFlightWatcher start() {
@@ -61,23 +102,33 @@ public final class InFlightWatcher implements AutoCloseable {
     private static final class Seen {
         long lastPoll;
         long hotUntil;
+        long rxNetns;
+        long txNetns;
         long windowStart;
         long windowRead;
     }
 
     private void loop() {
         Map<String, Seen> seen = new HashMap<>();
-        int ceiling = tcpRmemMax();
-        try (SockDiag diag = SockDiag.open()) {
-            long ownNetns = netnsCookieOfThisProcess();
+        int ceiling = Pins.watchCeiling();
+        try (NetnsDiags diags = cgroups.isEmpty() ? NetnsDiags.ownNamespace() : NetnsDiags.ofCgroups(cgroups)) {
+            long refreshed = System.nanoTime();
             while (!closed) {
                 boolean anyHot = false;
                 long now = System.nanoTime();
+                namespaces = diags.namespaces();
+                boolean unknown = false;
                 Set<String> present = new HashSet<>();
                 for (InFlightMaps.Watched w : maps.watched()) {
                     String id = HexFormat.of().formatHex(w.key());
                     present.add(id);
-                    Seen s = seen.computeIfAbsent(id, k -> new Seen());
+                    Seen s = seen.get(id);
+                    if (s == null) {
+                        // A new receiver: polled closely from the start, when its bound is still the first one.
+                        s = new Seen();
+                        s.hotUntil = now + HOT_NANOS;
+                        seen.put(id, s);
+                    }
                     if ((w.flags() & WatchLayout.WANTED) != 0) {
                         s.hotUntil = now + HOT_NANOS;
                     }
@@ -87,10 +138,15 @@ public final class InFlightWatcher implements AutoCloseable {
                         continue;
                     }
                     s.lastPoll = now;
-                    estimate(diag, w, s, now, ceiling, ownNetns);
+                    unknown |= !estimate(diags, w, s, now, ceiling);
                 }
                 seen.keySet().retainAll(present);
-                LockSupport.parkNanos(anyHot ? WANTED_POLL_NANOS : IDLE_POLL_NANOS);
+                if (!cgroups.isEmpty() && (now - refreshed >= NAMESPACE_REFRESH_NANOS
+                        || unknown && now - refreshed >= UNKNOWN_NAMESPACE_REFRESH_NANOS)) {
+                    diags.refresh();
+                    refreshed = now;
+                }
+                LockSupport.parkNanos(anyHot ? WANTED_POLL_NANOS : LOOK_NANOS);
             }
         } catch (IOException | RuntimeException e) {
             if (!closed) {
@@ -105,7 +161,8 @@ public final class InFlightWatcher implements AutoCloseable {
      * to twice what the receiver surely read in the last window, never shrinking, up to
      * net.ipv4.tcp_rmem's maximum. A receiver that keeps up so gets room to stream.
      */
-    private void estimate(SockDiag diag, InFlightMaps.Watched w, Seen s, long now, int ceiling, long ownNetns)
+    /** False when the key names a namespace not known here (yet). */
+    private boolean estimate(NetnsDiags diags, InFlightMaps.Watched w, Seen s, long now, int ceiling)
             throws IOException {
         MemorySegment k = MemorySegment.ofArray(w.key());
         byte[] local = k.asSlice(SockKeyLayout.LOCAL_IP, 16).toArray(ValueLayout.JAVA_BYTE);
@@ -113,14 +170,21 @@ public final class InFlightWatcher implements AutoCloseable {
         int localPort = k.get(ValueLayout.JAVA_INT_UNALIGNED, SockKeyLayout.LOCAL_PORT);
         int remotePort = k.get(ValueLayout.JAVA_INT_UNALIGNED, SockKeyLayout.REMOTE_PORT);
         long netns = k.get(ValueLayout.JAVA_LONG_UNALIGNED, SockKeyLayout.NETNS);
-        if (netns != 0 && netns != ownNetns) {
-            return; // a loopback connection of another namespace: sock_diag here would find a namesake
+        if (netns != 0 && !diags.knows(netns)) {
+            // A loopback connection of a namespace not looked in: another one would find a namesake.
+            return false;
         }
-        long[] rx = diag.memInfo(local, localPort, remote, remotePort);
-        long[] tx = rx == null ? null : diag.memInfo(remote, remotePort, local, localPort);
-        if (rx == null || tx == null) {
-            return; // not visible from this namespace
+        NetnsDiags.Found rxFound = diags.find(netns, s.rxNetns, local, localPort, remote, remotePort);
+        NetnsDiags.Found txFound = rxFound == null ? null
+                : diags.find(netns, s.txNetns == 0 ? rxFound.netnsCookie() : s.txNetns, remote, remotePort, local,
+                        localPort);
+        if (rxFound == null || txFound == null) {
+            return true; // not visible from the namespaces looked in
         }
+        s.rxNetns = rxFound.netnsCookie();
+        s.txNetns = txFound.netnsCookie();
+        long[] rx = rxFound.memInfo();
+        long[] tx = txFound.memInfo();
         long surelyRead = Math.max(w.read(), w.sent() - rx[SockDiag.RMEM_ALLOC] - tx[SockDiag.WMEM_QUEUED]);
         long bound = Integer.toUnsignedLong(w.bound());
         if (s.windowStart == 0) {
@@ -137,27 +201,11 @@ public final class InFlightWatcher implements AutoCloseable {
         if (surelyRead > w.read() || bound != Integer.toUnsignedLong(w.bound())) {
             int flags = surelyRead == w.sent() ? w.flags() & ~WatchLayout.WANTED : w.flags();
             maps.updateWatched(w.key(), w.sent(), surelyRead, (int) bound, flags);
+            estimates.increment();
         }
+        return true;
     }
 
-    /** net.ipv4.tcp_rmem's third value: the largest receive buffer TCP's autotuning gives. */
-    private static int tcpRmemMax() {
-        try (var in = java.nio.file.Files.newInputStream(java.nio.file.Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
-            String[] f = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim().split("\\s+");
-            return Integer.parseInt(f[2]);
-        } catch (IOException | RuntimeException e) {
-            return 6 << 20; // the kernel's default maximum
-        }
-    }
-
-    private static long netnsCookieOfThisProcess() throws IOException {
-        int fd = LibC.socket(LibC.AF_INET, LibC.SOCK_STREAM | LibC.SOCK_CLOEXEC, 0);
-        try {
-            return Sockets.netnsCookie(fd);
-        } finally {
-            LibC.close(fd);
-        }
-    }
 
     /** Stops the loop and waits up to a second for it to end. */
     @Override

@@ -4,6 +4,7 @@ import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.sys.Cgroups;
+import io.github.sockmap4j.internal.sys.Ownership;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -60,6 +61,7 @@ public final class KernelSockmap implements AutoCloseable {
     public static KernelSockmap open(Libbpf bpf, Path pinDir, Path cgroupDir, int maxSockets) throws IOException {
         Path cg = cgroupDir.toAbsolutePath().normalize();
         long cgroupId = Cgroups.id(cg);
+        Ownership.check(pinDir, "pin directory");
         LockDir locks = LockDir.forPinDir(pinDir);
         locks.lockSetup();
         PinnedObjects fds = null;

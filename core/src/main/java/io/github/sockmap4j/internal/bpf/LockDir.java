@@ -3,6 +3,7 @@ package io.github.sockmap4j.internal.bpf;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.sys.Ownership;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,7 +16,7 @@ import java.nio.file.attribute.PosixFilePermissions;
  *
  * <p><b>Note:</b> not threadsafe; {@link KernelSockmap} serialises its use.
  */
-final class LockDir implements AutoCloseable {
+public final class LockDir implements AutoCloseable {
     private final Path dir;
     private int setupFd = -1;
     private int usersFd = -1;
@@ -23,6 +24,13 @@ final class LockDir implements AutoCloseable {
 
     private LockDir(Path dir) {
         this.dir = dir;
+    }
+
+    /** The lock directory of a pin directory (under /run/sockmap4j, or -Dsockmap4j.lockDir). */
+    public static Path pathFor(Path pinDir) {
+        String name = pinDir.toAbsolutePath().normalize().toString().replace('/', '_');
+        Path base = Path.of(System.getProperty("sockmap4j.lockDir", "/run/sockmap4j"));
+        return base.resolve(name);
     }
 
     static LockDir forPinDir(Path pinDir) throws IOException {
@@ -52,9 +60,18 @@ final class LockDir implements AutoCloseable {
      * a lock on a file that is gone; it then retries on the new one.
      */
     void lockSetup() throws IOException {
+        Ownership.check(dir.getParent(), "lock directory");
+        Ownership.check(dir, "lock directory");
         while (true) {
-            Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
-                    PosixFilePermissions.fromString("rwxr-x---")));
+            // Searchable by all: an agent's control socket lives here (the lock files stay 0640).
+            var searchable = PosixFilePermissions.fromString("rwxr-xr-x");
+            if (!Files.isDirectory(dir.getParent())) {
+                Files.createDirectories(dir.getParent(), PosixFilePermissions.asFileAttribute(searchable));
+            }
+            Files.setPosixFilePermissions(dir.getParent(), searchable);
+            if (!Files.isDirectory(dir)) {
+                Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(searchable));
+            }
             int fd = openLock("setup.lock");
             lock(fd, LibC.LOCK_EX, "setup.lock");
             Path target = Files.readSymbolicLink(Path.of("/proc/self/fd/" + fd));

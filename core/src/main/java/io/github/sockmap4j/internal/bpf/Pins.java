@@ -39,10 +39,12 @@ import org.slf4j.LoggerFactory;
  */
 public final class Pins {
     /** SM4J_ABI_VERSION: a process refuses pins whose meta map holds another. */
-    public static final int ABI_VERSION = 5;
+    public static final int ABI_VERSION = 6;
     /** The pin that marks a directory as an agent's: its pins outlive every other process. */
     static final String AGENT_PIN = "agent";
     static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
+    /** The same programs built with SM4J_NO_DRAIN, for kernels that refuse the other. */
+    static final String NODRAIN_RESOURCE = "sockmap4j-nodrain.bpf.o";
     private static final String LINK_PREFIX = "link_cgroup_";
     private static final Logger LOG = LoggerFactory.getLogger(Pins.class);
 
@@ -92,9 +94,38 @@ public final class Pins {
         }
     }
 
-    /** Loads the embedded object and pins its maps and programs in {@code dir}. */
+    /** The load of the object with the drain check failed: the caller loads the one without. */
+    private static final class DrainUnloadable extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        DrainUnloadable(IOException cause) {
+            super(cause.getMessage(), cause);
+        }
+    }
+
+    /**
+     * Loads the embedded object and pins its maps and programs in {@code dir}. Where the kernel
+     * refuses it (no untrusted kptrs, before 6.3), it loads the one built without the drain check
+     * (SM4J_NO_DRAIN): senders held on TCP then resume on a watcher's estimate only, and
+     * -Dsockmap4j.drain=false chooses that one everywhere.
+     */
     static void create(Libbpf bpf, Path dir, int maxSockets) throws IOException {
-        byte[] elf = embeddedObject();
+        if (!Boolean.parseBoolean(System.getProperty("sockmap4j.drain", "true"))) {
+            create(bpf, dir, maxSockets, NODRAIN_RESOURCE);
+            return;
+        }
+        try {
+            create(bpf, dir, maxSockets, OBJECT_RESOURCE);
+        } catch (DrainUnloadable e) {
+            LOG.info("This kernel refuses the sockmap4j programs' drain check ({}); loading them without it: a "
+                    + "sender held on TCP resumes on a watcher's estimate only", e.getMessage());
+            create(bpf, dir, maxSockets, NODRAIN_RESOURCE);
+        }
+    }
+
+    private static void create(Libbpf bpf, Path dir, int maxSockets, String resource) throws IOException {
+        boolean drain = resource.equals(OBJECT_RESOURCE);
+        byte[] elf = embeddedObject(resource);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(elf.length, 8);
             MemorySegment.copy(elf, 0, buf, ValueLayout.JAVA_BYTE, 0, elf.length);
@@ -104,7 +135,14 @@ public final class Pins {
                 for (Pin p : new Pin[] {Pin.SOCKS, Pin.RX, Pin.SLOTS, Pin.WATCH}) {
                     bpf.setMaxEntries(bpf.findMap(obj, p.objectName), maxSockets);
                 }
-                bpf.loadObject(obj);
+                if (drain) {
+                    bpf.setMaxEntries(bpf.findMap(obj, "sm4j_rxsock"), maxSockets);
+                }
+                try {
+                    bpf.loadObject(obj);
+                } catch (NativeIOException e) {
+                    throw drain ? new DrainUnloadable(e) : e;
+                }
                 int socks = bpf.mapFd(bpf.findMap(obj, Pin.SOCKS.objectName));
                 int redirect = bpf.programFd(bpf.findProgram(obj, Pin.REDIRECT.objectName));
                 bpf.progAttach(redirect, socks, Libbpf.BPF_SK_MSG_VERDICT);
@@ -116,6 +154,7 @@ public final class Pins {
                 }
                 MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
                 cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_BOUND, defaultWatchBound());
+                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_CEILING, watchCeiling());
                 r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.CONFIG.objectName)), key, cfg, Libbpf.BPF_ANY);
                 if (r < 0) {
                     throw new NativeIOException("bpf_map_update_elem(config)", -r);
@@ -135,14 +174,18 @@ public final class Pins {
                 bpf.closeObject(obj);
             }
         }
-        LOG.debug("Loaded the sockmap4j programs and pinned them in {}", dir);
+        LOG.debug("Loaded the sockmap4j programs ({}) and pinned them in {}", resource, dir);
     }
 
     /** The compiled BPF object embedded in this jar. */
     public static byte[] embeddedObject() throws IOException {
-        try (InputStream in = Pins.class.getResourceAsStream(OBJECT_RESOURCE)) {
+        return embeddedObject(OBJECT_RESOURCE);
+    }
+
+    private static byte[] embeddedObject(String resource) throws IOException {
+        try (InputStream in = Pins.class.getResourceAsStream(resource)) {
             if (in == null) {
-                throw new IOException("the BPF object " + OBJECT_RESOURCE
+                throw new IOException("the BPF object " + resource
                         + " is missing from the sockmap4j-core jar (a broken build)");
             }
             return in.readAllBytes();
@@ -287,7 +330,17 @@ public final class Pins {
             for (Pin p : Pin.values()) {
                 n += Files.deleteIfExists(dir.resolve(p.fileName)) ? 1 : 0;
             }
-            Files.deleteIfExists(dir);
+            try {
+                Files.deleteIfExists(dir);
+            } catch (DirectoryNotEmptyException e) {
+                List<String> others;
+                try (var files = Files.list(dir)) {
+                    others = files.map(f -> f.getFileName().toString()).sorted().toList();
+                }
+                throw new IOException("removed " + n + " sockmap4j pins from " + dir + ", but it also holds "
+                        + others + ", which sockmap4j did not make (or an older version did): remove them (rm) if "
+                        + "nothing uses them, then run this again", e);
+            }
             locks.removeFiles();
             return n;
         } finally {
@@ -316,11 +369,23 @@ public final class Pins {
      * receive buffer TCP gives a socket before autotuning (131072 where unset).
      */
     static int defaultWatchBound() {
+        return tcpRmem(1, 131072);
+    }
+
+    /**
+     * The largest bound a receiver that publishes nothing grows to: net.ipv4.tcp_rmem's maximum,
+     * the largest receive buffer TCP's autotuning gives (6 MiB where unset).
+     */
+    public static int watchCeiling() {
+        return tcpRmem(2, 6 << 20);
+    }
+
+    private static int tcpRmem(int field, int otherwise) {
         try (var in = Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
             String[] f = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim().split("\\s+");
-            return Integer.parseInt(f[1]);
+            return Integer.parseInt(f[field]);
         } catch (IOException | RuntimeException e) {
-            return 131072;
+            return otherwise;
         }
     }
 }

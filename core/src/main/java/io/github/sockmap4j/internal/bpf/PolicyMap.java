@@ -104,6 +104,39 @@ public final class PolicyMap implements AutoCloseable {
         }
     }
 
+    /** The keys (in hex, as {@link PolicyRule#prefixHex}) of every rule in the map. */
+    public synchronized java.util.List<String> keysHex() {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        long size = PolicyKeyLayout.LAYOUT.byteSize();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment prev = arena.allocate(size, 8);
+            MemorySegment next = arena.allocate(size, 8);
+            MemorySegment from = MemorySegment.NULL;
+            while (bpf.tryMapNextKey(fd, from, next) == 0) {
+                out.add(HexFormat.of().formatHex(next.toArray(ValueLayout.JAVA_BYTE)));
+                MemorySegment.copy(next, 0, prev, 0, size);
+                from = prev;
+            }
+        }
+        return out;
+    }
+
+    /** The bound stored with exactly this rule; -1 when the map has no such key. */
+    public synchronized long boundOf(PolicyRule rule) {
+        for (String k : keysHex()) {
+            if (k.equals(rule.prefixHex())) {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(k));
+                    MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+                    if (bpf.tryMapLookup(fd, key, val) == 0) {
+                        return Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND));
+                    }
+                }
+            }
+        }
+        return -1;
+    }
+
     public synchronized void remove(PolicyRule rule) {
         tryRemove(rule);
     }

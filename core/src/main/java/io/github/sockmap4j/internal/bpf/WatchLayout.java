@@ -9,13 +9,13 @@ import java.lang.foreign.ValueLayout;
  * <pre>
  * struct sm4j_watch {     // sm4j_watch: receiving socket key -> this
  *     __u64 sent;         // written by the sender's verdict
- *     __u64 read;         // written by a watcher: bytes surely read
- *     __u32 bound;        // written by a watcher (the verdict sets the first)
+ *     __u64 read;         // written by a watcher: bytes surely read (by the verdict on a drain)
+ *     __u32 bound;        // written by a watcher (the verdict sets the first, doubles it on a drain)
  *     __u32 flags;        // SM4J_WATCH_WANTED = 1: poll often; SM4J_WATCH_FIXED = 2: a port's bound
  * };
  * struct sm4j_config {    // sm4j_config[0]
- *     __u32 watch_bound;  // first bound of a receiver that publishes nothing
- *     __u32 reserved;
+ *     __u32 watch_bound;   // first bound of a receiver that publishes nothing
+ *     __u32 watch_ceiling; // the largest a drain doubles it to (tcp_rmem's maximum)
  * };
  * </pre>
  */
@@ -27,12 +27,14 @@ public final class WatchLayout {
             ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_watch");
     public static final StructLayout CONFIG = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("watch_bound"),
-            ValueLayout.JAVA_INT.withName("reserved")).withName("sm4j_config");
+            ValueLayout.JAVA_INT.withName("watch_ceiling")).withName("sm4j_config");
     public static final long SENT = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("sent"));
     public static final long READ = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("read"));
     public static final long BOUND = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("bound"));
     public static final long FLAGS = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
     public static final long CONFIG_WATCH_BOUND = CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("watch_bound"));
+    public static final long CONFIG_WATCH_CEILING =
+            CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("watch_ceiling"));
     /** SM4J_WATCH_WANTED: the sender is held on TCP or near the bound, so poll it often. */
     public static final int WANTED = 1;
     /** SM4J_WATCH_FIXED: the bound is the port's own; the watcher leaves it as it is. */

@@ -21,6 +21,7 @@ import java.lang.invoke.MethodHandle;
  */
 @SuppressWarnings("restricted")
 public final class LibC {
+    public static final int AF_UNIX = 1;
     public static final int AF_INET = 2;
     public static final int AF_INET6 = 10;
     public static final int SOCK_STREAM = 1;
@@ -38,6 +39,7 @@ public final class LibC {
     public static final int SO_REUSEPORT = 15;
     public static final int SO_COOKIE = 57;
     public static final int SO_NETNS_COOKIE = 71;
+    public static final int SO_PEERCRED = 17;
     public static final int TCP_NODELAY = 1;
     public static final int IPV6_V6ONLY = 26;
     public static final int SHUT_RD = 0;
@@ -132,6 +134,10 @@ public final class LibC {
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG));
     private static final MethodHandle OPEN = Native.downcall(LIBC, "open",
             FunctionDescriptor.of(C_INT, C_PTR, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle SETNS = Native.downcall(LIBC, "setns",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle GETEUID = Native.plain(LIBC, "geteuid",
+            FunctionDescriptor.of(C_INT));
     private static final MethodHandle FLOCK = Native.downcall(LIBC, "flock",
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
     private static final MethodHandle MOUNT = Native.downcall(LIBC, "mount",
@@ -270,6 +276,22 @@ public final class LibC {
         try {
             check("setsockopt(" + level + "," + name + ")",
                     (int) SETSOCKOPT.invokeExact(st, fd, level, name, value, (int) value.byteSize()), st);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** getsockopt into {@code out}; returns the length the kernel wrote. */
+    public static int getsockopt(int fd, int level, int name, MemorySegment out) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            MemorySegment len = Native.scratch().asSlice(8, 4);
+            len.set(ValueLayout.JAVA_INT, 0, (int) out.byteSize());
+            check("getsockopt(" + level + "," + name + ")",
+                    (int) GETSOCKOPT.invokeExact(st, fd, level, name, out, len), st);
+            return len.get(ValueLayout.JAVA_INT, 0);
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -514,6 +536,36 @@ public final class LibC {
             return res;
         } catch (NativeIOException e) {
             throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** CLONE_NEWNET: setns's namespace type for a network namespace. */
+    public static final int CLONE_NEWNET = 0x40000000;
+
+    /**
+     * setns(2): moves the calling thread (only it) into the namespace {@code fd} refers to
+     * (a {@code /proc/PID/ns/net} file). Needs CAP_SYS_ADMIN over that namespace.
+     */
+    public static void setns(int fd, int nstype) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            int res = (int) SETNS.invokeExact(st, fd, nstype);
+            if (res < 0) {
+                throw new NativeIOException("setns", Native.errno(st));
+            }
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** This process's effective user id. */
+    public static int geteuid() {
+        try {
+            return (int) GETEUID.invokeExact();
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }

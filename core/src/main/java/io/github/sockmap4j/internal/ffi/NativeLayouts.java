@@ -50,6 +50,21 @@ public final class NativeLayouts {
             ValueLayout.JAVA_SHORT.withName("events"),
             ValueLayout.JAVA_SHORT.withName("revents")).withName("pollfd");
 
+    /** struct sockaddr_un: a Unix socket's path (NUL-terminated, at most 107 bytes). */
+    public static final StructLayout SOCKADDR_UN = MemoryLayout.structLayout(
+            ValueLayout.JAVA_SHORT.withName("sun_family"),
+            MemoryLayout.sequenceLayout(108, ValueLayout.JAVA_BYTE).withName("sun_path")).withName("sockaddr_un");
+    public static final long SUN_PATH = SOCKADDR_UN.byteOffset(MemoryLayout.PathElement.groupElement("sun_path"));
+
+    /** struct ucred: what SO_PEERCRED gives of a Unix socket's peer. */
+    public static final StructLayout UCRED = MemoryLayout.structLayout(
+            ValueLayout.JAVA_INT.withName("pid"),
+            ValueLayout.JAVA_INT.withName("uid"),
+            ValueLayout.JAVA_INT.withName("gid")).withName("ucred");
+    public static final long UCRED_PID = UCRED.byteOffset(MemoryLayout.PathElement.groupElement("pid"));
+    public static final long UCRED_UID = UCRED.byteOffset(MemoryLayout.PathElement.groupElement("uid"));
+    public static final long UCRED_GID = UCRED.byteOffset(MemoryLayout.PathElement.groupElement("gid"));
+
     public static final StructLayout SOCKADDR_IN = MemoryLayout.structLayout(
             ValueLayout.JAVA_SHORT.withName("sin_family"),
             ValueLayout.JAVA_SHORT.withName("sin_port"),                     // big-endian

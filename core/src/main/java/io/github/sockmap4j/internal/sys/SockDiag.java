@@ -11,7 +11,7 @@ import java.nio.ByteOrder;
 
 /**
  * sock_diag over netlink (what {@code ss -tm} reads): the memory of one TCP socket found by
- * its 4-tuple, in this process's network namespace.
+ * its 4-tuple, in the network namespace its netlink socket was made in.
  *
  * <pre>
  * request:  struct nlmsghdr (16) + struct inet_diag_req_v2 (56)
@@ -56,7 +56,19 @@ public final class SockDiag implements AutoCloseable {
     }
 
     public static SockDiag open() throws NativeIOException {
-        int fd = LibC.socket(AF_NETLINK, SOCK_DGRAM | LibC.SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+        return of(openSocket());
+    }
+
+    /**
+     * A sock_diag netlink socket of the calling thread's network namespace; it keeps answering
+     * for that namespace whichever thread uses it later (see {@link NetnsDiags}).
+     */
+    static int openSocket() throws NativeIOException {
+        return LibC.socket(AF_NETLINK, SOCK_DGRAM | LibC.SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    }
+
+    /** Queries through {@code fd} (from {@link #openSocket}), which this instance then owns. */
+    static SockDiag of(int fd) {
         return new SockDiag(fd);
     }
 

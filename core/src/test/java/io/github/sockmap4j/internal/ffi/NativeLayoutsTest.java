@@ -36,7 +36,9 @@ class NativeLayoutsTest {
             Map.entry("nlattr", NativeLayouts.NLATTR),
             Map.entry("inet_diag_sockid", NativeLayouts.INET_DIAG_SOCKID),
             Map.entry("inet_diag_req_v2", NativeLayouts.INET_DIAG_REQ_V2),
-            Map.entry("inet_diag_msg", NativeLayouts.INET_DIAG_MSG));
+            Map.entry("inet_diag_msg", NativeLayouts.INET_DIAG_MSG),
+            Map.entry("sockaddr_un", NativeLayouts.SOCKADDR_UN),
+            Map.entry("ucred", NativeLayouts.UCRED));
     /** Prefixes: the kernel's struct goes on past the last field read. */
     static final List<String> PREFIXES = List.of("bpf_map_info", "bpf_prog_info");
 
@@ -49,7 +51,8 @@ class NativeLayoutsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"bpf_map_info", "bpf_prog_info", "user_msghdr", "iovec", "pollfd", "epoll_event",
-        "sockaddr_in", "sockaddr_in6", "nlmsghdr", "nlattr", "inet_diag_sockid", "inet_diag_req_v2", "inet_diag_msg"})
+        "sockaddr_in", "sockaddr_in6", "nlmsghdr", "nlattr", "inet_diag_sockid", "inet_diag_req_v2", "inet_diag_msg",
+        "sockaddr_un", "ucred"})
     void layoutMatchesTheKernelsBtf(String name) {
         kernel.assertMatches(name, KERNEL.get(name), PREFIXES.contains(name));
     }
@@ -57,9 +60,11 @@ class NativeLayoutsTest {
     @Test
     void libbpfOptionsAndLibcConstantsMatchTheHeaders() throws Exception {
         String c = """
+                #define _GNU_SOURCE
                 #include <stdio.h>
                 #include <stddef.h>
                 #include <fcntl.h>
+                #include <sched.h>
                 #include <sys/socket.h>
                 #include <sys/epoll.h>
                 #include <sys/ioctl.h>
@@ -78,6 +83,7 @@ class NativeLayoutsTest {
                   P(SO_LINGER) P(SO_ERROR) P(SO_COOKIE) P(SO_NETNS_COOKIE) P(TCP_NODELAY) P(IPV6_V6ONLY)
                   P(MSG_NOSIGNAL) P(MSG_DONTWAIT) P(FIONREAD) P(FIONBIO) P(EPOLL_CLOEXEC) P(EPOLLRDHUP)
                   P(EFD_NONBLOCK) P(EFD_CLOEXEC) P(LOCK_NB) P(MAP_SHARED) P(sizeof(struct epoll_event))
+                  P(AF_UNIX) P(SO_PEERCRED) P(CLONE_NEWNET)
                   return 0;
                 }
                 """;
@@ -98,7 +104,9 @@ class NativeLayoutsTest {
                 Map.entry("EPOLL_CLOEXEC", (long) LibC.EPOLL_CLOEXEC), Map.entry("EPOLLRDHUP", (long) LibC.EPOLLRDHUP),
                 Map.entry("EFD_NONBLOCK", (long) LibC.EFD_NONBLOCK), Map.entry("EFD_CLOEXEC", (long) LibC.EFD_CLOEXEC),
                 Map.entry("LOCK_NB", (long) LibC.LOCK_NB), Map.entry("MAP_SHARED", (long) LibC.MAP_SHARED),
-                Map.entry("sizeof(struct epoll_event)", EpollEvent.SIZE));
+                Map.entry("sizeof(struct epoll_event)", EpollEvent.SIZE),
+                Map.entry("AF_UNIX", (long) LibC.AF_UNIX), Map.entry("SO_PEERCRED", (long) LibC.SO_PEERCRED),
+                Map.entry("CLONE_NEWNET", (long) LibC.CLONE_NEWNET));
         Map<String, Long> actual = compileAndRun(c);
         for (var e : expected.entrySet()) {
             assertEquals(actual.get(e.getKey()), e.getValue(), e.getKey());

@@ -1,0 +1,114 @@
+package io.github.sockmap4j.cli;
+
+import io.github.sockmap4j.NodeAgent;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code sockmap4j agent}: the node agent in the foreground until SIGTERM or SIGINT, after which
+ * it exits 0 leaving pins, attachments and rules for the next agent.
+ */
+@Command(name = "agent", description = "Run the node agent in the foreground until SIGTERM/SIGINT: pins (created "
+        + "or adopted), the in-flight watcher of every namespace of the cgroups, opt-ins over a Unix socket, "
+        + "/metrics, /healthz and /readyz. Stopping it leaves the pins for the next agent.")
+final class Agent implements Callable<Integer> {
+    @CommandLine.ParentCommand
+    SockmapCli parent;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "--cgroup", required = true, description = "cgroup v2 directory to attach to (repeatable)")
+    List<Path> cgroups;
+
+    @Option(names = "--policy", description = "who may opt in what (without it only root may)")
+    Path policy;
+
+    @Option(names = "--metrics-port", defaultValue = "9477", description = "port of /metrics, /healthz, /readyz "
+            + "(0: any free port; -1: none) (default: ${DEFAULT-VALUE})")
+    int metricsPort;
+
+    @Option(names = "--metrics-address", defaultValue = "127.0.0.1", description = "address to serve them on "
+            + "(default: ${DEFAULT-VALUE})")
+    String metricsAddress;
+
+    @Option(names = "--max-sockets", defaultValue = "65535", description = "SOCKHASH capacity when creating the pins")
+    int maxSockets;
+
+    @Option(names = "--allow-root-cgroup", description = "accept attaching to the root cgroup (every process)")
+    boolean allowRoot;
+
+    @CommandLine.ArgGroup(exclusive = false)
+    Kubernetes kubernetes;
+
+    static final class Kubernetes {
+        @Option(names = "--kubernetes", required = true, description = "turn pod annotations on this node into rules")
+        boolean on;
+
+        @Option(names = "--node-name", defaultValue = "${env:NODE_NAME}", description = "this node's name "
+                + "(default: $NODE_NAME)")
+        String nodeName;
+
+        @Option(names = "--annotation", defaultValue = PodRules.DEFAULT_ANNOTATION,
+                description = "the pod annotation listing ports (default: ${DEFAULT-VALUE})")
+        String annotation;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        if (metricsPort < -1 || metricsPort > 65535) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--metrics-port must be -1..65535: "
+                    + metricsPort);
+        }
+        if (kubernetes != null && (kubernetes.nodeName == null || kubernetes.nodeName.isBlank())) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes needs --node-name or "
+                    + "$NODE_NAME (the downward API's spec.nodeName)");
+        }
+        CountDownLatch stop = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        Signals.onTermination(stop::countDown);
+        // Whatever else ends the JVM (a signal the JVM kept, System.exit): close before it halts.
+        Thread hook = new Thread(() -> {
+            stop.countDown();
+            try {
+                closed.await(20, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "sockmap4j-agent-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(parent.pinDir, cgroups, policy, maxSockets,
+                allowRoot));
+             PodRules pods = kubernetes == null ? null
+                     : PodRules.start(agent, kubernetes.nodeName, kubernetes.annotation);
+             AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
+                     new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
+                     () -> pods == null || pods.isSynced())) {
+            out.println("agent: ready, pins " + parent.pinDir + ", cgroups " + cgroups + ", rules " + agent.rules()
+                    + (http == null ? "" : ", metrics http://" + http.address().getHostString() + ":"
+                    + http.address().getPort() + "/metrics") + (pods == null ? "" : ", pods of node "
+                    + kubernetes.nodeName));
+            out.flush();
+            stop.await();
+            out.println("agent: stopping; the pins stay in " + parent.pinDir + " ('sockmap4j down' removes them)");
+            out.flush();
+        } finally {
+            closed.countDown();
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException exiting) {
+            // Already shutting down: the hook is running and returns now.
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,171 @@
+package io.github.sockmap4j.cli;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodIP;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.github.sockmap4j.NodeAgent;
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Pods of this node that opt in by annotation. A pod annotated
+ * {@code sockmap4j.io/ports: "8080,9090"} (optionally {@code sockmap4j.io/bound: "BYTES"}) gets a
+ * rule for each port on each of its pod IPs, held by {@code pod:NAMESPACE/NAME} in the agent: it
+ * goes when the annotation or the pod goes. The pods are watched through the API server with an
+ * informer on {@code spec.nodeName}: a list, then a watch, relisted after a lost watch.
+ *
+ * <p><b>Note:</b> this class is threadsafe (the informer calls back on one thread).
+ */
+final class PodRules implements AutoCloseable {
+    static final String DEFAULT_ANNOTATION = "sockmap4j.io/ports";
+    static final String BOUND_ANNOTATION = "sockmap4j.io/bound";
+    static final String OWNER_PREFIX = "pod:";
+    private static final Logger LOG = LoggerFactory.getLogger(PodRules.class);
+
+    private final NodeAgent agent;
+    private final KubernetesClient client;
+    private final boolean ownsClient;
+    private final String annotation;
+    private final SharedIndexInformer<Pod> informer;
+
+    private PodRules(NodeAgent agent, KubernetesClient client, boolean ownsClient, String nodeName, String annotation) {
+        this.agent = agent;
+        this.client = client;
+        this.ownsClient = ownsClient;
+        this.annotation = annotation;
+        this.informer = client.pods().inAnyNamespace().withField("spec.nodeName", nodeName).inform(new Handler(), 0);
+        // Owners an earlier agent left that are no longer on this node: released once the first list is in.
+        informer.start().whenComplete((v, e) -> {
+            if (e == null) {
+                releaseGone();
+            } else {
+                LOG.warn("Listing the pods of node {} failed; retrying: {}", nodeName, e.toString());
+            }
+        });
+    }
+
+    /** Watches with the client the environment configures (in a pod: its service account). */
+    static PodRules start(NodeAgent agent, String nodeName, String annotation) {
+        return new PodRules(agent, new KubernetesClientBuilder().build(), true, nodeName, annotation);
+    }
+
+    static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation) {
+        return new PodRules(agent, client, false, nodeName, annotation);
+    }
+
+    /** Whether the first list of pods has been applied. */
+    boolean isSynced() {
+        return informer.hasSynced();
+    }
+
+    private static String owner(Pod p) {
+        return OWNER_PREFIX + p.getMetadata().getNamespace() + "/" + p.getMetadata().getName();
+    }
+
+    private void releaseGone() {
+        Set<String> present = new HashSet<>();
+        for (Pod p : informer.getStore().list()) {
+            present.add(owner(p));
+        }
+        for (String o : agent.owners(OWNER_PREFIX)) {
+            if (!present.contains(o)) {
+                agent.hold(o, List.of());
+                LOG.info("Released the rules of {}: no longer on this node", o);
+            }
+        }
+    }
+
+    /** The rules a pod asks for now; empty without the annotation or pod IPs. */
+    List<NodeAgent.Rule> rulesOf(Pod p) {
+        Map<String, String> ann = p.getMetadata().getAnnotations();
+        String ports = ann == null ? null : ann.get(annotation);
+        if (ports == null || ports.isBlank()) {
+            return List.of();
+        }
+        Set<InetAddress> ips = new LinkedHashSet<>();
+        if (p.getStatus() != null) {
+            if (p.getStatus().getPodIPs() != null) {
+                for (PodIP ip : p.getStatus().getPodIPs()) {
+                    addIp(ips, ip.getIp());
+                }
+            }
+            addIp(ips, p.getStatus().getPodIP());
+        }
+        int bound = 0;
+        String b = ann.get(BOUND_ANNOTATION);
+        List<NodeAgent.Rule> rules = new ArrayList<>();
+        try {
+            if (b != null && !b.isBlank()) {
+                bound = Integer.parseInt(b.trim());
+                if (bound < 0) {
+                    throw new IllegalArgumentException("a bound is 0 or more bytes: " + b);
+                }
+            }
+            for (String s : ports.split(",")) {
+                int port = Integer.parseInt(s.trim());
+                for (InetAddress ip : ips) {
+                    rules.add(new NodeAgent.Rule(port, ip, ip.getAddress().length * 8, bound));
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            LOG.warn("Pod {} has a bad {} or {} annotation ('{}', '{}'): {}; it stays on TCP", owner(p), annotation,
+                    BOUND_ANNOTATION, ports, b, e.getMessage());
+            return List.of();
+        }
+        return rules;
+    }
+
+    private static void addIp(Set<InetAddress> ips, String ip) {
+        if (ip != null && ip.matches("[0-9a-fA-F:.]+")) {
+            try {
+                ips.add(InetAddress.getByName(ip));
+            } catch (java.net.UnknownHostException ignored) {
+                // Not an address literal after all.
+            }
+        }
+    }
+
+    private final class Handler implements ResourceEventHandler<Pod> {
+        @Override
+        public void onAdd(Pod p) {
+            apply(p);
+        }
+
+        @Override
+        public void onUpdate(Pod old, Pod p) {
+            apply(p);
+        }
+
+        @Override
+        public void onDelete(Pod p, boolean finalStateUnknown) {
+            agent.hold(owner(p), List.of());
+            LOG.info("Pod {} is gone: its rules released", owner(p));
+        }
+
+        private void apply(Pod p) {
+            List<NodeAgent.Rule> rules = rulesOf(p);
+            agent.hold(owner(p), rules);
+            if (!rules.isEmpty()) {
+                LOG.info("Pod {}: {} rules", owner(p), rules.size());
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        informer.close();
+        if (ownsClient) {
+            client.close();
+        }
+    }
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Peers that are not sockmap4j (they publish nothing about their reads), for the agent's tests.
+ *   peer pp-server ADDR PORT              accept one, echo until EOF
+ *   peer pp-client ADDR PORT COUNT SIZE   COUNT round trips of SIZE bytes
+ *   peer stream-server ADDR PORT TOTAL    accept one, read TOTAL bytes of big-endian 64-bit sequence numbers
+ *   peer stream-client ADDR PORT TOTAL    write them in 64 KiB writes
+ *   peer sink-server ADDR PORT            accept one, never read, until stdin closes
+ *   peer agent-call SOCKET LINE...        send each line to a Unix socket, print each answer line
+ * Servers print port=N once listening (PORT 0: any free port); all print ok=1 when done, or why not.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int fail(const char *what)
+{
+	printf("error=%s\n", what);
+	fflush(stdout);
+	return 1;
+}
+
+static int addr_of(const char *ip, int port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(port);
+		*len = sizeof(*a4);
+		return AF_INET;
+	}
+	if (inet_pton(AF_INET6, ip, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(port);
+		*len = sizeof(*a6);
+		return AF_INET6;
+	}
+	return -1;
+}
+
+static int serve(const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1, fd, c, family = addr_of(ip, port, &ss, &len);
+
+	if (family < 0)
+		return -1;
+	fd = socket(family, SOCK_STREAM, 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4) < 0)
+		return -1;
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	printf("port=%d\n", ntohs(((struct sockaddr_in *)&ss)->sin_port));
+	fflush(stdout);
+	c = accept(fd, NULL, NULL);
+	close(fd);
+	return c;
+}
+
+static int dial(const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, family = addr_of(ip, port, &ss, &len);
+
+	if (family < 0)
+		return -1;
+	fd = socket(family, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
+		return -1;
+	return fd;
+}
+
+static int full(int fd, char *buf, long n, int reading)
+{
+	long done = 0;
+
+	while (done < n) {
+		ssize_t r = reading ? read(fd, buf + done, n - done) : write(fd, buf + done, n - done);
+
+		if (r <= 0)
+			return -1;
+		done += r;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static char buf[65536 + 8];
+	const char *mode = argc > 1 ? argv[1] : "";
+	int fd;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: peer MODE ADDR PORT [ARGS]\n");
+		return 2;
+	}
+	if (!strcmp(mode, "agent-call")) {
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+		strncpy(un.sun_path, argv[2], sizeof(un.sun_path) - 1);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0)
+			return fail("connect");
+		for (int i = 3; i < argc; i++) {
+			size_t len = 0;
+
+			if (write(fd, argv[i], strlen(argv[i])) < 0 || write(fd, "\n", 1) != 1)
+				return fail("write");
+			while (len < sizeof(buf) - 1 && read(fd, buf + len, 1) == 1 && buf[len] != '\n')
+				len++;
+			buf[len] = 0;
+			printf("answer=%s\n", buf);
+			fflush(stdout);
+		}
+		close(fd);
+		return 0;
+	}
+	if (!strcmp(mode, "pp-server") || !strcmp(mode, "stream-server") || !strcmp(mode, "sink-server")) {
+		fd = serve(argv[2], atoi(argv[3]));
+		if (fd < 0)
+			return fail("listen/accept");
+	} else {
+		fd = dial(argv[2], atoi(argv[3]));
+		if (fd < 0)
+			return fail("connect");
+	}
+	if (!strcmp(mode, "pp-server")) {
+		ssize_t n;
+
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			if (full(fd, buf, n, 0) < 0)
+				return fail("write");
+	} else if (!strcmp(mode, "pp-client") && argc == 6) {
+		long count = atol(argv[4]), size = atol(argv[5]);
+
+		for (long i = 0; i < count; i++) {
+			memset(buf, (int)i, size);
+			if (full(fd, buf, size, 0) < 0 || full(fd, buf, size, 1) < 0)
+				return fail("round trip");
+			if (buf[size - 1] != (char)i)
+				return fail("echo mismatch");
+		}
+	} else if (!strcmp(mode, "stream-server") && argc == 5) {
+		long long total = atoll(argv[4]), got = 0, expected = 0;
+		size_t carry = 0;
+
+		while (got < total) {
+			ssize_t n = read(fd, buf + carry, 65536);
+			size_t len, off = 0;
+
+			if (n <= 0)
+				return fail("eof");
+			got += n;
+			len = carry + n;
+			for (; off + 8 <= len; off += 8) {
+				unsigned long long v;
+
+				memcpy(&v, buf + off, 8);
+				if (be64toh(v) != (unsigned long long)expected) {
+					printf("bad=%lld\n", expected * 8);
+					fflush(stdout);
+					return 1;
+				}
+				expected++;
+			}
+			carry = len - off;
+			memmove(buf, buf + off, carry);
+		}
+	} else if (!strcmp(mode, "stream-client") && argc == 5) {
+		long long total = atoll(argv[4]), seq = 0;
+
+		for (long long sent = 0; sent < total; sent += 65536) {
+			long chunk = total - sent < 65536 ? total - sent : 65536;
+
+			for (long off = 0; off < chunk; off += 8) {
+				unsigned long long v = htobe64((unsigned long long)seq++);
+
+				memcpy(buf + off, &v, 8);
+			}
+			if (full(fd, buf, chunk, 0) < 0)
+				return fail("write");
+		}
+		shutdown(fd, SHUT_WR);
+		read(fd, buf, 1); /* until the reader closes: every byte was taken */
+	} else if (!strcmp(mode, "sink-server")) {
+		printf("accepted=1\n");
+		fflush(stdout);
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
+	} else {
+		fprintf(stderr, "usage: peer MODE ADDR PORT [ARGS]\n");
+		return 2;
+	}
+	printf("ok=1\n");
+	fflush(stdout);
+	close(fd);
+	return 0;
+}

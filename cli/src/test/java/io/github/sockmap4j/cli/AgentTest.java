@@ -1,0 +1,374 @@
+package io.github.sockmap4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.Await;
+import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.KernelQueues;
+import io.github.sockmap4j.SockmapAdmin;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.TestKernel;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code sockmap4j agent} as a process of its own, with peers that are not sockmap4j (C programs,
+ * src/test/c/peer.c) in a cgroup it attached to, in the host's namespace and in two veth "pods",
+ * and no sockmap4j JVM among them. This test JVM is not in that cgroup.
+ */
+@Tag("kernel")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class AgentTest {
+    static final String A_ADDR = "10.254.78.1";
+    static final String B_ADDR = "10.254.78.2";
+    static final int NOBODY = 65534;
+
+    Path cgroup;
+    Path pins;
+    Path work;
+    Path peer;
+    Path policy;
+    String nsA;
+    String nsB;
+    ChildJvm agent;
+    String metrics;
+
+    @BeforeAll
+    void start() throws Exception {
+        work = Files.createTempDirectory("sockmap4j-agent", PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-xr-x")));
+        peer = work.resolve("peer");
+        sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        policy = work.resolve("policy");
+        Files.writeString(policy, "# uid nobody: two ports, bounds up to 1 MiB\nuid " + NOBODY + " 47301,47302 * 1048576\n");
+        cgroup = TestKernel.newCgroup("agent");
+        pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("agent"));
+        String id = Long.toString(ProcessHandle.current().pid() % 100000);
+        nsA = "sm4j-" + id + "-pa";
+        nsB = "sm4j-" + id + "-pb";
+        sh("ip", "netns", "add", nsA);
+        sh("ip", "netns", "add", nsB);
+        String va = "sm4j" + id + "pa";
+        String vb = "sm4j" + id + "pb";
+        sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb);
+        sh("ip", "link", "set", va, "netns", nsA);
+        sh("ip", "link", "set", vb, "netns", nsB);
+        sh("ip", "-n", nsA, "addr", "add", A_ADDR + "/24", "dev", va);
+        sh("ip", "-n", nsB, "addr", "add", B_ADDR + "/24", "dev", vb);
+        for (String[] nd : new String[][] {{nsA, va}, {nsB, vb}}) {
+            sh("ip", "-n", nd[0], "link", "set", nd[1], "up");
+            sh("ip", "-n", nd[0], "link", "set", "lo", "up");
+        }
+        startAgent();
+    }
+
+    void startAgent() throws Exception {
+        agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+                "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", policy.toString()));
+        String ready = agent.expect("agent: ready", 60);
+        metrics = ready.substring(ready.indexOf("http://"));
+    }
+
+    /** SIGTERM: the agent exits 0 and leaves the pins. */
+    void stopAgent() throws Exception {
+        agent.terminate();
+        try {
+            agent.expect("agent: stopping", 30);
+        } catch (AssertionError e) {
+            Process j = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jstack").toString(),
+                    Long.toString(agent.pid())).redirectErrorStream(true).start();
+            System.out.println("agent threads:\n" + new String(j.getInputStream().readAllBytes()));
+            throw e;
+        }
+        assertEquals(0, agent.waitFor(30), agent.output());
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        try {
+            if (agent != null) {
+                agent.close();
+            }
+        } finally {
+            try {
+                SockmapAdmin.removePins(pins);
+            } finally {
+                for (String ns : new String[] {nsA, nsB}) {
+                    if (ns != null) {
+                        sh("ip", "netns", "delete", ns);
+                    }
+                }
+                if (cgroup != null) {
+                    Await.until("the peers left " + cgroup, () -> Files.readString(cgroup.resolve("cgroup.procs")).isBlank());
+                    Files.delete(cgroup);
+                }
+                if (work != null) {
+                    try (var files = Files.list(work)) {
+                        for (Path p : files.toList()) {
+                            Files.delete(p);
+                        }
+                    }
+                    Files.delete(work);
+                }
+            }
+        }
+    }
+
+    static String sh(String... cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed: " + out);
+        }
+        return out;
+    }
+
+    /** The peer program in the agent's cgroup, optionally inside a namespace. */
+    ChildJvm peer(String ns, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        if (ns != null) {
+            cmd.addAll(List.of("ip", "netns", "exec", ns));
+        }
+        cmd.add(peer.toString());
+        cmd.addAll(List.of(args));
+        return ChildJvm.startInCgroup(cgroup, cmd);
+    }
+
+    CommandLineTest.Result cli(String... args) {
+        List<String> all = new ArrayList<>(List.of("--pin-dir", pins.toString()));
+        all.addAll(List.of(args));
+        return CommandLineTest.run(all.toArray(String[]::new));
+    }
+
+    SockmapStats stats() throws IOException {
+        return SockmapAdmin.stats(pins);
+    }
+
+    long moved() throws IOException {
+        SockmapStats s = stats();
+        return s.bytesRedirected() + s.bytesPassed();
+    }
+
+    static double share(long part, long other) {
+        return part + other == 0 ? 0 : (double) part / (part + other);
+    }
+
+    /** A ping-pong of {@code count} round trips of 64 B; returns the messages' redirected share. */
+    double pingPong(String serverNs, String clientNs, String addr, int port, int count) throws Exception {
+        SockmapStats before = stats();
+        try (ChildJvm server = peer(serverNs, "pp-server", addr, Integer.toString(port))) {
+            server.expect("port=", 30);
+            try (ChildJvm client = peer(clientNs, "pp-client", addr, Integer.toString(port), Integer.toString(count),
+                    "64")) {
+                assertEquals("1", client.expect("ok=", 120), client.output());
+                assertEquals(0, client.waitFor(30));
+            }
+            assertEquals("1", server.expect("ok=", 30));
+        }
+        SockmapStats after = stats();
+        long redirected = after.messagesRedirected() - before.messagesRedirected();
+        long tcp = after.messagesPassed() - before.messagesPassed();
+        System.out.printf(Locale.ROOT, "agent: ping-pong %s->%s %d x 64 B: %d messages redirected, %d by TCP (%.2f%%)%n",
+                clientNs == null ? "host" : clientNs, serverNs == null ? "host" : serverNs, count, redirected, tcp,
+                100 * share(redirected, tcp));
+        assertEquals(2L * count, redirected + tcp, "every message counted once");
+        return share(redirected, tcp);
+    }
+
+    /** A stream of {@code total} bytes checked by its reader; returns the bytes' redirected share. */
+    double stream(String serverNs, String clientNs, String addr, int port, long total) throws Exception {
+        SockmapStats before = stats();
+        try (ChildJvm server = peer(serverNs, "stream-server", addr, Integer.toString(port), Long.toString(total))) {
+            server.expect("port=", 30);
+            try (ChildJvm client = peer(clientNs, "stream-client", addr, Integer.toString(port),
+                    Long.toString(total))) {
+                assertEquals("1", server.expect("ok=", 120), "every byte, in order: " + server.output());
+                assertEquals("1", client.expect("ok=", 30), client.output());
+            }
+        }
+        SockmapStats after = stats();
+        long redirected = after.bytesRedirected() - before.bytesRedirected();
+        long tcp = after.bytesPassed() - before.bytesPassed();
+        System.out.printf(Locale.ROOT, "agent: stream %s->%s %d MiB: %d MiB redirected, %d MiB by TCP (%.2f%%), "
+                        + "%d bound hits, %d resumes%n", clientNs == null ? "host" : clientNs,
+                serverNs == null ? "host" : serverNs, total >> 20, redirected >> 20, tcp >> 20,
+                100 * share(redirected, tcp), after.boundHits() - before.boundHits(), after.resumes() - before.resumes());
+        assertEquals(total, redirected + tcp, "every byte counted once");
+        // Without the agent's watcher and the drain check, a receiver that publishes nothing gets its first
+        // bound's worth (tcp_rmem's default) and then TCP for good.
+        assertTrue(redirected > 64L * KernelQueues.tcpRmemDefault(), () -> "the redirect went on past the first bound: "
+                + redirected + " B");
+        return share(redirected, tcp);
+    }
+
+    @Test
+    @Order(1)
+    void cPeersInTheHostNamespaceStayOnTheRedirect() throws Exception {
+        assertEquals(0, cli("allow", "47201").code());
+        assertTrue(pingPong(null, null, "127.0.0.1", 47201, 20_000) >= 0.99, "at least 99% of messages redirected");
+        stream(null, null, "127.0.0.1", 47201, 1L << 30);
+        assertEquals(0, cli("deny", "47201").code());
+    }
+
+    @Test
+    @Order(2)
+    void cPeersInTwoPodsStayOnTheRedirect() throws Exception {
+        assertEquals(0, cli("allow", "47202").code());
+        assertTrue(pingPong(nsA, nsB, A_ADDR, 47202, 20_000) >= 0.99, "at least 99% of messages redirected");
+        stream(nsA, nsB, A_ADDR, 47202, 1L << 30);
+        String scrape = scrape("/metrics");
+        assertTrue(scrape.matches("(?s).*sockmap4j_agent_namespaces [3-9].*"),
+                "the watcher looks in the host's and both pods' namespaces: " + scrape);
+        assertEquals(0, cli("deny", "47202").code());
+    }
+
+    @Test
+    @Order(3)
+    void aReaderThatNeverReadsHoldsItsWriterWithinTheBound() throws Exception {
+        assertEquals(0, cli("allow", "47203").code());
+        SockmapStats before = stats();
+        try (ChildJvm sink = peer(null, "sink-server", "127.0.0.1", "47203");
+             ChildJvm writer = peer(null, "stream-client", "127.0.0.1", "47203", Long.toString(1L << 30))) {
+            sink.expect("accepted=", 30);
+            // The writer stops when TCP's buffers are full too: no byte moves for a second.
+            Await.until("the writer is held", Duration.ofSeconds(30), () -> {
+                long moved = moved();
+                return !Await.holdsWithin(Duration.ofSeconds(1), () -> moved() != moved);
+            });
+            SockmapStats held = stats();
+            long redirected = held.bytesRedirected() - before.bytesRedirected();
+            System.out.printf(Locale.ROOT, "agent: never-reading receiver: %d B redirected, %d B by TCP%n", redirected,
+                    held.bytesPassed() - before.bytesPassed());
+            assertTrue(redirected <= KernelQueues.tcpRmemDefault() + 65536, "within the first bound (and one write): " + redirected);
+            assertTrue(writer.isAlive(), "the writer is blocked, not failed");
+        }
+        assertEquals(0, cli("deny", "47203").code());
+    }
+
+    @Test
+    @Order(4)
+    void anAgentRestartMidStreamLosesNothingAndKeepsEveryRule() throws Exception {
+        assertEquals(0, cli("allow", "47204").code());
+        assertEquals(0, cli("allow", "47205", "--bound", "4194304").code());
+        long total = 2L << 30;
+        try (ChildJvm server = peer(null, "stream-server", "127.0.0.1", "47204", Long.toString(total))) {
+            server.expect("port=", 30);
+            SockmapStats before = stats();
+            try (ChildJvm client = peer(null, "stream-client", "127.0.0.1", "47204", Long.toString(total))) {
+                Await.until("the stream is under way", () -> stats().bytesRedirected() + stats().bytesPassed()
+                        > before.bytesRedirected() + before.bytesPassed() + (64L << 20));
+                stopAgent();
+                assertTrue(SockmapAdmin.isUp(pins), "the pins stay");
+                startAgent();
+                assertEquals("1", server.expect("ok=", 120), "every byte, in order: " + server.output());
+                assertEquals("1", client.expect("ok=", 30));
+            }
+        }
+        String rules = cli("rules").out();
+        assertTrue(rules.contains("47204") && rules.contains("47205 bound 4194304"), "every rule kept: " + rules);
+        assertTrue(pingPong(null, null, "127.0.0.1", 47204, 2_000) >= 0.99, "a connection made after the restart");
+        assertEquals(0, cli("deny", "47204", "47205").code());
+    }
+
+    /** Lines to the agent's control socket from a process of uid nobody; the answers. */
+    List<String> asNobody(String... lines) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + NOBODY, "--regid=" + NOBODY,
+                "--clear-groups", peer.toString(), "agent-call", SockmapAdmin.agentSocket(pins).toString()));
+        cmd.addAll(List.of(lines));
+        try (ChildJvm c = ChildJvm.start(cmd)) {
+            List<String> answers = new ArrayList<>();
+            for (int i = 0; i < lines.length; i++) {
+                answers.add(c.expect("answer=", 30));
+            }
+            assertEquals(0, c.waitFor(30), c.output());
+            return answers;
+        }
+    }
+
+    @Test
+    @Order(5)
+    void anUnprivilegedUserOptsInOnlyWhatThePolicyAllows() throws Exception {
+        assertEquals("600", Integer.toOctalString(
+                (Integer) Files.getAttribute(pins.resolve("policy"), "unix:mode") & 0777), "the policy pin is root's");
+        List<String> a = asNobody("ALLOW 47301 * 0 65536", "ALLOW 47303 * 0 0", "ALLOW 47302 * 0 -1",
+                "ALLOW 47302 * 0 2097152", "DENY 47301 * 0");
+        assertTrue(a.get(0).startsWith("OK allowed 47301"), a.get(0));
+        assertTrue(a.get(1).startsWith("ERR uid 65534 may not opt in port 47303"), a.get(1));
+        assertTrue(a.get(2).startsWith("ERR only root may make a rule unbounded"), a.get(2));
+        assertTrue(a.get(3).startsWith("ERR uid 65534 may set bounds up to 1048576"), a.get(3));
+        assertTrue(a.get(4).startsWith("OK denied 47301"), a.get(4));
+
+        assertEquals(0, cli("allow", "47302").code(), "root's rule");
+        List<String> b = asNobody("DENY 47302 * 0");
+        assertTrue(b.get(0).startsWith("ERR the rule for 47302 was made by uid 0"), b.get(0));
+        assertTrue(cli("rules").out().contains("47302"), "still there");
+        // An OPTIN lasts as long as its connection: gone when the process is.
+        assertTrue(asNobody("OPTIN 47301 * 0 0").get(0).startsWith("OK opted in 47301"));
+        Await.until("the connection's rule is gone", () -> !cli("rules").out().contains("47301"));
+        assertEquals(0, cli("deny", "47302").code());
+    }
+
+    @Test
+    @Order(6)
+    void aPinDirectoryAnotherUserMadeIsRefused() throws Exception {
+        Path planted = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("planted"));
+        Files.createDirectory(planted);
+        try {
+            Files.setAttribute(planted, "unix:uid", NOBODY);
+            Files.setPosixFilePermissions(planted, PosixFilePermissions.fromString("rwxrwxrwx"));
+            CommandLineTest.Result up = CommandLineTest.run("--pin-dir", planted.toString(), "up", "--cgroup",
+                    cgroup.toString());
+            assertEquals(1, up.code());
+            assertTrue(up.err().contains("refusing the pin directory " + planted) && up.err().contains("uid 65534"),
+                    up.err());
+            try (var files = Files.list(planted)) {
+                assertEquals(0, files.count(), "nothing pinned there");
+            }
+            assertFalse(Files.exists(SockmapAdmin.agentSocket(planted).getParent()), "no lock directory either");
+        } finally {
+            Files.delete(planted);
+        }
+    }
+
+    @Test
+    @Order(7)
+    void healthAndReadiness() throws Exception {
+        assertTrue(scrape("/healthz").startsWith("ok"));
+        assertTrue(scrape("/readyz").startsWith("ready"));
+        assertTrue(scrape("/metrics").contains("sockmap4j_active 1.0"));
+    }
+
+    String scrape(String path) throws Exception {
+        String base = metrics.substring(0, metrics.indexOf("/metrics"));
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + path)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, r.statusCode(), r.body());
+            return r.body();
+        }
+    }
+}

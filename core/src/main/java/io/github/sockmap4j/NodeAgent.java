@@ -1,0 +1,267 @@
+package io.github.sockmap4j;
+
+import io.github.sockmap4j.internal.agent.AgentPolicy;
+import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.internal.agent.ControlServer;
+import io.github.sockmap4j.internal.agent.RuleBook;
+import io.github.sockmap4j.internal.bpf.InFlightWatcher;
+import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.bpf.LockDir;
+import io.github.sockmap4j.internal.bpf.PolicyMap;
+import io.github.sockmap4j.internal.net.UnixListener;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The node agent's work, for {@code sockmap4j agent} (or any process that embeds it): it creates
+ * the pins of a directory or adopts those there (an agent restart loses no rule and takes no
+ * connection off the fast path), attaches to the cgroups it is given, and until closed:
+ * <ul>
+ *   <li>estimates what receivers that publish nothing (C, Rust, a JDK socket) have read, for
+ *       every watched connection in the network namespace of any process of its cgroups, so
+ *       that they keep the redirect within their bound;</li>
+ *   <li>serves opt-ins on a Unix socket ({@link SockmapAdmin#agentSocket}): each request is
+ *       checked against the policy file with the requester's kernel-given uid and groups, and
+ *       the agent is the only writer of the policy map, whose pin it makes root-only;</li>
+ *   <li>holds rules for named owners ({@link #hold}: pods, from their annotations).</li>
+ * </ul>
+ * Closing it leaves pins, attachments and rules in place for the next agent;
+ * {@link SockmapAdmin#removePins} is the explicit way to remove them.
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+public final class NodeAgent implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
+
+    /**
+     * What the agent runs with.
+     *
+     * @param pinDirectory    the bpffs directory of the pins
+     * @param cgroups         the cgroups to attach to (at least one; their processes' namespaces are watched)
+     * @param policyFile      who may opt in what; null: only root
+     * @param maxSockets      the SOCKHASH capacity when the agent creates the pins
+     * @param allowRootCgroup whether attaching to the root cgroup is accepted
+     */
+    public record Options(Path pinDirectory, List<Path> cgroups, Path policyFile, int maxSockets,
+                          boolean allowRootCgroup) {
+        public Options {
+            if (cgroups == null || cgroups.isEmpty()) {
+                throw new IllegalArgumentException("the agent needs a cgroup to attach to (--cgroup)");
+            }
+            cgroups = List.copyOf(cgroups);
+        }
+    }
+
+    /** A rule the agent holds for an owner (see {@link #hold}); prefixBits 0 and a null network: any address. */
+    public record Rule(int port, InetAddress network, int prefixBits, int bound) {
+        public Rule {
+            Rules.checkPort(port);
+            Rules.checkBound(bound);
+            Rules.keyBits(network, prefixBits);
+        }
+    }
+
+    private final Options options;
+    private final List<KernelSockmap> kernels;
+    private final InFlightWatcher watcher;
+    private final PolicyMap policy;
+    private final RuleBook book;
+    private final ControlServer control;
+    private final ScheduledExecutorService reaper;
+    private volatile boolean closed;
+
+    private NodeAgent(Options options, List<KernelSockmap> kernels, InFlightWatcher watcher, PolicyMap policy,
+                      RuleBook book, ControlServer control, ScheduledExecutorService reaper) {
+        this.options = options;
+        this.kernels = kernels;
+        this.watcher = watcher;
+        this.policy = policy;
+        this.book = book;
+        this.control = control;
+        this.reaper = reaper;
+    }
+
+    /**
+     * Starts the agent.
+     *
+     * @throws SockmapUnavailableException when the fast path cannot be set up here, with why
+     * @throws IOException                 for a policy file with errors (naming the line), or a control
+     *                                     socket another agent of the directory listens on
+     */
+    public static NodeAgent start(Options options) throws IOException {
+        AgentPolicy agentPolicy = options.policyFile() == null ? AgentPolicy.rootOnly() : loadPolicy(options.policyFile());
+        SockmapAvailability.Host host = SockmapAvailability.host();
+        if (host.cause() != null) {
+            throw new SockmapUnavailableException("the agent cannot start: " + host.cause(), host.exception());
+        }
+        List<KernelSockmap> kernels = new ArrayList<>();
+        InFlightWatcher watcher = null;
+        PolicyMap policy = null;
+        ControlServer control = null;
+        try {
+            for (Path cg : options.cgroups()) {
+                SockmapConfig config = SockmapConfig.builder().pinDirectory(options.pinDirectory()).cgroup(cg)
+                        .maxSockets(options.maxSockets()).allowRootCgroup(options.allowRootCgroup()).build();
+                SockmapAvailability.Target target = SockmapAvailability.target(config);
+                if (target.cause() != null) {
+                    throw new SockmapUnavailableException("the agent cannot start: " + target.cause(), null);
+                }
+                KernelSockmap k = KernelSockmap.open(host.bpf(), options.pinDirectory(), target.cgroup(),
+                        options.maxSockets());
+                kernels.add(k);
+                k.markAgentOwned();
+            }
+            revokeGrants(options.pinDirectory());
+            watcher = new InFlightWatcher(kernels.get(0).inFlight(), options.cgroups()).start();
+            policy = PolicyMap.open(host.bpf(), options.pinDirectory());
+            Path lockDir = LockDir.pathFor(options.pinDirectory());
+            RuleBook book = RuleBook.load(policy, lockDir.resolve("agent-rules"));
+            control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, agentPolicy).start();
+            ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "sockmap4j-agent-reaper");
+                t.setDaemon(true);
+                return t;
+            });
+            reaper.scheduleWithFixedDelay(book::reapDeadProcesses, 1, 1, TimeUnit.SECONDS);
+            LOG.info("sockmap4j agent: pins {}, attached to {}, {} rules adopted, {} policy grants, control socket {}",
+                    options.pinDirectory(), options.cgroups(), book.size(), agentPolicy.grants(),
+                    AgentRequest.socketPath(lockDir));
+            return new NodeAgent(options, kernels, watcher, policy, book, control, reaper);
+        } catch (IOException | RuntimeException e) {
+            if (control != null) {
+                control.close();
+            }
+            if (watcher != null) {
+                watcher.close();
+            }
+            if (policy != null) {
+                policy.close();
+            }
+            for (KernelSockmap k : kernels) {
+                try {
+                    k.close();
+                } catch (IOException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    private static AgentPolicy loadPolicy(Path file) throws IOException {
+        try {
+            return AgentPolicy.load(file);
+        } catch (IllegalArgumentException e) {
+            throw new IOException(e.getMessage(), e);
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IOException("no policy file " + file + " (--policy)", e);
+        }
+    }
+
+    /** The agent is the only writer of the policy map: a group grant made by {@code up --group} goes. */
+    private static void revokeGrants(Path pinDir) throws IOException {
+        Path pin = pinDir.resolve("policy");
+        Set<PosixFilePermission> perms = Files.getPosixFilePermissions(pin);
+        if (perms.contains(PosixFilePermission.GROUP_WRITE) || perms.contains(PosixFilePermission.OTHERS_WRITE)) {
+            LOG.warn("The policy map {} was writable by its group ({}); the agent makes it root-only: opt in through "
+                    + "the agent's control socket instead", pin, PosixFilePermissions.toString(perms));
+        }
+        Files.setPosixFilePermissions(pin, PosixFilePermissions.fromString("rw-------"));
+    }
+
+    /**
+     * Makes {@code owner} (a name of the caller's, such as {@code pod:NAMESPACE/NAME}) hold exactly
+     * {@code rules}: rules it held and no longer lists go unless someone else holds them too.
+     * An empty list releases everything it held.
+     */
+    public void hold(String owner, List<Rule> rules) {
+        List<AgentRequest> wanted = new ArrayList<>();
+        for (Rule r : rules) {
+            wanted.add(new AgentRequest(AgentRequest.Verb.ALLOW, r.port(), r.network(),
+                    Rules.keyBits(r.network(), r.prefixBits()), r.bound()));
+        }
+        book.hold(owner, wanted);
+    }
+
+    /** The owners starting with {@code prefix} that hold a rule now (after a restart: those adopted). */
+    public Set<String> owners(String prefix) {
+        return book.owners(prefix);
+    }
+
+    /** Whether it works: pins open, watcher and control socket running. */
+    public boolean isReady() {
+        return !closed && watcher.isRunning() && control.isRunning();
+    }
+
+    public Options options() {
+        return options;
+    }
+
+    /** The counters of the pin directory. */
+    public SockmapStats stats() {
+        KernelSockmap k = kernels.get(0);
+        return SockmapStats.of(k.counters(), k.registeredSockets());
+    }
+
+    /** The network namespaces the in-flight watcher looks in. */
+    public int watchedNamespaces() {
+        return watcher.namespaces();
+    }
+
+    /** How many times the watcher raised a receiver's estimate or bound. */
+    public long watcherEstimates() {
+        return watcher.estimates();
+    }
+
+    /** The rules in the policy map. */
+    public int rules() {
+        return book.size();
+    }
+
+    /** Each rule and its holders. */
+    public List<String> describeRules() {
+        return book.describeAll();
+    }
+
+    /** Requests served on the control socket, and those refused. */
+    public long controlRequests() {
+        return control.requests();
+    }
+
+    public long controlRefusals() {
+        return control.refused();
+    }
+
+    /** Stops the agent; pins, attachments and rules stay for the next one. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        control.close();
+        reaper.shutdownNow();
+        watcher.close();
+        policy.close();
+        for (KernelSockmap k : kernels) {
+            try {
+                k.close();
+            } catch (IOException e) {
+                LOG.warn("Closing the agent's handle of {}: {}", k.cgroupDir(), e.toString());
+            }
+        }
+        LOG.info("sockmap4j agent stopped; pins in {} stay for the next agent", options.pinDirectory());
+    }
+}

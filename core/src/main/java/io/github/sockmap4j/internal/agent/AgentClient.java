@@ -1,0 +1,106 @@
+package io.github.sockmap4j.internal.agent;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A connection to a node agent's control socket: one request, one answer at a time. Rules
+ * made with {@link AgentRequest.Verb#OPTIN} last as long as this connection.
+ *
+ * <p><b>Note:</b> this class is threadsafe (requests are serialised).
+ */
+public final class AgentClient implements AutoCloseable {
+    private final Path socket;
+    private final SocketChannel channel;
+    private final ByteBuffer in = ByteBuffer.allocate(AgentRequest.MAX_LINE * 4);
+
+    private AgentClient(Path socket, SocketChannel channel) {
+        this.socket = socket;
+        this.channel = channel;
+    }
+
+    /**
+     * Connects to the agent listening at {@code socket}; null when no agent listens there (no
+     * socket file, or nobody accepting on it: an agent that stopped).
+     */
+    public static AgentClient connectIfRunning(Path socket) throws IOException {
+        if (!Files.exists(socket)) {
+            return null;
+        }
+        SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+        try {
+            ch.connect(UnixDomainSocketAddress.of(socket));
+        } catch (java.net.ConnectException e) {
+            ch.close();
+            return null; // a socket file left by an agent that died
+        } catch (IOException e) {
+            ch.close();
+            throw new IOException("cannot reach the sockmap4j agent at " + socket + ": " + e.getMessage(), e);
+        }
+        return new AgentClient(socket, ch);
+    }
+
+    /**
+     * Sends a request and returns the agent's answer text.
+     *
+     * @throws IOException with the agent's reason when it refused, or when the connection broke
+     */
+    public synchronized String call(AgentRequest request) throws IOException {
+        ByteBuffer out = ByteBuffer.wrap((request.format() + "\n").getBytes(StandardCharsets.UTF_8));
+        while (out.hasRemaining()) {
+            channel.write(out);
+        }
+        String line = readLine();
+        if (line.startsWith("OK")) {
+            return line.length() > 3 ? line.substring(3) : "";
+        }
+        if (line.startsWith("ERR ")) {
+            throw new AgentRefusedException("the sockmap4j agent refused '" + request.format() + "': "
+                    + line.substring(4));
+        }
+        throw new IOException("unexpected answer from the sockmap4j agent at " + socket + ": " + line);
+    }
+
+    private String readLine() throws IOException {
+        while (true) {
+            for (int i = 0; i < in.position(); i++) {
+                if (in.get(i) == '\n') {
+                    String line = new String(in.array(), 0, i, StandardCharsets.UTF_8);
+                    in.flip().position(i + 1);
+                    in.compact();
+                    return line;
+                }
+            }
+            if (!in.hasRemaining()) {
+                throw new IOException("the sockmap4j agent at " + socket + " sent a line too long");
+            }
+            if (channel.read(in) < 0) {
+                throw new IOException("the sockmap4j agent at " + socket + " closed the connection (stopped?)");
+            }
+        }
+    }
+
+    public Path socket() {
+        return socket;
+    }
+
+    @Override
+    public void close() throws IOException {
+        channel.close();
+    }
+
+    /** The agent answered, and its answer is no. */
+    public static final class AgentRefusedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        AgentRefusedException(String message) {
+            super(message);
+        }
+    }
+}

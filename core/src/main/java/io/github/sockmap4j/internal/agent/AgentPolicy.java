@@ -1,0 +1,236 @@
+package io.github.sockmap4j.internal.agent;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Who may opt in what through a node agent: its policy file, one grant a line.
+ *
+ * <pre>
+ * # who      ports             server networks        largest bound (bytes)
+ * uid 1000   8080,9000-9100    10.0.0.0/8,fd00::/8    4194304
+ * gid 2000   *                 *                      1048576
+ * </pre>
+ *
+ * A request is allowed when a line names the requester's uid, or its primary or a supplementary
+ * gid, covers its port, covers its network (a request for any address needs {@code *}), and its
+ * bound is at most the line's (0, each receiver's own bound, is always within). Root may do
+ * anything; only root may set a rule unbounded. Without a file only root may opt in.
+ *
+ * <p><b>Note:</b> immutable, so threadsafe.
+ */
+public final class AgentPolicy {
+    /** One line. */
+    record Grant(boolean group, int id, List<int[]> ports, List<Net> networks, long maxBound, int line) {
+    }
+
+    /** A network: {@code any}, or a 16-byte v4-mapped address with the key bits that must match. */
+    record Net(boolean any, byte[] addr, int keyBits) {
+        boolean covers(InetAddress network, int requestBits) {
+            if (any) {
+                return true;
+            }
+            if (network == null || requestBits < keyBits) {
+                return false;
+            }
+            byte[] a = mapped(network);
+            for (int bit = 0; bit < keyBits; bit++) {
+                int mask = 0x80 >>> (bit % 8);
+                if ((a[bit / 8] & mask) != (addr[bit / 8] & mask)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    private final Path file;
+    private final List<Grant> grants;
+
+    private AgentPolicy(Path file, List<Grant> grants) {
+        this.file = file;
+        this.grants = List.copyOf(grants);
+    }
+
+    /** No file: root only. */
+    public static AgentPolicy rootOnly() {
+        return new AgentPolicy(null, List.of());
+    }
+
+    public static AgentPolicy load(Path file) throws IOException {
+        return parse(file, Files.readAllLines(file));
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the line and what is wrong with it
+     */
+    static AgentPolicy parse(Path file, List<String> lines) {
+        List<Grant> grants = new ArrayList<>();
+        for (int i = 0; i < lines.size(); i++) {
+            String raw = lines.get(i);
+            int hash = raw.indexOf('#');
+            String line = (hash >= 0 ? raw.substring(0, hash) : raw).trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            try {
+                grants.add(grant(line, i + 1));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException((file == null ? "policy" : file.toString()) + ":" + (i + 1) + ": "
+                        + raw.trim() + ": " + e.getMessage() + " (expected 'uid|gid ID PORTS|* NETWORKS|* MAX-BOUND')");
+            }
+        }
+        return new AgentPolicy(file, grants);
+    }
+
+    private static Grant grant(String line, int n) {
+        String[] f = line.split("\\s+");
+        if (f.length != 5) {
+            throw new IllegalArgumentException("5 fields, found " + f.length);
+        }
+        boolean group = switch (f[0]) {
+            case "uid" -> false;
+            case "gid" -> true;
+            default -> throw new IllegalArgumentException("'" + f[0] + "' is neither uid nor gid");
+        };
+        int id = parseInt(f[1], "id");
+        if (id < 0) {
+            throw new IllegalArgumentException("a negative id");
+        }
+        List<int[]> ports = new ArrayList<>();
+        if (!f[2].equals("*")) {
+            for (String p : f[2].split(",")) {
+                String[] r = p.split("-", 2);
+                int lo = parseInt(r[0], "port");
+                int hi = r.length == 2 ? parseInt(r[1], "port") : lo;
+                if (lo < 1 || hi > 65535 || lo > hi) {
+                    throw new IllegalArgumentException("ports must be 1..65535, low-high: '" + p + "'");
+                }
+                ports.add(new int[] {lo, hi});
+            }
+        }
+        List<Net> nets = new ArrayList<>();
+        for (String c : f[3].split(",")) {
+            nets.add(net(c));
+        }
+        long max = parseLong(f[4], "bound");
+        if (max < 0 || max > 0xfffffffeL) {
+            throw new IllegalArgumentException("the largest bound is 0.." + 0xfffffffeL + " bytes (unbounded is for "
+                    + "root only): '" + f[4] + "'");
+        }
+        return new Grant(group, id, ports, nets, max, n);
+    }
+
+    private static Net net(String c) {
+        if (c.equals("*")) {
+            return new Net(true, null, 0);
+        }
+        String[] p = c.split("/", 2);
+        if (!p[0].matches("[0-9a-fA-F:.]+")) {
+            throw new IllegalArgumentException("not a network: '" + c + "'");
+        }
+        InetAddress a;
+        try {
+            a = InetAddress.getByName(p[0]);
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("not a network: '" + c + "'");
+        }
+        int max = a.getAddress().length * 8;
+        int bits = p.length == 2 ? parseInt(p[1], "prefix") : max;
+        if (bits < 0 || bits > max) {
+            throw new IllegalArgumentException("prefix must be 0.." + max + ": '" + c + "'");
+        }
+        return new Net(false, mapped(a), max == 32 ? 96 + bits : bits);
+    }
+
+    static byte[] mapped(InetAddress a) {
+        byte[] b = a.getAddress();
+        if (b.length == 16) {
+            return b;
+        }
+        byte[] m = new byte[16];
+        m[10] = (byte) 0xff;
+        m[11] = (byte) 0xff;
+        System.arraycopy(b, 0, m, 12, 4);
+        return m;
+    }
+
+    private static int parseInt(String s, String what) {
+        try {
+            return Integer.parseInt(s);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a " + what + ": '" + s + "'");
+        }
+    }
+
+    private static long parseLong(String s, String what) {
+        try {
+            return Long.parseLong(s);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a " + what + ": '" + s + "'");
+        }
+    }
+
+    /**
+     * Null when {@code uid} (with these groups) may make this rule, else why not and what to do.
+     *
+     * @param request an ALLOW, OPTIN or BOUND request
+     */
+    public String refusal(int uid, Set<Integer> gids, AgentRequest request) {
+        if (uid == 0) {
+            return null;
+        }
+        if (request.bound() == -1) {
+            return "only root may make a rule unbounded (uid " + uid + " asked for bound -1); ask for a bound in bytes";
+        }
+        long bound = Integer.toUnsignedLong(request.bound());
+        String where = request.network() == null ? "any address"
+                : request.network().getHostAddress() + " (" + request.keyBits() + " key bits)";
+        boolean portAndNet = false;
+        long largest = -1;
+        for (Grant g : grants) {
+            boolean mine = g.group() ? gids.contains(g.id()) : g.id() == uid;
+            if (!mine || !coversPort(g, request.port())) {
+                continue;
+            }
+            if (g.networks().stream().noneMatch(n -> n.covers(request.network(), request.keyBits()))) {
+                continue;
+            }
+            portAndNet = true;
+            largest = Math.max(largest, g.maxBound());
+            if (bound <= g.maxBound()) {
+                return null;
+            }
+        }
+        String policy = file == null ? "the agent runs without a policy file (--policy), so only root may opt in"
+                : "see the agent's policy file " + file;
+        if (portAndNet) {
+            return "uid " + uid + " may set bounds up to " + largest + " bytes on port " + request.port() + ", not "
+                    + bound + " (" + policy + ")";
+        }
+        return "uid " + uid + " may not opt in port " + request.port() + " for " + where + ": no grant for it ("
+                + policy + ")";
+    }
+
+    private static boolean coversPort(Grant g, int port) {
+        if (g.ports().isEmpty()) {
+            return true;
+        }
+        for (int[] r : g.ports()) {
+            if (port >= r[0] && port <= r[1]) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    public int grants() {
+        return grants.size();
+    }
+}

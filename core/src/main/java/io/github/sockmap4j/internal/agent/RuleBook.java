@@ -1,0 +1,334 @@
+package io.github.sockmap4j.internal.agent;
+
+import io.github.sockmap4j.internal.bpf.PolicyMap;
+import io.github.sockmap4j.internal.bpf.PolicyRule;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The agent's record of who holds each policy rule, and the only writer of the policy map while
+ * it runs. A rule stays in the map while anyone holds it: a user's {@code ALLOW} (until that user
+ * or root denies it), a connection's {@code OPTIN} (until the connection closes), a pod's
+ * annotation (until the pod or the annotation goes). Kept in a root-only file next to the locks,
+ * so the next agent adopts it: a rule the map holds and the file does not (made by root without an
+ * agent) is root's; an {@code OPTIN} of the previous agent's connections is held for as long as
+ * the process that made it lives.
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+public final class RuleBook {
+    private static final Logger LOG = LoggerFactory.getLogger(RuleBook.class);
+
+    /** The persistent holder kind of a user's ALLOW. */
+    static final String USER = "user";
+
+    /**
+     * One holder of a rule: {@code owner} is {@value #USER}, {@code conn:N} (a live connection),
+     * {@code pid:P} (a connection of an earlier agent, held while process P lives) or
+     * {@code pod:NS/NAME}.
+     */
+    record Holder(int uid, String owner, long pid) {
+    }
+
+    /** A rule as the map has it, and its holders. */
+    static final class Rule {
+        final int port;
+        final InetAddress network;
+        final int keyBits;
+        final PolicyRule key;
+        int bound;
+        final List<Holder> holders = new ArrayList<>();
+
+        Rule(int port, InetAddress network, int keyBits, PolicyRule key, int bound) {
+            this.port = port;
+            this.network = network;
+            this.keyBits = keyBits;
+            this.key = key;
+            this.bound = bound;
+        }
+
+        String describe() {
+            return port + (network == null ? "" : "/" + network.getHostAddress() + " (" + keyBits + " key bits)");
+        }
+    }
+
+    /** A request the book turns down, with the reason. */
+    public static final class Refused extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    private final PolicyMap policy;
+    private final Path file;
+    private final Map<String, Rule> rules = new LinkedHashMap<>();
+
+    private RuleBook(PolicyMap policy, Path file) {
+        this.policy = policy;
+        this.file = file;
+    }
+
+    /** Adopts the rules of {@code policy}, with their holders from {@code file} when there is one. */
+    public static RuleBook load(PolicyMap policy, Path file) throws IOException {
+        RuleBook b = new RuleBook(policy, file);
+        List<String> inMap = policy.keysHex();
+        if (Files.exists(file)) {
+            for (String line : Files.readAllLines(file)) {
+                String[] f = line.split("\t");
+                if (f.length != 7) {
+                    continue;
+                }
+                InetAddress net = f[4].equals("*") ? null : InetAddress.getByName(f[4]);
+                int port = Integer.parseInt(f[3]);
+                int bits = Integer.parseInt(f[5]);
+                PolicyRule key = policy.rule(port, net, bits);
+                if (!inMap.contains(key.prefixHex())) {
+                    continue; // removed from the map while no agent ran
+                }
+                Rule r = b.rules.computeIfAbsent(key.prefixHex(),
+                        k -> new Rule(port, net, bits, key, Integer.parseInt(f[6])));
+                String owner = f[1];
+                long pid = Long.parseLong(f[2]);
+                if (owner.startsWith("conn:")) {
+                    owner = "pid:" + pid; // that connection ended with the previous agent
+                }
+                r.holders.add(new Holder(Integer.parseInt(f[0]), owner, pid));
+            }
+        }
+        for (String hex : inMap) {
+            if (!b.rules.containsKey(hex)) {
+                Rule r = decode(policy, hex);
+                r.holders.add(new Holder(0, USER, 0));
+                b.rules.put(hex, r);
+            }
+        }
+        b.reapDeadProcesses();
+        b.save();
+        return b;
+    }
+
+    /** A rule from its map key (prefixlen, big-endian port, v4-mapped address). */
+    private static Rule decode(PolicyMap policy, String hex) throws IOException {
+        ByteBuffer k = ByteBuffer.wrap(HexFormat.of().parseHex(hex)).order(ByteOrder.nativeOrder());
+        int bits = k.getInt(0) - 16;
+        int port = ((k.get(4) & 0xff) << 8) | (k.get(5) & 0xff);
+        byte[] addr = new byte[16];
+        k.get(6, addr);
+        InetAddress net = bits == 0 ? null : InetAddress.getByAddress(addr); // v4-mapped comes back as IPv4
+        PolicyRule key = policy.rule(port, net, bits);
+        long bound = policy.boundOf(key);
+        return new Rule(port, net, bits, key, (int) bound);
+    }
+
+    /**
+     * Carries out an ALLOW, OPTIN, BOUND or DENY of {@code uid} (already checked against the
+     * policy file) and returns what was done.
+     *
+     * @param connection the requester's connection ("conn:N"), for OPTIN
+     */
+    public synchronized String apply(int uid, long pid, String connection, AgentRequest req)
+            throws Refused, IOException {
+        PolicyRule key = policy.rule(req.port(), req.network(), req.keyBits());
+        Rule r = rules.get(key.prefixHex());
+        switch (req.verb()) {
+            case ALLOW, OPTIN -> {
+                String owner = req.verb() == AgentRequest.Verb.ALLOW ? USER : connection;
+                if (r == null) {
+                    policy.put(key, req.bound());
+                    r = new Rule(req.port(), req.network(), req.keyBits(), key, req.bound());
+                    rules.put(key.prefixHex(), r);
+                } else if (r.bound != req.bound()) {
+                    checkSoleHolder(uid, r, "change its bound");
+                    policy.setBound(key, req.bound());
+                    r.bound = req.bound();
+                }
+                Holder h = new Holder(uid, owner, pid);
+                if (!r.holders.contains(h)) {
+                    r.holders.add(h);
+                }
+                save();
+                return (req.verb() == AgentRequest.Verb.ALLOW ? "allowed " : "opted in ") + r.describe()
+                        + " bound " + Integer.toUnsignedString(r.bound);
+            }
+            case BOUND -> {
+                if (r == null) {
+                    throw new Refused("no rule for " + req.port() + ": opt it in first");
+                }
+                checkSoleHolder(uid, r, "change its bound");
+                policy.setBound(key, req.bound());
+                r.bound = req.bound();
+                save();
+                return "bound of " + r.describe() + " is " + Integer.toUnsignedString(r.bound);
+            }
+            case DENY -> {
+                if (r == null) {
+                    throw new Refused("no rule for " + describe(req) + " (nothing to remove)");
+                }
+                boolean removed = uid == 0
+                        ? r.holders.removeIf(h -> true)
+                        : r.holders.removeIf(h -> h.uid() == uid
+                                && (h.owner().equals(USER) || h.owner().equals(connection)
+                                || h.owner().equals("pid:" + pid)));
+                if (!removed) {
+                    throw new Refused("the rule for " + r.describe() + " was made by uid "
+                            + r.holders.stream().map(h -> Integer.toString(h.uid())).distinct()
+                                    .collect(Collectors.joining(", "))
+                            + ": only they, or root, may remove it");
+                }
+                dropIfUnheld(r);
+                save();
+                return "denied " + r.describe() + (rules.containsKey(key.prefixHex()) ? " (still held by others)" : "");
+            }
+            default -> throw new Refused("not a rule request: " + req.verb());
+        }
+    }
+
+    private static String describe(AgentRequest req) {
+        return req.port() + (req.network() == null ? "" : "/" + req.network().getHostAddress());
+    }
+
+    private static void checkSoleHolder(int uid, Rule r, String what) throws Refused {
+        if (uid == 0) {
+            return;
+        }
+        for (Holder h : r.holders) {
+            if (h.uid() != uid) {
+                throw new Refused("the rule for " + r.describe() + " is also held by uid " + h.uid()
+                        + " (bound " + Integer.toUnsignedString(r.bound) + "): only root may " + what);
+            }
+        }
+    }
+
+    /** A connection ended: its OPTIN rules go, unless someone else holds them too. */
+    public synchronized void connectionClosed(String connection) {
+        dropHolders(h -> h.owner().equals(connection));
+    }
+
+    /** Drops the holders left by processes that have exited (see {@link #load}). */
+    public synchronized void reapDeadProcesses() {
+        dropHolders(h -> h.owner().startsWith("pid:") && !Files.exists(Path.of("/proc/" + h.pid())));
+    }
+
+    /**
+     * Makes {@code owner} (e.g. {@code pod:NS/NAME}) hold exactly {@code wanted} (root's rules:
+     * the agent made them from what it was told to), dropping what it held before and no longer
+     * wants. Errors of one rule (a full map) are logged and the others still applied.
+     */
+    public synchronized void hold(String owner, List<AgentRequest> wanted) {
+        Set<String> keep = wanted.stream().map(w -> policy.rule(w.port(), w.network(), w.keyBits()).prefixHex())
+                .collect(Collectors.toSet());
+        dropHolders(h -> h.owner().equals(owner), keep);
+        for (AgentRequest w : wanted) {
+            PolicyRule key = policy.rule(w.port(), w.network(), w.keyBits());
+            Rule r = rules.get(key.prefixHex());
+            try {
+                if (r == null) {
+                    policy.put(key, w.bound());
+                    r = new Rule(w.port(), w.network(), w.keyBits(), key, w.bound());
+                    rules.put(key.prefixHex(), r);
+                }
+                Holder h = new Holder(0, owner, 0);
+                if (!r.holders.contains(h)) {
+                    r.holders.add(h);
+                }
+            } catch (IOException e) {
+                LOG.warn("Cannot opt {} in for {}: {}", describe(w), owner, e.getMessage());
+            }
+        }
+        save();
+    }
+
+    /** Owners of the given prefix (e.g. "pod:") that hold anything. */
+    public synchronized Set<String> owners(String prefix) {
+        return rules.values().stream().flatMap(r -> r.holders.stream()).map(Holder::owner)
+                .filter(o -> o.startsWith(prefix)).collect(Collectors.toSet());
+    }
+
+    private void dropHolders(java.util.function.Predicate<Holder> which) {
+        dropHolders(which, Set.of());
+    }
+
+    private void dropHolders(java.util.function.Predicate<Holder> which, Set<String> except) {
+        boolean changed = false;
+        for (Rule r : List.copyOf(rules.values())) {
+            if (except.contains(r.key.prefixHex())) {
+                continue;
+            }
+            if (r.holders.removeIf(which)) {
+                changed = true;
+                dropIfUnheld(r);
+            }
+        }
+        if (changed) {
+            save();
+        }
+    }
+
+    private void dropIfUnheld(Rule r) {
+        if (r.holders.isEmpty()) {
+            policy.tryRemove(r.key);
+            rules.remove(r.key.prefixHex());
+        }
+    }
+
+    /** How many rules the map holds through this book. */
+    public synchronized int size() {
+        return rules.size();
+    }
+
+    /** Each rule's text and its holders' uids and kinds, for status output. */
+    public synchronized List<String> describeAll() {
+        List<String> out = new ArrayList<>();
+        for (Rule r : rules.values()) {
+            out.add(r.describe() + " bound " + Integer.toUnsignedString(r.bound) + " held by "
+                    + r.holders.stream().map(h -> "uid " + h.uid() + " (" + h.owner() + ")")
+                            .collect(Collectors.joining(", ")));
+        }
+        return out;
+    }
+
+    private void save() {
+        StringBuilder sb = new StringBuilder();
+        for (Rule r : rules.values()) {
+            for (Holder h : r.holders) {
+                sb.append(h.uid()).append('\t').append(h.owner()).append('\t').append(h.pid()).append('\t')
+                        .append(r.port).append('\t')
+                        .append(r.network == null ? "*" : r.network.getHostAddress()).append('\t')
+                        .append(r.keyBits).append('\t').append(r.bound).append('\n');
+            }
+        }
+        try {
+            Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+            Files.deleteIfExists(tmp);
+            Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            Files.writeString(tmp, sb);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            LOG.warn("Cannot save the agent's rules to {} (a restarted agent would count them as root's): {}",
+                    file, e.toString());
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RuleBook" + Objects.toString(describeAll());
+    }
+}

@@ -1,0 +1,211 @@
+package io.github.sockmap4j.internal.net;
+
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.NativeLayouts;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+
+/**
+ * A listening Unix stream socket whose connections say who is at the other end
+ * ({@code SO_PEERCRED}: the pid, uid and gid the kernel recorded when the peer connected, which
+ * the peer cannot forge). The JDK's Unix channels give the peer's user and group names only,
+ * hence this small native one. Lines in, lines out.
+ *
+ * <p><b>Note:</b> {@link #accept} from one thread; each {@link Connection} from one thread;
+ * {@link #close} from any.
+ */
+public final class UnixListener implements AutoCloseable {
+    private static final int POLL_MILLIS = 200;
+
+    /** The peer of a connection, as the kernel saw it connect. */
+    public record Credentials(int pid, int uid, int gid) {
+    }
+
+    private final Path path;
+    private final int fd;
+    private volatile boolean closed;
+
+    private UnixListener(Path path, int fd) {
+        this.path = path;
+        this.fd = fd;
+    }
+
+    /**
+     * Listens at {@code path} (mode 0666: whoever connects is told apart by credentials). A socket
+     * file nobody accepts on (left by a process that died) is replaced.
+     *
+     * @throws IOException when another process listens there, or the path is too long
+     */
+    public static UnixListener listen(Path path) throws IOException {
+        byte[] p = path.toString().getBytes(StandardCharsets.UTF_8);
+        if (p.length >= 108) {
+            throw new IOException("a Unix socket path must be under 108 bytes: " + path);
+        }
+        if (Files.exists(path)) {
+            try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+                probe.connect(UnixDomainSocketAddress.of(path));
+                throw new IOException("another process listens at " + path + " (a sockmap4j agent of the same pin "
+                        + "directory is running already?)");
+            } catch (java.net.ConnectException stale) {
+                Files.delete(path);
+            }
+        }
+        int fd = LibC.socket(LibC.AF_UNIX, 1 /* SOCK_STREAM */ | LibC.SOCK_CLOEXEC, 0);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment addr = arena.allocate(NativeLayouts.SOCKADDR_UN);
+            addr.set(ValueLayout.JAVA_SHORT, 0, (short) LibC.AF_UNIX);
+            MemorySegment.copy(p, 0, addr, ValueLayout.JAVA_BYTE, NativeLayouts.SUN_PATH, p.length);
+            LibC.bind(fd, addr);
+            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-rw-rw-"));
+            LibC.listen(fd, 64);
+            return new UnixListener(path, fd);
+        } catch (IOException | RuntimeException e) {
+            LibC.close(fd);
+            Files.deleteIfExists(path);
+            throw e;
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** The next connection; null once closed. */
+    public Connection accept() throws IOException {
+        while (!closed) {
+            int r = LibC.tryPoll(fd, LibC.POLLIN, POLL_MILLIS);
+            if (r == 0 || r == -Errno.EINTR) {
+                continue;
+            }
+            if (r < 0) {
+                throw new NativeIOException("poll", -r, path.toString());
+            }
+            int c = LibC.tryAccept(fd);
+            if (c == -Errno.EAGAIN || c == -Errno.EINTR || c == -Errno.ECONNABORTED) {
+                continue;
+            }
+            if (c < 0) {
+                if (closed) {
+                    return null;
+                }
+                throw new NativeIOException("accept", -c, path.toString());
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment cred = arena.allocate(NativeLayouts.UCRED);
+                LibC.getsockopt(c, LibC.SOL_SOCKET, LibC.SO_PEERCRED, cred);
+                return new Connection(c, new Credentials(cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_PID),
+                        cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_UID),
+                        cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_GID)));
+            } catch (IOException | RuntimeException e) {
+                LibC.close(c);
+                throw e;
+            }
+        }
+        return null;
+    }
+
+    /** Stops accepting and removes the socket file; open connections stay until closed. */
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            try {
+                Files.deleteIfExists(path);
+            } catch (IOException ignored) {
+                // Replaced by the next listener.
+            }
+            LibC.close(fd); // accept() polls with a timeout, so it sees 'closed' soon
+        }
+    }
+
+    /** One accepted connection (non-blocking underneath; reads wait with poll). */
+    public static final class Connection implements AutoCloseable {
+        private final int fd;
+        private final Credentials peer;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment buf = arena.allocate(1024);
+        private final StringBuilder pending = new StringBuilder();
+        private volatile boolean closed;
+
+        Connection(int fd, Credentials peer) {
+            this.fd = fd;
+            this.peer = peer;
+        }
+
+        public Credentials peer() {
+            return peer;
+        }
+
+        /** The next line (without its newline); null at end of stream or once closed. */
+        public String readLine(int maxLength) throws IOException {
+            while (true) {
+                int nl = pending.indexOf("\n");
+                if (nl >= 0) {
+                    String line = pending.substring(0, nl);
+                    pending.delete(0, nl + 1);
+                    return line;
+                }
+                if (pending.length() > maxLength) {
+                    throw new IOException("a line over " + maxLength + " bytes");
+                }
+                if (closed) {
+                    return null;
+                }
+                int r = LibC.tryPoll(fd, LibC.POLLIN, POLL_MILLIS);
+                if (r == 0 || r == -Errno.EINTR) {
+                    continue;
+                }
+                long n = LibC.tryRead(fd, buf);
+                if (n == -Errno.EAGAIN || n == -Errno.EINTR) {
+                    continue;
+                }
+                if (n <= 0) {
+                    return null;
+                }
+                pending.append(new String(buf.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));
+            }
+        }
+
+        public void writeLine(String line) throws IOException {
+            byte[] b = (line + "\n").getBytes(StandardCharsets.UTF_8);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment out = a.allocateFrom(ValueLayout.JAVA_BYTE, b);
+                long off = 0;
+                while (off < b.length) {
+                    long n = LibC.tryWrite(fd, out.asSlice(off));
+                    if (n == -Errno.EAGAIN || n == -Errno.EINTR) {
+                        LibC.tryPoll(fd, LibC.POLLOUT, POLL_MILLIS);
+                        continue;
+                    }
+                    if (n < 0) {
+                        throw new NativeIOException("write", (int) -n, "agent connection");
+                    }
+                    off += n;
+                }
+            }
+        }
+
+        /** Makes a reader blocked in {@link #readLine} return null soon; {@link #close} frees. */
+        public void stop() {
+            closed = true;
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            LibC.close(fd);
+            arena.close();
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package io.github.sockmap4j.internal.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+/** The control socket's line format: what it accepts, what it refuses, and that lines round-trip. */
+class AgentRequestTest {
+    @Property
+    void aRequestReadsBackAsItWasWritten(@ForAll @IntRange(min = 1, max = 65535) int port,
+                                         @ForAll @IntRange(min = 0, max = 32) int v4Bits,
+                                         @ForAll @IntRange(min = -1, max = 1 << 30) int bound) throws Exception {
+        InetAddress net = InetAddress.getByName("10.1.2.0");
+        for (AgentRequest.Verb v : new AgentRequest.Verb[] {AgentRequest.Verb.ALLOW, AgentRequest.Verb.OPTIN,
+            AgentRequest.Verb.BOUND}) {
+            AgentRequest r = new AgentRequest(v, port, net, 96 + v4Bits, bound);
+            assertEquals(r, AgentRequest.parse(r.format()));
+        }
+        AgentRequest deny = new AgentRequest(AgentRequest.Verb.DENY, port, null, 0, 0);
+        assertEquals(deny, AgentRequest.parse(deny.format()));
+    }
+
+    @Test
+    void badLinesAreRefusedWithTheReason() {
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("GRANT 80 * 0 0"))
+                .getMessage().contains("unknown request 'GRANT'"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW 70000 * 0 0"))
+                .getMessage().contains("port must be 1..65535"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW 80 * 0 -5"))
+                .getMessage().contains("bound must be >= 0 bytes, or -1"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW 80 * 12 0"))
+                .getMessage().contains("0 for any address"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW 80 10.0.0.0 8 0"))
+                .getMessage().contains("96..128 for an IPv4 network"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW 80 example.com 128 0"))
+                .getMessage().contains("not an address literal"), "the agent never resolves names");
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("DENY 80 *"))
+                .getMessage().contains("DENY takes 3 fields"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW x * 0 0"))
+                .getMessage().contains("not a number"));
+    }
+
+    @Test
+    void pingNeedsNothingElse() {
+        AgentRequest p = AgentRequest.parse("ping");
+        assertEquals(AgentRequest.Verb.PING, p.verb());
+        assertNull(p.network());
+        assertEquals("PING", p.format());
+    }
+}
