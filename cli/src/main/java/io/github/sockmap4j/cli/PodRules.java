@@ -36,14 +36,18 @@ final class PodRules implements AutoCloseable {
     private final KubernetesClient client;
     private final boolean ownsClient;
     private final String annotation;
+    private final String nodeName;
     private final SharedIndexInformer<Pod> informer;
 
-    private PodRules(NodeAgent agent, KubernetesClient client, boolean ownsClient, String nodeName, String annotation) {
+    private PodRules(NodeAgent agent, KubernetesClient client, boolean ownsClient, String nodeName, String annotation,
+                     boolean serverSideFilter) {
         this.agent = agent;
         this.client = client;
         this.ownsClient = ownsClient;
         this.annotation = annotation;
-        this.informer = client.pods().inAnyNamespace().withField("spec.nodeName", nodeName).inform(new Handler(), 0);
+        this.nodeName = nodeName;
+        var all = client.pods().inAnyNamespace();
+        this.informer = (serverSideFilter ? all.withField("spec.nodeName", nodeName) : all).inform(new Handler(), 0);
         // Owners an earlier agent left that are no longer on this node: released once the first list is in.
         informer.start().whenComplete((v, e) -> {
             if (e == null) {
@@ -56,11 +60,16 @@ final class PodRules implements AutoCloseable {
 
     /** Watches with the client the environment configures (in a pod: its service account). */
     static PodRules start(NodeAgent agent, String nodeName, String annotation) {
-        return new PodRules(agent, new KubernetesClientBuilder().build(), true, nodeName, annotation);
+        return new PodRules(agent, new KubernetesClientBuilder().build(), true, nodeName, annotation, true);
     }
 
-    static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation) {
-        return new PodRules(agent, client, false, nodeName, annotation);
+    /**
+     * With a client of the caller's. {@code serverSideFilter} false lists every pod and keeps this
+     * node's here (fabric8's mock server does not filter on spec.nodeName; an API server does).
+     */
+    static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
+                          boolean serverSideFilter) {
+        return new PodRules(agent, client, false, nodeName, annotation, serverSideFilter);
     }
 
     /** Whether the first list of pods has been applied. */
@@ -87,6 +96,9 @@ final class PodRules implements AutoCloseable {
 
     /** The rules a pod asks for now; empty without the annotation or pod IPs. */
     List<NodeAgent.Rule> rulesOf(Pod p) {
+        if (p.getSpec() == null || !nodeName.equals(p.getSpec().getNodeName())) {
+            return List.of(); // the server's field selector should have left it out; another node's pod
+        }
         Map<String, String> ann = p.getMetadata().getAnnotations();
         String ports = ann == null ? null : ann.get(annotation);
         if (ports == null || ports.isBlank()) {
