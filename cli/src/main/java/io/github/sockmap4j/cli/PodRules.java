@@ -96,6 +96,11 @@ final class PodRules implements AutoCloseable {
 
     /** The rules a pod asks for now; empty without the annotation or pod IPs. */
     List<NodeAgent.Rule> rulesOf(Pod p) {
+        return rulesOf(p, nodeName, annotation);
+    }
+
+    /** The rules a pod of node {@code nodeName} asks for with {@code annotation}. */
+    static List<NodeAgent.Rule> rulesOf(Pod p, String nodeName, String annotation) {
         if (p.getSpec() == null || !nodeName.equals(p.getSpec().getNodeName())) {
             return List.of(); // the server's field selector should have left it out; another node's pod
         }
