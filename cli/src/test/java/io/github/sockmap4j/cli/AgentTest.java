@@ -240,9 +240,14 @@ class AgentTest {
         assertEquals(0, cli("allow", "47202").code());
         assertTrue(pingPong(nsA, nsB, A_ADDR, 47202, 20_000) >= 0.99, "at least 99% of messages redirected");
         stream(nsA, nsB, A_ADDR, 47202, 1L << 30);
-        String scrape = scrape("/metrics");
-        assertTrue(scrape.matches("(?s).*sockmap4j_agent_namespaces [3-9].*"),
-                "the watcher looks in the host's and both pods' namespaces: " + scrape);
+        // While processes of the cgroup live in both pods, the watcher looks in their namespaces too.
+        try (ChildJvm a = peer(nsA, "sink-server", A_ADDR, "47210");
+             ChildJvm b = peer(nsB, "sink-server", B_ADDR, "47211")) {
+            a.expect("port=", 30);
+            b.expect("port=", 30);
+            Await.until("the watcher looks in the host's and both pods' namespaces", Duration.ofSeconds(10),
+                    () -> scrape("/metrics").matches("(?s).*sockmap4j_agent_namespaces [3-9].*"));
+        }
         assertEquals(0, cli("deny", "47202").code());
     }
 
