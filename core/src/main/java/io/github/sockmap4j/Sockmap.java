@@ -152,7 +152,13 @@ public final class Sockmap implements AutoCloseable {
         SockmapAvailability.Host host = platform == Platform.current()
                 ? SockmapAvailability.host() : SockmapAvailability.check(platform);
         if (host.cause() != null) {
-            return inactive(config, host.cause(), host.exception());
+            String cause = host.cause();
+            if (java.nio.file.Files.exists(SockmapAdmin.agentSocket(config.pinDirectory()))) {
+                cause += "; a sockmap4j agent serves " + config.pinDirectory() + ": opt ports in through it "
+                        + "(PolicyClient.open(pinDir).optIn(port), or a pod annotation), and connections in its "
+                        + "cgroups take the fast path while this process's channels work as plain sockets";
+            }
+            return inactive(config, cause, host.exception());
         }
         KernelSockmap kernel;
         try {

@@ -3,9 +3,6 @@ package io.github.sockmap4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -28,46 +25,23 @@ class NetnsTest {
     static final String B_ADDR = "10.254.77.2";
 
     TestKernel kernel;
+    VethPods pods;
     String nsA;
     String nsB;
-
-    static void sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
-    }
 
     @BeforeAll
     void start() throws Exception {
         kernel = TestKernel.start("netns");
-        String id = Long.toString(ProcessHandle.current().pid() % 100000);
-        nsA = "sm4j-" + id + "-a";
-        nsB = "sm4j-" + id + "-b";
-        sh("ip", "netns", "add", nsA);
-        sh("ip", "netns", "add", nsB);
-        String va = "sm4j" + id + "a";
-        String vb = "sm4j" + id + "b";
-        sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb);
-        sh("ip", "link", "set", va, "netns", nsA);
-        sh("ip", "link", "set", vb, "netns", nsB);
-        sh("ip", "-n", nsA, "addr", "add", A_ADDR + "/24", "dev", va);
-        sh("ip", "-n", nsB, "addr", "add", B_ADDR + "/24", "dev", vb);
-        for (String[] nd : new String[][] {{nsA, va}, {nsB, vb}}) {
-            sh("ip", "-n", nd[0], "link", "set", nd[1], "up");
-            sh("ip", "-n", nd[0], "link", "set", "lo", "up");
-        }
+        pods = VethPods.create("n", A_ADDR, B_ADDR);
+        nsA = pods.nsA;
+        nsB = pods.nsB;
     }
 
     @AfterAll
     void stop() throws Exception {
-        // Deleting a namespace deletes its veth end, and with it the peer.
         try {
-            for (String ns : new String[] {nsA, nsB}) {
-                if (ns != null) {
-                    sh("ip", "netns", "delete", ns);
-                }
+            if (pods != null) {
+                pods.close();
             }
         } finally {
             if (kernel != null) {
@@ -77,9 +51,7 @@ class NetnsTest {
     }
 
     List<String> inNs(String ns, List<String> cmd) {
-        List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-        full.addAll(cmd);
-        return full;
+        return VethPods.in(ns, cmd);
     }
 
     @Test

@@ -10,6 +10,7 @@ import io.github.sockmap4j.KernelQueues;
 import io.github.sockmap4j.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.VethPods;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -52,6 +53,7 @@ class AgentTest {
     Path work;
     Path peer;
     Path policy;
+    VethPods pods;
     String nsA;
     String nsB;
     ChildJvm agent;
@@ -67,22 +69,9 @@ class AgentTest {
         Files.writeString(policy, "# uid nobody: two ports, bounds up to 1 MiB\nuid " + NOBODY + " 47301,47302 * 1048576\n");
         cgroup = TestKernel.newCgroup("agent");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("agent"));
-        String id = Long.toString(ProcessHandle.current().pid() % 100000);
-        nsA = "sm4j-" + id + "-pa";
-        nsB = "sm4j-" + id + "-pb";
-        sh("ip", "netns", "add", nsA);
-        sh("ip", "netns", "add", nsB);
-        String va = "sm4j" + id + "pa";
-        String vb = "sm4j" + id + "pb";
-        sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb);
-        sh("ip", "link", "set", va, "netns", nsA);
-        sh("ip", "link", "set", vb, "netns", nsB);
-        sh("ip", "-n", nsA, "addr", "add", A_ADDR + "/24", "dev", va);
-        sh("ip", "-n", nsB, "addr", "add", B_ADDR + "/24", "dev", vb);
-        for (String[] nd : new String[][] {{nsA, va}, {nsB, vb}}) {
-            sh("ip", "-n", nd[0], "link", "set", nd[1], "up");
-            sh("ip", "-n", nd[0], "link", "set", "lo", "up");
-        }
+        pods = VethPods.create("p", A_ADDR, B_ADDR);
+        nsA = pods.nsA;
+        nsB = pods.nsB;
         startAgent();
     }
 
@@ -117,10 +106,8 @@ class AgentTest {
             try {
                 SockmapAdmin.removePins(pins);
             } finally {
-                for (String ns : new String[] {nsA, nsB}) {
-                    if (ns != null) {
-                        sh("ip", "netns", "delete", ns);
-                    }
+                if (pods != null) {
+                    pods.close();
                 }
                 if (cgroup != null) {
                     Await.until("the peers left " + cgroup, () -> Files.readString(cgroup.resolve("cgroup.procs")).isBlank());

@@ -16,6 +16,7 @@ import io.github.sockmap4j.NodeAgent;
 import io.github.sockmap4j.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.VethPods;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,6 +52,7 @@ class PodRulesTest {
     Path pins;
     Path work;
     Path peer;
+    VethPods vethPods;
     String nsDb;
     String nsApp;
     NodeAgent agent;
@@ -68,22 +70,9 @@ class PodRulesTest {
         AgentTest.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         cgroup = TestKernel.newCgroup("kubepods");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("pods"));
-        String id = Long.toString(ProcessHandle.current().pid() % 100000);
-        nsDb = "sm4j-" + id + "-db";
-        nsApp = "sm4j-" + id + "-app";
-        AgentTest.sh("ip", "netns", "add", nsDb);
-        AgentTest.sh("ip", "netns", "add", nsApp);
-        String vd = "sm4j" + id + "db";
-        String va = "sm4j" + id + "ap";
-        AgentTest.sh("ip", "link", "add", vd, "type", "veth", "peer", "name", va);
-        AgentTest.sh("ip", "link", "set", vd, "netns", nsDb);
-        AgentTest.sh("ip", "link", "set", va, "netns", nsApp);
-        AgentTest.sh("ip", "-n", nsDb, "addr", "add", DB_ADDR + "/24", "dev", vd);
-        AgentTest.sh("ip", "-n", nsApp, "addr", "add", APP_ADDR + "/24", "dev", va);
-        for (String[] nd : new String[][] {{nsDb, vd}, {nsApp, va}}) {
-            AgentTest.sh("ip", "-n", nd[0], "link", "set", nd[1], "up");
-            AgentTest.sh("ip", "-n", nd[0], "link", "set", "lo", "up");
-        }
+        vethPods = VethPods.create("k", DB_ADDR, APP_ADDR);
+        nsDb = vethPods.nsA;
+        nsApp = vethPods.nsB;
         agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false));
         // The mock server answers a spec.nodeName field selector with nothing: every pod is listed,
         // and PodRules keeps this node's (the other-node pod below checks that it does).
@@ -110,10 +99,8 @@ class PodRulesTest {
             try {
                 SockmapAdmin.removePins(pins);
             } finally {
-                for (String ns : new String[] {nsDb, nsApp}) {
-                    if (ns != null) {
-                        AgentTest.sh("ip", "netns", "delete", ns);
-                    }
+                if (vethPods != null) {
+                    vethPods.close();
                 }
                 if (cgroup != null) {
                     Await.until("the peers left", () -> Files.readString(cgroup.resolve("cgroup.procs")).isBlank());
