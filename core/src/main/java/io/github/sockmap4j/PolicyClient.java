@@ -105,8 +105,7 @@ public final class PolicyClient implements AutoCloseable {
         Rules.checkPort(port);
         int bits = Rules.keyBits(network, prefixBits);
         if (agent != null) {
-            agent.call(new AgentRequest(AgentRequest.Verb.OPTIN, port, network, bits, 0));
-            return new AgentOptIn(port, network, bits);
+            return AgentOptIn.request(agent, port, network, bits, 0);
         }
         PolicyRule rule = policy.add(port, network, bits);
         return new OptIn() {
@@ -178,48 +177,6 @@ public final class PolicyClient implements AutoCloseable {
                 agent.close(); // the agent removes this client's OPTIN rules
             } catch (IOException ignored) {
                 // The connection is gone either way.
-            }
-        }
-    }
-
-    /** A rule the agent holds for as long as this client's connection. */
-    private final class AgentOptIn implements OptIn {
-        private final int port;
-        private final InetAddress network;
-        private final int bits;
-        private boolean closed;
-
-        AgentOptIn(int port, InetAddress network, int bits) {
-            this.port = port;
-            this.network = network;
-            this.bits = bits;
-        }
-
-        @Override
-        public int port() {
-            return port;
-        }
-
-        @Override
-        public synchronized boolean active() {
-            return !closed;
-        }
-
-        @Override
-        public void setBound(int bytes) throws IOException {
-            Rules.checkBound(bytes);
-            agent.call(new AgentRequest(AgentRequest.Verb.BOUND, port, network, bits, bytes));
-        }
-
-        @Override
-        public synchronized void close() {
-            if (!closed) {
-                closed = true;
-                try {
-                    agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, bits, 0));
-                } catch (IOException ignored) {
-                    // An agent that is gone dropped the rule with the connection, or its successor will.
-                }
             }
         }
     }

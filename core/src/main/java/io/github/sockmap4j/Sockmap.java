@@ -1,6 +1,7 @@
 package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.bpf.InFlightMaps;
+import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.bpf.InFlightWatcher;
 import io.github.sockmap4j.internal.bpf.KernelProbe;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
@@ -58,13 +59,21 @@ public final class Sockmap implements AutoCloseable {
     private final InFlightWatcher watcher;
     private final String cause;
     private final Throwable causeException;
+    /** Without privileges but with an agent serving the pin directory: where opt-ins go. */
+    private final AgentClient agent;
     private volatile boolean closed;
 
     private Sockmap(SockmapConfig config, KernelSockmap kernel, String cause, Throwable causeException) {
+        this(config, kernel, cause, causeException, null);
+    }
+
+    private Sockmap(SockmapConfig config, KernelSockmap kernel, String cause, Throwable causeException,
+                    AgentClient agent) {
         this.config = config;
         this.kernel = kernel;
         this.cause = cause;
         this.causeException = causeException;
+        this.agent = agent;
         this.readers = kernel == null ? null : new ReadSlotRegistry(kernel);
         this.watcher = kernel == null ? null : new InFlightWatcher(kernel.inFlight());
     }
@@ -152,13 +161,7 @@ public final class Sockmap implements AutoCloseable {
         SockmapAvailability.Host host = platform == Platform.current()
                 ? SockmapAvailability.host() : SockmapAvailability.check(platform);
         if (host.cause() != null) {
-            String cause = host.cause();
-            if (java.nio.file.Files.exists(SockmapAdmin.agentSocket(config.pinDirectory()))) {
-                cause += "; a sockmap4j agent serves " + config.pinDirectory() + ": opt ports in through it "
-                        + "(PolicyClient.open(pinDir).optIn(port), or a pod annotation), and connections in its "
-                        + "cgroups take the fast path while this process's channels work as plain sockets";
-            }
-            return inactive(config, cause, host.exception());
+            return withoutKernel(config, host);
         }
         KernelSockmap kernel;
         try {
@@ -184,6 +187,31 @@ public final class Sockmap implements AutoCloseable {
         Sockmap s = new Sockmap(config, kernel, null, null);
         s.watcher.start();
         return s;
+    }
+
+    /**
+     * The host cannot run the fast path for this process. When the reason is privileges and a
+     * node agent serves the pin directory, this process's opt-ins go through the agent: its
+     * connections in the agent's cgroups are redirected by the kernel, though this process can
+     * read none of the kernel's maps, so it stays inactive (no stats, no acceleration checks).
+     */
+    private static Sockmap withoutKernel(SockmapConfig config, SockmapAvailability.Host host) {
+        String cause = host.cause();
+        if (!cause.startsWith("missing privileges")) {
+            return inactive(config, cause, host.exception());
+        }
+        try {
+            AgentClient agent = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(config.pinDirectory()));
+            if (agent != null) {
+                return new Sockmap(config, null, cause + "; opt-ins of this process go through the sockmap4j agent "
+                        + "of " + config.pinDirectory() + " (its connections in the agent's cgroups are redirected "
+                        + "by the kernel, but this process cannot read the kernel's maps: no stats, no "
+                        + "acceleration checks)", host.exception(), agent);
+            }
+        } catch (IOException e) {
+            LOG.debug("No sockmap4j agent reachable for {}: {}", config.pinDirectory(), e.toString());
+        }
+        return inactive(config, cause, host.exception());
     }
 
     private static String probeIfInside(KernelSockmap kernel) {
@@ -266,6 +294,18 @@ public final class Sockmap implements AutoCloseable {
         Rules.checkPort(port);
         int bits = Rules.keyBits(network, prefixBits);
         if (!isActive()) {
+            if (agent != null && !closed) {
+                try {
+                    return AgentOptIn.request(agent, port, network, bits, boundBytes);
+                } catch (AgentClient.AgentRefusedException e) {
+                    if (config.required()) {
+                        throw e;
+                    }
+                    // As for any missing prerequisite: plain TCP, and the reason in the log.
+                    LOG.warn("Port {} stays on plain TCP: {}", port, e.getMessage());
+                    return new PolicyOptIn(this, null, port);
+                }
+            }
             return new PolicyOptIn(this, null, port);
         }
         return new PolicyOptIn(this, kernel.optIn(port, network, bits, boundBytes), port);
@@ -410,6 +450,13 @@ public final class Sockmap implements AutoCloseable {
             return;
         }
         closed = true;
+        if (agent != null) {
+            try {
+                agent.close(); // the agent removes this process's opt-ins
+            } catch (IOException e) {
+                LOG.debug("Closing the connection to the sockmap4j agent: {}", e.toString());
+            }
+        }
         if (kernel != null) {
             FastPathStateEvent.emit(false, "closed", config.pinDirectory().toString(), kernel.cgroupDir().toString());
             watcher.close();

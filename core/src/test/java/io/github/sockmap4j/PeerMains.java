@@ -204,6 +204,27 @@ final class PeerMains {
     }
 
     /**
+     * Opens the fast path of pin directory args[0] (without privileges: inactive), opts port
+     * args[1] in, prints active=, cause= and opted= (or error=), and holds the opt-in until a line
+     * arrives on stdin.
+     */
+    static final class UnprivilegedLibraryOptIn {
+        public static void main(String[] args) throws Exception {
+            try (Sockmap s = Sockmap.open(SockmapConfig.builder().pinDirectory(Path.of(args[0]))
+                    .required(args.length > 2).build())) {
+                System.out.println("active=" + s.isActive());
+                System.out.println("cause=" + s.unavailabilityCause());
+                try (OptIn optIn = s.optIn(Integer.parseInt(args[1]))) {
+                    System.out.println("opted=" + optIn.active());
+                    new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+                } catch (java.io.IOException e) {
+                    System.out.println("error=" + e.getMessage());
+                }
+            }
+        }
+    }
+
+    /**
      * Opens the pin directory and cgroup of args[0], args[1], connects to 127.0.0.1:args[2] with a
      * SockmapChannel, reads args[3] bytes, prints read=, then reads no more until killed.
      */

@@ -85,10 +85,50 @@ class UnprivilegedOptInTest {
     }
 
     ChildJvm unprivileged(int port) throws IOException {
+        return unprivileged(PeerMains.UnprivilegedOptIn.class, kernel.pinDir, port);
+    }
+
+    ChildJvm unprivileged(Class<?> main, Path pinDir, int port) throws IOException {
         return ChildJvm.start(List.of("setpriv", "--reuid=65534", "--regid=65534", "--init-groups",
                 "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--",
                 ChildJvm.java(), "--enable-native-access=ALL-UNNAMED", "-cp", classpath,
-                PeerMains.UnprivilegedOptIn.class.getName(), kernel.pinDir.toString(), Integer.toString(port)));
+                main.getName(), pinDir.toString(), Integer.toString(port)));
+    }
+
+    @Test
+    void throughAnAgentTheLibraryOfAnUnprivilegedProcessOptsInWhatThePolicyAllows() throws Exception {
+        Path cgroup = TestKernel.newCgroup("unpriv-agent");
+        Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("unpriv-agent"));
+        Path policy = Files.createTempFile("policy", "");
+        int port = freePort();
+        try {
+            Files.writeString(policy, "uid 65534 " + port + " * 0\n");
+            try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), policy, 1024, false))) {
+                try (ChildJvm child = unprivileged(PeerMains.UnprivilegedLibraryOptIn.class, pins, port)) {
+                    assertEquals("false", child.expect("active=", 60), "it can read none of the kernel's maps");
+                    String cause = child.expect("cause=", 30);
+                    assertTrue(cause.contains("missing privileges") && cause.contains("go through the sockmap4j agent"),
+                            cause);
+                    assertEquals("true", child.expect("opted=", 30), child.output());
+                    assertTrue(agent.describeRules().stream().anyMatch(r -> r.startsWith(port + " ")
+                            && r.contains("uid 65534")), agent.describeRules().toString());
+                    child.send("quit");
+                    assertEquals(0, child.waitFor(30));
+                }
+                Await.until("its opt-in went with it", () -> agent.rules() == 0);
+                // A port the policy does not grant: plain TCP, the agent's reason in the log.
+                try (ChildJvm child = unprivileged(PeerMains.UnprivilegedLibraryOptIn.class, pins, port + 1)) {
+                    assertEquals("false", child.expect("opted=", 60));
+                    assertTrue(child.output().contains("uid 65534 may not opt in port " + (port + 1)), child.output());
+                    child.send("quit");
+                    assertEquals(0, child.waitFor(30));
+                }
+            }
+        } finally {
+            SockmapAdmin.removePins(pins);
+            Files.deleteIfExists(policy);
+            Files.delete(cgroup);
+        }
     }
 
     static int freePort() throws IOException {
