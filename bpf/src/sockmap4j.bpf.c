@@ -21,6 +21,7 @@
 #include <linux/socket.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 #include "sockmap4j.h"
 
 #ifndef AF_INET
@@ -125,6 +126,43 @@ struct {
 	__type(value, struct sm4j_rxsock);
 } sm4j_rxsock SEC(".maps");
 
+/* The kernel's psock of a socket in a sockmap (sk_user_data, tagged in its low bits). */
+struct sock___sm4j {
+	void *sk_user_data;
+} __attribute__((preserve_access_index));
+
+struct sk_psock___sm4j {
+	__u32 msg_tot_len; /* bytes in the psock's ingress queue: redirected, not yet read */
+} __attribute__((preserve_access_index));
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/*
+ * What the receiving socket {peer} has not read of what this sender sent, exactly: the TCP bytes
+ * queued up to write_seq beyond its copied_seq, and the redirected bytes still in its psock's
+ * ingress queue (msg_tot_len). 0 when the kernel lacks what it takes (msg_tot_len, or
+ * bpf_rdonly_cast): the watcher's estimate then stands alone.
+ */
+static __always_inline int peer_unread(const struct sm4j_sock_key *peer, __u32 write_seq, __u64 *unread)
+{
+	struct sm4j_rxsock *rs = bpf_map_lookup_elem(&sm4j_rxsock, peer);
+	struct sk_psock___sm4j *psock;
+	struct tcp_sock *ptp;
+	unsigned long ud;
+
+	if (!rs || !&bpf_rdonly_cast || !bpf_core_field_exists(((struct sk_psock___sm4j *)0)->msg_tot_len))
+		return 0;
+	ptp = rs->tp;
+	if (!ptp)
+		return 0;
+	ud = (unsigned long)((struct sock___sm4j *)ptp)->sk_user_data;
+	if (!ud)
+		return 0;
+	psock = bpf_rdonly_cast((void *)(ud & ~7UL), bpf_core_type_id_kernel(struct sk_psock___sm4j));
+	*unread = (__u32)(write_seq - ptp->copied_seq) + (__u64)psock->msg_tot_len;
+	return 1;
+}
+
 /* Whether the application of the receiving socket {peer} has read up to write_seq. */
 static __always_inline int peer_drained(const struct sm4j_sock_key *peer, __u32 write_seq)
 {
@@ -140,6 +178,11 @@ static __always_inline int peer_drained(const struct sm4j_sock_key *peer, __u32 
 }
 #else
 static __always_inline int peer_drained(const struct sm4j_sock_key *peer, __u32 write_seq)
+{
+	return 0;
+}
+
+static __always_inline int peer_unread(const struct sm4j_sock_key *peer, __u32 write_seq, __u64 *unread)
 {
 	return 0;
 }
@@ -428,15 +471,25 @@ int sm4j_redirect(struct sk_msg_md *msg)
 			read = READ_ONCE(w->read);
 			bound = READ_ONCE(w->bound);
 			known = bound != 0;
+			{
+				__u64 unread;
+
+				/* Exact where the kernel allows: no estimate's lag then holds a sender back. */
+				if (peer_unread(&peer, seq, &unread) && unread <= sent && sent - unread > read) {
+					read = sent - unread;
+					w->read = read;
+				}
+			}
 			if ((st->flags & SM4J_SOCK_TCP) || sent - read + size > bound / 2)
 				w->flags |= SM4J_WATCH_WANTED;
 		}
 	}
-	if ((st->flags & SM4J_SOCK_TCP) && w && known && read != sent && peer_drained(&peer, seq)) {
+	if ((st->flags & SM4J_SOCK_TCP) && w && known && (read == sent || peer_drained(&peer, seq))) {
 		/*
-		 * The receiver's application has read every byte queued to TCP (seq is write_seq
-		 * before this message), so every byte redirected before them too: all of sent. It
-		 * keeps up, so it gets twice the room, as TCP's autotuning would give it.
+		 * The receiver has read all of sent: its application read every byte queued to TCP
+		 * (seq is write_seq before this message), and so every byte redirected before them, or
+		 * the exact count above says so. It keeps up, so it gets twice the room, as TCP's
+		 * autotuning would give it.
 		 */
 		read = sent;
 		w->read = sent;

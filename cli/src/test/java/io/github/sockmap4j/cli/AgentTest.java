@@ -351,7 +351,8 @@ class AgentTest {
     void healthAndReadiness() throws Exception {
         assertTrue(scrape("/healthz").startsWith("ok"));
         assertTrue(scrape("/readyz").startsWith("ready"));
-        assertTrue(scrape("/metrics").contains("sockmap4j_active 1.0"));
+        String m = scrape("/metrics");
+        assertTrue(m.contains("sockmap4j_active 1.0"), () -> m + "\nagent output:\n" + agent.output());
     }
 
     String scrape(String path) throws Exception {

@@ -138,7 +138,13 @@ public final class InFlightWatcher implements AutoCloseable {
                         continue;
                     }
                     s.lastPoll = now;
-                    unknown |= !estimate(diags, w, s, now, ceiling);
+                    try {
+                        unknown |= !estimate(diags, w, s, now, ceiling);
+                    } catch (IOException e) {
+                        // One receiver's query failed (its namespace going away, say): the others go on.
+                        LOG.debug("Estimating a receiver's reads failed: {}", e.toString());
+                        unknown = true;
+                    }
                 }
                 seen.keySet().retainAll(present);
                 if (!cgroups.isEmpty() && (now - refreshed >= NAMESPACE_REFRESH_NANOS
