@@ -20,16 +20,20 @@ import java.util.function.BooleanSupplier;
 final class AgentHttp implements AutoCloseable {
     private final HttpServer server;
     private final PrometheusMeterRegistry registry;
+    /** Kept: the registry's function counters hold it weakly. */
+    private final SockmapMetrics metrics;
 
-    private AgentHttp(HttpServer server, PrometheusMeterRegistry registry) {
+    private AgentHttp(HttpServer server, PrometheusMeterRegistry registry, SockmapMetrics metrics) {
         this.server = server;
         this.registry = registry;
+        this.metrics = metrics;
     }
 
     static AgentHttp start(InetSocketAddress address, NodeAgent agent, BooleanSupplier extraReadiness)
             throws IOException {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        SockmapMetrics.forAgent(agent).bindTo(registry);
+        SockmapMetrics metrics = SockmapMetrics.forAgent(agent);
+        metrics.bindTo(registry);
         HttpServer server;
         try {
             server = HttpServer.create(address, 16);
@@ -45,7 +49,7 @@ final class AgentHttp implements AutoCloseable {
         });
         server.setExecutor(null);
         server.start();
-        return new AgentHttp(server, registry);
+        return new AgentHttp(server, registry, metrics);
     }
 
     private static void reply(HttpExchange ex, int code, String body, String type) throws IOException {

@@ -351,6 +351,10 @@ class AgentTest {
     void healthAndReadiness() throws Exception {
         assertTrue(scrape("/healthz").startsWith("ok"));
         assertTrue(scrape("/readyz").startsWith("ready"));
+        // After a garbage collection too: a meter holding its source weakly would read NaN.
+        Process gc = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                Long.toString(agent.pid()), "GC.run").redirectErrorStream(true).start();
+        assertEquals(0, gc.waitFor(), new String(gc.getInputStream().readAllBytes()));
         String m = scrape("/metrics");
         assertTrue(m.contains("sockmap4j_active 1.0"), () -> m + "\nagent output:\n" + agent.output());
     }

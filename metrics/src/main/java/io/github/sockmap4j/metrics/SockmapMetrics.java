@@ -27,7 +27,10 @@ import java.util.function.ToDoubleFunction;
  * {@code sockmap4j.sockets.in.map} and {@code sockmap4j.active}; this process's waits for
  * credit, {@code sockmap4j.credit.waits} and {@code sockmap4j.credit.wait} (seconds); per XDP filter
  * {@code sockmap4j.xdp.packets} tagged {@code interface} and {@code outcome}. A scrape reads the
- * kernel counters once (they are cached for 500 ms).
+ * kernel counters once (they are cached for 500 ms). Its gauges hold their sources strongly
+ * (Micrometer's default weak reference made an agent's {@code sockmap4j.active} read NaN after a
+ * garbage collection); its counters hold this binder weakly, as Micrometer's function counters
+ * do: keep a reference to it for as long as the registry reports.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
@@ -95,20 +98,20 @@ public final class SockmapMetrics implements MeterBinder {
         counter(r, "sockmap4j.bound.resumes", "senders back on the redirect after their peer read all",
                 SockmapStats::resumes);
         Gauge.builder("sockmap4j.sockets.in.map", this, m -> m.stats().socketsInMap())
-                .description("sockets in the SOCKHASH now").register(r);
+                .description("sockets in the SOCKHASH now").strongReference(true).register(r);
         FunctionCounter.builder("sockmap4j.credit.waits", this, m -> Sockmap.flowStats().creditWaits())
                 .description("writes of this process that waited for their receiver's credit").register(r);
         FunctionCounter.builder("sockmap4j.credit.wait", this, m -> Sockmap.flowStats().creditWaitNanos() / 1e9)
                 .description("time this process's writers waited for credit").baseUnit("seconds").register(r);
         Gauge.builder("sockmap4j.active", active, a -> a.getAsBoolean() ? 1 : 0)
-                .description("1 when the fast path is active").register(r);
+                .description("1 when the fast path is active").strongReference(true).register(r);
         if (agent != null) {
             Gauge.builder("sockmap4j.agent.namespaces", agent, NodeAgent::watchedNamespaces)
-                    .description("network namespaces the in-flight watcher looks in").register(r);
+                    .description("network namespaces the in-flight watcher looks in").strongReference(true).register(r);
             FunctionCounter.builder("sockmap4j.agent.estimates", agent, NodeAgent::watcherEstimates)
                     .description("read estimates or bounds the watcher raised").register(r);
             Gauge.builder("sockmap4j.agent.rules", agent, NodeAgent::rules)
-                    .description("rules in the policy map").register(r);
+                    .description("rules in the policy map").strongReference(true).register(r);
             FunctionCounter.builder("sockmap4j.agent.requests", agent, a -> a.controlRequests() - a.controlRefusals())
                     .description("control socket requests").tags("outcome", "done").register(r);
             FunctionCounter.builder("sockmap4j.agent.requests", agent, NodeAgent::controlRefusals)
