@@ -413,7 +413,7 @@ int sm4j_redirect(struct sk_msg_md *msg)
 	__u64 read = 0, sent;
 	__u32 bound = 0, seq;
 	__u32 size = msg->size;
-	int known, ok, exact = 0;
+	int known, ok;
 
 	sk = msg->sk;
 	if (!sk)
@@ -475,12 +475,9 @@ int sm4j_redirect(struct sk_msg_md *msg)
 				__u64 unread;
 
 				/* Exact where the kernel allows: no estimate's lag then holds a sender back. */
-				if (peer_unread(&peer, seq, &unread) && unread <= sent) {
-					exact = 1;
-					if (sent - unread > read) {
-						read = sent - unread;
-						w->read = read;
-					}
+				if (peer_unread(&peer, seq, &unread) && unread <= sent && sent - unread > read) {
+					read = sent - unread;
+					w->read = read;
 				}
 			}
 			if ((st->flags & SM4J_SOCK_TCP) || sent - read + size > bound / 2)
@@ -513,23 +510,6 @@ int sm4j_redirect(struct sk_msg_md *msg)
 			goto pass;
 		st->flags &= ~SM4J_SOCK_TCP;
 		count(SM4J_CTR_RESUMED, 1);
-	}
-	if (known && sent - read + size > bound && exact && w && !(READ_ONCE(w->flags) & SM4J_WATCH_FIXED)
-	    && read - st->grow_mark >= bound) {
-		/*
-		 * Counted exactly, the receiver has read a whole bound since the bound last grew: it
-		 * keeps up, so it gets twice the room (up to the ceiling), as TCP's autotuning gives a
-		 * reader that drains its buffer. One that reads nothing never gets past its first bound.
-		 */
-		struct sm4j_config *cfg;
-		__u32 zero = 0;
-
-		cfg = bpf_map_lookup_elem(&sm4j_config, &zero);
-		if (cfg && bound < cfg->watch_ceiling) {
-			bound = bound > cfg->watch_ceiling / 2 ? cfg->watch_ceiling : bound * 2;
-			w->bound = bound;
-			st->grow_mark = read;
-		}
 	}
 	if (known && sent - read + size > bound) {
 		st->flags |= SM4J_SOCK_TCP;

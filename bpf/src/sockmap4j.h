@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 7
+#define SM4J_ABI_VERSION 6
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -67,7 +67,6 @@ struct sm4j_sock_state {
 	__u32 policy_bound; /* the bound of the connection's policy entry, 0 for the default */
 	__u32 peer_slot;    /* the peer's read slot as last found through sm4j_rx ... */
 	__u64 peer_cookie;  /* ... while the slot holds this cookie (0: look it up) */
-	__u64 grow_mark;    /* what its receiver had read when the verdict last grew the bound */
 };
 
 /*
