@@ -275,6 +275,8 @@ class AgentTest {
                         > before.bytesRedirected() + before.bytesPassed() + (64L << 20));
                 stopAgent();
                 assertTrue(SockmapAdmin.isUp(pins), "the pins stay");
+                // A rule root makes while no agent runs: the next agent adopts it as root's.
+                assertEquals(0, cli("allow", "47206", "--bound", "65536").code());
                 startAgent();
                 assertEquals("1", server.expect("ok=", 120), "every byte, in order: " + server.output());
                 assertEquals("1", client.expect("ok=", 30));
@@ -282,8 +284,9 @@ class AgentTest {
         }
         String rules = cli("rules").out();
         assertTrue(rules.contains("47204") && rules.contains("47205 bound 4194304"), "every rule kept: " + rules);
+        assertTrue(rules.contains("47206 bound 65536 held by uid 0 (user)"), "adopted as root's: " + rules);
         assertTrue(pingPong(null, null, "127.0.0.1", 47204, 2_000) >= 0.99, "a connection made after the restart");
-        assertEquals(0, cli("deny", "47204", "47205").code());
+        assertEquals(0, cli("deny", "47204", "47205", "47206").code());
     }
 
     /** Lines to the agent's control socket from a process of uid nobody; the answers. */

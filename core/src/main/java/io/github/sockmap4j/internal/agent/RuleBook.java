@@ -89,7 +89,7 @@ public final class RuleBook {
     /** Adopts the rules of {@code policy}, with their holders from {@code file} when there is one. */
     public static RuleBook load(PolicyMap policy, Path file) throws IOException {
         RuleBook b = new RuleBook(policy, file);
-        List<String> inMap = policy.keysHex();
+        Set<String> inMap = new java.util.HashSet<>(policy.keysHex());
         if (Files.exists(file)) {
             for (String line : Files.readAllLines(file)) {
                 String[] f = line.split("\t");

@@ -121,20 +121,18 @@ public final class PolicyMap implements AutoCloseable {
         return out;
     }
 
-    /** The bound stored with exactly this rule; -1 when the map has no such key. */
+    /**
+     * The bound stored with a rule whose key is in the map (as {@link #keysHex} lists them), or -1.
+     * One lookup: an LPM lookup with the rule's own prefix length returns the longest entry no
+     * longer than it, which is that rule.
+     */
     public synchronized long boundOf(PolicyRule rule) {
-        for (String k : keysHex()) {
-            if (k.equals(rule.prefixHex())) {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(k));
-                    MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
-                    if (bpf.tryMapLookup(fd, key, val) == 0) {
-                        return Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND));
-                    }
-                }
-            }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
+            MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
+            return bpf.tryMapLookup(fd, key, val) == 0
+                    ? Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND)) : -1;
         }
-        return -1;
     }
 
     public synchronized void remove(PolicyRule rule) {
