@@ -474,9 +474,14 @@ int sm4j_redirect(struct sk_msg_md *msg)
 			{
 				__u64 unread;
 
-				/* Exact where the kernel allows: no estimate's lag then holds a sender back. */
-				if (peer_unread(&peer, seq, &unread) && unread <= sent && sent - unread > read) {
-					read = sent - unread;
+				/*
+				 * Exact where the kernel allows, and then the only count: a watcher's estimate
+				 * races with the bytes it measures (a byte between the sender's queue and the
+				 * receiver's when it looks), and a resume on a count above the truth would
+				 * let a redirect overtake TCP bytes still unread.
+				 */
+				if (peer_unread(&peer, seq, &unread)) {
+					read = unread <= sent ? sent - unread : 0;
 					w->read = read;
 				}
 			}
@@ -535,12 +540,12 @@ redirect:
 	count(SM4J_CTR_SOCKETS_TAINTED, 1);
 pass:
 	/*
-	 * What the sender will have sent once this message is queued to TCP: the watcher compares
-	 * its estimate with it. Should the push fall short, the estimate can only come out above
-	 * the verdict's own count, which the verdict never takes for a drained peer.
+	 * What the sender had queued before this message: the watcher's estimate is taken against
+	 * it. Not this message too: until the push below has queued it, it is in neither socket's
+	 * memory that sock_diag reports, and an estimate counting it would take it for read.
 	 */
 	if (w)
-		w->sent = sent + size;
+		w->sent = sent;
 	count(SM4J_CTR_MSGS_PASSED, 1);
 	count(SM4J_CTR_BYTES_PASSED, size);
 	return SK_PASS;

@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 6
+#define SM4J_ABI_VERSION 7
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,

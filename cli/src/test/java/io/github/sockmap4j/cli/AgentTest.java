@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -360,6 +361,38 @@ class AgentTest {
         assertEquals(0, gc.waitFor(), new String(gc.getInputStream().readAllBytes()));
         String m = scrape("/metrics");
         assertTrue(m.contains("sockmap4j_active 1.0"), () -> m + "\nagent output:\n" + agent.output());
+    }
+
+    @Test
+    @Order(8)
+    void streamsStayInOrderWhileACpuIsBusy() throws Exception {
+        // A busy CPU stretches every race between the sender's verdict, its push to TCP, the
+        // receiver's reads and the watcher's looks: a resume on a count above the truth shows
+        // here as a reader that finds a byte out of place.
+        assertEquals(0, cli("allow", "47207", "47208").code());
+        AtomicBoolean spin = new AtomicBoolean(true);
+        Thread hog = Thread.ofPlatform().daemon().name("cpu-hog").start(() -> {
+            long x = 0;
+            while (spin.get()) {
+                x += System.nanoTime() & 1;
+            }
+            Blackhole.sink = x;
+        });
+        try {
+            for (int round = 0; round < 4; round++) {
+                stream(null, null, "127.0.0.1", 47207, 1L << 30);
+            }
+            stream(nsA, nsB, A_ADDR, 47208, 1L << 30);
+        } finally {
+            spin.set(false);
+            hog.join();
+        }
+        assertEquals(0, cli("deny", "47207", "47208").code());
+    }
+
+    /** Keeps the busy loop's result alive, so that it is not optimized away. */
+    static final class Blackhole {
+        static volatile long sink;
     }
 
     String scrape(String path) throws Exception {

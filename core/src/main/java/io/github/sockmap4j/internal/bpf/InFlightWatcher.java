@@ -20,9 +20,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Publishes, for receivers that publish nothing themselves (a JDK socket, a C server), how many
  * bytes they surely read: what their sender had sent, minus all the receiver's receive memory,
- * minus all the sender's send queue, as sock_diag reports them. Both memories count more than
- * the bytes they hold, so the estimate is never above the truth: staleness or slack only keeps
- * a sender on TCP longer. Receivers of new connections, and those whose senders the verdict
+ * minus all the sender's send queue, as sock_diag reports them, the sender's first. Both memories
+ * count more than the bytes they hold, so the estimate is never above the truth: staleness or
+ * slack only keeps a sender on TCP longer. Where the kernel lets the verdict count a receiver's
+ * reads exactly, that count replaces the estimate at every message. Receivers of new connections, and those whose senders the verdict
  * marked WANTED (held on TCP, or near the bound), are polled every millisecond for the next
  * 100 ms, the others every 50 (the map is looked at every 10 for new or WANTED entries); the
  * bound grows with the receiver's read rate, as a publishing receiver's does.
@@ -180,12 +181,28 @@ public final class InFlightWatcher implements AutoCloseable {
             // A loopback connection of a namespace not looked in: another one would find a namesake.
             return false;
         }
-        NetnsDiags.Found rxFound = diags.find(netns, s.rxNetns, local, localPort, remote, remotePort);
-        NetnsDiags.Found txFound = rxFound == null ? null
-                : diags.find(netns, s.txNetns == 0 ? rxFound.netnsCookie() : s.txNetns, remote, remotePort, local,
-                        localPort);
-        if (rxFound == null || txFound == null) {
+        /*
+         * The sender's queue is measured before the receiver's: a byte moves from one to the other
+         * and then out, never back, so taken in this order none is in neither. Taken the other way
+         * round, a byte acknowledged between the two looks (in the receiver's queue after it was
+         * measured, out of the sender's before) would count as read, and a resume on that would let
+         * a redirect overtake it. Until both namespaces are known, the receiver is looked up first
+         * to find them, and measured again after the sender.
+         */
+        boolean located = s.rxNetns != 0 && s.txNetns != 0;
+        NetnsDiags.Found rxFound = located ? null : diags.find(netns, s.rxNetns, local, localPort, remote, remotePort);
+        if (!located && rxFound == null) {
             return true; // not visible from the namespaces looked in
+        }
+        long rxNetns = located ? s.rxNetns : rxFound.netnsCookie();
+        NetnsDiags.Found txFound = diags.find(netns, s.txNetns == 0 ? rxNetns : s.txNetns, remote, remotePort, local,
+                localPort);
+        rxFound = txFound == null ? null : diags.find(netns != 0 ? netns : rxNetns, 0, local, localPort, remote,
+                remotePort);
+        if (rxFound == null || txFound == null) {
+            s.rxNetns = 0; // gone, or moved: located again next time
+            s.txNetns = 0;
+            return true;
         }
         s.rxNetns = rxFound.netnsCookie();
         s.txNetns = txFound.netnsCookie();
