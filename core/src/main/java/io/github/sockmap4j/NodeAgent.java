@@ -114,6 +114,7 @@ public final class NodeAgent implements AutoCloseable {
             for (Path cg : options.cgroups()) {
                 SockmapConfig config = SockmapConfig.builder().pinDirectory(options.pinDirectory()).cgroup(cg)
                         .maxSockets(options.maxSockets()).allowRootCgroup(options.allowRootCgroup()).build();
+                SockmapAvailability.mountBpffs(config.pinDirectory());
                 SockmapAvailability.Target target = SockmapAvailability.target(config);
                 if (target.cause() != null) {
                     throw new SockmapUnavailableException("the agent cannot start: " + target.cause(), null);

@@ -82,7 +82,11 @@ public final class Sockmap implements AutoCloseable {
      * The process-wide instance, opened on first use from {@link SockmapConfig#fromSystemProperties()}
      * and closed at JVM exit.
      *
-     * @throws IllegalStateException when {@code sockmap4j.require=true} and the fast path is off
+     * An instance that could not be made active is kept too: later calls neither try again nor log
+     * again (a JVM restart, or {@link #open}, tries again).
+     *
+     * @throws SockmapUnavailableException when {@code sockmap4j.require=true} and the fast path is
+     *         off, at every call, with the same cause
      */
     public static Sockmap global() {
         synchronized (GLOBAL_LOCK) {
@@ -92,10 +96,16 @@ public final class Sockmap implements AutoCloseable {
                         "the JVM is exiting", null);
             }
             if (global == null || global.closed) {
-                Sockmap s = openQuietly(SockmapConfig.fromSystemProperties(), Platform.current());
-                if (s.config.required() && !s.isActive()) {
-                    throw new IllegalStateException(new SockmapUnavailableException(
-                            "sockmap4j.require=true but the fast path is off: " + s.cause, s.causeException));
+                Sockmap s;
+                try {
+                    s = openQuietly(SockmapConfig.fromSystemProperties(), Platform.current());
+                } catch (IllegalArgumentException e) {
+                    // A bad sockmap4j.* setting: plain TCP and the reason, as for any other; a
+                    // service does not fail to start over it unless the fast path is required.
+                    SockmapConfig defaults = SockmapConfig.builder()
+                            .required(Boolean.getBoolean("sockmap4j.require")).build();
+                    s = new Sockmap(defaults, null, e.getMessage() + ": fix the setting", e);
+                    LOG.warn("sockmap4j fast path off, plain TCP: {}", s.cause);
                 }
                 global = s;
                 if (s.isActive() && !exitHookAdded) {
@@ -103,9 +113,14 @@ public final class Sockmap implements AutoCloseable {
                     exitHookAdded = true;
                 }
             }
+            if (global.config.required() && !global.isActive()) {
+                throw new SockmapUnavailableException(
+                        "sockmap4j.require=true but the fast path is off: " + global.cause, global.causeException);
+            }
             return global;
         }
     }
+
 
     /*
      * One hook for the life of the JVM closes whatever instance global() holds then, and from then

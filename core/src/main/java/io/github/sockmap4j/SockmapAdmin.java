@@ -30,6 +30,7 @@ public final class SockmapAdmin {
      * @throws SockmapUnavailableException with the reason when the fast path cannot be set up
      */
     public static void up(SockmapConfig config) throws IOException {
+        SockmapAvailability.mountBpffs(config.pinDirectory());
         try (Sockmap s = Sockmap.open(config.toBuilder().required(true).build())) {
             s.kernel().markAgentOwned();
         }

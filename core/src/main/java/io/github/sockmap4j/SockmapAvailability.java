@@ -135,22 +135,36 @@ public final class SockmapAvailability {
         return new Target(cgroup, null);
     }
 
+    /*
+     * A library does not change its host unasked: where /sys/fs/bpf has no bpffs, a service is told
+     * so; the administrator's commands (up, agent) mount it through mountBpffs.
+     */
     private static String ensureBpffs(Path pinDir) throws IOException {
-        Path mountPoint = Path.of("/sys/fs/bpf");
-        if (!pinDir.toAbsolutePath().normalize().startsWith(mountPoint)) {
+        if (!underDefaultBpffs(pinDir) || Cgroups.isMountedAt(BPFFS, "bpf")) {
             return null; // a custom bpffs mount: bpf_obj_pin says so if it is not one
         }
-        if (Cgroups.isMountedAt(mountPoint, "bpf")) {
-            return null;
+        return "bpffs is not mounted at " + BPFFS + ": mount it as root ('mount -t bpf bpf " + BPFFS
+                + "'), or run 'sockmap4j up', which does";
+    }
+
+    private static final Path BPFFS = Path.of("/sys/fs/bpf");
+
+    private static boolean underDefaultBpffs(Path pinDir) {
+        return pinDir.toAbsolutePath().normalize().startsWith(BPFFS);
+    }
+
+    /** For the administrator's commands: mounts bpffs at /sys/fs/bpf when the pin directory is under it and none is. */
+    static void mountBpffs(Path pinDir) throws IOException {
+        if (!underDefaultBpffs(pinDir) || Cgroups.isMountedAt(BPFFS, "bpf")) {
+            return;
         }
         try {
-            Files.createDirectories(mountPoint);
-            LibC.mount("bpf", mountPoint.toString(), "bpf");
-            LOG.info("Mounted bpffs at {}", mountPoint);
-            return null;
+            Files.createDirectories(BPFFS);
+            LibC.mount("bpf", BPFFS.toString(), "bpf");
+            LOG.info("Mounted bpffs at {}", BPFFS);
         } catch (NativeIOException e) {
-            return "bpffs is not mounted at /sys/fs/bpf and mounting it failed (" + e.getMessage()
-                    + "): run 'mount -t bpf bpf /sys/fs/bpf' as root";
+            throw new IOException("bpffs is not mounted at " + BPFFS + " and mounting it failed (" + e.getMessage()
+                    + "): run 'mount -t bpf bpf " + BPFFS + "' as root", e);
         }
     }
 }

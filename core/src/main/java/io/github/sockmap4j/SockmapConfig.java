@@ -46,7 +46,8 @@ public final class SockmapConfig {
     private SockmapConfig(Builder b) {
         this.pinDirectory = Objects.requireNonNull(b.pinDirectory, "pinDirectory");
         if (b.maxSockets < 2) {
-            throw new IllegalArgumentException("maxSockets must be at least 2: maxSockets=" + b.maxSockets);
+            throw new IllegalArgumentException("maxSockets (sockmap4j.maxSockets) must be at least 2: maxSockets="
+                    + b.maxSockets);
         }
         this.cgroup = b.cgroup;
         this.maxSockets = b.maxSockets;
@@ -74,13 +75,26 @@ public final class SockmapConfig {
         return builder()
                 .pinDirectory(Path.of(System.getProperty("sockmap4j.pinDir", DEFAULT_PIN_DIRECTORY.toString())))
                 .cgroup(cg == null || cg.isBlank() ? null : Path.of(cg))
-                .maxSockets(Integer.getInteger("sockmap4j.maxSockets", DEFAULT_MAX_SOCKETS))
+                .maxSockets(intProperty("sockmap4j.maxSockets", DEFAULT_MAX_SOCKETS))
                 .disabled(Boolean.getBoolean("sockmap4j.disable"))
                 .required(Boolean.getBoolean("sockmap4j.require"))
                 .allowRootCgroup(Boolean.getBoolean("sockmap4j.allowRootCgroup"))
                 .probe(!"false".equals(System.getProperty("sockmap4j.probe")))
                 .credit(!"false".equals(System.getProperty("sockmap4j.credit")))
                 .build();
+    }
+
+    /** A whole-number property; one set to anything else is an error, not the default. */
+    private static int intProperty(String name, int orElse) {
+        String v = System.getProperty(name);
+        if (v == null || v.isBlank()) {
+            return orElse;
+        }
+        try {
+            return Integer.parseInt(v.strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + "=" + v + " is not a whole number");
+        }
     }
 
     /** bpffs directory holding the pinned maps and programs. */

@@ -74,4 +74,20 @@ class SockmapConfigTest {
             }
         }
     }
+
+    @Test
+    void aPropertyThatIsNotANumberIsAnErrorNamingIt() {
+        String saved = System.getProperty("sockmap4j.maxSockets");
+        try {
+            System.setProperty("sockmap4j.maxSockets", "abc");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, SockmapConfig::fromSystemProperties);
+            assertTrue(e.getMessage().contains("sockmap4j.maxSockets=abc"), e.getMessage());
+        } finally {
+            if (saved == null) {
+                System.clearProperty("sockmap4j.maxSockets");
+            } else {
+                System.setProperty("sockmap4j.maxSockets", saved);
+            }
+        }
+    }
 }

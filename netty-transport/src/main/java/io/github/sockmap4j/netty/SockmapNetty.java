@@ -104,6 +104,9 @@ public final class SockmapNetty {
         return new ChannelFactory<>() {
             @Override
             public SocketChannel newChannel() {
+                // With sockmap4j.require=true and the fast path off this throws, and the bootstrap
+                // fails the connect with it: no connection of this process goes by plain TCP then.
+                Sockmap.global();
                 if (!EPOLL) {
                     return new NioSocketChannel();
                 }

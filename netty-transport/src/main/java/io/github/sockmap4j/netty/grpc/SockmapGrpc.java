@@ -17,7 +17,7 @@ import java.io.UncheckedIOException;
  *
  * <pre>{@code
  * Server server = SockmapGrpc.configure(NettyServerBuilder.forPort(port)).addService(...).build();
- * ManagedChannel ch = SockmapGrpc.configure(NettyChannelBuilder.forAddress("localhost", port)).build();
+ * ManagedChannel ch = SockmapGrpc.configure(NettyChannelBuilder.forAddress("localhost", port)).usePlaintext().build();
  * }</pre>
  *
  * The server's port is opted in while it is bound; both sides run Netty's epoll transport (NIO
