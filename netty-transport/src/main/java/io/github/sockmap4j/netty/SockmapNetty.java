@@ -40,10 +40,42 @@ public final class SockmapNetty {
     public static final AttributeKey<OptIn> OPT_IN = AttributeKey.valueOf(SockmapNetty.class, "optIn");
 
     static {
-        if (!EPOLL) {
-            LOG.info("Netty epoll is unavailable; sockmap4j's Netty transport uses NIO: {}",
-                    String.valueOf(Epoll.unavailabilityCause()));
+        String skew = versionSkew(io.netty.util.Version.identify(SockmapNetty.class.getClassLoader()));
+        if (skew != null) {
+            LOG.warn("Netty artifacts of different versions are on the class path ({}): Netty's epoll may not "
+                    + "load and the transport then runs on NIO. Align them: import io.github.sockmap4j:sockmap4j-bom "
+                    + "(it imports io.netty:netty-bom) or io.netty:netty-bom in <dependencyManagement>", skew);
         }
+        if (!EPOLL) {
+            Throwable why = Epoll.unavailabilityCause();
+            boolean linux = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).startsWith("linux");
+            if (linux) {
+                LOG.warn("Netty epoll is unavailable; sockmap4j's Netty transport uses NIO (redirected, but without "
+                        + "read publication or credit): {}", String.valueOf(why));
+            } else {
+                LOG.info("Netty epoll is unavailable; sockmap4j's Netty transport uses NIO: {}", String.valueOf(why));
+            }
+        }
+    }
+
+    /**
+     * The Netty artifacts whose versions differ from the others', as "artifact version" pairs, or
+     * null when all agree. Netty's own jars say their versions (io.netty.util.Version).
+     */
+    static String versionSkew(java.util.Map<String, io.netty.util.Version> versions) {
+        java.util.Map<String, java.util.List<String>> byVersion = new java.util.TreeMap<>();
+        for (io.netty.util.Version v : versions.values()) {
+            byVersion.computeIfAbsent(v.artifactVersion(), k -> new java.util.ArrayList<>()).add(v.artifactId());
+        }
+        if (byVersion.size() <= 1) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder();
+        byVersion.forEach((version, ids) -> {
+            java.util.Collections.sort(ids);
+            b.append(b.isEmpty() ? "" : "; ").append(version).append(": ").append(String.join(", ", ids));
+        });
+        return b.toString();
     }
 
     private SockmapNetty() {
