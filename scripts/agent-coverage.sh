@@ -45,7 +45,7 @@ round() { # KIND NSSERVER NSCLIENT ADDR PORT -> redirected share of messages (pp
   local kind=$1 ns_s=$2 ns_c=$3 addr=$4 port=$5 pre_s="" pre_c="" rb0 tb0 rm0
   if [ "$ns_s" != - ]; then pre_s="ip netns exec $ns_s"; fi
   if [ "$ns_c" != - ]; then pre_c="ip netns exec $ns_c"; fi
-  rb0=$(stat redirectedBytes); tb0=$(stat tcpBytes); rm0=$(stat redirectedMessages)
+  rb0=$(stat bytesRedirected); tb0=$(stat bytesPassed); rm0=$(stat messagesRedirected)
   if [ "$kind" = pp ]; then
     incg $pre_s "$work/peer" pp-server "$addr" "$port" > "$work/s.out" &
     until grep -q port= "$work/s.out"; do sleep 0.05; done
@@ -58,9 +58,9 @@ round() { # KIND NSSERVER NSCLIENT ADDR PORT -> redirected share of messages (pp
   wait $!
   grep -q "ok=1" "$work/s.out" || { echo "reader failed: $(cat "$work/s.out")" >&2; exit 1; }
   if [ "$kind" = pp ]; then
-    echo "$(( $(stat redirectedMessages) - rm0 )) 40000" | awk '{printf "%.2f", 100 * $1 / $2}'
+    echo "$(( $(stat messagesRedirected) - rm0 )) 40000" | awk '{printf "%.2f", 100 * $1 / $2}'
   else
-    echo "$(( $(stat redirectedBytes) - rb0 )) $(( $(stat tcpBytes) - tb0 ))" | awk '{printf "%.2f", 100 * $1 / ($1 + $2)}'
+    echo "$(( $(stat bytesRedirected) - rb0 )) $(( $(stat bytesPassed) - tb0 ))" | awk '{printf "%.2f", 100 * $1 / ($1 + $2)}'
   fi
 }
 median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'; }

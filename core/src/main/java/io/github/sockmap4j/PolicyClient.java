@@ -4,7 +4,9 @@ import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
+import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;
@@ -83,8 +85,12 @@ public final class PolicyClient implements AutoCloseable {
      * the privileged owner of the pins.
      */
     public static void grant(Path pinDirectory, String group) throws IOException {
-        GroupPrincipal g = pinDirectory.getFileSystem().getUserPrincipalLookupService()
-                .lookupPrincipalByGroupName(group);
+        GroupPrincipal g;
+        try {
+            g = pinDirectory.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(group);
+        } catch (java.nio.file.attribute.UserPrincipalNotFoundException e) {
+            throw new IOException("no group named '" + group + "' on this host ('getent group' lists them)", e);
+        }
         Path policy = pinDirectory.resolve("policy");
         if (!Files.exists(policy)) {
             throw new IOException("no policy map pinned in " + pinDirectory + ": open the fast path there first");
@@ -157,14 +163,25 @@ public final class PolicyClient implements AutoCloseable {
         }
     }
 
-    /** Removes a rule {@link #allow} made; new connections to it go by TCP. */
-    public void deny(int port, InetAddress network, int prefixBits) throws IOException {
+    /**
+     * Removes a rule {@link #allow} made; new connections to it go by TCP. False when there was no
+     * such rule; through an agent, a rule that is not there or not the caller's is refused with why.
+     */
+    public boolean deny(int port, InetAddress network, int prefixBits) throws IOException {
         Rules.checkPort(port);
         if (agent != null) {
+            // The agent refuses, with why, a rule that is not there or not the caller's.
             agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, Rules.keyBits(network, prefixBits), 0));
-            return;
+            return true;
         }
-        policy.remove(policy.rule(port, network, Rules.keyBits(network, prefixBits)));
+        int rc = policy.tryRemove(policy.rule(port, network, Rules.keyBits(network, prefixBits)));
+        if (rc == -Errno.ENOENT) {
+            return false;
+        }
+        if (rc != 0) {
+            throw new NativeIOException("removing the rule for port " + port + " from the policy map", -rc);
+        }
+        return true;
     }
 
     @Override

@@ -16,7 +16,7 @@ import picocli.CommandLine.Option;
  * {@code sockmap4j agent}: the node agent in the foreground until SIGTERM or SIGINT, after which
  * it exits 0 leaving pins, attachments and rules for the next agent.
  */
-@Command(name = "agent", description = "Run the node agent in the foreground until SIGTERM/SIGINT: pins (created "
+@Command(name = "agent", mixinStandardHelpOptions = true, description = "Run the node agent in the foreground until SIGTERM/SIGINT: pins (created "
         + "or adopted), the in-flight watcher of every namespace of the cgroups, opt-ins over a Unix socket, "
         + "/metrics, /healthz and /readyz. Stopping it leaves the pins for the next agent.")
 final class Agent implements Callable<Integer> {

@@ -49,7 +49,7 @@ public final class SockmapCli {
     static final int NOT_UP = 3;
 
     @Option(names = "--pin-dir", description = "bpffs directory of the pins (default: ${DEFAULT-VALUE})",
-            defaultValue = "/sys/fs/bpf/sockmap4j", scope = CommandLine.ScopeType.INHERIT)
+            defaultValue = "${sys:sockmap4j.pinDir:-/sys/fs/bpf/sockmap4j}", scope = CommandLine.ScopeType.INHERIT)
     Path pinDir;
 
     @Option(names = "--json", description = "print JSON", scope = CommandLine.ScopeType.INHERIT)
@@ -65,7 +65,7 @@ public final class SockmapCli {
         cl.setOut(out);
         cl.setErr(err);
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            cmd.getErr().println("sockmap4j: " + e.getMessage());
+            cmd.getErr().println("sockmap4j: " + (e.getMessage() != null ? e.getMessage() : e.toString()));
             return FAILED;
         });
         return cl.execute(args);
@@ -73,6 +73,11 @@ public final class SockmapCli {
 
     /** A port with an optional server CIDR: 8080, 8080/10.0.0.0/8, 8080/fd00::/8. */
     record Target(int port, InetAddress network, int bits) {
+        @Override
+        public String toString() {
+            return network == null ? Integer.toString(port) : port + "/" + network.getHostAddress() + "/" + bits;
+        }
+
         static Target parse(String s) {
             String[] p = s.split("/", 2);
             int port;
@@ -124,20 +129,24 @@ public final class SockmapCli {
         }
     }
 
-    static String json(String... kv) {
-        StringBuilder sb = new StringBuilder("{");
+    private static final tools.jackson.databind.json.JsonMapper JSON = tools.jackson.databind.json.JsonMapper.builder()
+            .build();
+
+    /** One JSON object of the given names and values, in that order. */
+    static String json(Object... kv) {
+        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
         for (int i = 0; i < kv.length; i += 2) {
-            if (i > 0) {
-                sb.append(',');
-            }
-            String v = kv[i + 1];
-            boolean raw = v.matches("-?\\d+|true|false|null|\\[.*\\]|\\{.*\\}");
-            sb.append('"').append(kv[i]).append("\":").append(raw ? v : '"' + v.replace("\"", "\\\"") + '"');
+            m.put((String) kv[i], kv[i + 1]);
         }
-        return sb.append('}').toString();
+        return JSON.writeValueAsString(m);
     }
 
-    @Command(name = "up", description = "Load the programs, pin them, attach to a cgroup; the pins outlive this command.")
+    /** A record (or any bean) as JSON: every component, by its name. */
+    static String json(Object value) {
+        return JSON.writeValueAsString(value);
+    }
+
+    @Command(name = "up", mixinStandardHelpOptions = true, description = "Load the programs, pin them, attach to a cgroup; the pins outlive this command.")
     static final class Up implements Callable<Integer> {
         @CommandLine.ParentCommand
         SockmapCli parent;
@@ -166,13 +175,13 @@ public final class SockmapCli {
                 PolicyClient.grant(parent.pinDir, group);
             }
             PrintWriter out = spec.commandLine().getOut();
-            out.println(parent.json ? json("up", "true", "pinDir", parent.pinDir.toString(), "cgroup", cgroup.toString())
+            out.println(parent.json ? json("up", true, "pinDir", parent.pinDir.toString(), "cgroup", cgroup.toString())
                     : "up: pins in " + parent.pinDir + ", attached to " + cgroup);
             return 0;
         }
     }
 
-    @Command(name = "status", description = "Whether the agent is up, its attachments and counters.")
+    @Command(name = "status", mixinStandardHelpOptions = true, description = "Whether the agent is up, its attachments and counters.")
     static final class Status implements Callable<Integer> {
         @CommandLine.ParentCommand
         SockmapCli parent;
@@ -184,6 +193,9 @@ public final class SockmapCli {
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
             boolean up = SockmapAdmin.isUp(parent.pinDir);
+            // Pins an embedded service made (Sockmap.global()) are not an agent's, but they are up too.
+            SockmapStats stats = SockmapAdmin.stats(parent.pinDir);
+            String mode = up ? "agent" : stats != null ? "service" : "none";
             List<String> links = new ArrayList<>();
             if (Files.isDirectory(parent.pinDir)) {
                 try (var entries = Files.list(parent.pinDir)) {
@@ -191,18 +203,20 @@ public final class SockmapCli {
                             .map(n -> n.substring("link_cgroup_".length())).sorted().forEach(links::add);
                 }
             }
+            up |= stats != null;
             if (parent.json) {
-                out.println(json("up", Boolean.toString(up), "pinDir", parent.pinDir.toString(),
-                        "kernel", System.getProperty("os.version"), "cgroupIds", links.toString()));
+                out.println(json("up", up, "mode", mode, "pinDir", parent.pinDir.toString(),
+                        "kernel", System.getProperty("os.version"), "cgroupIds", links, "stats", stats));
             } else {
-                out.println((up ? "up" : "not up") + ": pins " + parent.pinDir + ", kernel "
+                out.println((up ? "up" : "not up") + (up ? " (" + (mode.equals("agent") ? "pinned by 'up' or an agent"
+                        : "pinned by a service's Sockmap") + ")" : "") + ": pins " + parent.pinDir + ", kernel "
                         + System.getProperty("os.version") + ", attached to cgroup ids " + links);
             }
             return up ? 0 : NOT_UP;
         }
     }
 
-    @Command(name = "stats", description = "The kernel counters of the fast path.")
+    @Command(name = "stats", mixinStandardHelpOptions = true, description = "The kernel counters of the fast path.")
     static final class Stats implements Callable<Integer> {
         @CommandLine.ParentCommand
         SockmapCli parent;
@@ -216,30 +230,32 @@ public final class SockmapCli {
         @Override
         public Integer call() throws IOException, InterruptedException {
             PrintWriter out = spec.commandLine().getOut();
-            if (!SockmapAdmin.isUp(parent.pinDir)) {
-                out.println("not up: no agent's pins in " + parent.pinDir + " (run 'sockmap4j up' first)");
+            if (SockmapAdmin.stats(parent.pinDir) == null) {
+                out.println("not up: nothing pinned in " + parent.pinDir + " (run 'sockmap4j up', or name the pin "
+                        + "directory of a service with --pin-dir)");
                 return NOT_UP;
             }
-            {
-                for (int i = 0; i <= watch; i++) {
-                    if (i > 0) {
-                        Thread.sleep(1000);
-                    }
-                    SockmapStats st = SockmapAdmin.stats(parent.pinDir);
-                    out.println(parent.json ? json("registered", "" + st.socketsRegistered(), "redirectedBytes",
-                            "" + st.bytesRedirected(), "redirectedMessages", "" + st.messagesRedirected(),
-                            "tcpBytes", "" + st.bytesPassed(), "boundHits", "" + st.boundHits(), "inMap",
-                            "" + st.socketsInMap()) : String.format(Locale.ROOT,
-                            "registered %d, in map %d, redirected %d msgs / %d B, by TCP %d msgs / %d B, bound hits %d",
-                            st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
-                            st.messagesPassed(), st.bytesPassed(), st.boundHits()));
+            for (int i = 0; i <= watch; i++) {
+                if (i > 0) {
+                    Thread.sleep(1000);
                 }
+                SockmapStats st = SockmapAdmin.stats(parent.pinDir);
+                if (st == null) {
+                    out.println("not up: the pins of " + parent.pinDir + " went away");
+                    return NOT_UP;
+                }
+                out.println(parent.json ? json(st) : String.format(Locale.ROOT,
+                        "registered %d, in map %d, redirected %d msgs / %d B, by TCP %d msgs / %d B, bound hits %d, "
+                                + "resumes %d, tainted %d, register failures %d",
+                        st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
+                        st.messagesPassed(), st.bytesPassed(), st.boundHits(), st.resumes(), st.socketsTainted(),
+                        st.registerFailures()));
             }
             return 0;
         }
     }
 
-    @Command(name = "allow", description = "Opt server ports (optionally CIDRs) in, until 'deny'.")
+    @Command(name = "allow", mixinStandardHelpOptions = true, description = "Opt server ports (optionally CIDRs) in, until 'deny'.")
     static final class Allow implements Callable<Integer> {
         @CommandLine.ParentCommand
         SockmapCli parent;
@@ -266,7 +282,7 @@ public final class SockmapCli {
         }
     }
 
-    @Command(name = "deny", description = "Remove rules 'allow' made.")
+    @Command(name = "deny", mixinStandardHelpOptions = true, description = "Remove rules 'allow' made.")
     static final class Deny implements Callable<Integer> {
         @CommandLine.ParentCommand
         SockmapCli parent;
@@ -279,17 +295,26 @@ public final class SockmapCli {
 
         @Override
         public Integer call() throws IOException {
+            int denied = 0;
+            List<String> missing = new ArrayList<>();
             try (PolicyClient c = PolicyClient.open(parent.pinDir)) {
                 for (Target t : targets) {
-                    c.deny(t.port(), t.network(), t.bits());
+                    if (c.deny(t.port(), t.network(), t.bits())) {
+                        denied++;
+                    } else {
+                        missing.add(t.toString());
+                    }
                 }
             }
-            spec.commandLine().getOut().println("denied " + targets.size() + " rule(s)");
-            return 0;
+            for (String m : missing) {
+                spec.commandLine().getErr().println("sockmap4j: no rule for " + m + " (nothing to remove)");
+            }
+            spec.commandLine().getOut().println("denied " + denied + " rule(s)");
+            return missing.isEmpty() ? 0 : FAILED;
         }
     }
 
-    @Command(name = "rules", description = "The rules a running agent holds, and who holds each.")
+    @Command(name = "rules", mixinStandardHelpOptions = true, description = "The rules a running agent holds, and who holds each.")
     static final class RulesCmd implements Callable<Integer> {
         @CommandLine.ParentCommand
         SockmapCli parent;
@@ -307,8 +332,7 @@ public final class SockmapCli {
                 }
                 List<String> rules = c.rules();
                 if (parent.json) {
-                    out.println(json("rules", rules.stream().map(r -> '"' + r.replace("\"", "\\\"") + '"')
-                            .collect(java.util.stream.Collectors.joining(",", "[", "]"))));
+                    out.println(json("rules", rules));
                 } else {
                     rules.forEach(out::println);
                     out.println(rules.size() + " rule(s)");
@@ -318,7 +342,7 @@ public final class SockmapCli {
         }
     }
 
-    @Command(name = "down", description = "Remove the pins and attachments (connections leave the fast path).")
+    @Command(name = "down", mixinStandardHelpOptions = true, description = "Remove the pins and attachments (connections leave the fast path).")
     static final class Down implements Callable<Integer> {
         @CommandLine.ParentCommand
         SockmapCli parent;
@@ -335,7 +359,7 @@ public final class SockmapCli {
         }
     }
 
-    @Command(name = "xdp", description = "Attach an XDP filter with rules from a file, print its counters every "
+    @Command(name = "xdp", mixinStandardHelpOptions = true, description = "Attach an XDP filter with rules from a file, print its counters every "
             + "second, detach at the end.")
     static final class Xdp implements Callable<Integer> {
         @CommandLine.ParentCommand
@@ -361,14 +385,14 @@ public final class SockmapCli {
             try (io.github.sockmap4j.xdp.XdpFilter f = io.github.sockmap4j.xdp.XdpFilter.attach(iface,
                     rules.defaultAction())) {
                 List<String> names = rules.applyTo(f);
-                out.println(parent.json ? json("interface", iface, "mode", f.mode().name(), "rules", "" + names.size())
+                out.println(parent.json ? json("interface", iface, "mode", f.mode().name(), "rules", names.size())
                         : "xdp: " + iface + " (" + f.mode() + " mode), " + names.size() + " rules, default "
                         + rules.defaultAction());
                 for (int s = 1; s <= seconds; s++) {
                     Thread.sleep(1000);
                     io.github.sockmap4j.xdp.XdpFilter.Counters c = f.counters();
-                    out.println(parent.json ? json("passed", "" + c.passed(), "dropped", "" + c.dropped(), "malformed",
-                            "" + c.malformed(), "defaulted", "" + c.defaulted())
+                    out.println(parent.json ? json("passed", c.passed(), "dropped", c.dropped(), "malformed",
+                            c.malformed(), "defaulted", c.defaulted())
                             : String.format(Locale.ROOT, "%ds passed %d dropped %d malformed %d default %d", s,
                             c.passed(), c.dropped(), c.malformed(), c.defaulted()));
                 }

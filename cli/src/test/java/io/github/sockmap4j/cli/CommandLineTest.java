@@ -87,6 +87,33 @@ class CommandLineTest {
 
     @Test
     void jsonEscapesQuotesAndKeepsNumbersRaw() {
-        assertEquals("{\"a\":1,\"b\":\"x\\\"y\",\"c\":true}", SockmapCli.json("a", "1", "b", "x\"y", "c", "true"));
+        assertEquals("{\"a\":1,\"b\":\"x\\\"y\",\"c\":true,\"d\":\"1\"}",
+                SockmapCli.json("a", 1, "b", "x\"y", "c", true, "d", "1"));
+    }
+
+    @Test
+    void everySubcommandHasHelp() {
+        for (String sub : new String[] {"up", "status", "stats", "allow", "deny", "rules", "down", "xdp", "agent"}) {
+            Result r = run(sub, "--help");
+            assertEquals(0, r.code(), sub + ": " + r.err());
+            assertTrue(r.out().contains("Usage: sockmap4j " + sub), sub + ": " + r.out());
+        }
+    }
+
+    @Test
+    void thePinDirectoryPropertyIsTheDefault() {
+        String saved = System.getProperty("sockmap4j.pinDir");
+        try {
+            System.setProperty("sockmap4j.pinDir", "/sys/fs/bpf/sockmap4j-from-property-test");
+            Result r = run("--json", "status");
+            assertEquals(3, r.code(), "nothing pinned there");
+            assertTrue(r.out().contains("\"pinDir\":\"/sys/fs/bpf/sockmap4j-from-property-test\""), r.out());
+        } finally {
+            if (saved == null) {
+                System.clearProperty("sockmap4j.pinDir");
+            } else {
+                System.setProperty("sockmap4j.pinDir", saved);
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
+import java.util.List;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -27,6 +28,11 @@ class SockmapCliTest {
         try (TestKernel kernel = TestKernel.start("cli")) {
             String pins = kernel.pinDir.toString();
             try {
+                // An embedded service's pins (the test's Sockmap) before any 'up': readable, and said whose.
+                CommandLineTest.Result service = run("--pin-dir", pins, "status");
+                assertEquals(0, service.code(), service.out() + service.err());
+                assertTrue(service.out().startsWith("up (pinned by a service's Sockmap)"), service.out());
+                assertEquals(0, run("--pin-dir", pins, "stats").code(), "a service's counters");
                 CommandLineTest.Result up = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString());
                 assertEquals(0, up.code(), up.err());
                 assertTrue(SockmapAdmin.isUp(kernel.pinDir));
@@ -53,8 +59,20 @@ class SockmapCliTest {
                 }
                 CommandLineTest.Result stats = run("--pin-dir", pins, "--json", "stats");
                 assertEquals(0, stats.code(), stats.err());
-                assertTrue(stats.out().contains("\"registered\":"), stats.out());
+                for (String counter : List.of("socketsRegistered", "registerFailures", "messagesRedirected",
+                        "bytesRedirected", "messagesPassed", "bytesPassed", "socketsTainted", "boundHits", "resumes",
+                        "socketsInMap")) {
+                    assertTrue(stats.out().contains("\"" + counter + "\":"), () -> counter + ": " + stats.out());
+                }
                 assertEquals(0, run("--pin-dir", pins, "deny", Integer.toString(port)).code());
+                CommandLineTest.Result again = run("--pin-dir", pins, "deny", Integer.toString(port));
+                assertEquals(1, again.code(), "no such rule any more");
+                assertTrue(again.err().contains("no rule for " + port) && again.out().contains("denied 0 rule(s)"),
+                        again.out() + again.err());
+                CommandLineTest.Result noGroup = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString(),
+                        "--group", "no-such-group-sm4j");
+                assertEquals(1, noGroup.code());
+                assertTrue(noGroup.err().contains("no group named 'no-such-group-sm4j'"), noGroup.err());
 
                 // Bad input: named, with exit code 2.
                 CommandLineTest.Result bad = run("--pin-dir", pins, "allow", "70000");
