@@ -62,6 +62,8 @@ public final class Sockmap implements AutoCloseable {
     /** Without privileges but with an agent serving the pin directory: where opt-ins go. */
     private final AgentClient agent;
     private volatile boolean closed;
+    /** Set once at open: why this process's own sockets are not covered, null when they are. */
+    private String outside;
 
     private Sockmap(SockmapConfig config, KernelSockmap kernel, String cause, Throwable causeException) {
         this(config, kernel, cause, causeException, null);
@@ -117,6 +119,11 @@ public final class Sockmap implements AutoCloseable {
                 throw new SockmapUnavailableException(
                         "sockmap4j.require=true but the fast path is off: " + global.cause, global.causeException);
             }
+            if (global.config.required() && !global.coversThisProcess()) {
+                throw new SockmapUnavailableException(
+                        "sockmap4j.require=true but the fast path does not cover this process: " + global.outside,
+                        null);
+            }
             return global;
         }
     }
@@ -161,7 +168,10 @@ public final class Sockmap implements AutoCloseable {
         Sockmap s = tryOpen(config, platform);
         FastPathStateEvent.emit(s.isActive(), s.isActive() ? "" : s.cause, config.pinDirectory().toString(),
                 s.isActive() ? s.kernel.cgroupDir().toString() : "");
-        if (s.isActive()) {
+        if (s.isActive() && s.outside != null) {
+            LOG.warn("sockmap4j fast path set up (pins {}, cgroup {}) but NOT for this process: {}",
+                    config.pinDirectory(), s.kernel.cgroupDir(), s.outside);
+        } else if (s.isActive()) {
             LOG.info("sockmap4j fast path active: pins {}, cgroup {}", config.pinDirectory(), s.kernel.cgroupDir());
         } else {
             LOG.info("sockmap4j fast path off, plain TCP: {}", s.cause);
@@ -200,8 +210,47 @@ public final class Sockmap implements AutoCloseable {
             }
         }
         Sockmap s = new Sockmap(config, kernel, null, null);
+        s.outside = outside(kernel.cgroupDir());
         s.watcher.start();
         return s;
+    }
+
+    /*
+     * Why this process's own sockets are not covered by the attachment (cgroup programs apply to
+     * the cgroup and its descendants), or null when they are.
+     */
+    private static String outside(Path attached) {
+        try {
+            Optional<Path> own = Cgroups.ownCgroupDir();
+            if (own.isEmpty()) {
+                return "this process's cgroup v2 directory is unknown, so its own connections may not be accelerated";
+            }
+            if (own.get().startsWith(attached)) {
+                return null;
+            }
+            return "this process is in cgroup " + own.get() + ", outside " + attached
+                    + ": its own connections stay on plain TCP (ports it opts in are redirected for processes in "
+                    + attached + "). Run it in " + attached + " or a cgroup below it (for example "
+                    + "'echo PID > " + attached.resolve("cgroup.procs") + "', a systemd unit's Slice=, or a container), "
+                    + "or leave sockmap4j.cgroup unset to attach to its own cgroup";
+        } catch (IOException e) {
+            return "this process's cgroup could not be read (" + e.getMessage() + ")";
+        }
+    }
+
+    /**
+     * Whether this process's own connections are covered: the fast path is active and this
+     * process is in the attached cgroup or below it. False with {@link #isActive()} true means the
+     * kernel side is set up (ports opted in here are redirected for processes in the attached
+     * cgroup) but nothing of this process is accelerated; {@link #coverageProblem()} says why.
+     */
+    public boolean coversThisProcess() {
+        return isActive() && outside == null;
+    }
+
+    /** Why an active fast path does not cover this process's own connections, or null. */
+    public String coverageProblem() {
+        return isActive() ? outside : null;
     }
 
     /**
@@ -232,7 +281,7 @@ public final class Sockmap implements AutoCloseable {
     private static String probeIfInside(KernelSockmap kernel) {
         try {
             Optional<Path> own = Cgroups.ownCgroupDir();
-            if (own.isEmpty() || !own.get().equals(kernel.cgroupDir())) {
+            if (own.isEmpty() || !own.get().startsWith(kernel.cgroupDir())) {
                 LOG.debug("Start-up probe skipped: this process is not in {}", kernel.cgroupDir());
                 return null;
             }

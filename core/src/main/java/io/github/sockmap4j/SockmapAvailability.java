@@ -129,8 +129,10 @@ public final class SockmapAvailability {
         }
         if (Cgroups.isRoot(cgroup) && !config.allowRootCgroup()) {
             return new Target(null, "the cgroup to attach to is the root cgroup " + cgroup
-                    + ", which would touch every process on the host: run the service in a child cgroup, "
-                    + "or set -Dsockmap4j.cgroup=<child cgroup dir> (or sockmap4j.allowRootCgroup=true to accept it)");
+                    + ", which would touch every process on the host: run the service in a child cgroup (a "
+                    + "container, a systemd unit, or 'mkdir /sys/fs/cgroup/svc; echo PID > /sys/fs/cgroup/svc/cgroup.procs')"
+                    + ", where the fast path attaches by default; naming a child cgroup with sockmap4j.cgroup helps only "
+                    + "if this process is in it (sockmap4j.allowRootCgroup=true accepts the root cgroup)");
         }
         return new Target(cgroup, null);
     }

@@ -45,7 +45,8 @@ public final class SockmapMetrics implements MeterBinder {
     private long cachedAt;
 
     public SockmapMetrics(Sockmap sockmap, XdpFilter... filters) {
-        this(sockmap::stats, sockmap::isActive, null, filters);
+        // Active means this process's own connections are covered, not only that the kernel side is set up.
+        this(sockmap::stats, sockmap::coversThisProcess, null, filters);
     }
 
     private SockmapMetrics(Supplier<SockmapStats> source, BooleanSupplier active, NodeAgent agent,
