@@ -153,6 +153,21 @@ abstract class ChannelContractTest {
     }
 
     @Test
+    void aWildcardPortTakesBothFamiliesAsTheJdksDoes() throws Exception {
+        try (SockmapServerChannel server = kernel.sockmap.openServerChannel()) {
+            server.bind(new java.net.InetSocketAddress(0)); // the IPv4 wildcard, as users write it
+            int port = ((java.net.InetSocketAddress) server.getLocalAddress()).getPort();
+            for (String host : new String[] {"127.0.0.1", "::1"}) {
+                try (java.nio.channels.SocketChannel c = java.nio.channels.SocketChannel.open(
+                        new java.net.InetSocketAddress(java.net.InetAddress.getByName(host), port));
+                     java.nio.channels.SocketChannel accepted = server.accept()) {
+                    assertTrue(c.isConnected() && accepted.isConnected(), host);
+                }
+            }
+        }
+    }
+
+    @Test
     void sockmapChannelsEchoAndAreAccelerated() throws Exception {
         SockmapStats before = sockmap.stats();
         try (SockmapServerChannel server = sockmap.openServerChannel()) {

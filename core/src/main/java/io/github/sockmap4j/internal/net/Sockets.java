@@ -6,6 +6,7 @@ import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet6Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 
 /** Socket-fd helpers shared by the channels and the kernel probe. All fds are non-blocking. */
@@ -46,8 +47,23 @@ public final class Sockets {
     }
 
     /** The sockaddr for {@code fd}'s family. */
+    private static final InetAddress IN6ADDR_ANY;
+
+    static {
+        try {
+            IN6ADDR_ANY = InetAddress.getByAddress(new byte[16]);
+        } catch (java.net.UnknownHostException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     public static MemorySegment encode(Arena arena, InetSocketAddress addr) throws NativeIOException {
         if (ipv6Available()) {
+            // As the JDK's dual-stack sockets do: the IPv4 wildcard is the IPv6 one, which takes both
+            // families (IPV6_V6ONLY is off), where ::ffff:0.0.0.0 would take IPv4 only.
+            if (addr.getAddress() instanceof java.net.Inet4Address && addr.getAddress().isAnyLocalAddress()) {
+                addr = new InetSocketAddress(IN6ADDR_ANY, addr.getPort());
+            }
             return SockAddr.encode6(arena, addr);
         }
         if (addr.getAddress() instanceof Inet6Address) {
