@@ -295,6 +295,28 @@ public final class Sockmap implements AutoCloseable {
         return new Sockmap(config, null, cause, e);
     }
 
+    /**
+     * Emits the JFR event {@code io.github.sockmap4j.Connection} for the connected socket
+     * {@code fd} (whether the kernel accelerates it, the in-flight bound it sets as a receiver, -1
+     * for none), for channels other than {@link SockmapChannel}, which emits its own: the Netty
+     * transport calls it. Costs nothing unless a recording enables the event, and a few
+     * syscalls when one does.
+     */
+    public void recordConnection(int fd, int bound) {
+        io.github.sockmap4j.internal.jfr.ConnectionEvent event = new io.github.sockmap4j.internal.jfr.ConnectionEvent();
+        if (event.shouldCommit()) {
+            try {
+                event.local = String.valueOf(Sockets.localAddress(fd));
+                event.remote = String.valueOf(Sockets.remoteAddress(fd));
+                event.accelerated = isAccelerated(fd);
+                event.bound = bound;
+                event.commit();
+            } catch (IOException ignored) {
+                // No event for a socket that is already gone.
+            }
+        }
+    }
+
     /** Whether sockets opted in here move their bytes through the redirect. */
     public boolean isActive() {
         return kernel != null && !closed;

@@ -106,19 +106,7 @@ public final class SockmapChannel extends SocketChannel {
             org.slf4j.LoggerFactory.getLogger(SockmapChannel.class)
                     .warn("{} receives without an in-flight bound: {}", this, e.getMessage());
         }
-        io.github.sockmap4j.internal.jfr.ConnectionEvent event = new io.github.sockmap4j.internal.jfr.ConnectionEvent();
-        if (event.shouldCommit()) {
-            // Only when recorded: the check costs a few syscalls.
-            try {
-                event.local = String.valueOf(Sockets.localAddress(fd));
-                event.remote = String.valueOf(remote);
-                event.accelerated = sockmap.isAccelerated(fd);
-                event.bound = readSlot == null ? -1 : readSlot.bound();
-                event.commit();
-            } catch (IOException ignored) {
-                // No event for a socket that is already gone.
-            }
-        }
+        sockmap.recordConnection(fd, readSlot == null ? -1 : readSlot.bound());
     }
 
     /** A new channel over the process-wide {@link Sockmap#global()}. */

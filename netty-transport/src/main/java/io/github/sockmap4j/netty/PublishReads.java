@@ -34,6 +34,7 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
             } catch (java.io.IOException | RuntimeException e) {
                 LOG.debug("{} publishes no reads: {}", ch, e.toString());
             }
+            Sockmap.global().recordConnection(ch.fd().intValue(), bound());
         }
         ctx.fireChannelActive();
     }

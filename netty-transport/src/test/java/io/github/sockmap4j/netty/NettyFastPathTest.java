@@ -101,4 +101,45 @@ class NettyFastPathTest {
         }
         assertFalse(SockmapNetty.isOptedIn(server), "closing the server opts its port out");
     }
+
+    @Test
+    void eachEndOfANettyConnectionIsAJfrEventWithoutAStack() throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("sockmap4j-netty", ".jfr");
+        try (jdk.jfr.Recording r = new jdk.jfr.Recording()) {
+            r.enable("io.github.sockmap4j.Connection");
+            r.start();
+            Channel server = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())
+                    .childHandler(new SimpleChannelInboundHandler<ByteBuf>() {
+                        @Override
+                        protected void channelRead0(ChannelHandlerContext ctx, ByteBuf msg) {
+                            ctx.writeAndFlush(msg.retain());
+                        }
+                    }).bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
+            try {
+                CompletableFuture<Void> echoed = new CompletableFuture<>();
+                Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
+                        .handler(new SimpleChannelInboundHandler<ByteBuf>() {
+                            @Override
+                            protected void channelRead0(ChannelHandlerContext ctx, ByteBuf msg) {
+                                echoed.complete(null);
+                            }
+                        }).connect(server.localAddress()).sync().channel();
+                // Both ends were active before the echo came back: their events are in.
+                client.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {42})).sync();
+                echoed.get(30, TimeUnit.SECONDS);
+                client.close().sync();
+            } finally {
+                server.close().sync();
+            }
+            r.stop();
+            r.dump(file);
+            java.util.List<jdk.jfr.consumer.RecordedEvent> conns = jdk.jfr.consumer.RecordingFile.readAllEvents(file)
+                    .stream().filter(e -> e.getEventType().getName().equals("io.github.sockmap4j.Connection")).toList();
+            org.junit.jupiter.api.Assertions.assertEquals(2, conns.size(), "one event per end: " + conns);
+            assertTrue(conns.stream().allMatch(e -> e.getBoolean("accelerated")), conns.toString());
+            assertTrue(conns.stream().allMatch(e -> e.getStackTrace() == null), "no stack trace: " + conns);
+        } finally {
+            java.nio.file.Files.deleteIfExists(file);
+        }
+    }
 }

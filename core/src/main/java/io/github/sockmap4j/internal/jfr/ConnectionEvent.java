@@ -5,12 +5,15 @@ import jdk.jfr.Description;
 import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
 
-/** A sockmap4j channel connected: whether the kernel accelerates it (JFR: io.github.sockmap4j.Connection). */
+/** A sockmap4j or Netty transport channel connected: whether the kernel accelerates it (JFR: io.github.sockmap4j.Connection). */
 @Name("io.github.sockmap4j.Connection")
 @Label("sockmap4j Connection")
 @Category("sockmap4j")
-@Description("A SockmapChannel connected or was accepted, and whether its sends take the redirect")
+@Description("A SockmapChannel or a Netty channel of the transport connected or was accepted, and whether its "
+        + "sends take the redirect")
+@StackTrace(false) // one per connection: the call stack says nothing a service needs
 public final class ConnectionEvent extends Event {
     @Label("Local Address")
     public String local;
