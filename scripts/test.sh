@@ -17,3 +17,7 @@ restore_stats() {
 trap restore_stats EXIT
 
 mvn_b verify -Pkernel -Dsockmap4j.require=true "$@"
+# The whole suite (no arguments): also a new user's project, built from the README alone.
+if [ "$#" = 0 ]; then
+  ./scripts/new-user.sh
+fi
