@@ -28,7 +28,7 @@ final class PolicyOptIn implements OptIn {
 
     @Override
     public synchronized boolean active() {
-        return rule != null && !closed && sockmap.isActive();
+        return rule != null && !closed && sockmap.kernelOpen();
     }
 
     @Override

@@ -110,12 +110,12 @@ public final class Sockmap implements AutoCloseable {
                     LOG.warn("sockmap4j fast path off, plain TCP: {}", s.cause);
                 }
                 global = s;
-                if (s.isActive() && !exitHookAdded) {
+                if (s.kernelOpen() && !exitHookAdded) {
                     Runtime.getRuntime().addShutdownHook(new Thread(Sockmap::closeGlobalAtExit, "sockmap4j-close"));
                     exitHookAdded = true;
                 }
             }
-            if (global.config.required() && !global.isActive()) {
+            if (global.config.required() && !global.kernelOpen()) {
                 throw new SockmapUnavailableException(
                         "sockmap4j.require=true but the fast path is off: " + global.cause, global.causeException);
             }
@@ -157,7 +157,7 @@ public final class Sockmap implements AutoCloseable {
     /** As {@link #open(SockmapConfig)}, as if on {@code platform} (tests of foreign platforms). */
     static Sockmap open(SockmapConfig config, Platform platform) throws SockmapUnavailableException {
         Sockmap s = openQuietly(config, platform);
-        if (config.required() && !s.isActive()) {
+        if (config.required() && !s.kernelOpen()) {
             throw new SockmapUnavailableException(
                     "the fast path was required but is off: " + s.cause, s.causeException);
         }
@@ -166,12 +166,12 @@ public final class Sockmap implements AutoCloseable {
 
     private static Sockmap openQuietly(SockmapConfig config, Platform platform) {
         Sockmap s = tryOpen(config, platform);
-        FastPathStateEvent.emit(s.isActive(), s.isActive() ? "" : s.cause, config.pinDirectory().toString(),
-                s.isActive() ? s.kernel.cgroupDir().toString() : "");
-        if (s.isActive() && s.outside != null) {
+        FastPathStateEvent.emit(s.isActive(), s.isActive() ? "" : s.unavailabilityCause(), config.pinDirectory().toString(),
+                s.kernelOpen() ? s.kernel.cgroupDir().toString() : "");
+        if (s.kernelOpen() && s.outside != null) {
             LOG.warn("sockmap4j fast path set up (pins {}, cgroup {}) but NOT for this process: {}",
                     config.pinDirectory(), s.kernel.cgroupDir(), s.outside);
-        } else if (s.isActive()) {
+        } else if (s.kernelOpen()) {
             LOG.info("sockmap4j fast path active: pins {}, cgroup {}", config.pinDirectory(), s.kernel.cgroupDir());
         } else {
             LOG.info("sockmap4j fast path off, plain TCP: {}", s.cause);
@@ -239,18 +239,18 @@ public final class Sockmap implements AutoCloseable {
     }
 
     /**
-     * Whether this process's own connections are covered: the fast path is active and this
-     * process is in the attached cgroup or below it. False with {@link #isActive()} true means the
-     * kernel side is set up (ports opted in here are redirected for processes in the attached
-     * cgroup) but nothing of this process is accelerated; {@link #coverageProblem()} says why.
+     * The same as {@link #isActive()}, by the name of what it checks: this process is in the
+     * attached cgroup or below it. Where the kernel side is set up but this process is outside,
+     * ports opted in here are still redirected for processes in the attached cgroup, and
+     * {@link #coverageProblem()} says why this process's own connections are not.
      */
     public boolean coversThisProcess() {
-        return isActive() && outside == null;
+        return isActive();
     }
 
-    /** Why an active fast path does not cover this process's own connections, or null. */
+    /** Why a fast path set up here does not cover this process's own connections, or null. */
     public String coverageProblem() {
-        return isActive() ? outside : null;
+        return kernelOpen() ? outside : null;
     }
 
     /**
@@ -317,19 +317,30 @@ public final class Sockmap implements AutoCloseable {
         }
     }
 
-    /** Whether sockets opted in here move their bytes through the redirect. */
+    /**
+     * Whether this process's own connections move their bytes through the redirect: the kernel
+     * side is set up and this process is in the attached cgroup or below it. False for a process
+     * outside it even though ports it opts in are redirected for processes inside
+     * ({@link #coverageProblem()} says so); false where the fast path is off
+     * ({@link #unavailabilityCause()}).
+     */
     public boolean isActive() {
+        return kernelOpen() && outside == null;
+    }
+
+    /** The kernel side is open here: maps readable, opt-ins written (whatever this process's cgroup). */
+    boolean kernelOpen() {
         return kernel != null && !closed;
     }
 
     /** Why the fast path is off, or null when it is active. */
     public String unavailabilityCause() {
-        return closed ? "closed" : cause;
+        return closed ? "closed" : cause != null ? cause : outside;
     }
 
     /** Throws, with the reason, when the fast path is off. */
     public void ensureActive() throws SockmapUnavailableException {
-        if (!isActive()) {
+        if (!kernelOpen()) {
             throw new SockmapUnavailableException("sockmap4j fast path is off: " + unavailabilityCause(),
                     causeException);
         }
@@ -341,7 +352,7 @@ public final class Sockmap implements AutoCloseable {
 
     /** The cgroup the sockops program is attached to, when active. */
     public Optional<Path> cgroup() {
-        return isActive() ? Optional.of(kernel.cgroupDir()) : Optional.empty();
+        return kernelOpen() ? Optional.of(kernel.cgroupDir()) : Optional.empty();
     }
 
     /** The kernel handle, for {@link SockmapAdmin}; null when inactive. */
@@ -351,7 +362,7 @@ public final class Sockmap implements AutoCloseable {
 
     /** After a rule's bound changed: this process's receivers on {@code port} take it. */
     void boundChanged(int port) {
-        if (isActive()) {
+        if (kernelOpen()) {
             readers.refix(port);
         }
     }
@@ -379,7 +390,7 @@ public final class Sockmap implements AutoCloseable {
         Rules.checkBound(boundBytes);
         Rules.checkPort(port);
         int bits = Rules.keyBits(network, prefixBits);
-        if (!isActive()) {
+        if (!kernelOpen()) {
             if (agent != null && !closed) {
                 try {
                     return AgentOptIn.request(agent, port, network, bits, boundBytes);
@@ -404,7 +415,7 @@ public final class Sockmap implements AutoCloseable {
      * or an {@link #enableKernelRunStats()} handle open anywhere on the host.
      */
     public long verdictRunCount() {
-        if (!isActive()) {
+        if (!kernelOpen()) {
             return -1;
         }
         try {
@@ -416,7 +427,7 @@ public final class Sockmap implements AutoCloseable {
 
     /** The kernel counters (zeros when inactive). */
     public SockmapStats stats() {
-        return isActive() ? SockmapStats.of(kernel.counters(), kernel.registeredSockets()) : SockmapStats.EMPTY;
+        return kernelOpen() ? SockmapStats.of(kernel.counters(), kernel.registeredSockets()) : SockmapStats.EMPTY;
     }
 
     /**
@@ -427,7 +438,7 @@ public final class Sockmap implements AutoCloseable {
      * socket fd (Netty's epoll channels); {@link SockmapChannel#isAccelerated()} otherwise.
      */
     public boolean isAccelerated(int fd) {
-        if (!isActive()) {
+        if (!kernelOpen()) {
             return false;
         }
         try {
@@ -451,7 +462,7 @@ public final class Sockmap implements AutoCloseable {
 
     /** This socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
     String flowState(int fd) {
-        return isActive() ? readers.flowState(fd) : "off";
+        return kernelOpen() ? readers.flowState(fd) : "off";
     }
 
     /**
@@ -459,7 +470,7 @@ public final class Sockmap implements AutoCloseable {
      * receiver; null when the bound does not apply (fast path off, socket not registered).
      */
     ReadPublisher claimReadSlot(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        return isActive() ? readers.claim(this, fd, serverSide, rcvbufSet) : null;
+        return kernelOpen() ? readers.claim(this, fd, serverSide, rcvbufSet) : null;
     }
 
     /**
@@ -482,7 +493,7 @@ public final class Sockmap implements AutoCloseable {
      * @param serverSide whether the socket was accepted (its local end is the server)
      */
     public WriteCredit writeCredit(int fd, boolean serverSide) throws IOException {
-        return isActive() && config.credit() ? PeerCredit.resolve(kernel, fd, serverSide) : null;
+        return kernelOpen() && config.credit() ? PeerCredit.resolve(kernel, fd, serverSide) : null;
     }
 
     /** How this process's cooperative writers waited for credit. */
@@ -495,7 +506,7 @@ public final class Sockmap implements AutoCloseable {
     }
 
     void setSlotBound(InFlightMaps.ReadSlot slot, int bound) {
-        if (isActive()) {
+        if (kernelOpen()) {
             readers.setBound(slot, bound);
         }
     }
@@ -508,7 +519,7 @@ public final class Sockmap implements AutoCloseable {
 
     /** The bound a receiving channel publishes now, or -1 when it publishes none. */
     int boundOf(ReadPublisher p) {
-        return p == null || !isActive() ? -1 : readers.bound(p.slot());
+        return p == null || !kernelOpen() ? -1 : readers.bound(p.slot());
     }
 
     /** A new unconnected channel using this fast path. */
@@ -556,7 +567,7 @@ public final class Sockmap implements AutoCloseable {
 
     @Override
     public String toString() {
-        return isActive() ? "Sockmap[active, pins=" + config.pinDirectory() + ", cgroup=" + kernel.cgroupDir() + "]"
+        return kernelOpen() ? "Sockmap[active, pins=" + config.pinDirectory() + ", cgroup=" + kernel.cgroupDir() + "]"
                 : "Sockmap[off: " + unavailabilityCause() + "]";
     }
 }

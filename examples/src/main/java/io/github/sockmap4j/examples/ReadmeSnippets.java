@@ -43,8 +43,8 @@ final class ReadmeSnippets {
         Sockmap sockmap = Sockmap.global();
         boolean active = sockmap.isActive();                 // false: plain TCP, and...
         String why = sockmap.unavailabilityCause();          // ...why, with what to do (null when active)
-        boolean mine = sockmap.coversThisProcess();          // false: set up, but this process is outside its cgroup
+        String outside = sockmap.coverageProblem();          // set up, but this process is outside its cgroup
         SockmapStats stats = sockmap.stats();                // the kernel's counters
-        System.out.println(active + " " + why + " " + mine + " " + stats);
+        System.out.println(active + " " + why + " " + outside + " " + stats);
     }
 }

@@ -46,7 +46,7 @@ public final class SockmapMetrics implements MeterBinder {
 
     public SockmapMetrics(Sockmap sockmap, XdpFilter... filters) {
         // Active means this process's own connections are covered, not only that the kernel side is set up.
-        this(sockmap::stats, sockmap::coversThisProcess, null, filters);
+        this(sockmap::stats, sockmap::isActive, null, filters);
     }
 
     private SockmapMetrics(Supplier<SockmapStats> source, BooleanSupplier active, NodeAgent agent,
