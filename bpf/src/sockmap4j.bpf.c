@@ -402,6 +402,26 @@ static __always_inline int peer_published(struct sm4j_sock_state *st, const stru
 	return 1;
 }
 
+/*
+ * A receiver that publishes nothing has shown that it keeps up: twice the room, up to the ceiling
+ * (tcp_rmem's maximum), as TCP's autotuning would give its receive buffer. A bound the policy set
+ * stays.
+ */
+static __always_inline __u32 grow_bound(struct sm4j_watch *w, __u32 bound)
+{
+	struct sm4j_config *cfg;
+	__u32 zero = 0;
+
+	if (READ_ONCE(w->flags) & SM4J_WATCH_FIXED)
+		return bound;
+	cfg = bpf_map_lookup_elem(&sm4j_config, &zero);
+	if (cfg && bound < cfg->watch_ceiling) {
+		bound = bound > cfg->watch_ceiling / 2 ? cfg->watch_ceiling : bound * 2;
+		w->bound = bound;
+	}
+	return bound;
+}
+
 SEC("sk_msg")
 int sm4j_redirect(struct sk_msg_md *msg)
 {
@@ -499,16 +519,10 @@ int sm4j_redirect(struct sk_msg_md *msg)
 		 */
 		read = sent;
 		w->read = sent;
-		if (!(READ_ONCE(w->flags) & SM4J_WATCH_FIXED)) {
-			struct sm4j_config *cfg;
-			__u32 zero = 0;
-
-			cfg = bpf_map_lookup_elem(&sm4j_config, &zero);
-			if (cfg && bound < cfg->watch_ceiling) {
-				bound = bound > cfg->watch_ceiling / 2 ? cfg->watch_ceiling : bound * 2;
-				w->bound = bound;
-			}
-		}
+		bound = grow_bound(w, bound);
+	} else if (w && known && read == sent && sent) {
+		/* Redirecting, and everything redirected so far was read: it keeps up, as above. */
+		bound = grow_bound(w, bound);
 	}
 	if (st->flags & SM4J_SOCK_TCP) {
 		/* Bytes sent by TCP may be unread: a redirect now would overtake them. */

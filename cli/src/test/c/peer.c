@@ -4,8 +4,10 @@
  *   peer pp-server ADDR PORT              accept one, echo until EOF
  *   peer pp-client ADDR PORT COUNT SIZE   COUNT round trips of SIZE bytes
  *   peer stream-server ADDR PORT TOTAL    accept one, read TOTAL bytes of big-endian 64-bit sequence numbers
- *   peer stream-client ADDR PORT TOTAL    write them in 64 KiB writes
- *   peer sink-server ADDR PORT            accept one, never read, until stdin closes
+ *   peer stream-client ADDR PORT TOTAL [MBPS]  write them in 64 KiB writes, at most MBPS MB/s if given;
+ *                                         prints the MB/s reached
+ *   peer sink-server ADDR PORT [FIRST]    accept one, read FIRST bytes (default 0) and then no more, until
+ *                                         stdin closes
  *   peer agent-call SOCKET LINE...        send each line to a Unix socket, print each answer line
  * Servers print port=N once listening (PORT 0: any free port); all print ok=1 when done, or why not.
  */
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static int fail(const char *what)
@@ -176,11 +179,26 @@ int main(int argc, char **argv)
 			carry = len - off;
 			memmove(buf, buf + off, carry);
 		}
-	} else if (!strcmp(mode, "stream-client") && argc == 5) {
+	} else if (!strcmp(mode, "stream-client") && (argc == 5 || argc == 6)) {
 		long long total = atoll(argv[4]), seq = 0;
+		double rate = argc == 6 ? atof(argv[5]) * 1e6 : 0; /* bytes per second, 0 = as fast as it can */
+		struct timespec start, now;
 
+		clock_gettime(CLOCK_MONOTONIC, &start);
 		for (long long sent = 0; sent < total; sent += 65536) {
 			long chunk = total - sent < 65536 ? total - sent : 65536;
+
+			if (rate > 0) {
+				double due = sent / rate, at;
+
+				clock_gettime(CLOCK_MONOTONIC, &now);
+				at = (now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+				if (due > at) {
+					struct timespec pause = {(time_t)(due - at), (long)((due - at - (time_t)(due - at)) * 1e9)};
+
+					nanosleep(&pause, NULL);
+				}
+			}
 
 			for (long off = 0; off < chunk; off += 8) {
 				unsigned long long v = htobe64((unsigned long long)seq++);
@@ -192,8 +210,21 @@ int main(int argc, char **argv)
 		}
 		shutdown(fd, SHUT_WR);
 		read(fd, buf, 1); /* until the reader closes: every byte was taken */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		printf("mbps=%.0f\n", total / 1e6 / ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9));
 	} else if (!strcmp(mode, "sink-server")) {
+		long long first = argc > 4 ? atoll(argv[4]) : 0;
+
 		printf("accepted=1\n");
+		fflush(stdout);
+		while (first > 0) {
+			ssize_t n = read(fd, buf, first < 65536 ? first : 65536);
+
+			if (n <= 0)
+				return fail("eof");
+			first -= n;
+		}
+		printf("stopped=1\n");
 		fflush(stdout);
 		while (read(0, buf, sizeof(buf)) > 0)
 			;

@@ -11,6 +11,7 @@ import io.github.sockmap4j.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.VethPods;
+import io.github.sockmap4j.internal.bpf.Pins;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -187,30 +188,55 @@ class AgentTest {
         return share(redirected, tcp);
     }
 
-    /** A stream of {@code total} bytes checked by its reader; returns the bytes' redirected share. */
-    double stream(String serverNs, String clientNs, String addr, int port, long total) throws Exception {
+    /** What a stream measured: the bytes' redirected share and the MB/s its writer reached. */
+    record Stream(double share, double mbps) {
+    }
+
+    /** A stream of {@code total} bytes checked by its reader, written as fast as the writer can. */
+    Stream stream(String serverNs, String clientNs, String addr, int port, long total) throws Exception {
+        return stream(serverNs, clientNs, addr, port, total, 0);
+    }
+
+    /** The same, the writer paced at {@code mbps} MB/s (0: unpaced). */
+    Stream stream(String serverNs, String clientNs, String addr, int port, long total, long mbps) throws Exception {
         SockmapStats before = stats();
+        String reached;
+        List<String> args = new ArrayList<>(List.of("stream-client", addr, Integer.toString(port), Long.toString(total)));
+        if (mbps > 0) {
+            args.add(Long.toString(mbps));
+        }
         try (ChildJvm server = peer(serverNs, "stream-server", addr, Integer.toString(port), Long.toString(total))) {
             server.expect("port=", 30);
-            try (ChildJvm client = peer(clientNs, "stream-client", addr, Integer.toString(port),
-                    Long.toString(total))) {
+            try (ChildJvm client = peer(clientNs, args.toArray(String[]::new))) {
                 assertEquals("1", server.expect("ok=", 120), "every byte, in order: " + server.output());
+                reached = client.expect("mbps=", 30);
                 assertEquals("1", client.expect("ok=", 30), client.output());
             }
         }
         SockmapStats after = stats();
         long redirected = after.bytesRedirected() - before.bytesRedirected();
         long tcp = after.bytesPassed() - before.bytesPassed();
-        System.out.printf(Locale.ROOT, "agent: stream %s->%s %d MiB: %d MiB redirected, %d MiB by TCP (%.2f%%), "
-                        + "%d bound hits, %d resumes%n", clientNs == null ? "host" : clientNs,
-                serverNs == null ? "host" : serverNs, total >> 20, redirected >> 20, tcp >> 20,
-                100 * share(redirected, tcp), after.boundHits() - before.boundHits(), after.resumes() - before.resumes());
+        System.out.printf(Locale.ROOT, "agent: stream %s->%s %d MiB at %s MB/s (%s): %d MiB redirected, %d MiB by TCP "
+                        + "(%.2f%%), %d bound hits, %d resumes%n", clientNs == null ? "host" : clientNs,
+                serverNs == null ? "host" : serverNs, total >> 20, reached, mbps > 0 ? "paced" : "unpaced",
+                redirected >> 20, tcp >> 20, 100 * share(redirected, tcp), after.boundHits() - before.boundHits(),
+                after.resumes() - before.resumes());
         assertEquals(total, redirected + tcp, "every byte counted once");
         // Without the agent's watcher and the drain check, a receiver that publishes nothing gets its first
         // bound's worth (tcp_rmem's default) and then TCP for good.
         assertTrue(redirected > 64L * KernelQueues.tcpRmemDefault(), () -> "the redirect went on past the first bound: "
                 + redirected + " B");
-        return share(redirected, tcp);
+        return new Stream(share(redirected, tcp), Double.parseDouble(reached));
+    }
+
+    /**
+     * A reader that keeps up: the writer first runs as fast as it can (the reader, checking every
+     * sequence number, then sets the pace), then at half the rate it reached. The second stream's
+     * share is returned.
+     */
+    double streamKeptUp(String serverNs, String clientNs, String addr, int port) throws Exception {
+        Stream unpaced = stream(serverNs, clientNs, addr, port, 1L << 30);
+        return stream(serverNs, clientNs, addr, port, 1L << 30, Math.max(1, (long) unpaced.mbps() / 2)).share();
     }
 
     @Test
@@ -218,7 +244,7 @@ class AgentTest {
     void cPeersInTheHostNamespaceStayOnTheRedirect() throws Exception {
         assertEquals(0, cli("allow", "47201").code());
         assertTrue(pingPong(null, null, "127.0.0.1", 47201, 20_000) >= 0.99, "at least 99% of messages redirected");
-        stream(null, null, "127.0.0.1", 47201, 1L << 30);
+        assertTrue(streamKeptUp(null, null, "127.0.0.1", 47201) >= 0.99, "at least 99% of bytes redirected");
         assertEquals(0, cli("deny", "47201").code());
     }
 
@@ -227,7 +253,7 @@ class AgentTest {
     void cPeersInTwoPodsStayOnTheRedirect() throws Exception {
         assertEquals(0, cli("allow", "47202").code());
         assertTrue(pingPong(nsA, nsB, A_ADDR, 47202, 20_000) >= 0.99, "at least 99% of messages redirected");
-        stream(nsA, nsB, A_ADDR, 47202, 1L << 30);
+        assertTrue(streamKeptUp(nsA, nsB, A_ADDR, 47202) >= 0.99, "at least 99% of bytes redirected");
         // While processes of the cgroup live in both pods, the watcher looks in their namespaces too.
         try (ChildJvm a = peer(nsA, "sink-server", A_ADDR, "47210");
              ChildJvm b = peer(nsB, "sink-server", B_ADDR, "47211")) {
@@ -388,6 +414,37 @@ class AgentTest {
             hog.join();
         }
         assertEquals(0, cli("deny", "47207", "47208").code());
+    }
+
+    @Test
+    @Order(9)
+    void aReaderThatStopsHoldsItsWriterWithinTheCeiling() throws Exception {
+        // A reader that keeps up earns a larger bound, up to tcp_rmem's maximum, as TCP's receive
+        // buffer would grow; when it stops reading, what was redirected and is unread stays within it.
+        assertEquals(0, cli("allow", "47209").code());
+        long pace = Math.max(1, (long) stream(null, null, "127.0.0.1", 47209, 1L << 30).mbps() / 2);
+        long first = 256L << 20;
+        SockmapStats before = stats();
+        try (ChildJvm sink = peer(null, "sink-server", "127.0.0.1", "47209", Long.toString(first));
+             ChildJvm writer = peer(null, "stream-client", "127.0.0.1", "47209", Long.toString(1L << 30),
+                     Long.toString(pace))) {
+            sink.expect("stopped=", 60);
+            Await.until("the writer is held", Duration.ofSeconds(30), () -> {
+                long moved = moved();
+                return !Await.holdsWithin(Duration.ofSeconds(1), () -> moved() != moved);
+            });
+            SockmapStats held = stats();
+            long redirected = held.bytesRedirected() - before.bytesRedirected();
+            // The reader took at most `first` of the redirected bytes: at least this many are unread.
+            long unread = redirected - first;
+            System.out.printf(Locale.ROOT, "agent: receiver that stopped after %d MiB (writer at %d MB/s): %d B "
+                            + "redirected, %d B by TCP, at least %d redirected B unread (ceiling %d)%n", first >> 20,
+                    pace, redirected, held.bytesPassed() - before.bytesPassed(), unread, Pins.watchCeiling());
+            assertTrue(redirected > first / 2, "the redirect carried most of what was read: " + redirected);
+            assertTrue(unread <= Pins.watchCeiling(), "unread redirected bytes within tcp_rmem's maximum: " + unread);
+            assertTrue(writer.isAlive(), "the writer is blocked, not failed");
+        }
+        assertEquals(0, cli("deny", "47209").code());
     }
 
     /** Keeps the busy loop's result alive, so that it is not optimized away. */
