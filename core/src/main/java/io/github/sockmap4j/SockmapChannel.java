@@ -47,6 +47,16 @@ public final class SockmapChannel extends SocketChannel {
 
     private final Sockmap sockmap;
     private final ReentrantLock readLock = new ReentrantLock();
+    /**
+     * Non-blocking reads in a row that found nothing (guarded by readLock). From
+     * {@link #SPIN_READS} on, a read of a registered socket asks poll(2) first: recv(2) of a
+     * socket in the SOCKHASH takes the socket's lock even when there is nothing to read, and a
+     * reader spinning on it keeps the redirecting sender, which needs the same lock to queue its
+     * message, waiting and then waking (docs/benchmarks.md, busy-polling). A selector's loop, which
+     * reads until nothing is left and then waits, never gets there.
+     */
+    private int emptyReads;
+    private static final int SPIN_READS = 2;
     private final ReentrantLock writeLock = new ReentrantLock();
     private final Object stateLock = new Object();
     private int fd;
@@ -485,11 +495,16 @@ public final class SockmapChannel extends SocketChannel {
             return 0;
         }
         if (!blocking) {
+            if (emptyReads >= SPIN_READS && readSlot != null && !Sockets.await(fd, LibC.POLLIN, 0)) {
+                return 0; // still nothing, and the socket's lock was not taken to learn it
+            }
             long n = LibC.tryRecv(fd, dst, 0);
             if (n >= 0) {
+                emptyReads = 0;
                 return n == 0 ? -1 : n;
             }
             if (-n == Errno.EAGAIN || -n == Errno.EINTR) {
+                emptyReads++;
                 return 0;
             }
             throw readFailure((int) -n);

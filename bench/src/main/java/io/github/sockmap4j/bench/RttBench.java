@@ -11,11 +11,12 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Ping-pong RTT of java.nio TCP, SockmapChannel over TCP, SockmapChannel redirected and a Unix
- * domain socket (the floor), for
- * 64 B, 4 KiB and 64 KiB, measured in interleaved rounds in one run. Prints the median over
- * rounds of each round's p50, p99, p99.9 and CPU time per round trip, and the ratios to java.nio
- * TCP from the same run. With {@code -Dplots=DIR}, a latency-by-percentile PNG per size.
+ * Ping-pong RTT of java.nio TCP, SockmapChannel over TCP, SockmapChannel redirected, a Unix
+ * domain socket (the floor), and the same ping-pong in C ({@link CPingPong}) over TCP and over the
+ * redirect, for 64 B, 4 KiB and 64 KiB, measured in interleaved rounds in one run. Prints the
+ * median over rounds of each round's p50, p99, p99.9 and CPU time per round trip, the ratios to
+ * java.nio TCP from the same run, and Java's time and CPU over C's on the same path. With
+ * {@code -Dplots=DIR}, a latency-by-percentile PNG per size.
  *
  * <p>Usage: {@code RttBench [rounds] [iterations-per-round] [sizes]} (defaults 7, 20000, 64,4096,65536).
  */
@@ -47,8 +48,17 @@ public final class RttBench {
                 }
             }
         }
+        String cMissing = CPingPong.unavailable();
+        if (cMissing != null) {
+            System.err.println("The C reference is not measured: " + cMissing);
+        } else {
+            for (int size : sizes) {
+                CPingPong.run(sockmap, false, wait, placement, size, 0, Math.max(1000, iterations / 10));
+            }
+        }
         SockmapStats before = sockmap.stats();
         List<String[]> rows = new ArrayList<>();
+        List<String[]> versusC = new ArrayList<>();
         for (int size : sizes) {
             int iters = size >= 65536 ? Math.max(1000, iterations / 4) : iterations;
             Map<PingPong.Path, long[]> p50 = new EnumMap<>(PingPong.Path.class);
@@ -57,6 +67,11 @@ public final class RttBench {
             Map<PingPong.Path, long[]> cpu = new EnumMap<>(PingPong.Path.class);
             Map<PingPong.Path, org.HdrHistogram.Histogram> all = new EnumMap<>(PingPong.Path.class);
             boolean accelerated = true;
+            boolean cAccelerated = true;
+            long[][] c50 = new long[2][rounds];
+            long[][] c99 = new long[2][rounds];
+            long[][] c999 = new long[2][rounds];
+            long[][] cCpu = new long[2][rounds];
             for (PingPong.Path p : PingPong.Path.values()) {
                 p50.put(p, new long[rounds]);
                 p99.put(p, new long[rounds]);
@@ -79,6 +94,19 @@ public final class RttBench {
                         accelerated &= res.accelerated();
                     }
                 }
+                for (int c = 0; c < 2 && cMissing == null; c++) { // 0: TCP, 1: the redirect
+                    if (c == 1 && !sockmap.isActive()) {
+                        continue;
+                    }
+                    CPingPong.Result res = CPingPong.run(sockmap, c == 1, wait, placement, size, iters / 5, iters);
+                    c50[c][r] = res.p50();
+                    c99[c][r] = res.p99();
+                    c999[c][r] = res.p999();
+                    cCpu[c][r] = Math.round(res.cpuNanosPerOp());
+                    if (c == 1) {
+                        cAccelerated &= res.accelerated();
+                    }
+                }
             }
             double base50 = Medians.of(p50.get(PingPong.Path.NIO_TCP));
             double base99 = Medians.of(p99.get(PingPong.Path.NIO_TCP));
@@ -92,6 +120,27 @@ public final class RttBench {
                         ? " (NOT ACCELERATED)" : ""),
                         fmt(m50 / 1000), fmt(m99 / 1000), fmt(Medians.of(p999.get(p)) / 1000), fmt(Medians.of(cpu.get(p)) / 1000),
                         ratio(m50 / base50), ratio(m99 / base99)});
+            }
+            for (int c = 0; c < 2 && cMissing == null; c++) {
+                if (c == 1 && !sockmap.isActive()) {
+                    continue;
+                }
+                double m50 = Medians.of(c50[c]);
+                double m99 = Medians.of(c99[c]);
+                rows.add(new String[] {size(size), (c == 0 ? "C, TCP" : "C, redirect") + (c == 1 && !cAccelerated
+                        ? " (NOT ACCELERATED)" : ""), fmt(m50 / 1000), fmt(m99 / 1000), fmt(Medians.of(c999[c]) / 1000),
+                        fmt(Medians.of(cCpu[c]) / 1000), ratio(m50 / base50), ratio(m99 / base99)});
+            }
+            if (cMissing == null) {
+                double tcp50 = Medians.of(p50.get(PingPong.Path.NIO_TCP)) / Medians.of(c50[0]);
+                double tcpCpu = Medians.of(cpu.get(PingPong.Path.NIO_TCP)) / Medians.of(cCpu[0]);
+                String red50 = "-";
+                String redCpu = "-";
+                if (sockmap.isActive()) {
+                    red50 = ratio(Medians.of(p50.get(PingPong.Path.SOCKMAP_REDIRECT)) / Medians.of(c50[1]));
+                    redCpu = ratio(Medians.of(cpu.get(PingPong.Path.SOCKMAP_REDIRECT)) / Medians.of(cCpu[1]));
+                }
+                versusC.add(new String[] {size(size), red50, redCpu, ratio(tcp50), ratio(tcpCpu)});
             }
             if (plotDir != null) {
                 Map<String, org.HdrHistogram.Histogram> series = Plots.series();
@@ -110,6 +159,15 @@ public final class RttBench {
         for (String[] r : rows) {
             System.out.printf(Locale.ROOT, "%-7s %-28s %9s %9s %9s %12s %10s %10s%n", (Object[]) r);
         }
+        if (!versusC.isEmpty()) {
+            System.out.printf(Locale.ROOT, "Java over C on the same path (SockmapChannel, redirect / C, redirect; "
+                    + "java.nio TCP / C, TCP), medians over rounds:%n");
+            System.out.printf(Locale.ROOT, "%-7s %18s %18s %14s %14s%n", "size", "redirect p50 J/C", "redirect CPU J/C",
+                    "TCP p50 J/C", "TCP CPU J/C");
+            for (String[] r : versusC) {
+                System.out.printf(Locale.ROOT, "%-7s %18s %18s %14s %14s%n", (Object[]) r);
+            }
+        }
         SockmapStats after = sockmap.stats();
         System.out.printf(Locale.ROOT, "kernel counters during the run: %d messages / %d bytes redirected, "
                         + "%d messages passed to TCP, %d sockets registered%n",
@@ -118,7 +176,8 @@ public final class RttBench {
                 after.messagesPassed() - before.messagesPassed(),
                 after.socketsRegistered() - before.socketsRegistered());
         System.out.println("ratios are against java.nio TCP in the same run (lower is faster); medians over rounds; "
-                + "CPU us/op: this process's CPU time (client and echo thread) per round trip");
+                + "CPU us/op: the measuring process's CPU time (client and echo thread) per round trip; C rows: "
+                + "src/main/c/pingpong.c, blocking read/write (MSG_DONTWAIT in a loop with -Dwait=BUSY_POLL)");
     }
 
     static boolean redirected(PingPong.Path p) {
