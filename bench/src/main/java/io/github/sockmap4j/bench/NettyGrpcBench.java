@@ -156,7 +156,6 @@ public final class NettyGrpcBench {
             sb.channel(EpollServerSocketChannel.class);
         }
         Channel server = sb.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
-        Thread.sleep(50); // the opt-in lands on the event loop just after bind
         // Ping-pong driven from the client's event loop: each echo sends the next message.
         Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
         java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();

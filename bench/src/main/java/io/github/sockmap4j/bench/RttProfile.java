@@ -6,7 +6,9 @@ import java.util.Locale;
 /**
  * One path of {@link RttBench} alone, for a profiler or {@code strace -c} to watch:
  * {@code RttProfile PATH SIZE ITERATIONS}, PATH one of {@link PingPong.Path}'s names, or C_TCP or
- * C_REDIRECT for the C reference. Prints the p50 and CPU per round trip.
+ * C_REDIRECT for the C reference, NETTY_STOCK or NETTY_FAST for NettyGrpcBench's 64 B echo (one
+ * event loop; {@code -Dloops=N} for more), GRPC_STOCK or GRPC_FAST for its 1 KiB unary call.
+ * Prints the p50 and CPU per round trip.
  */
 public final class RttProfile {
     private RttProfile() {
@@ -21,7 +23,26 @@ public final class RttProfile {
         Sockmap sockmap = Sockmap.global();
         long p50;
         double cpu;
-        if (path.startsWith("C_")) {
+        if (path.startsWith("NETTY_") || path.startsWith("GRPC_")) {
+            boolean fast = path.endsWith("_FAST");
+            io.netty.channel.EventLoopGroup group = new io.netty.channel.MultiThreadIoEventLoopGroup(
+                    Integer.getInteger("loops", 1), io.netty.channel.epoll.EpollIoHandler.newFactory());
+            try {
+                boolean netty = path.startsWith("NETTY_");
+                if (netty) {
+                    NettyGrpcBench.echo(group, fast, iterations / 10);
+                } else {
+                    NettyGrpcBench.unary(group, fast, iterations / 10);
+                }
+                long cpu0 = PingPong.processCpuNanos();
+                org.HdrHistogram.Histogram h = netty ? NettyGrpcBench.echo(group, fast, iterations)
+                        : NettyGrpcBench.unary(group, fast, iterations);
+                cpu = (PingPong.processCpuNanos() - cpu0) / (double) iterations;
+                p50 = h.getValueAtPercentile(50);
+            } finally {
+                group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).syncUninterruptibly();
+            }
+        } else if (path.startsWith("C_")) {
             CPingPong.Result r = CPingPong.run(sockmap, path.equals("C_REDIRECT"), wait, placement, size,
                     iterations / 10, iterations);
             p50 = r.p50();

@@ -47,6 +47,14 @@ public final class InFlightWatcher implements AutoCloseable {
      * connection's receiver is polled from then on (one map walk, no sock_diag, per look).
      */
     private static final long LOOK_NANOS = 10_000_000L;
+    /**
+     * The longest look interval: while every watched receiver has read all it was sent and none is
+     * wanted, the interval doubles from {@link #LOOK_NANOS} up to this, and goes back at the first
+     * receiver with something unread. Measured in the RAG demo (4 stage JVMs, each with a watcher,
+     * 3 caught-up receivers): looking every 10 ms cost each watcher about 4% of a CPU in timer
+     * wake-ups and map walks.
+     */
+    private static final long IDLE_LOOK_NANOS = 160_000_000L;
     /** How long a receiver stays polled every millisecond after its sender was last near its bound. */
     private static final long HOT_NANOS = 100_000_000L;
     /** The window over which a receiver's read rate grows its bound. */
@@ -114,8 +122,10 @@ public final class InFlightWatcher implements AutoCloseable {
         int ceiling = Pins.watchCeiling();
         try (NetnsDiags diags = cgroups.isEmpty() ? NetnsDiags.ownNamespace() : NetnsDiags.ofCgroups(cgroups)) {
             long refreshed = System.nanoTime();
+            long look = LOOK_NANOS;
             while (!closed) {
                 boolean anyHot = false;
+                boolean anyUnread = false;
                 long now = System.nanoTime();
                 namespaces = diags.namespaces();
                 boolean unknown = false;
@@ -130,9 +140,15 @@ public final class InFlightWatcher implements AutoCloseable {
                         s.hotUntil = now + HOT_NANOS;
                         seen.put(id, s);
                     }
-                    if ((w.flags() & WatchLayout.WANTED) != 0) {
+                    boolean wanted = (w.flags() & WatchLayout.WANTED) != 0;
+                    if (wanted) {
                         s.hotUntil = now + HOT_NANOS;
+                    } else if (w.read() >= w.sent()) {
+                        // Everything sent was read (the verdict's exact count or an earlier estimate):
+                        // nothing to estimate until more is sent, and the verdict asks when that matters.
+                        continue;
                     }
+                    anyUnread = true;
                     boolean hot = now - s.hotUntil < 0;
                     anyHot |= hot;
                     if (!hot && s.lastPoll != 0 && now - s.lastPoll < IDLE_POLL_NANOS) {
@@ -153,7 +169,8 @@ public final class InFlightWatcher implements AutoCloseable {
                     diags.refresh();
                     refreshed = now;
                 }
-                LockSupport.parkNanos(anyHot ? WANTED_POLL_NANOS : LOOK_NANOS);
+                look = anyHot || anyUnread ? LOOK_NANOS : Math.min(IDLE_LOOK_NANOS, look * 2);
+                LockSupport.parkNanos(anyHot ? WANTED_POLL_NANOS : look);
             }
         } catch (IOException | RuntimeException e) {
             if (!closed) {

@@ -61,9 +61,11 @@ public final class RagDemo implements Callable<Integer> {
     boolean inProcess;
     @Option(names = "--docs", defaultValue = "2000", description = "chunks in the vector index (default ${DEFAULT-VALUE})")
     int docs;
-    @Option(names = "--dim", defaultValue = "384", description = "embedding dimensions (default ${DEFAULT-VALUE})")
+    @Option(names = "--dim", defaultValue = "1536",
+            description = "embedding dimensions (default ${DEFAULT-VALUE}, as text-embedding-3-small)")
     int dim;
-    @Option(names = "--candidates", defaultValue = "32", description = "chunks the search returns, with vectors (default ${DEFAULT-VALUE})")
+    @Option(names = "--candidates", defaultValue = "10",
+            description = "chunks the search returns, with their vectors (default ${DEFAULT-VALUE}, a top-10 query)")
     int candidates;
     @Option(names = "--top-k", defaultValue = "5", description = "chunks in the assembled context (default ${DEFAULT-VALUE})")
     int topK;
