@@ -27,6 +27,7 @@ run() { # run NAME MODULE ARGS...
 } | tee "$out/machine.txt"
 
 run rtt bench -Dplots="$out" io.github.sockmap4j.bench.RttBench 5 20000 64,4096,65536
+run rtt-busy-poll bench -Dwait=BUSY_POLL io.github.sockmap4j.bench.RttBench 5 20000 64,65536
 run stream bench -Dgather=16 io.github.sockmap4j.bench.StreamBench 5 512 65536,1024,64
 run scale bench io.github.sockmap4j.bench.ScaleBench 5 2000 20000
 run netty-grpc bench -Dloops=1 io.github.sockmap4j.bench.NettyGrpcBench 7 10000

@@ -199,6 +199,8 @@ public final class Libbpf {
             throw e;
         } catch (Throwable t) {
             throw Native.rethrow(t);
+        } finally {
+            Native.trimMalloc(); // the kernel BTF the load parsed and freed
         }
     }
 
