@@ -15,6 +15,7 @@ import io.netty.testsuite.transport.socket.SocketTestPermutation;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Netty's socket suite over the transport, the way Netty's epoll module runs it: a sockmap4j
@@ -23,12 +24,46 @@ import java.util.List;
  */
 final class SockmapSocketTestPermutation extends SocketTestPermutation {
     static final SockmapSocketTestPermutation INSTANCE = new SockmapSocketTestPermutation();
-    static final EventLoopGroup EPOLL_BOSS = new MultiThreadIoEventLoopGroup(2,
-            new DefaultThreadFactory("testsuite-sockmap-boss", true), EpollIoHandler.newFactory());
-    static final EventLoopGroup EPOLL_WORKER = new MultiThreadIoEventLoopGroup(3,
-            new DefaultThreadFactory("testsuite-sockmap-worker", true), EpollIoHandler.newFactory());
-    static final EventLoopGroup NIO = new MultiThreadIoEventLoopGroup(3,
-            new DefaultThreadFactory("testsuite-sockmap-nio", true), NioIoHandler.newFactory());
+
+    /**
+     * The event loops of one test class. Netty's suite leaves channels to its event loops (a
+     * half-closed child, a SPDY echo's server and client), so each class gets its own, and
+     * {@link #closeGroups()} closes them, with every channel on them, after the class: what is
+     * still registered then is a leak of the class that ran, not of Netty's tests.
+     */
+    private record Groups(EventLoopGroup boss, EventLoopGroup worker, EventLoopGroup nio) {
+        static Groups open() {
+            return new Groups(new MultiThreadIoEventLoopGroup(2, new DefaultThreadFactory("testsuite-sockmap-boss", true),
+                    EpollIoHandler.newFactory()),
+                    new MultiThreadIoEventLoopGroup(3, new DefaultThreadFactory("testsuite-sockmap-worker", true),
+                            EpollIoHandler.newFactory()),
+                    new MultiThreadIoEventLoopGroup(3, new DefaultThreadFactory("testsuite-sockmap-nio", true),
+                            NioIoHandler.newFactory()));
+        }
+
+        void close() {
+            for (EventLoopGroup g : new EventLoopGroup[] {boss, worker, nio}) {
+                g.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(10_000);
+            }
+        }
+    }
+
+    private static Groups groups;
+
+    private static synchronized Groups groups() {
+        if (groups == null) {
+            groups = Groups.open();
+        }
+        return groups;
+    }
+
+    /** Closes the current class's event loops and every channel on them; the next class gets new ones. */
+    static synchronized void closeGroups() {
+        if (groups != null) {
+            groups.close();
+            groups = null;
+        }
+    }
 
     @Override
     public List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> socket() {
@@ -40,17 +75,17 @@ final class SockmapSocketTestPermutation extends SocketTestPermutation {
     @Override
     public List<BootstrapFactory<ServerBootstrap>> serverSocket() {
         List<BootstrapFactory<ServerBootstrap>> l = new ArrayList<>();
-        l.add(() -> new ServerBootstrap().group(EPOLL_BOSS, EPOLL_WORKER)
+        l.add(() -> new ServerBootstrap().group(groups().boss(), groups().worker())
                 .channelFactory(SockmapNetty.serverChannelFactory()));
-        l.add(() -> new ServerBootstrap().group(NIO, NIO).channel(NioServerSocketChannel.class));
+        l.add(() -> new ServerBootstrap().group(groups().nio(), groups().nio()).channel(NioServerSocketChannel.class));
         return l;
     }
 
     @Override
     public List<BootstrapFactory<Bootstrap>> clientSocket() {
         List<BootstrapFactory<Bootstrap>> l = new ArrayList<>();
-        l.add(() -> new Bootstrap().group(EPOLL_WORKER).channelFactory(SockmapNetty.socketChannelFactory()));
-        l.add(() -> new Bootstrap().group(NIO).channel(NioSocketChannel.class));
+        l.add(() -> new Bootstrap().group(groups().worker()).channelFactory(SockmapNetty.socketChannelFactory()));
+        l.add(() -> new Bootstrap().group(groups().nio()).channel(NioSocketChannel.class));
         return l;
     }
 }

@@ -44,12 +44,27 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
         }
         try {
             kernel = TestKernel.start(name);
+            current = this;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
         System.setProperty("sockmap4j.pinDir", kernel.pinDir.toString());
         System.setProperty("sockmap4j.cgroup", kernel.cgroup.toString());
         Sockmap.global();
+    }
+
+    private static GlobalSockmapSession current;
+
+    /** The session of this run, or null in a run without the kernel tests. */
+    static GlobalSockmapSession current() {
+        return current;
+    }
+
+    /**
+     * After each test class, before {@link NoSocketLeftRegistered} checks it: closes what the
+     * module's shared fixtures hold for the class alone (a suite's event loops).
+     */
+    protected void afterClass() {
     }
 
     /** Stops what the module's tests left running that holds sockets or could reopen the global. */
