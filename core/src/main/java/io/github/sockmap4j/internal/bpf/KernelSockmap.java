@@ -10,9 +10,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.OptionalInt;
@@ -61,14 +59,17 @@ public final class KernelSockmap implements AutoCloseable {
     public static KernelSockmap open(Libbpf bpf, Path pinDir, Path cgroupDir, int maxSockets) throws IOException {
         Path cg = cgroupDir.toAbsolutePath().normalize();
         long cgroupId = Cgroups.id(cg);
-        Ownership.check(pinDir, "pin directory");
+        // Refused before anything is made for it (a lock directory); checked again, by descriptor,
+        // as it is created under the setup lock.
+        checkPinDirectory(pinDir, Ownership.checkExisting(pinDir, "pin directory"));
         LockDir locks = LockDir.forPinDir(pinDir);
         locks.lockSetup();
         PinnedObjects fds = null;
+        boolean ours = false;
         try {
             locks.joinUsers(cgroupId);
-            Files.createDirectories(pinDir, PosixFilePermissions.asFileAttribute(
-                    PosixFilePermissions.fromString("rwxr-x---")));
+            checkPinDirectory(pinDir, Ownership.ensureDirectory(pinDir, "pin directory", 0750));
+            ours = true;
             fds = Pins.openOrCreate(bpf, pinDir, maxSockets);
             Pins.attachCgroup(bpf, pinDir, cg, cgroupId, fds.sockops());
             return new KernelSockmap(bpf, pinDir, cg, cgroupId, locks, fds);
@@ -78,7 +79,15 @@ public final class KernelSockmap implements AutoCloseable {
                 LibC.close(fds.policy());
             }
             try {
-                Pins.teardownIfLast(bpf, pinDir, cgroupId, locks, -1);
+                if (ours) {
+                    Pins.teardownIfLast(bpf, pinDir, cgroupId, locks, -1);
+                } else {
+                    // A directory refused is left as it is (its owner is told to remove it); only the locks go.
+                    locks.leaveCgroupAndCheckLast(cgroupId);
+                    if (locks.leaveUsersAndCheckLast()) {
+                        locks.removeFiles();
+                    }
+                }
             } catch (IOException suppressed) {
                 e.addSuppressed(suppressed);
             }
@@ -86,6 +95,15 @@ public final class KernelSockmap implements AutoCloseable {
             throw e;
         } finally {
             locks.unlockSetup();
+        }
+    }
+
+    /** Refuses a pin directory outside a BPF file system, where pinning fails with a misleading EPERM. */
+    private static void checkPinDirectory(Path pinDir, long fsType) throws IOException {
+        if (fsType != LibC.BPF_FS_MAGIC) {
+            throw new IOException("the pin directory " + pinDir + " is not on a BPF file system (bpffs; its file "
+                    + "system type is 0x" + Long.toHexString(fsType) + "): choose one under /sys/fs/bpf, or mount "
+                    + "bpffs where it should be (as root: mount -t bpf bpf DIR)");
         }
     }
 

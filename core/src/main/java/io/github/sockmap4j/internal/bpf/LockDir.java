@@ -7,7 +7,6 @@ import io.github.sockmap4j.internal.sys.Ownership;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 
 /**
  * flock(2) files that tell processes sharing a pin directory about each other (bpffs holds no
@@ -60,18 +59,10 @@ public final class LockDir implements AutoCloseable {
      * a lock on a file that is gone; it then retries on the new one.
      */
     void lockSetup() throws IOException {
-        Ownership.check(dir.getParent(), "lock directory");
-        Ownership.check(dir, "lock directory");
         while (true) {
             // Searchable by all: an agent's control socket lives here (the lock files stay 0640).
-            var searchable = PosixFilePermissions.fromString("rwxr-xr-x");
-            if (!Files.isDirectory(dir.getParent())) {
-                Files.createDirectories(dir.getParent(), PosixFilePermissions.asFileAttribute(searchable));
-            }
-            Files.setPosixFilePermissions(dir.getParent(), searchable);
-            if (!Files.isDirectory(dir)) {
-                Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(searchable));
-            }
+            Ownership.ensureDirectory(dir.getParent(), "lock directory", 0755);
+            Ownership.ensureDirectory(dir, "lock directory", 0755);
             int fd = openLock("setup.lock");
             lock(fd, LibC.LOCK_EX, "setup.lock");
             Path target = Files.readSymbolicLink(Path.of("/proc/self/fd/" + fd));

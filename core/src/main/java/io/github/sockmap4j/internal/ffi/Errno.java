@@ -12,9 +12,13 @@ public final class Errno {
     public static final int EACCES = 13;
     public static final int EBUSY = 16;
     public static final int EEXIST = 17;
+    public static final int ENOTDIR = 20;
     public static final int EINVAL = 22;
+    public static final int ENFILE = 23;
+    public static final int EMFILE = 24;
     public static final int ENOSPC = 28;
     public static final int EPIPE = 32;
+    public static final int ELOOP = 40;
     public static final int EOPNOTSUPP = 95;
     public static final int EADDRINUSE = 98;
     public static final int ECONNABORTED = 103;
@@ -41,7 +45,11 @@ public final class Errno {
             case EACCES -> "EACCES";
             case EBUSY -> "EBUSY";
             case EEXIST -> "EEXIST";
+            case ENOTDIR -> "ENOTDIR";
             case EINVAL -> "EINVAL";
+            case ENFILE -> "ENFILE";
+            case EMFILE -> "EMFILE";
+            case ELOOP -> "ELOOP";
             case ENOSPC -> "ENOSPC";
             case EPIPE -> "EPIPE";
             case EOPNOTSUPP -> "EOPNOTSUPP";

@@ -40,6 +40,8 @@ public final class LibC {
     public static final int SO_COOKIE = 57;
     public static final int SO_NETNS_COOKIE = 71;
     public static final int SO_PEERCRED = 17;
+    /** The supplementary groups of a Unix socket's peer, as they were when it connected (since 4.13). */
+    public static final int SO_PEERGROUPS = 59;
     public static final int TCP_NODELAY = 1;
     public static final int IPV6_V6ONLY = 26;
     public static final int SHUT_RD = 0;
@@ -70,6 +72,11 @@ public final class LibC {
     public static final int O_CREAT = 0x40;
     public static final int O_DIRECTORY = Platform.current().oDirectory();
     public static final int O_CLOEXEC = 0x80000;
+    public static final int O_NOFOLLOW = Platform.current().oNofollow();
+    /** A handle on a path only (no read or write): enough to walk, stat and statfs through. */
+    public static final int O_PATH = 0x200000;
+    /** statfs f_type of a BPF file system (include/uapi/linux/magic.h). */
+    public static final long BPF_FS_MAGIC = 0xcafe4a11L;
     public static final int PROT_READ = 1;
     public static final int PROT_WRITE = 2;
     public static final int MAP_SHARED = 1;
@@ -134,6 +141,12 @@ public final class LibC {
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG));
     private static final MethodHandle OPEN = Native.downcall(LIBC, "open",
             FunctionDescriptor.of(C_INT, C_PTR, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle OPENAT = Native.downcall(LIBC, "openat",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT, C_INT), Linker.Option.firstVariadicArg(3));
+    private static final MethodHandle MKDIRAT = Native.downcall(LIBC, "mkdirat",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT));
+    private static final MethodHandle FSTATFS = Native.downcall(LIBC, "fstatfs",
+            FunctionDescriptor.of(C_INT, C_INT, C_PTR));
     private static final MethodHandle SETNS = Native.downcall(LIBC, "setns",
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
     private static final MethodHandle GETEUID = Native.plain(LIBC, "geteuid",
@@ -534,6 +547,49 @@ public final class LibC {
                 throw new NativeIOException("open", Native.errno(st), path);
             }
             return res;
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** openat(2) of one path component below {@code dirFd}: the fd, or {@code -errno}. */
+    public static int tryOpenat(int dirFd, String name, int flags) {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            int res = (int) OPENAT.invokeExact(st, dirFd, arena.allocateFrom(name), flags | O_CLOEXEC, 0);
+            return res < 0 ? -Native.errno(st) : res;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** mkdirat(2): 0, or {@code -errno}. */
+    public static int tryMkdirat(int dirFd, String name, int mode) {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            int res = (int) MKDIRAT.invokeExact(st, dirFd, arena.allocateFrom(name), mode);
+            return res < 0 ? -Native.errno(st) : 0;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * The file system type ({@code f_type}) of what {@code fd} refers to. {@code f_type} is the
+     * first field of {@code struct statfs}, a long, on every 64-bit Linux architecture; the struct
+     * is 120 bytes on x86_64 and aarch64.
+     */
+    public static long fstatfsType(int fd) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(256, 8);
+            int res = (int) FSTATFS.invokeExact(st, fd, buf);
+            if (res < 0) {
+                throw new NativeIOException("fstatfs", Native.errno(st));
+            }
+            return buf.get(ValueLayout.JAVA_LONG, 0) & 0xffffffffL;
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {

@@ -72,6 +72,8 @@ class NativeLayoutsTest {
                 #include <sys/mman.h>
                 #include <sys/eventfd.h>
                 #include <poll.h>
+                #include <errno.h>
+                #include <sys/vfs.h>
                 #include <netinet/in.h>
                 #include <netinet/tcp.h>
                 #include <bpf/bpf.h>
@@ -84,6 +86,8 @@ class NativeLayoutsTest {
                   P(MSG_NOSIGNAL) P(MSG_DONTWAIT) P(FIONREAD) P(FIONBIO) P(EPOLL_CLOEXEC) P(EPOLLRDHUP)
                   P(EFD_NONBLOCK) P(EFD_CLOEXEC) P(LOCK_NB) P(MAP_SHARED) P(sizeof(struct epoll_event))
                   P(AF_UNIX) P(SO_PEERCRED) P(CLONE_NEWNET)
+                  P(O_NOFOLLOW) P(O_PATH) P(offsetof(struct statfs, f_type)) P(sizeof(((struct statfs *) 0)->f_type))
+                  P(sizeof(struct statfs) <= 256) P(SO_PEERGROUPS) P(ENOTDIR) P(ELOOP) P(EMFILE) P(ENFILE)
                   return 0;
                 }
                 """;
@@ -106,7 +110,14 @@ class NativeLayoutsTest {
                 Map.entry("LOCK_NB", (long) LibC.LOCK_NB), Map.entry("MAP_SHARED", (long) LibC.MAP_SHARED),
                 Map.entry("sizeof(struct epoll_event)", EpollEvent.SIZE),
                 Map.entry("AF_UNIX", (long) LibC.AF_UNIX), Map.entry("SO_PEERCRED", (long) LibC.SO_PEERCRED),
-                Map.entry("CLONE_NEWNET", (long) LibC.CLONE_NEWNET));
+                Map.entry("CLONE_NEWNET", (long) LibC.CLONE_NEWNET),
+                Map.entry("O_NOFOLLOW", (long) LibC.O_NOFOLLOW), Map.entry("O_PATH", (long) LibC.O_PATH),
+                Map.entry("offsetof(struct statfs, f_type)", 0L),
+                Map.entry("sizeof(((struct statfs *) 0)->f_type)", 8L),
+                Map.entry("sizeof(struct statfs) <= 256", 1L),
+                Map.entry("SO_PEERGROUPS", (long) LibC.SO_PEERGROUPS),
+                Map.entry("ENOTDIR", (long) Errno.ENOTDIR), Map.entry("ELOOP", (long) Errno.ELOOP),
+                Map.entry("EMFILE", (long) Errno.EMFILE), Map.entry("ENFILE", (long) Errno.ENFILE));
         Map<String, Long> actual = compileAndRun(c);
         for (var e : expected.entrySet()) {
             assertEquals(actual.get(e.getKey()), e.getValue(), e.getKey());
