@@ -21,7 +21,7 @@ nsa=sm4jcov$id-a; nsb=sm4jcov$id-b
 agent_pid=""
 cleanup() {
   [ -n "$agent_pid" ] && kill -TERM "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null || true
-  $sm --pin-dir "$pins" down >/dev/null 2>&1 || true
+  $sm --pin-dir "$pins" down --force >/dev/null 2>&1 || true
   ip netns delete "$nsa" 2>/dev/null || true
   ip netns delete "$nsb" 2>/dev/null || true
   for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done

@@ -23,7 +23,7 @@ agent_pid=""; busy_pids=""; spid=""; cpid=""
 cleanup() {
   for p in $busy_pids $spid $cpid; do kill "$p" 2>/dev/null; done
   if [ -n "$agent_pid" ]; then kill -TERM "$agent_pid" 2>/dev/null; wait "$agent_pid" 2>/dev/null; fi
-  $sm --pin-dir "$pins" down >/dev/null 2>&1
+  $sm --pin-dir "$pins" down --force >/dev/null 2>&1
   for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
   rmdir "$cg" 2>/dev/null
   rm -rf "$work"

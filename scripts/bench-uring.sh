@@ -15,7 +15,7 @@ cc -O2 -Wall -Werror -o "$bin" bench/src/main/c/uring_pingpong.c -luring -lpthre
 
 pins=/sys/fs/bpf/sockmap4j-uring-$$
 enter_child_cgroup sockmap4j-uring
-cleanup() { local rc=$?; ./scripts/sockmap4j --pin-dir="$pins" down >/dev/null 2>&1 || true; rm -f "$bin"; leave_child_cgroup "$rc"; }
+cleanup() { local rc=$?; ./scripts/sockmap4j --pin-dir="$pins" down --force >/dev/null 2>&1 || true; rm -f "$bin"; leave_child_cgroup "$rc"; }
 trap cleanup EXIT
 ./scripts/sockmap4j --pin-dir="$pins" up --cgroup "$SM4J_CGROUP" >/dev/null
 fast=$((20000 + $$ % 10000)); plain=$((fast + 1))

@@ -21,7 +21,7 @@ pins=/sys/fs/bpf/sockmap4j-newuser-$id
 cleanup() {
   for _ in $(seq 50); do [ -s "$cg_in/cgroup.procs" ] || break; sleep 0.1; done
   rmdir "$cg_in" "$cg_other" 2>/dev/null || true
-  [ -e "$pins" ] && scripts/sockmap4j --pin-dir "$pins" down >/dev/null 2>&1 || true
+  [ -e "$pins" ] && scripts/sockmap4j --pin-dir "$pins" down --force >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 mkdir "$cg_in" "$cg_other"

@@ -18,6 +18,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -81,6 +82,7 @@ public final class NodeAgent implements AutoCloseable {
     private final ControlServer control;
     private final ScheduledExecutorService reaper;
     private volatile boolean closed;
+    private final CompletableFuture<String> lost = new CompletableFuture<>();
 
     private NodeAgent(Options options, List<KernelSockmap> kernels, InFlightWatcher watcher, PolicyMap policy,
                       RuleBook book, ControlServer control, ScheduledExecutorService reaper) {
@@ -139,7 +141,9 @@ public final class NodeAgent implements AutoCloseable {
             LOG.info("sockmap4j agent: pins {}, attached to {}, {} rules adopted, {} policy grants, control socket {}",
                     options.pinDirectory(), options.cgroups(), book.size(), agentPolicy.grants(),
                     AgentRequest.socketPath(lockDir));
-            return new NodeAgent(options, kernels, watcher, policy, book, control, reaper);
+            NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, reaper);
+            reaper.scheduleWithFixedDelay(agent::checkPins, 1, 1, TimeUnit.SECONDS);
+            return agent;
         } catch (IOException | RuntimeException e) {
             if (control != null) {
                 control.close();
@@ -201,9 +205,45 @@ public final class NodeAgent implements AutoCloseable {
         return book.owners(prefix);
     }
 
-    /** Whether it works: pins open, watcher and control socket running. */
+    /** Whether it works: pins in place, watcher running, control socket serving. */
     public boolean isReady() {
-        return !closed && watcher.isRunning() && control.isRunning();
+        return !closed && !lost.isDone() && watcher.isRunning() && control.isServing();
+    }
+
+    /**
+     * Completes, with what happened, when the agent's pins were removed under it (a
+     * {@code sockmap4j down --force}, or someone unpinning by hand): the fast path of its cgroups is
+     * gone and its opt-ins change nothing, so it is not ready from then on, and its process should
+     * exit so that whatever runs it (systemd, a DaemonSet) starts one that sets them up again. The
+     * CLI's {@code agent} does, with status 3.
+     */
+    public CompletableFuture<String> pinsLost() {
+        return lost;
+    }
+
+    /** Each second: are the pins this agent set up still there? */
+    private void checkPins() {
+        if (closed || lost.isDone()) {
+            return;
+        }
+        List<Path> gone = new ArrayList<>();
+        Path dir = options.pinDirectory();
+        for (Path p : List.of(dir.resolve("agent"), dir.resolve("policy"), dir.resolve("socks"))) {
+            if (!Files.exists(p)) {
+                gone.add(p);
+            }
+        }
+        for (KernelSockmap k : kernels) {
+            if (!k.isAttached()) {
+                gone.add(dir.resolve("link_cgroup_" + k.cgroupId()));
+            }
+        }
+        if (!gone.isEmpty()) {
+            String why = "the pins " + gone + " were removed while the agent ran (sockmap4j down --force, or by "
+                    + "hand): the fast path of " + options.cgroups() + " is off";
+            LOG.error("sockmap4j agent: {}; not ready, stopping so that it can be started again", why);
+            lost.complete(why);
+        }
     }
 
     public Options options() {

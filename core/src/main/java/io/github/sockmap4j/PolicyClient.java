@@ -70,8 +70,7 @@ public final class PolicyClient implements AutoCloseable {
         if (agent == null) {
             throw new IOException("no sockmap4j agent runs for these pins: the rules' holders are the agent's record");
         }
-        String all = agent.call(AgentRequest.list());
-        return all.isBlank() ? java.util.List.of() : java.util.List.of(all.split("; "));
+        return agent.list();
     }
 
     /** Whether this client asks a node agent (rather than writing the policy map itself). */

@@ -1,10 +1,12 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.LockDir;
 import io.github.sockmap4j.internal.bpf.Pins;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.net.Cidr;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -39,6 +41,43 @@ public final class SockmapAdmin {
     /** Where the node agent of {@code pinDirectory} listens for opt-ins (see {@link PolicyClient}). */
     public static Path agentSocket(Path pinDirectory) {
         return AgentRequest.socketPath(LockDir.pathFor(pinDirectory));
+    }
+
+    /**
+     * A network as an operator writes it, {@code ADDRESS} or {@code ADDRESS/PREFIX}.
+     *
+     * @param address    an address literal
+     * @param prefixBits how many leading bits of it the network fixes
+     */
+    public record Network(java.net.InetAddress address, int prefixBits) {
+        /**
+         * Parses {@code ADDRESS[/PREFIX]} from literals only: a host name is refused, never resolved
+         * (a rule must not change with what a resolver says).
+         *
+         * @throws IllegalArgumentException saying what is wrong with {@code text}
+         */
+        public static Network parse(String text) {
+            Cidr c = Cidr.parse(text);
+            return new Network(c.network(), c.prefixBits());
+        }
+
+        /**
+         * An address literal, never a name.
+         *
+         * @throws IllegalArgumentException when {@code text} is not one
+         */
+        public static java.net.InetAddress literal(String text) {
+            return Cidr.literal(text);
+        }
+    }
+
+    /** Whether a node agent answers on the control socket of {@code pinDirectory} now. */
+    public static boolean agentRunning(Path pinDirectory) {
+        try (AgentClient agent = AgentClient.connectIfRunning(agentSocket(pinDirectory))) {
+            return agent != null;
+        } catch (IOException e) {
+            return true; // a socket there that refuses us is an agent's all the same
+        }
     }
 
     /** Whether an agent ({@link #up}) owns the pins of {@code pinDirectory}. */

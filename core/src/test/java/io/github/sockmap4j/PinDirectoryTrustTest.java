@@ -172,6 +172,27 @@ class PinDirectoryTrustTest {
     }
 
     @Test
+    void aCgroupThatIsNotCgroupV2IsRefusedByName() throws Exception {
+        Path plain = Files.createTempDirectory("sm4j-not-a-cgroup");
+        Path pinDir = Path.of("/sys/fs/bpf", TestKernel.uniqueName("v1"));
+        try {
+            Sockmap s = Sockmap.open(SockmapConfig.fromSystemProperties().withPinDirectory(pinDir).withCgroup(plain)
+                    .withRequired(false));
+            try {
+                assertFalse(s.kernelOpen());
+                assertTrue(s.unavailabilityCause().contains(plain.toString())
+                        && s.unavailabilityCause().contains("cgroup v2"), s.unavailabilityCause());
+                assertFalse(Files.exists(pinDir), "nothing made for it");
+                assertFalse(Files.exists(LockDir.pathFor(pinDir)), "no lock directory for it");
+            } finally {
+                s.close();
+            }
+        } finally {
+            Files.deleteIfExists(plain);
+        }
+    }
+
+    @Test
     void aWorldWritableLockBaseIsRefused() throws Exception {
         Path base = Files.createTempDirectory("sm4j-locks");
         Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwxrwxrwx"));

@@ -20,6 +20,9 @@ import picocli.CommandLine.Option;
         + "or adopted), the in-flight watcher of every namespace of the cgroups, opt-ins over a Unix socket, "
         + "/metrics, /healthz and /readyz. Stopping it leaves the pins for the next agent.")
 final class Agent implements Callable<Integer> {
+    /** The exit status when the agent's pins were removed under it (NodeAgent#pinsLost). */
+    static final int PINS_LOST = 3;
+
     @CommandLine.ParentCommand
     SockmapCli parent;
 
@@ -98,7 +101,13 @@ final class Agent implements Callable<Integer> {
                     + http.address().getPort() + "/metrics") + (pods == null ? "" : ", pods of node "
                     + kubernetes.nodeName));
             out.flush();
+            agent.pinsLost().thenRun(stop::countDown);
             stop.await();
+            if (agent.pinsLost().isDone()) {
+                spec.commandLine().getErr().println("agent: " + agent.pinsLost().getNow("") + "; exiting (status "
+                        + PINS_LOST + ") to be started again");
+                return PINS_LOST;
+            }
             out.println("agent: stopping; the pins stay in " + parent.pinDir + " ('sockmap4j down' removes them)");
             out.flush();
         } finally {

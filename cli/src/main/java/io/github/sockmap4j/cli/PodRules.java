@@ -143,11 +143,11 @@ final class PodRules implements AutoCloseable {
     }
 
     private static void addIp(Set<InetAddress> ips, String ip) {
-        if (ip != null && ip.matches("[0-9a-fA-F:.]+")) {
+        if (ip != null) {
             try {
-                ips.add(InetAddress.getByName(ip));
-            } catch (java.net.UnknownHostException ignored) {
-                // Not an address literal after all.
+                ips.add(io.github.sockmap4j.SockmapAdmin.Network.literal(ip));
+            } catch (IllegalArgumentException ignored) {
+                // Not an address literal: the API server's word, never resolved.
             }
         }
     }

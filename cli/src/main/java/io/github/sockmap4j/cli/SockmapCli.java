@@ -93,21 +93,13 @@ public final class SockmapCli {
             if (p.length == 1) {
                 return new Target(port, null, 0);
             }
-            String[] cidr = p[1].split("/");
-            InetAddress net;
-            int bits;
             try {
-                net = InetAddress.getByName(cidr[0]);
-                bits = cidr.length > 1 ? Integer.parseInt(cidr[1]) : (net.getAddress().length * 8);
-            } catch (IOException | NumberFormatException e) {
-                throw new CommandLine.TypeConversionException("not a CIDR: '" + p[1] + "'");
+                SockmapAdmin.Network cidr = SockmapAdmin.Network.parse(p[1]);
+                return new Target(port, cidr.address(), cidr.prefixBits());
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage() + " (expected PORT or PORT/CIDR, e.g. "
+                        + "8080 or 8080/10.0.0.0/8)");
             }
-            int max = net.getAddress().length * 8;
-            if (bits < 0 || bits > max) {
-                throw new CommandLine.TypeConversionException("prefix must be 0.." + max + " for "
-                        + net.getHostAddress() + ": '" + p[1] + "'");
-            }
-            return new Target(port, net, bits);
         }
     }
 
@@ -230,6 +222,10 @@ public final class SockmapCli {
         @Override
         public Integer call() throws IOException, InterruptedException {
             PrintWriter out = spec.commandLine().getOut();
+            if (watch < 0) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--watch takes 0 or more seconds: "
+                        + watch);
+            }
             if (SockmapAdmin.stats(parent.pinDir) == null) {
                 out.println("not up: nothing pinned in " + parent.pinDir + " (run 'sockmap4j up', or name the pin "
                         + "directory of a service with --pin-dir)");
@@ -350,8 +346,18 @@ public final class SockmapCli {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
+        @Option(names = "--force", description = "remove them even while a node agent serves them (the agent "
+                + "then exits: it finds its pins gone)")
+        boolean force;
+
         @Override
         public Integer call() throws IOException {
+            if (!force && SockmapAdmin.agentRunning(parent.pinDir)) {
+                spec.commandLine().getErr().println("down: a sockmap4j agent serves " + parent.pinDir + " (its control "
+                        + "socket " + SockmapAdmin.agentSocket(parent.pinDir) + " answers): stop it first, or run "
+                        + "'sockmap4j down --force' to remove the pins under it (it then exits)");
+                return 1;
+            }
             int n = SockmapAdmin.removePins(parent.pinDir);
             spec.commandLine().getOut().println(n == 0 ? "nothing to remove in " + parent.pinDir
                     : "down: removed " + n + " pins from " + parent.pinDir);
@@ -381,6 +387,9 @@ public final class SockmapCli {
         @Override
         public Integer call() throws IOException, InterruptedException {
             PrintWriter out = spec.commandLine().getOut();
+            if (seconds < 1) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--seconds takes 1 or more: " + seconds);
+            }
             io.github.sockmap4j.xdp.XdpRules rules = io.github.sockmap4j.xdp.XdpRules.parse(rulesFile);
             try (io.github.sockmap4j.xdp.XdpFilter f = io.github.sockmap4j.xdp.XdpFilter.attach(iface,
                     rules.defaultAction())) {

@@ -453,6 +453,22 @@ class AgentTest {
         assertEquals(0, cli("deny", "47209").code());
     }
 
+    @Test
+    @Order(10)
+    void downUnderARunningAgentIsRefusedAndForcedItMakesTheAgentExit() throws Exception {
+        CommandLineTest.Result down = cli("down");
+        assertEquals(1, down.code());
+        assertTrue(down.err().contains("a sockmap4j agent serves " + pins) && down.err().contains("--force"),
+                down.err());
+        assertTrue(Files.exists(pins.resolve("policy")), "nothing removed");
+        assertTrue(scrape("/readyz").startsWith("ready"));
+        assertEquals(0, cli("down", "--force").code());
+        assertEquals(Agent.PINS_LOST, agent.waitFor(30), agent.output());
+        assertTrue(agent.output().contains("were removed while the agent ran"), agent.output());
+        startAgent(); // it sets them up again, as whatever restarts it would
+        assertTrue(scrape("/readyz").startsWith("ready"));
+    }
+
     /** Keeps the busy loop's result alive, so that it is not optimized away. */
     static final class Blackhole {
         static volatile long sink;

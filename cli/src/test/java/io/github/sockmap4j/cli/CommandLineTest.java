@@ -69,6 +69,26 @@ class CommandLineTest {
     }
 
     @Test
+    void aHostNameInACidrIsAUsageErrorNeverResolved() {
+        for (String target : new String[] {"9000/localhost/8", "9000/ad.be", "9000/example.com/16"}) {
+            Result r = run("deny", target);
+            assertEquals(2, r.code(), target);
+            assertTrue(r.err().contains("names are never resolved"), r.err());
+        }
+    }
+
+    @Test
+    void negativeDurationsAreUsageErrors() {
+        Result r = run("stats", "--watch", "-1");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--watch takes 0 or more seconds: -1"), r.err());
+        // Checked before the rules file is read, and so before anything could attach.
+        r = run("xdp", "sm4j-none0", "/nonexistent-rules", "--seconds", "-1");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--seconds takes 1 or more: -1"), r.err());
+    }
+
+    @Test
     void aPrefixLongerThanItsAddressIsAUsageError() {
         Result r = run("allow", "8080/10.0.0.0/33");
         assertEquals(2, r.code());

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.xdp;
 
+import io.github.sockmap4j.internal.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;
@@ -45,9 +46,8 @@ public record XdpRules(XdpFilter.Action defaultAction, List<Rule> rules) {
                 if (w[0].equals("default") && w.length == 2) {
                     def = action(w[1], where);
                 } else if (w.length == 2 && w[1].contains("/")) {
-                    String[] cidr = w[1].split("/");
-                    rules.add(new Rule(action(w[0], where), InetAddress.getByName(cidr[0]),
-                            Integer.parseInt(cidr[1]), null, 0));
+                    Cidr cidr = Cidr.parse(w[1]);
+                    rules.add(new Rule(action(w[0], where), cidr.network(), cidr.prefixBits(), null, 0));
                 } else if (w.length == 3 && (w[1].equals("tcp") || w[1].equals("udp"))) {
                     rules.add(new Rule(action(w[0], where), null, 0,
                             XdpFilter.Protocol.valueOf(w[1].toUpperCase(Locale.ROOT)), Integer.parseInt(w[2])));
@@ -56,6 +56,8 @@ public record XdpRules(XdpFilter.Action defaultAction, List<Rule> rules) {
                 }
             } catch (NumberFormatException e) {
                 throw new IOException("not a number in the rule at " + where, e);
+            } catch (IllegalArgumentException e) {
+                throw new IOException("cannot read the rule at " + where + ": " + e.getMessage(), e);
             }
         }
         return new XdpRules(def, List.copyOf(rules));

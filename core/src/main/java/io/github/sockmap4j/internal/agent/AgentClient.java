@@ -18,7 +18,7 @@ import java.nio.file.Path;
 public final class AgentClient implements AutoCloseable {
     private final Path socket;
     private final SocketChannel channel;
-    private final ByteBuffer in = ByteBuffer.allocate(AgentRequest.MAX_LINE * 4);
+    private ByteBuffer in = ByteBuffer.allocate(AgentRequest.MAX_LINE * 4);
 
     private AgentClient(Path socket, SocketChannel channel) {
         this.socket = socket;
@@ -52,11 +52,41 @@ public final class AgentClient implements AutoCloseable {
      * @throws IOException with the agent's reason when it refused, or when the connection broke
      */
     public synchronized String call(AgentRequest request) throws IOException {
+        send(request);
+        return answer(request, readLine(AgentRequest.MAX_LINE * 4));
+    }
+
+    /**
+     * Sends a LIST request and returns its lines, one a rule.
+     *
+     * @throws IOException with the agent's reason when it refused, or when the connection broke
+     */
+    public synchronized java.util.List<String> list() throws IOException {
+        AgentRequest request = AgentRequest.list();
+        send(request);
+        String head = answer(request, readLine(AgentRequest.MAX_LINE * 4)).trim();
+        int n;
+        try {
+            n = Integer.parseInt(head);
+        } catch (NumberFormatException e) {
+            throw new IOException("unexpected answer to LIST from the sockmap4j agent at " + socket + ": 'OK " + head
+                    + "' (an agent of another version?)");
+        }
+        java.util.List<String> lines = new java.util.ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            lines.add(readLine(AgentRequest.MAX_LIST_LINE));
+        }
+        return lines;
+    }
+
+    private void send(AgentRequest request) throws IOException {
         ByteBuffer out = ByteBuffer.wrap((request.format() + "\n").getBytes(StandardCharsets.UTF_8));
         while (out.hasRemaining()) {
             channel.write(out);
         }
-        String line = readLine();
+    }
+
+    private String answer(AgentRequest request, String line) throws IOException {
         if (line.startsWith("OK")) {
             return line.length() > 3 ? line.substring(3) : "";
         }
@@ -67,7 +97,7 @@ public final class AgentClient implements AutoCloseable {
         throw new IOException("unexpected answer from the sockmap4j agent at " + socket + ": " + line);
     }
 
-    private String readLine() throws IOException {
+    private String readLine(int max) throws IOException {
         while (true) {
             for (int i = 0; i < in.position(); i++) {
                 if (in.get(i) == '\n') {
@@ -78,7 +108,13 @@ public final class AgentClient implements AutoCloseable {
                 }
             }
             if (!in.hasRemaining()) {
-                throw new IOException("the sockmap4j agent at " + socket + " sent a line too long");
+                if (in.capacity() >= max) {
+                    throw new IOException("the sockmap4j agent at " + socket + " sent a line over " + max + " bytes");
+                }
+                ByteBuffer bigger = ByteBuffer.allocate(Math.min(max, in.capacity() * 2));
+                in.flip();
+                bigger.put(in);
+                in = bigger;
             }
             if (channel.read(in) < 0) {
                 throw new IOException("the sockmap4j agent at " + socket + " closed the connection (stopped?)");

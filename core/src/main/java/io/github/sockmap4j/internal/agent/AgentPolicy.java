@@ -1,12 +1,14 @@
 package io.github.sockmap4j.internal.agent;
 
+import io.github.sockmap4j.internal.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -16,12 +18,17 @@ import java.util.Set;
  * # who      ports             server networks        largest bound (bytes)
  * uid 1000   8080,9000-9100    10.0.0.0/8,fd00::/8    4194304
  * gid 2000   *                 *                      1048576
+ * # how many rules one uid may hold at once (root: no limit)
+ * quota default 256
+ * quota uid 1000 4096
  * </pre>
  *
  * A request is allowed when a line names the requester's uid, or its primary or a supplementary
  * gid, covers its port, covers its network (a request for any address needs {@code *}), and its
  * bound is at most the line's (0, each receiver's own bound, is always within). Root may do
- * anything; only root may set a rule unbounded. Without a file only root may opt in.
+ * anything; only root may set a rule unbounded. Without a file only root may opt in. A uid other
+ * than root holds at most its quota of rules ({@value #DEFAULT_QUOTA} unless a {@code quota} line
+ * says otherwise): the policy map is shared by every user of the node, and one user must not fill it.
  *
  * <p><b>Note:</b> immutable, so threadsafe.
  */
@@ -50,17 +57,34 @@ public final class AgentPolicy {
         }
     }
 
+    /** Rules a uid may hold where the policy file sets no quota for it. */
+    public static final int DEFAULT_QUOTA = 256;
+
     private final Path file;
     private final List<Grant> grants;
+    private final int defaultQuota;
+    private final Map<Integer, Integer> quotas;
 
-    private AgentPolicy(Path file, List<Grant> grants) {
+    private AgentPolicy(Path file, List<Grant> grants, int defaultQuota, Map<Integer, Integer> quotas) {
         this.file = file;
         this.grants = List.copyOf(grants);
+        this.defaultQuota = defaultQuota;
+        this.quotas = Map.copyOf(quotas);
     }
 
     /** No file: root only. */
     public static AgentPolicy rootOnly() {
-        return new AgentPolicy(null, List.of());
+        return new AgentPolicy(null, List.of(), DEFAULT_QUOTA, Map.of());
+    }
+
+    /** How many rules {@code uid} may hold at once; {@link Integer#MAX_VALUE} for root. */
+    public int quota(int uid) {
+        return uid == 0 ? Integer.MAX_VALUE : quotas.getOrDefault(uid, defaultQuota);
+    }
+
+    /** Where the policy comes from, for messages: "the agent's policy file F", or that there is none. */
+    public String source() {
+        return file == null ? "the agent runs without a policy file (--policy)" : "the agent's policy file " + file;
     }
 
     public static AgentPolicy load(Path file) throws IOException {
@@ -72,6 +96,8 @@ public final class AgentPolicy {
      */
     static AgentPolicy parse(Path file, List<String> lines) {
         List<Grant> grants = new ArrayList<>();
+        int defaultQuota = DEFAULT_QUOTA;
+        Map<Integer, Integer> quotas = new HashMap<>();
         for (int i = 0; i < lines.size(); i++) {
             String raw = lines.get(i);
             int hash = raw.indexOf('#');
@@ -79,14 +105,31 @@ public final class AgentPolicy {
             if (line.isEmpty()) {
                 continue;
             }
+            boolean quota = line.startsWith("quota ") || line.equals("quota");
             try {
-                grants.add(grant(line, i + 1));
+                if (quota) {
+                    String[] f = line.split("\\s+");
+                    if (f.length == 3 && f[1].equals("default")) {
+                        defaultQuota = count(f[2]);
+                    } else if (f.length == 4 && f[1].equals("uid")) {
+                        int id = parseInt(f[2], "uid");
+                        if (id < 0) {
+                            throw new IllegalArgumentException("a negative id");
+                        }
+                        quotas.put(id, count(f[3]));
+                    } else {
+                        throw new IllegalArgumentException("a quota line is 'quota default N' or 'quota uid ID N'");
+                    }
+                } else {
+                    grants.add(grant(line, i + 1));
+                }
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException((file == null ? "policy" : file.toString()) + ":" + (i + 1) + ": "
-                        + raw.trim() + ": " + e.getMessage() + " (expected 'uid|gid ID PORTS|* NETWORKS|* MAX-BOUND')");
+                        + raw.trim() + ": " + e.getMessage() + (quota ? ""
+                        : " (expected 'uid|gid ID PORTS|* NETWORKS|* MAX-BOUND', or 'quota default|uid ...')"));
             }
         }
-        return new AgentPolicy(file, grants);
+        return new AgentPolicy(file, grants, defaultQuota, quotas);
     }
 
     private static Grant grant(String line, int n) {
@@ -131,22 +174,9 @@ public final class AgentPolicy {
         if (c.equals("*")) {
             return new Net(true, null, 0);
         }
-        String[] p = c.split("/", 2);
-        if (!p[0].matches("[0-9a-fA-F:.]+")) {
-            throw new IllegalArgumentException("not a network: '" + c + "'");
-        }
-        InetAddress a;
-        try {
-            a = InetAddress.getByName(p[0]);
-        } catch (UnknownHostException e) {
-            throw new IllegalArgumentException("not a network: '" + c + "'");
-        }
-        int max = a.getAddress().length * 8;
-        int bits = p.length == 2 ? parseInt(p[1], "prefix") : max;
-        if (bits < 0 || bits > max) {
-            throw new IllegalArgumentException("prefix must be 0.." + max + ": '" + c + "'");
-        }
-        return new Net(false, mapped(a), max == 32 ? 96 + bits : bits);
+        Cidr cidr = Cidr.parse(c);
+        InetAddress a = cidr.network();
+        return new Net(false, mapped(a), a.getAddress().length == 4 ? 96 + cidr.prefixBits() : cidr.prefixBits());
     }
 
     static byte[] mapped(InetAddress a) {
@@ -159,6 +189,14 @@ public final class AgentPolicy {
         m[11] = (byte) 0xff;
         System.arraycopy(b, 0, m, 12, 4);
         return m;
+    }
+
+    private static int count(String s) {
+        int n = parseInt(s, "number of rules");
+        if (n < 0) {
+            throw new IllegalArgumentException("a quota is 0 or more rules: '" + s + "'");
+        }
+        return n;
     }
 
     private static int parseInt(String s, String what) {

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.agent;
 
+import io.github.sockmap4j.internal.net.Cidr;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.util.Locale;
 
@@ -13,19 +13,24 @@ import java.util.Locale;
  * OPTIN PORT NETWORK|* KEYBITS BOUND    a rule for as long as this connection stays open
  * BOUND PORT NETWORK|* KEYBITS BOUND    a new bound for a rule this user made
  * DENY  PORT NETWORK|* KEYBITS          removes a rule this user made
- * LIST                                  every rule and who holds it, on one line
+ * LIST                                  every rule and who holds it
  * PING                                  is the agent there?
  * </pre>
  *
  * KEYBITS counts the bits of the policy key's 16-byte address (an IPv4 prefix of n bits is 96 + n),
- * 0 with {@code *}. The agent answers one line: {@code OK text} or {@code ERR text}.
+ * 0 with {@code *}. The agent answers one line, {@code OK text} or {@code ERR text}; to LIST it
+ * answers {@code OK N} and then N lines, one a rule, each up to {@link #MAX_LIST_LINE} bytes, so
+ * that a list of any length arrives whole. A refusal always says why; an agent that refuses a
+ * connection (too many of one user's) says so in an {@code ERR} line before it closes it.
  */
 public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits, int bound) {
     /** What a request asks. */
     public enum Verb { ALLOW, OPTIN, BOUND, DENY, LIST, PING }
 
-    /** The longest line either side accepts. */
+    /** The longest request line the agent accepts (a longer one is answered with ERR and the connection closed). */
     public static final int MAX_LINE = 256;
+    /** The longest line of a LIST answer (a rule with many holders). */
+    public static final int MAX_LIST_LINE = 1 << 20;
 
     public AgentRequest {
         if (verb != Verb.PING && verb != Verb.LIST) {
@@ -94,14 +99,7 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
 
     /** An address literal only: the agent never resolves names. */
     private static InetAddress literal(String s) {
-        if (!s.matches("[0-9a-fA-F:.]+")) {
-            throw new IllegalArgumentException("not an address literal: '" + s + "'");
-        }
-        try {
-            return InetAddress.getByName(s);
-        } catch (UnknownHostException e) {
-            throw new IllegalArgumentException("not an address literal: '" + s + "'");
-        }
+        return Cidr.literal(s);
     }
 
     /** Where the agent of {@code pinDirectory} listens: in its lock directory. */

@@ -1,11 +1,15 @@
 package io.github.sockmap4j.internal.agent;
 
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.net.UnixListener;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.HashSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -13,31 +17,74 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The agent's control socket: reads {@link AgentRequest} lines, checks each against the policy
- * file with the requester's kernel-given credentials, and applies it through the {@link RuleBook}.
- * One thread accepts, one thread serves each connection (a connection is one process's client).
+ * file with the requester's kernel-given credentials (recorded when it connected), and applies
+ * it through the {@link RuleBook}. One thread accepts, one thread serves each connection (a
+ * connection is one process's client).
+ *
+ * <p>What one user can do to it is bounded, and every refusal says why: a uid other than root has
+ * at most {@link Limits#connectionsPerUid} connections open and all of them together
+ * {@link Limits#connections} (root's are not counted), sends at most {@link Limits#requestsPerSecond}
+ * requests a second (a burst of {@link Limits#burst}), holds at most its quota of rules, and sends
+ * lines of at most {@link AgentRequest#MAX_LINE} bytes. A failing accept(2) (out of descriptors)
+ * backs off and tries again, and {@link #isServing()} is false until it works again.
  *
  * <p><b>Note:</b> {@link #start} and {@link #close} are threadsafe.
  */
 public final class ControlServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ControlServer.class);
+    private static final long BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    private static final long BACKOFF_MAX_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    /**
+     * What users other than root may use of the agent.
+     *
+     * @param connectionsPerUid open connections of one uid
+     * @param connections       open connections of all uids but root together
+     * @param requestsPerSecond requests a second one uid may send, on average
+     * @param burst             requests one uid may send at once
+     */
+    public record Limits(int connectionsPerUid, int connections, int requestsPerSecond, int burst) {
+        public static final Limits DEFAULT = new Limits(16, 256, 200, 400);
+
+        public Limits {
+            if (connectionsPerUid < 1 || connections < connectionsPerUid || requestsPerSecond < 1 || burst < 1) {
+                throw new IllegalArgumentException("limits must be positive, connections >= connectionsPerUid: "
+                        + connectionsPerUid + ", " + connections + ", " + requestsPerSecond + ", " + burst);
+            }
+        }
+    }
 
     private final UnixListener listener;
     private final RuleBook book;
     private final AgentPolicy policy;
+    private final Limits limits;
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
     private final Set<UnixListener.Connection> open = ConcurrentHashMap.newKeySet();
+    /** Open connections by uid (root's included, so that each leaves as it came). */
+    private final Map<Integer, Integer> perUid = new HashMap<>();
+    private int unprivileged;
+    /** Token buckets by uid: tokens and the time they were counted. */
+    private final Map<Integer, long[]> buckets = new ConcurrentHashMap<>();
     private Thread acceptor;
     private volatile boolean stopping;
+    private volatile boolean acceptFailing;
 
     public ControlServer(UnixListener listener, RuleBook book, AgentPolicy policy) {
+        this(listener, book, policy, Limits.DEFAULT);
+    }
+
+    public ControlServer(UnixListener listener, RuleBook book, AgentPolicy policy, Limits limits) {
         this.listener = listener;
         this.book = book;
         this.policy = policy;
+        this.limits = limits;
     }
 
     public synchronized ControlServer start() {
+        // What the loop's error path needs, loaded now: out of descriptors, a class file could not be opened then.
+        new NativeIOException("accept", Errno.EMFILE, listener.path().toString()).getMessage();
         acceptor = new Thread(this::acceptLoop, "sockmap4j-agent-control");
         acceptor.setDaemon(true);
         acceptor.start();
@@ -49,6 +96,11 @@ public final class ControlServer implements AutoCloseable {
         return t != null && t.isAlive();
     }
 
+    /** Whether a client connecting now is served: accepting, and accept(2) not failing. */
+    public boolean isServing() {
+        return isRunning() && !acceptFailing;
+    }
+
     public long requests() {
         return requests.get();
     }
@@ -58,19 +110,85 @@ public final class ControlServer implements AutoCloseable {
     }
 
     private void acceptLoop() {
-        try {
+        long backoff = BACKOFF_MIN_NANOS;
+        while (!stopping) {
             UnixListener.Connection c;
-            while ((c = listener.accept()) != null) {
-                UnixListener.Connection conn = c;
-                String id = "conn:" + ids.incrementAndGet();
-                open.add(conn);
-                Thread t = new Thread(() -> serve(conn, id), "sockmap4j-agent-" + id);
-                t.setDaemon(true);
-                t.start();
+            try {
+                c = listener.accept();
+            } catch (IOException | RuntimeException | LinkageError | OutOfMemoryError e) {
+                // Out of descriptors, threads or memory for a moment: nothing here ends the loop
+                // for good, or the socket would die while /healthz still said the agent lives.
+                if (stopping) {
+                    return;
+                }
+                if (!acceptFailing) {
+                    LOG.error("The agent's control socket {} cannot accept ({}): not ready, retrying; opt-ins "
+                            + "through it wait until it can (a client holding many connections, or a low fd limit: "
+                            + "ulimit -n)", listener.path(), e.getMessage());
+                    acceptFailing = true;
+                }
+                LockSupport.parkNanos(backoff);
+                backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
+                continue;
             }
-        } catch (IOException | RuntimeException e) {
-            LOG.error("The agent's control socket {} stopped: opt-ins through it fail until the agent restarts: {}",
-                    listener.path(), e.toString());
+            if (c == null) {
+                return;
+            }
+            if (acceptFailing) {
+                LOG.info("The agent's control socket {} accepts again", listener.path());
+                acceptFailing = false;
+            }
+            backoff = BACKOFF_MIN_NANOS;
+            admit(c);
+        }
+    }
+
+    /** Serves {@code conn} on a thread of its own, or refuses it with the reason when its uid is at a limit. */
+    private void admit(UnixListener.Connection conn) {
+        int uid = conn.peer().uid();
+        String no = null;
+        synchronized (perUid) {
+            int mine = perUid.getOrDefault(uid, 0);
+            if (uid != 0 && mine >= limits.connectionsPerUid()) {
+                no = "uid " + uid + " has " + mine + " connections to the agent open, its limit: close one first";
+            } else if (uid != 0 && unprivileged >= limits.connections()) {
+                no = "the agent serves " + unprivileged + " connections of users other than root, its limit: retry "
+                        + "later";
+            } else {
+                perUid.put(uid, mine + 1);
+                unprivileged += uid != 0 ? 1 : 0;
+            }
+        }
+        if (no != null) {
+            refused.incrementAndGet();
+            LOG.info("Refused a connection of uid {} (pid {}): {}", uid, conn.peer().pid(), no);
+            try {
+                conn.writeLine("ERR " + no);
+            } catch (IOException ignored) {
+                // It hung up already.
+            }
+            conn.close();
+            return;
+        }
+        String id = "conn:" + ids.incrementAndGet();
+        open.add(conn);
+        try {
+            Thread t = new Thread(() -> serve(conn, id), "sockmap4j-agent-" + id);
+            t.setDaemon(true);
+            t.start();
+        } catch (OutOfMemoryError | RuntimeException e) {
+            LOG.error("No thread for agent connection {} of uid {}: {}", id, uid, e.toString());
+            release(conn);
+            conn.close();
+        }
+    }
+
+    private void release(UnixListener.Connection conn) {
+        open.remove(conn);
+        int uid = conn.peer().uid();
+        synchronized (perUid) {
+            perUid.merge(uid, -1, (a, b) -> a + b == 0 ? null : a + b);
+            unprivileged -= uid != 0 ? 1 : 0;
         }
     }
 
@@ -81,10 +199,19 @@ public final class ControlServer implements AutoCloseable {
             while ((line = conn.readLine(AgentRequest.MAX_LINE)) != null) {
                 conn.writeLine(answer(who, id, line));
             }
+        } catch (UnixListener.LineTooLongException e) {
+            refused.incrementAndGet();
+            LOG.info("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
+            try {
+                conn.writeLine("ERR " + e.getMessage() + " without a newline: a request is one line of at most "
+                        + AgentRequest.MAX_LINE + " bytes; closing this connection");
+            } catch (IOException ignored) {
+                // It hung up already.
+            }
         } catch (IOException | RuntimeException e) {
             LOG.debug("Agent connection {} of pid {} ended: {}", id, who.pid(), e.toString());
         } finally {
-            open.remove(conn);
+            release(conn);
             if (!stopping) {
                 // When the agent stops instead, the rules stay, held for the next agent (RuleBook.load).
                 book.connectionClosed(id);
@@ -93,9 +220,35 @@ public final class ControlServer implements AutoCloseable {
         }
     }
 
-    /** The answer line to one request line. */
+    /** Takes a token from {@code uid}'s bucket; false when it is empty. Root is not limited. */
+    private boolean allowedNow(int uid) {
+        if (uid == 0) {
+            return true;
+        }
+        long now = System.nanoTime();
+        long[] b = buckets.computeIfAbsent(uid, k -> new long[] {limits.burst(), now});
+        synchronized (b) {
+            long refill = (now - b[1]) * limits.requestsPerSecond() / TimeUnit.SECONDS.toNanos(1);
+            if (refill > 0) {
+                b[0] = Math.min(limits.burst(), b[0] + refill);
+                b[1] = now;
+            }
+            if (b[0] == 0) {
+                return false;
+            }
+            b[0]--;
+            return true;
+        }
+    }
+
+    /** The answer to one request line: one line, or for LIST a count and that many lines. */
     String answer(UnixListener.Credentials who, String id, String line) {
         requests.incrementAndGet();
+        if (!allowedNow(who.uid())) {
+            refused.incrementAndGet();
+            return "ERR uid " + who.uid() + " sends more than " + limits.requestsPerSecond() + " requests a second: "
+                    + "slow down and send it again";
+        }
         AgentRequest req;
         try {
             req = AgentRequest.parse(line);
@@ -107,10 +260,15 @@ public final class ControlServer implements AutoCloseable {
             return "OK agent";
         }
         if (req.verb() == AgentRequest.Verb.LIST) {
-            return "OK " + String.join("; ", book.describeAll());
+            List<String> all = book.describeAll();
+            StringBuilder b = new StringBuilder("OK ").append(all.size());
+            for (String r : all) {
+                b.append('\n').append(r);
+            }
+            return b.toString();
         }
         if (req.verb() != AgentRequest.Verb.DENY) {
-            String no = policy.refusal(who.uid(), groups(who), req);
+            String no = policy.refusal(who.uid(), who.groups(), req);
             if (no != null) {
                 refused.incrementAndGet();
                 LOG.info("Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
@@ -118,7 +276,7 @@ public final class ControlServer implements AutoCloseable {
             }
         }
         try {
-            String done = book.apply(who.uid(), who.pid(), id, req);
+            String done = book.apply(who.uid(), who.pid(), id, req, policy.quota(who.uid()));
             LOG.info("{} for uid {} (pid {})", done, who.uid(), who.pid());
             return "OK " + done;
         } catch (RuleBook.Refused e) {
@@ -128,26 +286,6 @@ public final class ControlServer implements AutoCloseable {
             refused.incrementAndGet();
             return "ERR " + e.getMessage();
         }
-    }
-
-    /** The requester's primary and supplementary groups (from /proc, as the process has them now). */
-    private static Set<Integer> groups(UnixListener.Credentials who) {
-        Set<Integer> g = new HashSet<>();
-        g.add(who.gid());
-        try {
-            for (String l : Files.readAllLines(Path.of("/proc/" + who.pid() + "/status"))) {
-                if (l.startsWith("Groups:")) {
-                    for (String s : l.substring(7).trim().split("\\s+")) {
-                        if (!s.isEmpty()) {
-                            g.add(Integer.parseInt(s));
-                        }
-                    }
-                }
-            }
-        } catch (IOException | NumberFormatException e) {
-            // The process is gone; its primary group is what the kernel recorded.
-        }
-        return g;
     }
 
     /** Stops accepting; open connections end and their OPTIN holders are kept on file for the next agent. */

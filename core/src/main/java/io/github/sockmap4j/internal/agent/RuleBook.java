@@ -2,6 +2,7 @@ package io.github.sockmap4j.internal.agent;
 
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
+import io.github.sockmap4j.internal.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
@@ -96,7 +97,7 @@ public final class RuleBook {
                 if (f.length != 7) {
                     continue;
                 }
-                InetAddress net = f[4].equals("*") ? null : InetAddress.getByName(f[4]);
+                InetAddress net = f[4].equals("*") ? null : Cidr.literal(f[4]);
                 int port = Integer.parseInt(f[3]);
                 int bits = Integer.parseInt(f[5]);
                 PolicyRule key = policy.rule(port, net, bits);
@@ -146,11 +147,29 @@ public final class RuleBook {
      */
     public synchronized String apply(int uid, long pid, String connection, AgentRequest req)
             throws Refused, IOException {
+        return apply(uid, pid, connection, req, Integer.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #apply(int, long, String, AgentRequest)}, refusing an ALLOW or OPTIN that would
+     * make {@code uid} hold more than {@code quota} rules.
+     */
+    public synchronized String apply(int uid, long pid, String connection, AgentRequest req, int quota)
+            throws Refused, IOException {
         PolicyRule key = policy.rule(req.port(), req.network(), req.keyBits());
         Rule r = rules.get(key.prefixHex());
         switch (req.verb()) {
             case ALLOW, OPTIN -> {
                 String owner = req.verb() == AgentRequest.Verb.ALLOW ? USER : connection;
+                boolean holdsIt = r != null && r.holders.stream().anyMatch(h -> h.uid() == uid);
+                if (uid != 0 && !holdsIt) {
+                    int held = heldBy(uid);
+                    if (held >= quota) {
+                        throw new Refused("uid " + uid + " holds " + held + " rules, its quota: deny one it no "
+                                + "longer needs, or ask root to raise its quota (a 'quota uid " + uid + " N' line "
+                                + "in the agent's policy file)");
+                    }
+                }
                 if (r == null) {
                     policy.put(key, req.bound());
                     r = new Rule(req.port(), req.network(), req.keyBits(), key, req.bound());
@@ -287,6 +306,20 @@ public final class RuleBook {
             policy.tryRemove(r.key);
             rules.remove(r.key.prefixHex());
         }
+    }
+
+    /** How many rules {@code uid} holds (by any of its holders). */
+    private int heldBy(int uid) {
+        int n = 0;
+        for (Rule r : rules.values()) {
+            for (Holder h : r.holders) {
+                if (h.uid() == uid) {
+                    n++;
+                    break;
+                }
+            }
+        }
+        return n;
     }
 
     /** How many rules the map holds through this book. */

@@ -58,6 +58,7 @@ public final class KernelSockmap implements AutoCloseable {
      */
     public static KernelSockmap open(Libbpf bpf, Path pinDir, Path cgroupDir, int maxSockets) throws IOException {
         Path cg = cgroupDir.toAbsolutePath().normalize();
+        Cgroups.checkV2(cg);
         long cgroupId = Cgroups.id(cg);
         // Refused before anything is made for it (a lock directory); checked again, by descriptor,
         // as it is created under the setup lock.
@@ -123,6 +124,11 @@ public final class KernelSockmap implements AutoCloseable {
 
     public long cgroupId() {
         return cgroupId;
+    }
+
+    /** Whether the pinned link attaching the cgroup is still there (a forced removal takes it). */
+    public boolean isAttached() {
+        return java.nio.file.Files.exists(pinDir.resolve(Pins.linkName(cgroupId)));
     }
 
     /** The in-flight bound's maps. */

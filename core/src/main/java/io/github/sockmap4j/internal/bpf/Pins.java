@@ -212,7 +212,7 @@ public final class Pins {
         LOG.debug("Attached sm4j_sockops to cgroup {} (id {})", cgroup, cgroupId);
     }
 
-    private static String linkName(long cgroupId) {
+    static String linkName(long cgroupId) {
         return LINK_PREFIX + cgroupId;
     }
 

@@ -18,6 +18,7 @@ public final class Errno {
     public static final int EMFILE = 24;
     public static final int ENOSPC = 28;
     public static final int EPIPE = 32;
+    public static final int ERANGE = 34;
     public static final int ELOOP = 40;
     public static final int EOPNOTSUPP = 95;
     public static final int EADDRINUSE = 98;
@@ -50,6 +51,7 @@ public final class Errno {
             case ENFILE -> "ENFILE";
             case EMFILE -> "EMFILE";
             case ELOOP -> "ELOOP";
+            case ERANGE -> "ERANGE";
             case ENOSPC -> "ENOSPC";
             case EPIPE -> "EPIPE";
             case EOPNOTSUPP -> "EOPNOTSUPP";

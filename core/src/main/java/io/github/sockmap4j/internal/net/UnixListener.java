@@ -15,6 +15,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.HashSet;
+import java.util.Set;
 
 /**
  * A listening Unix stream socket whose connections say who is at the other end
@@ -28,8 +30,21 @@ import java.nio.file.attribute.PosixFilePermissions;
 public final class UnixListener implements AutoCloseable {
     private static final int POLL_MILLIS = 200;
 
-    /** The peer of a connection, as the kernel saw it connect. */
-    public record Credentials(int pid, int uid, int gid) {
+    /**
+     * The peer of a connection, as the kernel recorded it when the peer connected
+     * ({@code SO_PEERCRED}, {@code SO_PEERGROUPS}): a process that hands the socket on, or exits
+     * and has its pid reused, does not change it.
+     *
+     * @param groups the primary group and every supplementary group the peer had then
+     */
+    public record Credentials(int pid, int uid, int gid, Set<Integer> groups) {
+        public Credentials {
+            groups = Set.copyOf(groups);
+        }
+
+        public Credentials(int pid, int uid, int gid) {
+            this(pid, uid, gid, Set.of(gid));
+        }
     }
 
     private final Path path;
@@ -81,7 +96,12 @@ public final class UnixListener implements AutoCloseable {
         return path;
     }
 
-    /** The next connection; null once closed. */
+    /**
+     * The next connection; null once closed.
+     *
+     * @throws NativeIOException when accept(2) fails for a reason that may pass (EMFILE, ENFILE,
+     *                           ENOBUFS, ENOMEM): the caller backs off and calls again
+     */
     public Connection accept() throws IOException {
         while (!closed) {
             int r = LibC.tryPoll(fd, LibC.POLLIN, POLL_MILLIS);
@@ -104,15 +124,36 @@ public final class UnixListener implements AutoCloseable {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment cred = arena.allocate(NativeLayouts.UCRED);
                 LibC.getsockopt(c, LibC.SOL_SOCKET, LibC.SO_PEERCRED, cred);
+                int gid = cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_GID);
                 return new Connection(c, new Credentials(cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_PID),
-                        cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_UID),
-                        cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_GID)));
+                        cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_UID), gid, peerGroups(c, gid, arena)));
             } catch (IOException | RuntimeException e) {
                 LibC.close(c);
                 throw e;
             }
         }
         return null;
+    }
+
+    /** SO_PEERGROUPS: the groups the peer had when it connected, with its primary group {@code gid}. */
+    private static Set<Integer> peerGroups(int fd, int gid, Arena arena) throws NativeIOException {
+        Set<Integer> groups = new HashSet<>();
+        groups.add(gid);
+        for (int room : new int[] {1024, 65536}) { // NGROUPS_MAX is 65536
+            MemorySegment buf = arena.allocate(4L * room, 4);
+            try {
+                int len = LibC.getsockopt(fd, LibC.SOL_SOCKET, LibC.SO_PEERGROUPS, buf);
+                for (int i = 0; i < len / 4; i++) {
+                    groups.add(buf.getAtIndex(ValueLayout.JAVA_INT, i));
+                }
+                return groups;
+            } catch (NativeIOException e) {
+                if (e.errno() != Errno.ERANGE) {
+                    throw e;
+                }
+            }
+        }
+        return groups;
     }
 
     /** Stops accepting and removes the socket file; open connections stay until closed. */
@@ -126,6 +167,15 @@ public final class UnixListener implements AutoCloseable {
                 // Replaced by the next listener.
             }
             LibC.close(fd); // accept() polls with a timeout, so it sees 'closed' soon
+        }
+    }
+
+    /** A peer sent more than the longest line the reader takes, without a newline. */
+    public static final class LineTooLongException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        LineTooLongException(int max) {
+            super("a line over " + max + " bytes");
         }
     }
 
@@ -157,7 +207,7 @@ public final class UnixListener implements AutoCloseable {
                     return line;
                 }
                 if (pending.length() > maxLength) {
-                    throw new IOException("a line over " + maxLength + " bytes");
+                    throw new LineTooLongException(maxLength);
                 }
                 if (closed) {
                     return null;

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.internal.sys;
 
+import io.github.sockmap4j.internal.ffi.LibC;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -92,6 +93,33 @@ public final class Cgroups {
     public static boolean isRoot(Path dir) throws IOException {
         Optional<Mount> mount = unifiedMount();
         return mount.isPresent() && mount.get().mountPoint().equals(dir.toAbsolutePath().normalize());
+    }
+
+    /** statfs f_type of a cgroup v2 hierarchy (include/uapi/linux/magic.h). */
+    static final long CGROUP2_SUPER_MAGIC = 0x63677270L;
+
+    /**
+     * Refuses a directory that is not a cgroup v2 one (a cgroup v1 hierarchy, a plain directory):
+     * attaching there fails with an errno that names nothing (EBADF).
+     */
+    public static void checkV2(Path dir) throws IOException {
+        int fd;
+        try {
+            fd = LibC.open(dir.toString(), LibC.O_PATH | LibC.O_DIRECTORY, 0);
+        } catch (IOException e) {
+            throw new IOException("cannot open the cgroup " + dir + ": " + e.getMessage(), e);
+        }
+        try {
+            long type = LibC.fstatfsType(fd);
+            if (type != CGROUP2_SUPER_MAGIC) {
+                String unified = unifiedMount().map(m -> m.mountPoint().toString()).orElse("none mounted here");
+                throw new IOException("the cgroup " + dir + " is not a cgroup v2 directory (its file system type is 0x"
+                        + Long.toHexString(type) + "): sockmap4j attaches to cgroup v2 only; choose a directory "
+                        + "under the cgroup2 mount (" + unified + ")");
+            }
+        } finally {
+            LibC.close(fd);
+        }
     }
 
     /** The cgroup's inode number: the id bpftool and the kernel show for it. */

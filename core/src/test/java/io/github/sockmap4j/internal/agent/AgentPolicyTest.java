@@ -62,7 +62,10 @@ class AgentPolicyTest {
             {"uid 1000 80 *", "5 fields"},
             {"uid 1000 0-80 * 0", "ports must be 1..65535"},
             {"uid 1000 80 10.0.0.0/33 0", "prefix must be 0..32"},
-            {"uid 1000 80 example.com 0", "not a network"},
+            {"uid 1000 80 example.com 0", "not an address literal"},
+            {"uid 1000 80 ad.be 0", "names are never resolved"},
+            {"quota uid 1000", "a quota line is"},
+            {"quota default -1", "a quota is 0 or more rules"},
             {"uid 1000 80 * -1", "unbounded is for root only"},
         }) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

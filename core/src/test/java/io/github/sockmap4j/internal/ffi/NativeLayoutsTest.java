@@ -87,7 +87,7 @@ class NativeLayoutsTest {
                   P(EFD_NONBLOCK) P(EFD_CLOEXEC) P(LOCK_NB) P(MAP_SHARED) P(sizeof(struct epoll_event))
                   P(AF_UNIX) P(SO_PEERCRED) P(CLONE_NEWNET)
                   P(O_NOFOLLOW) P(O_PATH) P(offsetof(struct statfs, f_type)) P(sizeof(((struct statfs *) 0)->f_type))
-                  P(sizeof(struct statfs) <= 256) P(SO_PEERGROUPS) P(ENOTDIR) P(ELOOP) P(EMFILE) P(ENFILE)
+                  P(sizeof(struct statfs) <= 256) P(SO_PEERGROUPS) P(ENOTDIR) P(ELOOP) P(EMFILE) P(ENFILE) P(ERANGE)
                   return 0;
                 }
                 """;
@@ -117,7 +117,8 @@ class NativeLayoutsTest {
                 Map.entry("sizeof(struct statfs) <= 256", 1L),
                 Map.entry("SO_PEERGROUPS", (long) LibC.SO_PEERGROUPS),
                 Map.entry("ENOTDIR", (long) Errno.ENOTDIR), Map.entry("ELOOP", (long) Errno.ELOOP),
-                Map.entry("EMFILE", (long) Errno.EMFILE), Map.entry("ENFILE", (long) Errno.ENFILE));
+                Map.entry("EMFILE", (long) Errno.EMFILE), Map.entry("ENFILE", (long) Errno.ENFILE),
+                Map.entry("ERANGE", (long) Errno.ERANGE));
         Map<String, Long> actual = compileAndRun(c);
         for (var e : expected.entrySet()) {
             assertEquals(actual.get(e.getKey()), e.getValue(), e.getKey());

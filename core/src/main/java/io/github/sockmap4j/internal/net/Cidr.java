@@ -1,0 +1,63 @@
+package io.github.sockmap4j.internal.net;
+
+import java.net.InetAddress;
+
+/**
+ * A network written as {@code ADDRESS} or {@code ADDRESS/PREFIX}, parsed without name resolution:
+ * the address is a literal ({@link InetAddress#ofLiteral}) or the text is refused. A name in a rule
+ * would be resolved through whatever the host's resolver says at that moment (a hosts file, DNS),
+ * so a rule meant for one network could land on another.
+ *
+ * @param network    the address
+ * @param prefixBits how many leading bits of it the network fixes (the address's full length when
+ *                   no prefix is written)
+ */
+public record Cidr(InetAddress network, int prefixBits) {
+    public Cidr {
+        int max = network.getAddress().length * 8;
+        if (prefixBits < 0 || prefixBits > max) {
+            throw new IllegalArgumentException("prefix must be 0.." + max + " for " + network.getHostAddress() + ": "
+                    + prefixBits);
+        }
+    }
+
+    /**
+     * Parses {@code ADDRESS[/PREFIX]}.
+     *
+     * @throws IllegalArgumentException saying what is wrong, quoting {@code text}
+     */
+    public static Cidr parse(String text) {
+        int slash = text.indexOf('/');
+        InetAddress a = literal(slash < 0 ? text : text.substring(0, slash));
+        int max = a.getAddress().length * 8;
+        if (slash < 0) {
+            return new Cidr(a, max);
+        }
+        String p = text.substring(slash + 1);
+        int bits;
+        try {
+            bits = Integer.parseInt(p);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a prefix length: '" + p + "' in '" + text + "'");
+        }
+        if (bits < 0 || bits > max) {
+            throw new IllegalArgumentException("prefix must be 0.." + max + " for " + a.getHostAddress() + ": '"
+                    + text + "'");
+        }
+        return new Cidr(a, bits);
+    }
+
+    /**
+     * An IPv4 or IPv6 address literal; never a name.
+     *
+     * @throws IllegalArgumentException when {@code text} is not one
+     */
+    public static InetAddress literal(String text) {
+        try {
+            return InetAddress.ofLiteral(text);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw new IllegalArgumentException("not an address literal: '" + text + "' (names are never resolved "
+                    + "here: write the address)");
+        }
+    }
+}

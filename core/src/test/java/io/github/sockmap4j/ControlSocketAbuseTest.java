@@ -1,0 +1,244 @@
+package io.github.sockmap4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.internal.agent.AgentClient;
+import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.internal.agent.ControlServer;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The agent's control socket against users who try to break it: many connections, a flood of
+ * requests, lines without an end, more rules than their share, a connection handed on by a
+ * process that then exits, and an agent out of file descriptors. Each is refused with its reason,
+ * or served, and root is served throughout.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Tag("kernel")
+class ControlSocketAbuseTest {
+    static final int USER = 4002;
+    static final int GROUP = 5002;
+    Path cgroup;
+    Path pins;
+    Path policy;
+    Path bin;
+    NodeAgent agent;
+    int port;
+
+    @BeforeAll
+    void start() throws IOException, InterruptedException {
+        cgroup = TestKernel.newCgroup("control");
+        pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("control"));
+        port = 41_000 + (int) (ProcessHandle.current().pid() % 1000) * 10;
+        policy = Files.createTempFile("policy", "");
+        Files.writeString(policy, "uid " + USER + " " + port + "-" + (port + 9) + " * 0\n"
+                + "gid " + GROUP + " " + (port + 9) + " * 0\n"
+                + "quota uid " + USER + " 3\n");
+        bin = Files.createTempDirectory("sm4j-client", PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-xr-x")));
+        Process cc = new ProcessBuilder("cc", "-O2", "-Wall", "-o", bin.resolve("agent_client").toString(),
+                "src/test/c/agent_client.c").redirectErrorStream(true).start();
+        String out = new String(cc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, cc.waitFor(), "compiling the client: " + out);
+        agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), policy, 1024, false));
+    }
+
+    @AfterAll
+    void stop() throws IOException {
+        try {
+            if (agent != null) {
+                agent.close();
+            }
+        } finally {
+            SockmapAdmin.removePins(pins);
+            Files.deleteIfExists(policy);
+            Files.deleteIfExists(bin.resolve("agent_client"));
+            Files.deleteIfExists(bin);
+            Files.deleteIfExists(cgroup);
+        }
+    }
+
+    /**
+     * The C client as {@code uid} (groups: its own and {@code extraGroup}, when not 0). With
+     * {@code handoff}, the process that connects exits at once and its child runs {@code commands}.
+     */
+    ChildJvm client(int uid, int extraGroup, int connections, boolean handoff, String... commands)
+            throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid,
+                extraGroup == 0 ? "--clear-groups" : "--groups=" + extraGroup, "--inh-caps=-all", "--bounding-set=-all",
+                bin.resolve("agent_client").toString(), SockmapAdmin.agentSocket(pins).toString(),
+                Integer.toString(connections)));
+        if (handoff) {
+            cmd.add("handoff");
+            cmd.addAll(List.of(commands));
+            // The JDK stops reading a process's output when it exits: cat carries the child's.
+            List<String> piped = new ArrayList<>(List.of("sh", "-c", "\"$@\" | cat", "sh"));
+            piped.addAll(cmd);
+            return ChildJvm.start(piped);
+        }
+        return ChildJvm.start(cmd);
+    }
+
+    static String send(ChildJvm c, int conn, String line) throws InterruptedException {
+        c.send("send " + conn + " " + line);
+        return c.expect("answer=" + conn + " ", 30);
+    }
+
+    String rootPing() throws IOException {
+        try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pins))) {
+            return root.call(AgentRequest.ping());
+        }
+    }
+
+    @Test
+    void oneUserHasAtMostItsShareOfConnectionsAndRootIsStillServed() throws Exception {
+        int limit = ControlServer.Limits.DEFAULT.connectionsPerUid();
+        int uid = USER + 10;
+        try (ChildJvm c = client(uid, 0, limit + 3, false)) {
+            assertEquals(Integer.toString(limit + 3), c.expect("connected=", 30));
+            for (int k = 0; k < limit; k++) {
+                assertEquals("OK agent", send(c, k, "PING"));
+            }
+            for (int k = limit; k < limit + 3; k++) {
+                String a = send(c, k, "PING");
+                assertTrue(a.startsWith("ERR uid " + uid + " has " + limit + " connections to the agent open"), a);
+            }
+            assertEquals("agent", rootPing());
+        }
+    }
+
+    @Test
+    void aFloodOfRequestsIsAnsweredWithTheRateLimit() throws Exception {
+        try (ChildJvm c = client(USER + 11, 0, 1, false)) {
+            c.expect("connected=", 30);
+            c.send("flood 0 5000");
+            String[] counts = c.expect("flood=", 60).split(" ");
+            int ok = Integer.parseInt(counts[0]);
+            int err = Integer.parseInt(counts[1]);
+            assertEquals(5000, ok + err, "every request answered");
+            assertTrue(ok >= ControlServer.Limits.DEFAULT.burst() / 2 && err > 0, "ok " + ok + ", refused " + err);
+            assertEquals("agent", rootPing());
+        }
+    }
+
+    @Test
+    void aLineWithoutAnEndGetsItsReasonAndTheConnectionCloses() throws Exception {
+        try (ChildJvm c = client(USER + 12, 0, 1, false)) {
+            c.expect("connected=", 30);
+            c.send("long 0 100000");
+            String a = c.expect("answer=0 ", 30);
+            assertTrue(a.startsWith("ERR a line over " + AgentRequest.MAX_LINE + " bytes"), a);
+            assertEquals("EOF", send(c, 0, "PING"));
+        }
+    }
+
+    @Test
+    void aUserHoldsAtMostItsQuotaOfRules() throws Exception {
+        try (ChildJvm c = client(USER, 0, 1, false)) {
+            c.expect("connected=", 30);
+            for (int i = 0; i < 3; i++) {
+                String a = send(c, 0, "ALLOW " + (port + i) + " * 0 0");
+                assertTrue(a.startsWith("OK allowed"), a);
+            }
+            String a = send(c, 0, "ALLOW " + (port + 3) + " * 0 0");
+            assertTrue(a.startsWith("ERR uid " + USER + " holds 3 rules, its quota"), a);
+            assertTrue(send(c, 0, "ALLOW " + port + " * 0 0").startsWith("OK"), "a rule it holds counts once");
+            for (int i = 0; i < 3; i++) {
+                assertTrue(send(c, 0, "DENY " + (port + i) + " * 0").startsWith("OK denied"));
+            }
+        }
+        try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pins))) {
+            for (int i = 0; i < 5; i++) {
+                root.call(new AgentRequest(AgentRequest.Verb.ALLOW, port + i, null, 0, 0));
+            }
+            for (int i = 0; i < 5; i++) {
+                root.call(new AgentRequest(AgentRequest.Verb.DENY, port + i, null, 0, 0));
+            }
+        }
+    }
+
+    @Test
+    void theGroupsOfAConnectionAreThoseItWasMadeWith() throws Exception {
+        // The process that connected (with the granted group) exits; its child serves the
+        // connection. Reading groups from /proc/PID afterwards would find nothing, or whoever
+        // has that pid now.
+        int a = port + 9;
+        try (ChildJvm c = client(USER + 1, GROUP, 1, true, "send 0 ALLOW " + a + " * 0 0", "send 0 DENY " + a + " * 0",
+                "send 0 ALLOW " + (a - 1) + " * 0 0")) {
+            c.expect("connected=", 30);
+            String allow = c.expect("answer=0 ", 30);
+            assertTrue(allow.startsWith("OK allowed " + a), allow);
+            assertTrue(c.expect("answer=0 ", 30).startsWith("OK denied"));
+            String other = c.expect("answer=0 ", 30);
+            assertTrue(other.startsWith("ERR uid " + (USER + 1) + " may not opt in port " + (a - 1)),
+                    "the group's grant, and no more: " + other);
+        }
+    }
+
+    @Test
+    void everyRuleIsListedHoweverManyThereAre() throws Exception {
+        int n = 5000;
+        List<NodeAgent.Rule> many = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            byte[] a = {10, (byte) (i >> 8), (byte) i, 1};
+            many.add(new NodeAgent.Rule(9000, InetAddress.getByAddress(a), 32, 0));
+        }
+        agent.hold("test:many", many);
+        try {
+            List<String> listed;
+            try (PolicyClient client = PolicyClient.open(pins)) {
+                listed = client.rules();
+            }
+            assertEquals(n, listed.stream().filter(r -> r.contains("test:many")).count(), "rules listed");
+        } finally {
+            agent.hold("test:many", List.of());
+        }
+        assertEquals(0, agent.rules());
+    }
+
+    @Test
+    void anAgentOutOfFileDescriptorsIsNotReadyThenServesAgain() throws Exception {
+        Path cg = TestKernel.newCgroup("control-fds");
+        Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("control-fds"));
+        try (ChildJvm a = ChildJvm.start(ChildJvm.javaCommand(PeerMains.AgentProcess.class, dir.toString(),
+                cg.toString(), "-"))) {
+            int fds = Integer.parseInt(a.expect("fds=", 60));
+            assertEquals("true", a.expect("ready=", 30));
+            int limit = fds + 24;
+            Process p = new ProcessBuilder("prlimit", "--pid", Long.toString(a.pid()), "--nofile=" + limit + ":" + limit)
+                    .inheritIO().start();
+            assertEquals(0, p.waitFor());
+            // Root's connections are not limited by count: more than the agent has descriptors for.
+            try (ChildJvm c = ChildJvm.start(List.of(bin.resolve("agent_client").toString(),
+                    SockmapAdmin.agentSocket(dir).toString(), "48"))) {
+                assertEquals("48", c.expect("connected=", 30));
+                assertEquals("false", a.expect("ready=", 30), "not ready while accept fails");
+            }
+            assertEquals("true", a.expect("ready=", 30), "ready again once descriptors are free");
+            try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(dir))) {
+                assertEquals("agent", root.call(AgentRequest.ping()));
+            }
+            a.send("quit");
+            assertEquals(0, a.waitFor(30));
+        } finally {
+            SockmapAdmin.removePins(dir);
+            Files.deleteIfExists(cg);
+        }
+    }
+}
