@@ -72,6 +72,20 @@ public final class ChildJvm implements AutoCloseable {
         return new ChildJvm(List.of("sh", "-c", sb.toString()));
     }
 
+    /**
+     * Compiles a C program of the tests (a path relative to the module, e.g. src/test/c/x.c) to
+     * {@code exe}; fails the test with the compiler's output when it does not compile.
+     */
+    public static Path compileC(String source, Path exe) throws IOException, InterruptedException {
+        Process cc = new ProcessBuilder("cc", "-O2", "-Wall", "-o", exe.toString(), source).redirectErrorStream(true)
+                .start();
+        String out = new String(cc.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (cc.waitFor() != 0) {
+            throw new AssertionError("compiling " + source + ": " + out);
+        }
+        return exe.toAbsolutePath();
+    }
+
     /** The next line starting with {@code prefix}, within the timeout. */
     public String expect(String prefix, long seconds) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);

@@ -8,7 +8,6 @@ import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.agent.ControlServer;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -52,10 +51,7 @@ class ControlSocketAbuseTest {
                 + "quota uid " + USER + " 3\n");
         bin = Files.createTempDirectory("sm4j-client", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
-        Process cc = new ProcessBuilder("cc", "-O2", "-Wall", "-o", bin.resolve("agent_client").toString(),
-                "src/test/c/agent_client.c").redirectErrorStream(true).start();
-        String out = new String(cc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(0, cc.waitFor(), "compiling the client: " + out);
+        ChildJvm.compileC("src/test/c/agent_client.c", bin.resolve("agent_client"));
         agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), policy, 1024, false));
     }
 

@@ -360,12 +360,7 @@ class InFlightBoundTest {
 
     /** src/test/c/slow_reader.c, compiled: a reader that publishes nothing, pausing 1 ms per 512 KiB. */
     static java.nio.file.Path slowReader() throws IOException, InterruptedException {
-        java.nio.file.Path exe = java.nio.file.Path.of("target", "slow_reader");
-        Process cc = new ProcessBuilder("cc", "-O2", "-Wall", "-o", exe.toString(), "src/test/c/slow_reader.c")
-                .redirectErrorStream(true).start();
-        String ccOut = new String(cc.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertEquals(0, cc.waitFor(), "compiling the C reader: " + ccOut);
-        return exe.toAbsolutePath();
+        return ChildJvm.compileC("src/test/c/slow_reader.c", java.nio.file.Path.of("target", "slow_reader"));
     }
 
     /** The largest bound the verdict holds for any watched receiver now (the test's one connection). */

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.internal.bpf.LockDir;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -41,11 +40,7 @@ class PinDirectoryTrustTest {
         // A place uid 4001 may run the racer from (the build tree may sit under /root).
         bin = Files.createTempDirectory("sm4j-racer", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
-        Path exe = bin.resolve("dir_racer");
-        Process cc = new ProcessBuilder("cc", "-O2", "-Wall", "-o", exe.toString(), "src/test/c/dir_racer.c")
-                .redirectErrorStream(true).start();
-        String out = new String(cc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(0, cc.waitFor(), "compiling the racer: " + out);
+        ChildJvm.compileC("src/test/c/dir_racer.c", bin.resolve("dir_racer"));
     }
 
     @AfterAll
