@@ -117,11 +117,13 @@ class NettyFileRegionCreditTest {
     void regionsLargerThanTheBoundStayOnTheRedirectForASlowReader() throws Exception {
         assertTrue(FileRegionChunks.available(), "file regions can be cut on this class path");
         SlowChecker checker = new SlowChecker(2L * FILE_BYTES);
+        CompletableFuture<Channel> accepted = new CompletableFuture<>();
         Channel server = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         ch.pipeline().addLast(checker);
+                        accepted.complete(ch);
                     }
                 }).bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
         Channel client = null;
@@ -129,6 +131,8 @@ class NettyFileRegionCreditTest {
             Await.until("the bound port is opted in", () -> SockmapNetty.isOptedIn(server));
             client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            // Once the reader publishes its reads (a write before that is held to the watcher's estimate).
+            NettyBoundAndWakeupTest.awaitBound(accepted.get(10, TimeUnit.SECONDS));
             SockmapStats before = Sockmap.global().stats();
             // The file twice: once as one region, once in regions of 1 MiB (File-based, opened lazily).
             client.write(new DefaultFileRegion(FileChannel.open(file), 0, FILE_BYTES));
