@@ -28,7 +28,7 @@ pins=/sys/fs/bpf/sockmap4j-soak-$id
 ports=$(seq 47700 47739)
 spare=47799
 agent_pid=""
-declare -A job_type job_spid job_cpid job_start job_killed job_port
+declare -A job_type job_spid job_cpid job_start job_killed job_killt job_port
 jobs_live=""
 cleanup() {
   for j in $jobs_live; do kill -9 "${job_spid[$j]}" "${job_cpid[$j]}" 2>/dev/null; done
@@ -61,16 +61,15 @@ $sm --pin-dir "$pins" allow $ports >/dev/null || { echo "allow failed"; exit 1; 
 passed=0; failed=0; killed=0; seq_n=0; port_i=0
 declare -A count
 fail() { echo "FAILED: $*"; failed=$((failed + 1)); }
-next_port() { port_i=$(( (port_i + 1) % 40 )); echo $((47700 + port_i)); }
 wait_port() { # FILE: until the server listens (or died)
   for _ in $(seq 600); do grep -q port= "$1" 2>/dev/null && return 0; sleep 0.05; done
   return 1
 }
 start_job() { # TYPE
   local t=$1 j=$((seq_n += 1)) p s_out c_out
-  p=$(next_port); s_out="$work/$j.s"; c_out="$work/$j.c"
+  port_i=$(( (port_i + 1) % 40 )); p=$((47700 + port_i)); s_out="$work/$j.s"; c_out="$work/$j.c"
   case $t in
-    c-stream) incg "$work/peer" stream-server 127.0.0.1 "$p" $((256 << 20)) > "$s_out" 2>&1 & ;;
+    c-stream) incg "$work/peer" stream-server 127.0.0.1 "$p" $((1 << 30)) > "$s_out" 2>&1 & ;;
     c-pp) incg "$work/peer" pp-server 127.0.0.1 "$p" > "$s_out" 2>&1 & ;;
     jvm-stream) incg $java_peer stream-server "$p" $((256 << 20)) > "$s_out" 2>&1 & ;;
     jvm-pp) incg $java_peer pp-server "$p" > "$s_out" 2>&1 & ;;
@@ -86,7 +85,7 @@ start_job() { # TYPE
   job_spid[$j]=$!
   if ! wait_port "$s_out"; then fail "job $j ($t): the server never listened: $(cat "$s_out")"; return; fi
   case $t in
-    c-stream) incg "$work/peer" stream-client 127.0.0.1 "$p" $((256 << 20)) > "$c_out" 2>&1 & ;;
+    c-stream) incg "$work/peer" stream-client 127.0.0.1 "$p" $((1 << 30)) 300 > "$c_out" 2>&1 & ;;
     c-pp) incg "$work/peer" pp-client 127.0.0.1 "$p" 20000 1024 > "$c_out" 2>&1 & ;;
     jvm-stream) incg $java_peer stream-client "$p" $((256 << 20)) > "$c_out" 2>&1 & ;;
     jvm-pp) incg $java_peer pp-client "$p" 20000 1024 > "$c_out" 2>&1 & ;;
@@ -99,7 +98,14 @@ finish_jobs() { # reaps jobs that ended, judging each; fails (and kills) one run
   now=$(date +%s)
   for j in $jobs_live; do
     if kill -0 "${job_spid[$j]}" 2>/dev/null || kill -0 "${job_cpid[$j]}" 2>/dev/null; then
-      if [ $((now - job_start[$j])) -gt 180 ]; then
+      if [ "${job_killed[$j]}" = 1 ] && [ $((now - job_killt[$j])) -gt 30 ]; then
+        # A client must notice that its server died; a server whose client died before it
+        # connected waits in accept, which is no fault.
+        if kill -0 "${job_cpid[$j]}" 2>/dev/null && ! kill -0 "${job_spid[$j]}" 2>/dev/null; then
+          fail "job $j (${job_type[$j]}): the client did not end 30 s after its server was killed"
+        fi
+        kill -9 "${job_spid[$j]}" "${job_cpid[$j]}" 2>/dev/null
+      elif [ $((now - job_start[$j])) -gt 180 ]; then
         fail "job $j (${job_type[$j]}, port ${job_port[$j]}) still running after 180 s (killed=${job_killed[$j]})"
         kill -9 "${job_spid[$j]}" "${job_cpid[$j]}" 2>/dev/null
       else
@@ -131,12 +137,11 @@ hold_pid=""; rss_mid=""; restarts=0; flips=0; peer_kills=0
 while [ "$(date +%s)" -lt "$deadline" ]; do
   now=$(date +%s); elapsed=$((now - t0))
   # The nearly full map, in the middle third.
-  if [ -z "$hold_pid" ] && [ "$elapsed" -ge $((seconds / 3)) ] && [ "$elapsed" -lt $((2 * seconds / 3)) ]; then
-    mkfifo "$work/hold.in"
-    incg $java_peer hold $spare 400 < "$work/hold.in" > "$work/hold.out" 2>&1 & hold_pid=$!
-    exec 9> "$work/hold.in"
-  elif [ -n "$hold_pid" ] && [ "$hold_pid" != done ] && [ "$elapsed" -ge $((2 * seconds / 3)) ]; then
-    exec 9>&-; wait "$hold_pid"
+  if [ -z "$hold_pid" ] && [ "$elapsed" -ge $((seconds / 3)) ]; then
+    incg $java_peer hold $spare 400 $((seconds / 3)) > "$work/hold.out" 2>&1 & hold_pid=$!
+    echo "t=${elapsed}s: a JVM holds 400 idle connection pairs for $((seconds / 3)) s"
+  elif [ -n "$hold_pid" ] && [ "$hold_pid" != done ] && ! kill -0 "$hold_pid" 2>/dev/null; then
+    wait "$hold_pid"
     grep -q held=800 "$work/hold.out" || fail "the map filler: $(tr '\n' ' ' < "$work/hold.out")"
     hold_pid=done
   fi
@@ -149,12 +154,14 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
     r=$((RANDOM % 10))
     if [ "$r" -lt 3 ] && [ -n "$jobs_live" ]; then
       set -- $jobs_live; pick=$(( RANDOM % $# + 1 )); j=${!pick}
-      if [ "${job_type[$j]}" != churn ]; then
+      if [ "${job_type[$j]}" != churn ] && [ "${job_killed[$j]}" = 0 ]; then
         victim=${job_spid[$j]}; [ $((RANDOM % 2)) = 0 ] && victim=${job_cpid[$j]}
-        kill -9 "$victim" 2>/dev/null && { job_killed[$j]=1; peer_kills=$((peer_kills + 1)); }
+        kill -9 "$victim" 2>/dev/null && { job_killed[$j]=1; job_killt[$j]=$now; peer_kills=$((peer_kills + 1))
+          echo "t=${elapsed}s: SIGKILL to a peer of job $j (${job_type[$j]})"; }
       fi
     elif [ "$r" -lt 5 ] && [ "$elapsed" -lt $((6 * seconds / 10)) ]; then
       kill -9 "$agent_pid"; wait "$agent_pid" 2>/dev/null; start_agent; restarts=$((restarts + 1))
+      echo "t=${elapsed}s: the agent was killed (SIGKILL) and started again"
     elif [ "$r" -lt 8 ]; then
       if [ $((flips % 2)) = 0 ]; then $sm --pin-dir "$pins" allow "$spare" >/dev/null || fail "allow $spare"
       else $sm --pin-dir "$pins" deny "$spare" >/dev/null || fail "deny $spare"; fi
@@ -164,14 +171,18 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   sleep 0.2
 done
 while [ -n "$jobs_live" ]; do finish_jobs; sleep 0.2; done
-[ -n "$hold_pid" ] && [ "$hold_pid" != done ] && { exec 9>&-; wait "$hold_pid"; }
+if [ -n "$hold_pid" ] && [ "$hold_pid" != done ]; then
+  for _ in $(seq 600); do kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$hold_pid" 2>/dev/null && fail "the map filler did not end"
+  wait "$hold_pid" 2>/dev/null
+fi
 rss_end=$(rss_of "$agent_pid")
 rss_mid=${rss_mid:-$rss_end}
 kill -TERM "$agent_pid"; wait "$agent_pid"; agent_pid=""
 left=$($sm --pin-dir "$pins" stats | sed -n 's/.*in map \([0-9]*\).*/\1/p')
 [ "${left:-x}" = 0 ] || fail "sockets left in the map at the end: ${left:-unknown}"
 [ "$rss_end" -le $((rss_mid * 13 / 10 + 32)) ] || fail "the agent's RSS grew from $rss_mid to $rss_end MiB over the last 40%"
-echo "chaos soak: ${seconds} s; streams C ${count[c-stream]:-0}, JVM ${count[jvm-stream]:-0} (256 MiB each, byte-checked);" \
+echo "chaos soak: ${seconds} s; streams C ${count[c-stream]:-0} (1 GiB at 300 MB/s), JVM ${count[jvm-stream]:-0} (256 MiB), byte-checked;" \
   "ping-pongs C ${count[c-pp]:-0}, JVM ${count[jvm-pp]:-0} (20,000 x 1 KiB); ${count[churn]:-0} short connections;" \
   "$peer_kills peers killed (their jobs ended: $killed), $restarts agent SIGKILLs and restarts, $flips allow/deny flips;" \
   "map at the end: ${left:-?} sockets; agent RSS ${rss_mid} -> ${rss_end} MiB"

@@ -21,7 +21,7 @@ import java.util.List;
  * SoakPeer stream-client PORT TOTAL   write them in 64 KiB writes
  * SoakPeer pp-server PORT             accept one, echo until EOF
  * SoakPeer pp-client PORT COUNT SIZE  COUNT round trips of SIZE bytes, each checked
- * SoakPeer hold PORT PAIRS            PAIRS idle connections to itself, until stdin closes
+ * SoakPeer hold PORT PAIRS SECONDS    PAIRS idle connections to itself, for SECONDS
  * </pre>
  *
  * Servers print port=N once listening; all print ok=1 when done, bad=OFFSET at a byte out of
@@ -72,7 +72,7 @@ public final class SoakPeer {
                     pingPong(ch, Integer.parseInt(args[2]), Integer.parseInt(args[3]));
                 }
             }
-            case "hold" -> hold(sockmap, lo, port, Integer.parseInt(args[2]));
+            case "hold" -> hold(sockmap, lo, port, Integer.parseInt(args[2]), Long.parseLong(args[3]));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
         System.out.println("ok=1");
@@ -153,7 +153,7 @@ public final class SoakPeer {
         }
     }
 
-    static void hold(Sockmap sockmap, InetAddress lo, int port, int pairs) throws Exception {
+    static void hold(Sockmap sockmap, InetAddress lo, int port, int pairs, long seconds) throws Exception {
         List<SocketChannel> open = new ArrayList<>();
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(lo, port));
@@ -164,7 +164,7 @@ public final class SoakPeer {
                 open.add(server.accept());
             }
             System.out.println("held=" + open.size());
-            System.in.read(); // until stdin closes or a line comes
+            Thread.sleep(seconds * 1000); // the soak's middle third: nothing to wait for but time
         } finally {
             for (SocketChannel c : open) {
                 c.close();
