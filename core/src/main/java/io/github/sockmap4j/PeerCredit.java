@@ -5,6 +5,7 @@ import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
 import io.github.sockmap4j.internal.bpf.ReadSlotLayout;
 import io.github.sockmap4j.internal.bpf.SockKeyLayout;
+import io.github.sockmap4j.internal.bpf.SockStateLayout;
 import io.github.sockmap4j.internal.bpf.WatchLayout;
 import io.github.sockmap4j.internal.net.Sockets;
 import java.io.IOException;
@@ -151,6 +152,15 @@ final class PeerCredit implements WriteCredit {
     @Override
     public long receiverRead() {
         return lastRead;
+    }
+
+    @Override
+    public boolean onTcp() {
+        try {
+            return (maps.socketFlags(fd) & SockStateLayout.TCP) != 0;
+        } catch (IllegalStateException closed) {
+            return false;
+        }
     }
 
     @Override

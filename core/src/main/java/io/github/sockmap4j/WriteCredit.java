@@ -45,6 +45,16 @@ public interface WriteCredit {
      */
     long bound();
 
+    /**
+     * Whether the kernel sends this socket by TCP now (after a bound hit): it comes back to the
+     * redirect at a send once its receiver has read everything sent, so a writer that has it
+     * sends nothing more until {@link #available()} reaches {@link #bound()}. A system call; for
+     * a writer that waits for credit, at its back-off pace. False where it cannot be told.
+     */
+    default boolean onTcp() {
+        return false;
+    }
+
     /** After {@code bytes > 0} were sent. */
     void sent(long bytes);
 

@@ -264,6 +264,14 @@ final class HoldForCredit extends ChannelDuplexHandler {
             stalledAt = progressRead;
         }
         boolean gone = backoff >= MAX_BACKOFF_NANOS && (stalled || credit.receiverGone());
+        // Sent by TCP since a bound hit: the kernel takes it back at a send once the receiver has
+        // read everything, so nothing goes before that (a part sent earlier would keep it on TCP).
+        boolean drained = credit.available() >= credit.bound();
+        if (!gone && !stalled && !drained && credit.onTcp()) {
+            backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+            scheduleRetry(ctx);
+            return;
+        }
         if (drain(ctx, gone)) {
             ctx.flush();
             backoff = MIN_BACKOFF_NANOS;
