@@ -67,7 +67,15 @@ wait_port() { # FILE: until the server listens (or died)
 }
 start_job() { # TYPE
   local t=$1 j=$((seq_n += 1)) p s_out c_out
-  port_i=$(( (port_i + 1) % 40 )); p=$((47700 + port_i)); s_out="$work/$j.s"; c_out="$work/$j.c"
+  local busy=" " k
+  for k in $jobs_live; do busy="$busy${job_port[$k]} "; done
+  # The next port no live job holds (a server whose client was killed before it connected can
+  # still be listening on its own).
+  while :; do
+    port_i=$(( (port_i + 1) % 40 )); p=$((47700 + port_i))
+    case "$busy" in *" $p "*) ;; *) break ;; esac
+  done
+  s_out="$work/$j.s"; c_out="$work/$j.c"
   case $t in
     c-stream) incg "$work/peer" stream-server 127.0.0.1 "$p" $((1 << 30)) > "$s_out" 2>&1 & ;;
     c-pp) incg "$work/peer" pp-server 127.0.0.1 "$p" > "$s_out" 2>&1 & ;;
