@@ -25,8 +25,9 @@ mvn_b -q -pl bench dependency:build-classpath -Dmdep.outputFile="$work/cp" >/dev
 cp="$repo/bench/target/classes:$(cat "$work/cp")"
 cg=$CGROUP2/sockmap4j-soak-$id
 pins=/sys/fs/bpf/sockmap4j-soak-$id
-ports=$(seq 47700 47739)
-spare=47799
+# Below the ephemeral range (32768 and up), so that no client of the soak holds one as its own port.
+ports=$(seq 20700 20739)
+spare=20799
 agent_pid=""
 declare -A job_type job_spid job_cpid job_start job_killed job_killt job_port
 jobs_live=""
@@ -72,7 +73,7 @@ start_job() { # TYPE
   # The next port no live job holds (a server whose client was killed before it connected can
   # still be listening on its own).
   while :; do
-    port_i=$(( (port_i + 1) % 40 )); p=$((47700 + port_i))
+    port_i=$(( (port_i + 1) % 40 )); p=$((20700 + port_i))
     case "$busy" in *" $p "*) ;; *) break ;; esac
   done
   s_out="$work/$j.s"; c_out="$work/$j.c"
