@@ -98,7 +98,7 @@ struct sm4j_slot {
  * publishes that and a bound grown from the read rate (unless the port fixed it).
  *
  * A sender held on TCP also asks the kernel directly whether the receiver has read everything
- * (where it can: see sm4j_rxsock in sockmap4j.bpf.c): when the receiving socket's copied_seq
+ * (where it can: see sm4j_rxsock in lib/maps.h): when the receiving socket's copied_seq
  * (the next byte its application reads) equals the sender's write_seq (the next byte it queues
  * to TCP), every byte sent by TCP was read, and so every byte redirected before them (a reader
  * takes redirected bytes first). The verdict then sets read to sent, resumes the redirect, and
@@ -115,6 +115,7 @@ struct sm4j_watch {
 	__u32 flags;    /* written by the sender's verdict */
 };
 
+/* The programs' configuration: their .rodata (sm4j_cfg in lib/maps.h), set by the loader. */
 struct sm4j_config {
 	__u32 watch_bound;   /* the first bound of a receiver that publishes nothing */
 	__u32 watch_ceiling; /* the largest a drain doubles it to (net.ipv4.tcp_rmem's maximum) */

@@ -15,7 +15,8 @@ enum Pin {
     RX("sm4j_rx", "rx", false),
     SLOTS("sm4j_slots", "slots", false),
     WATCH("sm4j_watch", "watch", false),
-    CONFIG("sm4j_config", "config", false),
+    /** The programs' read-only configuration (their .rodata, struct sm4j_config), set before load. */
+    CONFIG(".rodata", "config", false),
     META("sm4j_meta", "meta", false),
     SOCKOPS("sm4j_sockops", "prog_sockops", true),
     REDIRECT("sm4j_redirect", "prog_redirect", true);

@@ -138,6 +138,11 @@ public final class Pins {
                 if (drain) {
                     bpf.setMaxEntries(bpf.findMap(obj, "sm4j_rxsock"), maxSockets);
                 }
+                // The programs read their configuration as constants: no lookup per message.
+                MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
+                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_BOUND, defaultWatchBound());
+                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_CEILING, watchCeiling());
+                bpf.setInitialValue(bpf.findMap(obj, Pin.CONFIG.objectName), cfg);
                 try {
                     bpf.loadObject(obj);
                 } catch (NativeIOException e) {
@@ -151,13 +156,6 @@ public final class Pins {
                 int r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.META.objectName)), key, val, Libbpf.BPF_ANY);
                 if (r < 0) {
                     throw new NativeIOException("bpf_map_update_elem(meta)", -r);
-                }
-                MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
-                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_BOUND, defaultWatchBound());
-                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_CEILING, watchCeiling());
-                r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.CONFIG.objectName)), key, cfg, Libbpf.BPF_ANY);
-                if (r < 0) {
-                    throw new NativeIOException("bpf_map_update_elem(config)", -r);
                 }
                 for (Pin p : Pin.values()) {
                     int fd = p.program ? bpf.programFd(bpf.findProgram(obj, p.objectName))

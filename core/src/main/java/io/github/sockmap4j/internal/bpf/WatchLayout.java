@@ -13,7 +13,7 @@ import java.lang.foreign.ValueLayout;
  *     __u32 bound;        // written by a watcher (the verdict sets the first, doubles it on a drain)
  *     __u32 flags;        // SM4J_WATCH_WANTED = 1: poll often; SM4J_WATCH_FIXED = 2: a port's bound
  * };
- * struct sm4j_config {    // sm4j_config[0]
+ * struct sm4j_config {    // the programs' .rodata (const volatile sm4j_cfg), pinned as "config"
  *     __u32 watch_bound;   // first bound of a receiver that publishes nothing
  *     __u32 watch_ceiling; // the largest a drain doubles it to (tcp_rmem's maximum)
  * };

@@ -42,6 +42,7 @@ public final class Libbpf {
     private final MethodHandle objectOpenMem;
     private final MethodHandle objectFindMap;
     private final MethodHandle mapSetMaxEntries;
+    private final MethodHandle mapSetInitialValue;
     private final MethodHandle objectLoad;
     private final MethodHandle objectFindProgram;
     private final MethodHandle programFd;
@@ -69,6 +70,8 @@ public final class Libbpf {
                 FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
         mapSetMaxEntries = Native.plain(lib, "bpf_map__set_max_entries",
                 FunctionDescriptor.of(C_INT, C_PTR, C_INT));
+        mapSetInitialValue = Native.plain(lib, "bpf_map__set_initial_value",
+                FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_LONG));
         objectLoad = Native.plain(lib, "bpf_object__load", FunctionDescriptor.of(C_INT, C_PTR));
         objectFindProgram = Native.plain(lib, "bpf_object__find_program_by_name",
                 FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
@@ -184,6 +187,20 @@ public final class Libbpf {
     public void setMaxEntries(MemorySegment map, int n) throws NativeIOException {
         try {
             ret("bpf_map__set_max_entries", (int) mapSetMaxEntries.invokeExact(map, n));
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * Sets what a map of a global data section ({@code .rodata}) holds when the object loads; its
+     * size must be the section's.
+     */
+    public void setInitialValue(MemorySegment map, MemorySegment data) throws NativeIOException {
+        try {
+            ret("bpf_map__set_initial_value", (int) mapSetInitialValue.invokeExact(map, data, data.byteSize()));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The maps of the sockmap4j programs. The loader sizes the per-socket ones
+ * (bpf_map__set_max_entries) and pins all but sm4j_rxsock.
+ */
+#ifndef SM4J_LIB_MAPS_H
+#define SM4J_LIB_MAPS_H
+
+/* The fields of the kernel's tcp_sock we read, relocated by libbpf (CO-RE) at load. */
+struct tcp_sock {
+	__u32 write_seq;  /* the next byte the application queues to TCP */
+	__u32 copied_seq; /* the next byte the application reads */
+} __attribute__((preserve_access_index));
+
+/* Sized by the loader (bpf_map__set_max_entries) before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, __u64);
+} sm4j_socks SEC(".maps");
+
+/* Entries use memory only when added (BPF_F_NO_PREALLOC): room for a node's every service. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sm4j_policy_key);
+	__type(value, struct sm4j_policy);
+} sm4j_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SM4J_CTR_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sm4j_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sm4j_sock_state);
+} sm4j_sockstate SEC(".maps");
+
+/* Receiving socket key -> its slot in sm4j_slots. Sized by the loader like sm4j_socks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_rx);
+} sm4j_rx SEC(".maps");
+
+/* Read counters published by receivers with plain stores (mmap). Sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65535);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sm4j_slot);
+} sm4j_slots SEC(".maps");
+
+/* Receivers that publish nothing, by socket key: see struct sm4j_watch. Sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_watch);
+} sm4j_watch SEC(".maps");
+
+#ifndef SM4J_NO_DRAIN
+/*
+ * Every registered socket's own tcp_sock, by its key, so that its sender can read how far its
+ * application has read (copied_seq). A sk_msg program cannot take a reference on another socket
+ * (a SOCKHASH lookup would need bpf_sk_release, which it may not call), so the pointer is kept
+ * untrusted: reads through it are checked loads, and the entry goes when the socket closes. A
+ * kernel without untrusted kptrs (before 6.3) refuses this object; the loader then loads the
+ * one built with SM4J_NO_DRAIN, where only a watcher's estimate resumes a sender.
+ */
+struct sm4j_rxsock {
+	struct tcp_sock __attribute__((btf_type_tag("kptr_untrusted"))) *tp;
+};
+
+/* Not pinned: the programs hold it. Sized by the loader like sm4j_socks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65535);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_rxsock);
+} sm4j_rxsock SEC(".maps");
+
+#endif
+
+/* Written once by the loader: SM4J_ABI_VERSION of the program set pinned here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sm4j_meta SEC(".maps");
+
+/*
+ * Set by the loader before load from net.ipv4.tcp_rmem (the default and the maximum), then
+ * read-only: no lookup per message. The loader pins this .rodata map as the directory's config,
+ * which user space reads for the same first bound.
+ */
+const volatile struct sm4j_config sm4j_cfg = {
+	.watch_bound = 131072,
+	.watch_ceiling = 6 << 20,
+};
+
+#endif /* SM4J_LIB_MAPS_H */
