@@ -1,5 +1,8 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.admin.PolicyClient;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.admin.NodeAgent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

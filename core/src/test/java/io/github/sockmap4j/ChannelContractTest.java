@@ -221,7 +221,7 @@ abstract class ChannelContractTest {
                     assertArrayEquals(expected.toByteArray(), got.array());
                     if (fastPath()) {
                         long messages = after.messagesRedirected() - before.messagesRedirected();
-                        long most = expected.size() / SockmapChannel.GATHER_BYTES + 2; // a sendmsg per 64 KiB gathered
+                        long most = expected.size() / io.github.sockmap4j.internal.flow.SocketWriter.GATHER_BYTES + 2; // a sendmsg per 64 KiB gathered
                         assertTrue(messages >= 1 && messages <= most, () -> (bufs.length - 2) + " buffers of "
                                 + expected.size() + " B redirected as " + messages + " messages, more than " + most);
                     }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.admin.PolicyClient;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

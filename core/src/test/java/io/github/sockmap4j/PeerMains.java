@@ -1,5 +1,7 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.admin.PolicyClient;
+import io.github.sockmap4j.admin.NodeAgent;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.InetAddress;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.internal.ffi.Platform;
+import io.github.sockmap4j.internal.sys.HostCheck;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -85,7 +86,8 @@ class PlatformFallbackTest {
         boolean available = SockmapAvailability.isAvailable();
         String cause = SockmapAvailability.unavailabilityCause();
         assertEquals(available, cause == null, "a cause exactly when unavailable: " + cause);
-        assertEquals(cause, SockmapAvailability.unavailabilityCause(), "decided once");
+        assertEquals(HostCheck.check(Platform.current()).cause(), cause, "the answer kept is the check's");
+        assertEquals(HostCheck.Reason.UNSUPPORTED_PLATFORM, HostCheck.check(RISCV).reason(), "a platform's own answer");
         if (!available) {
             SockmapUnavailableException e = assertThrows(SockmapUnavailableException.class,
                     SockmapAvailability::ensureAvailability);

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.KernelQueues;
-import io.github.sockmap4j.SockmapAdmin;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.VethPods;
@@ -134,6 +134,12 @@ class AgentTest {
             throw new IOException(String.join(" ", cmd) + " failed: " + out);
         }
         return out;
+    }
+
+    /** Once {@code server} listens (its "port=" line): a client started before could be refused. */
+    AgentTest listening(ChildJvm server) throws InterruptedException {
+        server.expect("port=", 30);
+        return this;
     }
 
     /** The peer program in the agent's cgroup, optionally inside a namespace. */
@@ -286,7 +292,8 @@ class AgentTest {
         assertEquals(0, cli("allow", "47203").code());
         SockmapStats before = stats();
         try (ChildJvm sink = peer(null, "sink-server", "127.0.0.1", "47203");
-             ChildJvm writer = peer(null, "stream-client", "127.0.0.1", "47203", Long.toString(1L << 30))) {
+             ChildJvm writer = listening(sink).peer(null, "stream-client", "127.0.0.1", "47203",
+                     Long.toString(1L << 30))) {
             sink.expect("accepted=", 30);
             SockmapStats held = awaitWriterHeld();
             long redirected = held.bytesRedirected() - before.bytesRedirected();
@@ -436,8 +443,8 @@ class AgentTest {
         long first = 256L << 20;
         SockmapStats before = stats();
         try (ChildJvm sink = peer(null, "sink-server", "127.0.0.1", "47209", Long.toString(first));
-             ChildJvm writer = peer(null, "stream-client", "127.0.0.1", "47209", Long.toString(1L << 30),
-                     Long.toString(pace))) {
+             ChildJvm writer = listening(sink).peer(null, "stream-client", "127.0.0.1", "47209",
+                     Long.toString(1L << 30), Long.toString(pace))) {
             sink.expect("stopped=", 60);
             SockmapStats held = awaitWriterHeld();
             long redirected = held.bytesRedirected() - before.bytesRedirected();

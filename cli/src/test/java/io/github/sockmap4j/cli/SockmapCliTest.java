@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.SockmapAdmin;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.TestKernel;
 import java.net.InetAddress;

@@ -1,4 +1,4 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.bpf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -30,7 +30,7 @@ class RulesTest {
     void boundsAreZeroPositiveOrUnbounded() {
         Rules.checkBound(0);
         Rules.checkBound(4096);
-        Rules.checkBound(Sockmap.UNBOUNDED);
+        Rules.checkBound(PolicyKeyLayout.UNBOUNDED);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Rules.checkBound(-5));
         assertTrue(e.getMessage().contains("bytes=-5"), e.getMessage());
     }
