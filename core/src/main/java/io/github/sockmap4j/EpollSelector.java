@@ -2,6 +2,7 @@ package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.ffi.EpollEvent;
 import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.flow.ChannelCredit;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
@@ -75,6 +76,7 @@ final class EpollSelector extends AbstractSelector {
 
     final class Key extends AbstractSelectionKey {
         private final AbstractSelectableChannel channel;
+        private final Selectable selectable;
         private final int fd;
         private volatile int interest;
         private volatile int ready;
@@ -82,9 +84,10 @@ final class EpollSelector extends AbstractSelector {
         /** OP_WRITE is wanted but the channel waits for credit: EPOLLOUT is left out meanwhile. */
         private boolean heldForCredit;
 
-        Key(AbstractSelectableChannel channel, int fd) {
+        Key(AbstractSelectableChannel channel, Selectable selectable) {
             this.channel = channel;
-            this.fd = fd;
+            this.selectable = selectable;
+            this.fd = selectable.fd();
         }
 
         @Override
@@ -129,18 +132,11 @@ final class EpollSelector extends AbstractSelector {
         }
 
         int translate(int ev) {
-            if (channel instanceof SockmapChannel ch) {
-                return ch.translateReadyOps(ev, interest);
-            }
-            return ((SockmapServerChannel) channel).translateReadyOps(ev, interest);
+            return selectable.readyOps().applyAsInt(ev, interest);
         }
 
         void kill() {
-            if (channel instanceof SockmapChannel ch) {
-                ch.kill();
-            } else {
-                ((SockmapServerChannel) channel).kill();
-            }
+            selectable.kill().run();
         }
     }
 
@@ -170,22 +166,19 @@ final class EpollSelector extends AbstractSelector {
 
     @Override
     protected SelectionKey register(AbstractSelectableChannel ch, int ops, Object att) {
-        int fd;
-        if (ch instanceof SockmapChannel sc) {
-            fd = sc.fdVal();
-        } else if (ch instanceof SockmapServerChannel ss) {
-            fd = ss.fdVal();
-        } else {
+        Selectable selectable = ch instanceof SockmapChannel sc ? sc.selectable()
+                : ch instanceof SockmapServerChannel ss ? ss.selectable() : null;
+        if (selectable == null) {
             throw new IllegalSelectorException();
         }
         if (!isOpen()) {
             throw new ClosedSelectorException();
         }
-        Key k = new Key(ch, fd);
+        Key k = new Key(ch, selectable);
         k.attach(att);
         synchronized (this) {
             keys.add(k);
-            byFd.put(fd, k);
+            byFd.put(k.fd, k);
         }
         k.interestOps(ops);
         return k;
@@ -319,7 +312,7 @@ final class EpollSelector extends AbstractSelector {
             for (SelectionKey sk : keys) {
                 Key k = (Key) sk;
                 if (k.isValid() && (k.interest & SelectionKey.OP_WRITE) != 0
-                        && k.channel instanceof SockmapChannel ch && ch.creditHeld()) {
+                        && k.selectable.creditHeld().getAsBoolean()) {
                     if (held.isEmpty()) {
                         held = new ArrayList<>();
                     }
@@ -356,7 +349,7 @@ final class EpollSelector extends AbstractSelector {
     private int releaseCredit(List<Key> held) {
         int updated = 0;
         for (Key k : held) {
-            if (k.isValid() && ((SockmapChannel) k.channel).creditReturned()) {
+            if (k.isValid() && k.selectable.creditReturned().getAsBoolean()) {
                 synchronized (this) {
                     unhold(k);
                     updated += markReady(k, k.interest & SelectionKey.OP_WRITE);

@@ -1,21 +1,22 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.bpf.InFlightMaps;
 import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.internal.bpf.InFlightWatcher;
+import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.internal.agent.AgentRule;
 import io.github.sockmap4j.internal.bpf.KernelProbe;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.bpf.LockDir;
 import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
-import io.github.sockmap4j.internal.bpf.SockStateLayout;
-import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.bpf.Rules;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.Platform;
+import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.flow.PeerCredit;
 import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
-import io.github.sockmap4j.internal.net.Sockets;
 import io.github.sockmap4j.internal.sys.Cgroups;
+import io.github.sockmap4j.internal.sys.HostCheck;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.channels.Selector;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -27,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * anything it needs is missing it is <em>inactive</em>: channels then run over plain TCP, and
  * {@link #unavailabilityCause()} says why (logged once, at open). Host-wide prerequisites are
  * {@link SockmapAvailability}'s; operator functions (agent set-up, pin removal, reading another
- * process's counters) are {@link SockmapAdmin}'s.
+ * process's counters) are in {@code io.github.sockmap4j.admin}, and what integrations that hold a
+ * raw socket fd use (Netty's transport) in {@code io.github.sockmap4j.spi}.
  *
  * <pre>{@code
  * Sockmap sockmap = Sockmap.global();          // from -Dsockmap4j.* properties
@@ -53,10 +55,14 @@ public final class Sockmap implements AutoCloseable {
     private static boolean exitHookAdded;
     private static boolean exiting;
 
+    static {
+        FastPath.access(s -> ((Sockmap) s).fastPath());
+    }
+
     private final SockmapConfig config;
     private final KernelSockmap kernel;
-    private final ReadSlotRegistry readers;
-    private final InFlightWatcher watcher;
+    /** The kernel side as channels use it; null when {@link #kernel} is. */
+    private final FastPath fastPath;
     private final String cause;
     private final Throwable causeException;
     /** Without privileges but with an agent serving the pin directory: where opt-ins go. */
@@ -76,8 +82,7 @@ public final class Sockmap implements AutoCloseable {
         this.cause = cause;
         this.causeException = causeException;
         this.agent = agent;
-        this.readers = kernel == null ? null : new ReadSlotRegistry(kernel);
-        this.watcher = kernel == null ? null : new InFlightWatcher(kernel.inFlight());
+        this.fastPath = kernel == null ? null : new FastPath(kernel, config.credit());
     }
 
     /**
@@ -119,7 +124,7 @@ public final class Sockmap implements AutoCloseable {
                 throw new SockmapUnavailableException(
                         "sockmap4j.require=true but the fast path is off: " + global.cause, global.causeException);
             }
-            if (global.config.required() && !global.coversThisProcess()) {
+            if (global.config.required() && !global.isActive()) {
                 throw new SockmapUnavailableException(
                         "sockmap4j.require=true but the fast path does not cover this process: " + global.outside,
                         null);
@@ -183,14 +188,13 @@ public final class Sockmap implements AutoCloseable {
         if (config.disabled()) {
             return inactive(config, "disabled by configuration (sockmap4j.disable=true)", null);
         }
-        SockmapAvailability.Host host = platform == Platform.current()
-                ? SockmapAvailability.host() : SockmapAvailability.check(platform);
+        HostCheck.Host host = platform == Platform.current() ? HostCheck.host() : HostCheck.check(platform);
         if (host.cause() != null) {
             return withoutKernel(config, host);
         }
         KernelSockmap kernel;
         try {
-            SockmapAvailability.Target target = SockmapAvailability.target(config);
+            HostCheck.Target target = HostCheck.target(config.pinDirectory(), config.cgroup(), config.allowRootCgroup());
             if (target.cause() != null) {
                 return inactive(config, target.cause(), null);
             }
@@ -199,7 +203,7 @@ public final class Sockmap implements AutoCloseable {
             return inactive(config, "setting up the kernel objects failed: " + e.getMessage(), e);
         }
         if (config.probe()) {
-            String failed = probeIfInside(kernel);
+            String failed = KernelProbe.runIfInside(kernel);
             if (failed != null) {
                 try {
                     kernel.close();
@@ -210,42 +214,8 @@ public final class Sockmap implements AutoCloseable {
             }
         }
         Sockmap s = new Sockmap(config, kernel, null, null);
-        s.outside = outside(kernel.cgroupDir());
-        s.watcher.start();
+        s.outside = Cgroups.whyOutside(kernel.cgroupDir());
         return s;
-    }
-
-    /*
-     * Why this process's own sockets are not covered by the attachment (cgroup programs apply to
-     * the cgroup and its descendants), or null when they are.
-     */
-    private static String outside(Path attached) {
-        try {
-            Optional<Path> own = Cgroups.ownCgroupDir();
-            if (own.isEmpty()) {
-                return "this process's cgroup v2 directory is unknown, so its own connections may not be accelerated";
-            }
-            if (own.get().startsWith(attached)) {
-                return null;
-            }
-            return "this process is in cgroup " + own.get() + ", outside " + attached
-                    + ": its own connections stay on plain TCP (ports it opts in are redirected for processes in "
-                    + attached + "). Run it in " + attached + " or a cgroup below it (for example "
-                    + "'echo PID > " + attached.resolve("cgroup.procs") + "', a systemd unit's Slice=, or a container), "
-                    + "or leave sockmap4j.cgroup unset to attach to its own cgroup";
-        } catch (IOException e) {
-            return "this process's cgroup could not be read (" + e.getMessage() + ")";
-        }
-    }
-
-    /**
-     * The same as {@link #isActive()}, by the name of what it checks: this process is in the
-     * attached cgroup or below it. Where the kernel side is set up but this process is outside,
-     * ports opted in here are still redirected for processes in the attached cgroup, and
-     * {@link #coverageProblem()} says why this process's own connections are not.
-     */
-    public boolean coversThisProcess() {
-        return isActive();
     }
 
     /** Why a fast path set up here does not cover this process's own connections, or null. */
@@ -259,13 +229,14 @@ public final class Sockmap implements AutoCloseable {
      * connections in the agent's cgroups are redirected by the kernel, though this process can
      * read none of the kernel's maps, so it stays inactive (no stats, no acceleration checks).
      */
-    private static Sockmap withoutKernel(SockmapConfig config, SockmapAvailability.Host host) {
+    private static Sockmap withoutKernel(SockmapConfig config, HostCheck.Host host) {
         String cause = host.cause();
-        if (!cause.startsWith("missing privileges")) {
+        if (host.reason() != HostCheck.Reason.MISSING_PRIVILEGES) {
             return inactive(config, cause, host.exception());
         }
         try {
-            AgentClient agent = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(config.pinDirectory()));
+            AgentClient agent = AgentClient.connectIfRunning(
+                    AgentRequest.socketPath(LockDir.pathFor(config.pinDirectory())));
             if (agent != null) {
                 return new Sockmap(config, null, cause + "; opt-ins of this process go through the sockmap4j agent "
                         + "of " + config.pinDirectory() + " (its connections in the agent's cgroups are redirected "
@@ -278,43 +249,8 @@ public final class Sockmap implements AutoCloseable {
         return inactive(config, cause, host.exception());
     }
 
-    private static String probeIfInside(KernelSockmap kernel) {
-        try {
-            Optional<Path> own = Cgroups.ownCgroupDir();
-            if (own.isEmpty() || !own.get().startsWith(kernel.cgroupDir())) {
-                LOG.debug("Start-up probe skipped: this process is not in {}", kernel.cgroupDir());
-                return null;
-            }
-        } catch (IOException e) {
-            return e.getMessage();
-        }
-        return KernelProbe.run(kernel);
-    }
-
     private static Sockmap inactive(SockmapConfig config, String cause, Throwable e) {
         return new Sockmap(config, null, cause, e);
-    }
-
-    /**
-     * Emits the JFR event {@code io.github.sockmap4j.Connection} for the connected socket
-     * {@code fd} (whether the kernel accelerates it, the in-flight bound it sets as a receiver, -1
-     * for none), for channels other than {@link SockmapChannel}, which emits its own: the Netty
-     * transport calls it. Costs nothing unless a recording enables the event, and a few
-     * syscalls when one does.
-     */
-    public void recordConnection(int fd, int bound) {
-        io.github.sockmap4j.internal.jfr.ConnectionEvent event = new io.github.sockmap4j.internal.jfr.ConnectionEvent();
-        if (event.shouldCommit()) {
-            try {
-                event.local = String.valueOf(Sockets.localAddress(fd));
-                event.remote = String.valueOf(Sockets.remoteAddress(fd));
-                event.accelerated = isAccelerated(fd);
-                event.bound = bound;
-                event.commit();
-            } catch (IOException ignored) {
-                // No event for a socket that is already gone.
-            }
-        }
     }
 
     /**
@@ -338,9 +274,14 @@ public final class Sockmap implements AutoCloseable {
         return closed ? "closed" : cause != null ? cause : outside;
     }
 
-    /** Throws, with the reason, when the fast path is off. */
+    /**
+     * Throws, with the reason, unless this process's connections take the fast path
+     * ({@link #isActive()}).
+     *
+     * @throws SockmapUnavailableException saying why they do not
+     */
     public void ensureActive() throws SockmapUnavailableException {
-        if (!kernelOpen()) {
+        if (!isActive()) {
             throw new SockmapUnavailableException("sockmap4j fast path is off: " + unavailabilityCause(),
                     causeException);
         }
@@ -355,16 +296,14 @@ public final class Sockmap implements AutoCloseable {
         return kernelOpen() ? Optional.of(kernel.cgroupDir()) : Optional.empty();
     }
 
-    /** The kernel handle, for {@link SockmapAdmin}; null when inactive. */
-    KernelSockmap kernel() {
-        return kernel;
+    /** The kernel side as channels and integrations use it; null unless the kernel side is open. */
+    FastPath fastPath() {
+        return kernelOpen() ? fastPath : null;
     }
 
-    /** After a rule's bound changed: this process's receivers on {@code port} take it. */
-    void boundChanged(int port) {
-        if (kernelOpen()) {
-            readers.refix(port);
-        }
+    /** The kernel handle, open or closed; null when this instance never had one. */
+    KernelSockmap kernelHandle() {
+        return kernel;
     }
 
     /** Opts in every same-host connection to {@code port}, whoever serves it. */
@@ -393,26 +332,26 @@ public final class Sockmap implements AutoCloseable {
         if (!kernelOpen()) {
             if (agent != null && !closed) {
                 try {
-                    return AgentOptIn.request(agent, port, network, bits, boundBytes);
+                    return new PolicyOptIn(this, null, AgentRule.request(agent, port, network, bits, boundBytes), port);
                 } catch (AgentClient.AgentRefusedException e) {
                     if (config.required()) {
                         throw e;
                     }
                     // As for any missing prerequisite: plain TCP, and the reason in the log.
                     LOG.warn("Port {} stays on plain TCP: {}", port, e.getMessage());
-                    return new PolicyOptIn(this, null, port);
+                    return new PolicyOptIn(this, null, null, port);
                 }
             }
-            return new PolicyOptIn(this, null, port);
+            return new PolicyOptIn(this, null, null, port);
         }
-        return new PolicyOptIn(this, kernel.optIn(port, network, bits, boundBytes), port);
+        return new PolicyOptIn(this, kernel.optIn(port, network, bits, boundBytes), null, port);
     }
 
     /**
      * How many times the kernel has run the {@code sk_msg} verdict program ({@code run_cnt} of its
      * {@code bpf_prog_info}: one run per send on a registered socket), or -1 when inactive. The
      * kernel counts only while BPF run statistics are on: {@code sysctl kernel.bpf_stats_enabled=1}
-     * or an {@link #enableKernelRunStats()} handle open anywhere on the host.
+     * or an {@link io.github.sockmap4j.admin.SockmapAdmin#enableKernelRunStats()} handle open anywhere on the host.
      */
     public long verdictRunCount() {
         if (!kernelOpen()) {
@@ -431,95 +370,12 @@ public final class Sockmap implements AutoCloseable {
     }
 
     /**
-     * Whether the connected socket {@code fd} sends through the redirect: it and its peer are
-     * both in the SOCKHASH (checked against the map), and it is not held on TCP (as it is while
-     * its peer was not registered yet, or has left too much unread; its next send after the
-     * peer has read everything takes the redirect again). For integrations that hold a raw
-     * socket fd (Netty's epoll channels); {@link SockmapChannel#isAccelerated()} otherwise.
-     */
-    public boolean isAccelerated(int fd) {
-        if (!kernelOpen()) {
-            return false;
-        }
-        try {
-            InetSocketAddress local = Sockets.localAddress(fd);
-            InetSocketAddress remote = Sockets.remoteAddress(fd);
-            long netns = Sockets.netnsCookie(fd);
-            long own = kernel.lookupSocket(local.getAddress(), local.getPort(), remote.getAddress(),
-                    remote.getPort(), netns);
-            if (own == 0 || own != Sockets.cookie(fd)) {
-                return false;
-            }
-            if (kernel.lookupSocket(remote.getAddress(), remote.getPort(), local.getAddress(), local.getPort(),
-                    netns) == 0) {
-                return false;
-            }
-            return (kernel.inFlight().socketFlags(fd) & SockStateLayout.TCP) == 0;
-        } catch (IOException e) {
-            return false;
-        }
-    }
-
-    /** This socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
-    String flowState(int fd) {
-        return kernelOpen() ? readers.flowState(fd) : "off";
-    }
-
-    /**
-     * Joins a connected channel that the kernel registered to the in-flight bound as a
-     * receiver; null when the bound does not apply (fast path off, socket not registered).
-     */
-    ReadPublisher claimReadSlot(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        return kernelOpen() ? readers.claim(this, fd, serverSide, rcvbufSet) : null;
-    }
-
-    /**
-     * Joins a connected socket that an integration reads itself (its raw fd) to the in-flight
-     * bound as a receiver; null when the bound does not apply to it (fast path off, or the
-     * socket not registered by the kernel). Claim it before the first read.
+     * How this process's cooperative writers waited for credit.
      *
-     * @param serverSide whether the socket was accepted (its local end is the server)
+     * @return the waits and their time since the JVM started
      */
-    public ReadCounter readCounter(int fd, boolean serverSide) throws IOException {
-        return claimReadSlot(fd, serverSide, false);
-    }
-
-    /**
-     * The write credit of a connected socket that an integration writes itself (its raw fd):
-     * null when nothing holds its writes (fast path off, this socket or its peer not registered,
-     * or the port's bound off). A writer that keeps within it is never sent by TCP for the
-     * in-flight bound. Resolve it once connected, before the first write.
-     *
-     * @param serverSide whether the socket was accepted (its local end is the server)
-     */
-    public WriteCredit writeCredit(int fd, boolean serverSide) throws IOException {
-        return kernelOpen() && config.credit() ? PeerCredit.resolve(kernel, fd, serverSide) : null;
-    }
-
-    /** How this process's cooperative writers waited for credit. */
     public static FlowStats flowStats() {
-        return PeerCredit.stats();
-    }
-
-    void publishRead(InFlightMaps.ReadSlot slot, long read) {
-        readers.publishRead(slot, read);
-    }
-
-    void setSlotBound(InFlightMaps.ReadSlot slot, int bound) {
-        if (kernelOpen()) {
-            readers.setBound(slot, bound);
-        }
-    }
-
-    void releaseReadSlot(ReadPublisher p) {
-        if (readers != null) {
-            readers.release(p);
-        }
-    }
-
-    /** The bound a receiving channel publishes now, or -1 when it publishes none. */
-    int boundOf(ReadPublisher p) {
-        return p == null || !kernelOpen() ? -1 : readers.bound(p.slot());
+        return new FlowStats(PeerCredit.waits(), PeerCredit.waitNanos());
     }
 
     /** A new unconnected channel using this fast path. */
@@ -556,9 +412,8 @@ public final class Sockmap implements AutoCloseable {
         }
         if (kernel != null) {
             FastPathStateEvent.emit(false, "closed", config.pinDirectory().toString(), kernel.cgroupDir().toString());
-            watcher.close();
             try {
-                kernel.close();
+                fastPath.close();
             } catch (IOException e) {
                 LOG.warn("Closing the sockmap4j kernel objects in {}: {}", config.pinDirectory(), e.getMessage());
             }

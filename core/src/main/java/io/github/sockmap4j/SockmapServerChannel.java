@@ -3,9 +3,10 @@ package io.github.sockmap4j;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.net.NativeFd;
+import io.github.sockmap4j.internal.net.SocketOptions;
 import io.github.sockmap4j.internal.net.Sockets;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.SocketAddress;
@@ -34,17 +35,18 @@ public final class SockmapServerChannel extends ServerSocketChannel {
     private final ReentrantLock acceptLock = new ReentrantLock();
     private final Object stateLock = new Object();
     private final int fd;
+    /** The fd, closed by the last of: close(), an accept in progress, the last selector. */
+    private final NativeFd nativeFd;
     private InetSocketAddress local;
     private OptIn optIn;
-    private boolean fdClosed;
     /** Whether the application fixed SO_RCVBUF; accepted sockets inherit it. */
     private volatile boolean rcvbufSet;
-    private int accepting;
 
     SockmapServerChannel(SelectorProvider provider, Sockmap sockmap) throws IOException {
         super(provider);
         this.sockmap = sockmap;
         this.fd = Sockets.newStreamSocket();
+        this.nativeFd = new NativeFd(fd, () -> { });
         try {
             LibC.setsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_REUSEADDR, 1);
             LibC.setNonBlocking(fd, false); // new channels are in blocking mode
@@ -63,8 +65,9 @@ public final class SockmapServerChannel extends ServerSocketChannel {
         return sockmap;
     }
 
-    int fdVal() {
-        return fd;
+    /** What a selector uses of this channel. */
+    Selectable selectable() {
+        return new Selectable(fd, this::translateReadyOps, this::kill, () -> false, () -> true);
     }
 
     /** Whether this server's port is opted in to the fast path in the kernel. */
@@ -83,10 +86,8 @@ public final class SockmapServerChannel extends ServerSocketChannel {
             if (local != null) {
                 throw new AlreadyBoundException();
             }
-            InetSocketAddress isa = addr == null ? new InetSocketAddress(0) : NativeSocketSupport.checkAddress(addr);
-            try (Arena arena = Arena.ofConfined()) {
-                LibC.bind(fd, Sockets.encode(arena, isa));
-            }
+            InetSocketAddress isa = addr == null ? new InetSocketAddress(0) : SocketOptions.checkAddress(addr);
+            Sockets.bind(fd, isa);
             LibC.listen(fd, backlog < 1 ? 128 : backlog);
             local = Sockets.localAddress(fd);
             optIn = isa.getAddress().isAnyLocalAddress()
@@ -108,7 +109,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                 if (local == null) {
                     throw new NotYetBoundException();
                 }
-                accepting++;
+                nativeFd.enter();
             }
             boolean blocking = isBlocking();
             boolean completed = false;
@@ -123,7 +124,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                     int afd = LibC.tryAccept(fd);
                     if (afd >= 0) {
                         completed = true;
-                        return new SockmapChannel(provider(), sockmap, afd, rcvbufSet);
+                        return new SockmapChannel(provider(), sockmap, afd, true, rcvbufSet);
                     }
                     int err = -afd;
                     if (err == Errno.EINTR || err == Errno.ECONNABORTED) {
@@ -142,9 +143,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                     Sockets.await(fd, LibC.POLLIN, -1);
                 }
             } finally {
-                synchronized (stateLock) {
-                    accepting--;
-                }
+                nativeFd.exit();
                 kill();
                 if (blocking) {
                     end(completed && isOpen());
@@ -177,7 +176,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
             if (!isOpen()) {
                 throw new ClosedChannelException();
             }
-            NativeSocketSupport.setOption(fd, NativeSocketSupport.SERVER_OPTIONS, name, value);
+            SocketOptions.setOption(fd, SocketOptions.SERVER_OPTIONS, name, value);
             if (name == java.net.StandardSocketOptions.SO_RCVBUF) {
                 rcvbufSet = true;
             }
@@ -191,16 +190,16 @@ public final class SockmapServerChannel extends ServerSocketChannel {
             if (!isOpen()) {
                 throw new ClosedChannelException();
             }
-            return NativeSocketSupport.getOption(fd, NativeSocketSupport.SERVER_OPTIONS, name);
+            return SocketOptions.getOption(fd, SocketOptions.SERVER_OPTIONS, name);
         }
     }
 
     @Override
     public Set<SocketOption<?>> supportedOptions() {
-        return NativeSocketSupport.SERVER_OPTIONS;
+        return SocketOptions.SERVER_OPTIONS;
     }
 
-    int translateReadyOps(int events, int interest) {
+    private int translateReadyOps(int events, int interest) {
         if ((events & (LibC.EPOLLIN | LibC.EPOLLERR | LibC.EPOLLHUP)) != 0) {
             return interest & SelectionKey.OP_ACCEPT;
         }
@@ -223,13 +222,8 @@ public final class SockmapServerChannel extends ServerSocketChannel {
             if (optIn != null) {
                 optIn.close();
             }
-            if (!fdClosed && local != null) {
-                // On a listening socket this wakes a thread waiting to accept.
-                try {
-                    LibC.shutdown(fd, LibC.SHUT_RDWR);
-                } catch (NativeIOException ignored) {
-                    // Nothing was waiting.
-                }
+            if (!nativeFd.isClosed() && local != null) {
+                Sockets.wakeWaiters(fd); // on a listening socket: a thread waiting to accept
             }
         }
         kill();
@@ -238,10 +232,7 @@ public final class SockmapServerChannel extends ServerSocketChannel {
     /** Closes the fd once closed, out of every selector and out of accept. */
     void kill() {
         synchronized (stateLock) {
-            if (!isOpen() && !isRegistered() && !fdClosed && accepting == 0) {
-                fdClosed = true;
-                LibC.close(fd);
-            }
+            nativeFd.closeIfUnused(!isOpen() && !isRegistered());
         }
     }
 

@@ -23,8 +23,15 @@ public record SockmapStats(long socketsRegistered, long registerFailures, long m
                            long socketsTainted, long boundHits, long resumes, long socketsInMap) {
     static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
-    /** From the kernel's counters, in {@link Counter} order. */
-    static SockmapStats of(long[] c, long socketsInMap) {
+    /**
+     * From the kernel's counters as the pinned counter map holds them (its slots in order, summed
+     * over CPUs): for tools that read a pin directory, such as the CLI and the node agent.
+     *
+     * @param c            the counters, at least as many as the map has slots
+     * @param socketsInMap sockets in the SOCKHASH now
+     * @return the statistics they make
+     */
+    public static SockmapStats of(long[] c, long socketsInMap) {
         return new SockmapStats(c[Counter.SOCKETS_REGISTERED.ordinal()], c[Counter.REGISTER_FAILED.ordinal()],
                 c[Counter.MSGS_REDIRECTED.ordinal()], c[Counter.BYTES_REDIRECTED.ordinal()],
                 c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],

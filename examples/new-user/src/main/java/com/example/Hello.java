@@ -51,7 +51,7 @@ public final class Hello {
             server.shutdownNow();
         }
         SockmapStats after = sockmap.stats();
-        System.out.println("start=ok epoll=" + SockmapNetty.isEpollAvailable() + " active=" + sockmap.coversThisProcess()
+        System.out.println("start=ok epoll=" + SockmapNetty.isEpollAvailable() + " active=" + sockmap.isActive()
                 + " redirected=" + (after.messagesRedirected() - before.messagesRedirected())
                 + " tcp=" + (after.messagesPassed() - before.messagesPassed()));
     }

@@ -1,8 +1,8 @@
 package io.github.sockmap4j.bench;
 
-import io.github.sockmap4j.NodeAgent;
-import io.github.sockmap4j.PolicyClient;
-import io.github.sockmap4j.SockmapAdmin;
+import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.admin.PolicyClient;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.bench;
 
-import io.github.sockmap4j.PolicyClient;
+import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapChannel;
 import java.net.InetAddress;

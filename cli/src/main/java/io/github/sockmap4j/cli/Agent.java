@@ -1,6 +1,6 @@
 package io.github.sockmap4j.cli;
 
-import io.github.sockmap4j.NodeAgent;
+import io.github.sockmap4j.admin.NodeAgent;
 import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -2,7 +2,7 @@ package io.github.sockmap4j.cli;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.github.sockmap4j.NodeAgent;
+import io.github.sockmap4j.admin.NodeAgent;
 import io.github.sockmap4j.metrics.SockmapMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;

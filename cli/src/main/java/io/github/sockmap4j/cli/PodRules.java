@@ -6,7 +6,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
-import io.github.sockmap4j.NodeAgent;
+import io.github.sockmap4j.admin.NodeAgent;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -145,7 +145,7 @@ final class PodRules implements AutoCloseable {
     private static void addIp(Set<InetAddress> ips, String ip) {
         if (ip != null) {
             try {
-                ips.add(io.github.sockmap4j.SockmapAdmin.Network.literal(ip));
+                ips.add(io.github.sockmap4j.admin.SockmapAdmin.Network.literal(ip));
             } catch (IllegalArgumentException ignored) {
                 // Not an address literal: the API server's word, never resolved.
             }

@@ -1,8 +1,8 @@
 package io.github.sockmap4j.cli;
 
-import io.github.sockmap4j.PolicyClient;
+import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.SockmapAdmin;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import java.io.IOException;

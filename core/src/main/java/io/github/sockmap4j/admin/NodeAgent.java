@@ -1,5 +1,10 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.admin;
 
+import io.github.sockmap4j.SockmapConfig;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.SockmapUnavailableException;
+import io.github.sockmap4j.internal.bpf.Rules;
+import io.github.sockmap4j.internal.sys.HostCheck;
 import io.github.sockmap4j.internal.agent.AgentPolicy;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.agent.ControlServer;
@@ -104,7 +109,7 @@ public final class NodeAgent implements AutoCloseable {
      */
     public static NodeAgent start(Options options) throws IOException {
         AgentPolicy agentPolicy = options.policyFile() == null ? AgentPolicy.rootOnly() : loadPolicy(options.policyFile());
-        SockmapAvailability.Host host = SockmapAvailability.host();
+        HostCheck.Host host = HostCheck.host();
         if (host.cause() != null) {
             throw new SockmapUnavailableException("the agent cannot start: " + host.cause(), host.exception());
         }
@@ -116,8 +121,8 @@ public final class NodeAgent implements AutoCloseable {
             for (Path cg : options.cgroups()) {
                 SockmapConfig config = SockmapConfig.builder().pinDirectory(options.pinDirectory()).cgroup(cg)
                         .maxSockets(options.maxSockets()).allowRootCgroup(options.allowRootCgroup()).build();
-                SockmapAvailability.mountBpffs(config.pinDirectory());
-                SockmapAvailability.Target target = SockmapAvailability.target(config);
+                HostCheck.mountBpffs(config.pinDirectory());
+                HostCheck.Target target = HostCheck.target(config.pinDirectory(), config.cgroup(), config.allowRootCgroup());
                 if (target.cause() != null) {
                     throw new SockmapUnavailableException("the agent cannot start: " + target.cause(), null);
                 }

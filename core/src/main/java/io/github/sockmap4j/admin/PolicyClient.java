@@ -1,7 +1,10 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.admin;
 
+import io.github.sockmap4j.OptIn;
+import io.github.sockmap4j.internal.bpf.Rules;
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.internal.agent.AgentRule;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
 import io.github.sockmap4j.internal.ffi.Errno;
@@ -110,7 +113,28 @@ public final class PolicyClient implements AutoCloseable {
         Rules.checkPort(port);
         int bits = Rules.keyBits(network, prefixBits);
         if (agent != null) {
-            return AgentOptIn.request(agent, port, network, bits, 0);
+            AgentRule held = AgentRule.request(agent, port, network, bits, 0);
+            return new OptIn() {
+                @Override
+                public int port() {
+                    return port;
+                }
+
+                @Override
+                public boolean active() {
+                    return held.active();
+                }
+
+                @Override
+                public void setBound(int bytes) throws IOException {
+                    held.setBound(bytes);
+                }
+
+                @Override
+                public void close() {
+                    held.close();
+                }
+            };
         }
         PolicyRule rule = policy.add(port, network, bits);
         return new OptIn() {

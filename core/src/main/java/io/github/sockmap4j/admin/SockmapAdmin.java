@@ -1,5 +1,11 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.admin;
 
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapConfig;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.SockmapUnavailableException;
+import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.sys.HostCheck;
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.LockDir;
@@ -32,9 +38,9 @@ public final class SockmapAdmin {
      * @throws SockmapUnavailableException with the reason when the fast path cannot be set up
      */
     public static void up(SockmapConfig config) throws IOException {
-        SockmapAvailability.mountBpffs(config.pinDirectory());
+        HostCheck.mountBpffs(config.pinDirectory());
         try (Sockmap s = Sockmap.open(config.toBuilder().required(true).build())) {
-            s.kernel().markAgentOwned();
+            FastPath.of(s).kernel().markAgentOwned();
         }
     }
 

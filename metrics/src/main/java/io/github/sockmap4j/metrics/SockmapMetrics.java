@@ -1,6 +1,6 @@
 package io.github.sockmap4j.metrics;
 
-import io.github.sockmap4j.NodeAgent;
+import io.github.sockmap4j.admin.NodeAgent;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.xdp.XdpFilter;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.netty;
 
-import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.WriteCredit;
+import io.github.sockmap4j.spi.RawSockets;
+import io.github.sockmap4j.spi.WriteCredit;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufHolder;
 import io.netty.channel.ChannelDuplexHandler;
@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * pending outbound bytes: the channel turns unwritable above its high water mark and writable
  * again as the credit returns, the back-pressure Netty, gRPC and Arrow already follow. The
  * credit is checked again on the channel's event loop with a back-off from 50 µs to 1 ms: no
- * thread of its own, and no system call while the receiver publishes its reads.
+ * thread of its own, and no system call while the receiver publishes its reads. The rule is
+ * {@link WriteCredit}'s, the one a blocking {@code SockmapChannel} write follows.
  *
  * <p>A receiver that closes or dies lets everything through (the writes then meet the close), and
  * so does one that reads nothing at all for 200 ms, until it reads again (the kernel's bound then
@@ -38,29 +39,20 @@ import org.slf4j.LoggerFactory;
 final class HoldForCredit extends ChannelDuplexHandler {
     static final String NAME = "sockmap4j-hold-for-credit";
     private static final Logger LOG = LoggerFactory.getLogger(HoldForCredit.class);
-    private static final long MIN_BACKOFF_NANOS = 50_000;
-    private static final long MAX_BACKOFF_NANOS = 1_000_000;
-    /** As a blocking SockmapChannel: a receiver that reads nothing for this long is not waited for. */
-    private static final long STALLED_RECEIVER_NANOS = 200_000_000L;
-
+    private final RawSockets sockets;
     private final boolean serverSide;
     private WriteCredit credit;
     private PendingWriteQueue held;
     private ScheduledFuture<?> retry;
-    private long backoff = MIN_BACKOFF_NANOS;
     private long heldSince;
     private volatile boolean holding;
-    /** The receiver's read count when it last moved, and when. */
-    private long progressRead = -1;
-    private long progressAt;
-    /** The receiver's read count when holding stopped because it read nothing; -1 otherwise. */
-    private long stalledAt = -1;
     /** The largest part of a file region read into one buffer. */
     private static final int MAX_PART = 1 << 20;
     /** Bytes of the file region at the head of {@link #held} already written in parts. */
     private long headSent;
 
-    HoldForCredit(boolean serverSide) {
+    HoldForCredit(RawSockets sockets, boolean serverSide) {
+        this.sockets = sockets;
         this.serverSide = serverSide;
     }
 
@@ -68,7 +60,7 @@ final class HoldForCredit extends ChannelDuplexHandler {
     public void channelActive(ChannelHandlerContext ctx) throws Exception {
         if (ctx.channel() instanceof EpollSocketChannel ch) {
             try {
-                credit = Sockmap.global().writeCredit(ch.fd().intValue(), serverSide);
+                credit = sockets.writeCredit(ch.fd().intValue(), serverSide);
             } catch (java.io.IOException | RuntimeException e) {
                 LOG.debug("{} writes without credit: {}", ch, e.toString());
             }
@@ -99,17 +91,13 @@ final class HoldForCredit extends ChannelDuplexHandler {
             return;
         }
         long size = size(msg);
-        if (held.isEmpty() && stalledAt >= 0) {
-            c.available();
-            if (c.receiverRead() == stalledAt) {
-                c.sent(Math.max(0, size)); // still reading nothing: the kernel's bound decides
-                ctx.write(msg, promise);
-                return;
-            }
-            stalledAt = -1;
+        if (held.isEmpty() && c.released()) {
+            c.sent(Math.max(0, size)); // still reading nothing: the kernel's bound decides
+            ctx.write(msg, promise);
+            return;
         }
         if (held.isEmpty() && (size < 0 || c.available() >= size
-                || !splittable(msg) && c.available() >= c.bound())) {
+                || !splittable(msg) && c.fits(size, false, c.available()))) {
             if (size > 0) {
                 c.sent(size);
             }
@@ -118,8 +106,7 @@ final class HoldForCredit extends ChannelDuplexHandler {
         }
         if (held.isEmpty()) {
             heldSince = System.nanoTime();
-            progressAt = heldSince;
-            progressRead = c.receiverRead();
+            c.holdBegins(heldSince);
         }
         held.add(msg, promise);
         holding = true;
@@ -155,10 +142,10 @@ final class HoldForCredit extends ChannelDuplexHandler {
                 continue;
             }
             long a = c.available();
-            if (!fits(msg, size, a, c)) {
+            if (!c.fits(size, splittable(msg), a)) {
                 a = c.refresh(); // the receiver may have claimed its slot, or the watcher moved on
             }
-            if (a >= size || !splittable(msg) && a >= c.bound()) {
+            if (a >= size || !splittable(msg) && c.fits(size, false, a)) {
                 // Whole; or a message that cannot be split and is larger than the bound, once
                 // everything sent before it has been read.
                 c.sent(size);
@@ -234,14 +221,9 @@ final class HoldForCredit extends ChannelDuplexHandler {
         held.removeAndWrite();
     }
 
-    /** Whether {@code msg} goes now, whole or (a buffer) in a useful part, with credit {@code a}. */
-    private static boolean fits(Object msg, long size, long a, WriteCredit c) {
-        return a >= size || (splittable(msg) ? a >= c.worthSending(size) : a >= c.bound());
-    }
-
     private void scheduleRetry(ChannelHandlerContext ctx) {
         if (retry == null) {
-            retry = ctx.executor().schedule(() -> retry(ctx), backoff, TimeUnit.NANOSECONDS);
+            retry = ctx.executor().schedule(() -> retry(ctx), credit.retryNanos(), TimeUnit.NANOSECONDS);
         }
     }
 
@@ -250,33 +232,24 @@ final class HoldForCredit extends ChannelDuplexHandler {
         if (!heldNow() || !ctx.channel().isActive()) {
             return;
         }
-        long now = System.nanoTime();
         credit.available();
-        if (credit.receiverRead() != progressRead) {
-            progressRead = credit.receiverRead();
-            progressAt = now;
-        }
-        boolean stalled = now - progressAt > STALLED_RECEIVER_NANOS;
-        if (stalled) {
-            // Reading nothing at all: stop holding (the kernel's bound takes over, with TCP's
-            // buffers) until the receiver reads again, so that nothing waits on a peer that
-            // waits on us.
-            stalledAt = progressRead;
-        }
-        boolean gone = backoff >= MAX_BACKOFF_NANOS && (stalled || credit.receiverGone());
+        // Reading nothing at all: stop holding (the kernel's bound takes over, with TCP's buffers)
+        // until the receiver reads again, so that nothing waits on a peer that waits on us.
+        boolean stalled = credit.stalled(System.nanoTime());
+        boolean gone = credit.backedOffFully() && (stalled || credit.receiverGone());
         // Sent by TCP since a bound hit: the kernel takes it back at a send once the receiver has
         // read everything, so nothing goes before that (a part sent earlier would keep it on TCP).
         boolean drained = credit.available() >= credit.bound();
         if (!gone && !stalled && !drained && credit.onTcp()) {
-            backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+            credit.backOff();
             scheduleRetry(ctx);
             return;
         }
         if (drain(ctx, gone)) {
             ctx.flush();
-            backoff = MIN_BACKOFF_NANOS;
+            credit.progressed();
         } else {
-            backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+            credit.backOff();
         }
         if (heldNow()) {
             scheduleRetry(ctx);

@@ -14,7 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Sits in a server channel's pipeline and opts its port in to {@link Sockmap#global()} as part of
+ * Sits in a server channel's pipeline and opts its port in to its transport's {@link Sockmap} as part of
  * the bind: the bind's future completes only once the rule is in place, so a client that connects
  * as soon as {@code bind().sync()} returns is redirected. The opt-in goes when the channel closes.
  * Where the fast path is off, the bind succeeds on plain TCP with a WARN, unless
@@ -24,12 +24,12 @@ import org.slf4j.LoggerFactory;
 @ChannelHandler.Sharable
 final class OptInOnBind extends ChannelDuplexHandler {
     private static final Logger LOG = LoggerFactory.getLogger(OptInOnBind.class);
-    static final OptInOnBind INSTANCE = new OptInOnBind(0);
-
+    private final SockmapNetty transport;
     /** The in-flight bound of the port's connections in bytes, 0 for each receiver's default. */
     private final int bound;
 
-    OptInOnBind(int bound) {
+    OptInOnBind(SockmapNetty transport, int bound) {
+        this.transport = transport;
         this.bound = bound;
     }
 
@@ -56,7 +56,7 @@ final class OptInOnBind extends ChannelDuplexHandler {
         if (!(ctx.channel().localAddress() instanceof InetSocketAddress where)) {
             return;
         }
-        Sockmap sockmap = Sockmap.global(); // throws when required and off
+        Sockmap sockmap = transport.sockmap(); // the global one throws when required and off
         try {
             OptIn optIn = where.getAddress().isAnyLocalAddress()
                     ? sockmap.optIn(where.getPort(), null, 0, bound)
@@ -81,7 +81,7 @@ final class OptInOnBind extends ChannelDuplexHandler {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
         if (msg instanceof io.netty.channel.epoll.EpollSocketChannel child) {
-            SockmapNetty.addHandlers(child, true);
+            SockmapNetty.addHandlers(child, transport.sockmap(), true);
         }
         ctx.fireChannelRead(msg);
     }

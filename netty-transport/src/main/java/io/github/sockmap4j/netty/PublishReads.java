@@ -1,7 +1,7 @@
 package io.github.sockmap4j.netty;
 
-import io.github.sockmap4j.ReadCounter;
-import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.spi.RawSockets;
+import io.github.sockmap4j.spi.ReadCounter;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -19,10 +19,12 @@ import org.slf4j.LoggerFactory;
 final class PublishReads extends ChannelInboundHandlerAdapter {
     static final String NAME = "sockmap4j-publish-reads";
     private static final Logger LOG = LoggerFactory.getLogger(PublishReads.class);
+    private final RawSockets sockets;
     private final boolean serverSide;
     private ReadCounter counter;
 
-    PublishReads(boolean serverSide) {
+    PublishReads(RawSockets sockets, boolean serverSide) {
+        this.sockets = sockets;
         this.serverSide = serverSide;
     }
 
@@ -30,11 +32,11 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
     public void channelActive(ChannelHandlerContext ctx) throws Exception {
         if (ctx.channel() instanceof EpollSocketChannel ch) {
             try {
-                counter = Sockmap.global().readCounter(ch.fd().intValue(), serverSide);
+                counter = sockets.readCounter(ch.fd().intValue(), serverSide);
             } catch (java.io.IOException | RuntimeException e) {
                 LOG.debug("{} publishes no reads: {}", ch, e.toString());
             }
-            Sockmap.global().recordConnection(ch.fd().intValue(), bound());
+            sockets.recordConnection(ch.fd().intValue(), bound());
         }
         ctx.fireChannelActive();
     }

@@ -2,6 +2,7 @@ package io.github.sockmap4j.netty;
 
 import io.github.sockmap4j.OptIn;
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.spi.RawSockets;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFactory;
 import io.netty.channel.IoHandlerFactory;
@@ -15,6 +16,8 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.AttributeKey;
+import java.util.Objects;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,6 +35,10 @@ import org.slf4j.LoggerFactory;
  * new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())...
  * new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())...
  * }</pre>
+ *
+ * <p>The static factories use {@link Sockmap#global()}, looked up as each channel is made; a
+ * service that opens its own {@link Sockmap} passes it with {@link #of(Sockmap)}, whose
+ * factories and queries take the same names.
  */
 public final class SockmapNetty {
     private static final Logger LOG = LoggerFactory.getLogger(SockmapNetty.class);
@@ -78,7 +85,26 @@ public final class SockmapNetty {
         return b.toString();
     }
 
-    private SockmapNetty() {
+    private static final SockmapNetty GLOBAL = new SockmapNetty(Sockmap::global, "global");
+
+    /** The fast path this instance's channels use, looked up as each channel is made. */
+    private final Supplier<Sockmap> sockmap;
+    private final String name;
+
+    private SockmapNetty(Supplier<Sockmap> sockmap, String name) {
+        this.sockmap = sockmap;
+        this.name = name;
+    }
+
+    /**
+     * The transport over {@code sockmap} instead of {@link Sockmap#global()}.
+     *
+     * @param sockmap the fast path its channels opt in to and are accelerated by
+     * @return factories and queries for channels of that fast path
+     */
+    public static SockmapNetty of(Sockmap sockmap) {
+        Objects.requireNonNull(sockmap, "sockmap");
+        return new SockmapNetty(() -> sockmap, sockmap.toString());
     }
 
     /** Whether Netty's epoll transport is usable in this JVM. */
@@ -90,24 +116,37 @@ public final class SockmapNetty {
         return EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
     }
 
-    /** Server channels (epoll, else NIO) whose bound port is opted in until they close. */
+    /** Server channels (epoll, else NIO) whose bound port is opted in to {@link Sockmap#global()} until they close. */
     public static ChannelFactory<ServerSocketChannel> serverChannelFactory() {
-        return serverChannelFactory(OptInOnBind.INSTANCE);
+        return GLOBAL.serverChannels(0);
     }
 
     /**
      * As {@link #serverChannelFactory()}, with the in-flight bound of the port's connections
      * fixed at {@code inFlightBoundBytes} (docs/in-flight-bound.md): how much a peer may
      * redirect to a connection that it has not read yet.
+     *
+     * @param inFlightBoundBytes the bound, more than 0
+     * @return the factory
      */
     public static ChannelFactory<ServerSocketChannel> serverChannelFactory(int inFlightBoundBytes) {
         if (inFlightBoundBytes <= 0) {
             throw new IllegalArgumentException("bound must be positive: inFlightBoundBytes=" + inFlightBoundBytes);
         }
-        return serverChannelFactory(new OptInOnBind(inFlightBoundBytes));
+        return GLOBAL.serverChannels(inFlightBoundBytes);
     }
 
-    private static ChannelFactory<ServerSocketChannel> serverChannelFactory(OptInOnBind optIn) {
+    /**
+     * Server channels whose bound port is opted in to this instance's fast path until they close.
+     *
+     * @param inFlightBoundBytes the in-flight bound of the port's connections, 0 for each receiver's
+     * @return the factory
+     */
+    public ChannelFactory<ServerSocketChannel> serverChannels(int inFlightBoundBytes) {
+        if (inFlightBoundBytes < 0) {
+            throw new IllegalArgumentException("bound must be 0 or more: inFlightBoundBytes=" + inFlightBoundBytes);
+        }
+        OptInOnBind optIn = new OptInOnBind(this, inFlightBoundBytes);
         return new ChannelFactory<>() {
             @Override
             public ServerSocketChannel newChannel() {
@@ -130,20 +169,29 @@ public final class SockmapNetty {
 
     /**
      * Client channels (epoll, else NIO) that publish their reads, so that a server's replies
-     * stay on the redirect under this client's in-flight bound.
+     * stay on the redirect under this client's in-flight bound; over {@link Sockmap#global()}.
      */
     public static ChannelFactory<SocketChannel> socketChannelFactory() {
+        return GLOBAL.socketChannels();
+    }
+
+    /**
+     * Client channels of this instance's fast path.
+     *
+     * @return the factory
+     */
+    public ChannelFactory<SocketChannel> socketChannels() {
         return new ChannelFactory<>() {
             @Override
             public SocketChannel newChannel() {
                 // With sockmap4j.require=true and the fast path off this throws, and the bootstrap
                 // fails the connect with it: no connection of this process goes by plain TCP then.
-                Sockmap.global();
+                Sockmap s = sockmap();
                 if (!EPOLL) {
                     return new NioSocketChannel();
                 }
                 EpollSocketChannel ch = new EpollSocketChannel();
-                addHandlers(ch, false);
+                addHandlers(ch, s, false);
                 return ch;
             }
 
@@ -154,13 +202,19 @@ public final class SockmapNetty {
         };
     }
 
+    /** The fast path of this instance now: {@link Sockmap#global()} throws when required and off. */
+    Sockmap sockmap() {
+        return sockmap.get();
+    }
+
     /**
      * The transport's two handlers, first in the pipeline: {@link PublishReads} sees every read
      * before the application does; {@link HoldForCredit} is the last stop before the socket.
      */
-    static void addHandlers(EpollSocketChannel ch, boolean serverSide) {
-        ch.pipeline().addFirst(PublishReads.NAME, new PublishReads(serverSide));
-        ch.pipeline().addFirst(HoldForCredit.NAME, new HoldForCredit(serverSide));
+    static void addHandlers(EpollSocketChannel ch, Sockmap sockmap, boolean serverSide) {
+        RawSockets sockets = RawSockets.of(sockmap);
+        ch.pipeline().addFirst(PublishReads.NAME, new PublishReads(sockets, serverSide));
+        ch.pipeline().addFirst(HoldForCredit.NAME, new HoldForCredit(sockets, serverSide));
     }
 
     /**
@@ -180,12 +234,31 @@ public final class SockmapNetty {
 
     /**
      * Whether an epoll socket channel's connection sends through the redirect now (checked
-     * against the kernel's map); false for other channels and where the fast path is off.
+     * against the kernel's map of {@link Sockmap#global()}); false for other channels and where
+     * the fast path is off.
+     *
+     * @param ch a channel of this transport
+     * @return whether its sends are redirected
      */
     public static boolean isAccelerated(Channel ch) {
+        return GLOBAL.accelerates(ch);
+    }
+
+    /**
+     * As {@link #isAccelerated(Channel)}, for this instance's fast path.
+     *
+     * @param ch a channel of this transport
+     * @return whether its sends are redirected
+     */
+    public boolean accelerates(Channel ch) {
         if (!(ch instanceof EpollSocketChannel epoll) || !ch.isActive()) {
             return false;
         }
-        return Sockmap.global().isAccelerated(epoll.fd().intValue());
+        return RawSockets.of(sockmap()).isAccelerated(epoll.fd().intValue());
+    }
+
+    @Override
+    public String toString() {
+        return "SockmapNetty[" + name + "]";
     }
 }

@@ -1,7 +1,6 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.agent;
 
-import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.internal.bpf.Rules;
 import java.io.IOException;
 import java.net.InetAddress;
 
@@ -12,7 +11,7 @@ import java.net.InetAddress;
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
-final class AgentOptIn implements OptIn {
+public final class AgentRule implements AutoCloseable {
     private final AgentClient agent;
     private final int port;
     private final InetAddress network;
@@ -20,30 +19,25 @@ final class AgentOptIn implements OptIn {
     private boolean closed;
 
     /** Asks the agent for the rule ({@code bits}: the policy key's) and returns its handle. */
-    static AgentOptIn request(AgentClient agent, int port, InetAddress network, int bits, int bound)
+    public static AgentRule request(AgentClient agent, int port, InetAddress network, int bits, int bound)
             throws IOException {
         agent.call(new AgentRequest(AgentRequest.Verb.OPTIN, port, network, bits, bound));
-        return new AgentOptIn(agent, port, network, bits);
+        return new AgentRule(agent, port, network, bits);
     }
 
-    AgentOptIn(AgentClient agent, int port, InetAddress network, int bits) {
+    AgentRule(AgentClient agent, int port, InetAddress network, int bits) {
         this.agent = agent;
         this.port = port;
         this.network = network;
         this.bits = bits;
     }
 
-    @Override
-    public int port() {
-        return port;
-    }
-
-    @Override
+    /** Whether this rule is still held (not closed). */
     public synchronized boolean active() {
         return !closed;
     }
 
-    @Override
+    /** Asks the agent to change the rule's in-flight bound. */
     public void setBound(int bytes) throws IOException {
         Rules.checkBound(bytes);
         agent.call(new AgentRequest(AgentRequest.Verb.BOUND, port, network, bits, bytes));

@@ -87,17 +87,9 @@ public final class InFlightMaps implements AutoCloseable {
         }
     }
 
-    /** Publishes the owner's read count: one release store, no syscall. */
-    public void publishRead(ReadSlot slot, long read) {
-        slots.publishRead(slot.index(), read);
-    }
-
-    public void setSlotBound(ReadSlot slot, int bound) {
-        slots.setBound(slot.index(), bound);
-    }
-
-    public int slotBound(ReadSlot slot) {
-        return slots.bound(slot.index());
+    /** The mapped read slots, where receivers publish with plain stores. */
+    public ReadSlots slots() {
+        return slots;
     }
 
     public synchronized void releaseReadSlot(ReadSlot slot) {

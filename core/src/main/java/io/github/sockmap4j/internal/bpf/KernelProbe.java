@@ -5,6 +5,7 @@ import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.sys.Cgroups;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -20,6 +21,24 @@ public final class KernelProbe {
     private static final int TIMEOUT_MS = 2000;
 
     private KernelProbe() {
+    }
+
+    /**
+     * {@link #run} when this process is in the attached cgroup (elsewhere its own connections are
+     * not registered, so there is nothing to probe): null when it passed or was skipped.
+     */
+    public static String runIfInside(KernelSockmap kernel) {
+        try {
+            java.util.Optional<java.nio.file.Path> own = Cgroups.ownCgroupDir();
+            if (own.isEmpty() || !own.get().startsWith(kernel.cgroupDir())) {
+                org.slf4j.LoggerFactory.getLogger(KernelProbe.class)
+                        .debug("Start-up probe skipped: this process is not in {}", kernel.cgroupDir());
+                return null;
+            }
+        } catch (IOException e) {
+            return e.getMessage();
+        }
+        return run(kernel);
     }
 
     /** Runs the probe; returns null when the fast path works, else why it does not. */

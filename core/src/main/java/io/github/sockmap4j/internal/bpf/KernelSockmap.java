@@ -3,6 +3,7 @@ package io.github.sockmap4j.internal.bpf;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.net.SocketIdentity;
 import io.github.sockmap4j.internal.sys.Cgroups;
 import io.github.sockmap4j.internal.sys.Ownership;
 import java.io.IOException;
@@ -206,6 +207,18 @@ public final class KernelSockmap implements AutoCloseable {
             MemorySegment val = arena.allocate(ValueLayout.JAVA_LONG);
             return bpf.tryMapLookup(fds.socks(), key, val) == 0 ? val.get(ValueLayout.JAVA_LONG, 0) : 0L;
         }
+    }
+
+    /** Whether the socket {@code id} names is in the SOCKHASH under its own key (its cookie there). */
+    public boolean holds(SocketIdentity id) {
+        return id.cookie() != 0 && lookupSocket(id.local().getAddress(), id.local().getPort(),
+                id.remote().getAddress(), id.remote().getPort(), id.netns()) == id.cookie();
+    }
+
+    /** Whether a socket is in the SOCKHASH under the key of {@code id}'s peer (its key reversed). */
+    public boolean holdsPeerOf(SocketIdentity id) {
+        return lookupSocket(id.remote().getAddress(), id.remote().getPort(), id.local().getAddress(),
+                id.local().getPort(), id.netns()) != 0;
     }
 
     /** Whether a socket is in the SOCKHASH under {@code key} (a {@link SockKeyLayout}). A system call. */

@@ -57,12 +57,22 @@ public final class ReadSlots {
         }
     }
 
-    void setBound(int idx, int bound) {
-        INT.setRelease(mem, idx * SIZE + ReadSlotLayout.SLOT_BOUND, bound);
+    /** Publishes the bound the owner of slot {@code idx} sets; nothing after the pin directory closed. */
+    public void setBound(int idx, int bound) {
+        try {
+            INT.setRelease(mem, idx * SIZE + ReadSlotLayout.SLOT_BOUND, bound);
+        } catch (IllegalStateException closed) {
+            // The mapping is gone with its Sockmap.
+        }
     }
 
-    int bound(int idx) {
-        return (int) INT.getAcquire(mem, idx * SIZE + ReadSlotLayout.SLOT_BOUND);
+    /** The bound published in slot {@code idx}, or -1 after the pin directory closed. */
+    public int bound(int idx) {
+        try {
+            return (int) INT.getAcquire(mem, idx * SIZE + ReadSlotLayout.SLOT_BOUND);
+        } catch (IllegalStateException closed) {
+            return -1;
+        }
     }
 
     /** The read count of slot {@code idx} if {@code cookie} owns it, else -1. */

@@ -1,17 +1,17 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.bpf;
 
 import java.net.Inet4Address;
 import java.net.InetAddress;
 
 /**
- * The checks every way of opting in shares ({@link Sockmap#optIn}, {@link PolicyClient}): a port,
+ * The checks every way of opting in shares (an application's opt-in, the policy client, the agent): a port,
  * a server prefix turned into the policy key's bit count, and an in-flight bound.
  */
-final class Rules {
+public final class Rules {
     private Rules() {
     }
 
-    static void checkPort(int port) {
+    public static void checkPort(int port) {
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException("port must be 1..65535: port=" + port);
         }
@@ -23,7 +23,7 @@ final class Rules {
      *
      * @throws IllegalArgumentException for a prefix longer than the address
      */
-    static int keyBits(InetAddress network, int prefixBits) {
+    public static int keyBits(InetAddress network, int prefixBits) {
         if (network == null) {
             return 0;
         }
@@ -36,8 +36,8 @@ final class Rules {
     }
 
     /** @throws IllegalArgumentException unless {@code bytes} is 0 (each receiver's), positive, or UNBOUNDED */
-    static void checkBound(int bytes) {
-        if (bytes < 0 && bytes != Sockmap.UNBOUNDED) {
+    public static void checkBound(int bytes) {
+        if (bytes < 0 && bytes != PolicyKeyLayout.UNBOUNDED) {
             throw new IllegalArgumentException("bound must be >= 0 bytes (or UNBOUNDED): bytes=" + bytes);
         }
     }

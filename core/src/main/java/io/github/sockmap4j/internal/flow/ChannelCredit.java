@@ -1,51 +1,46 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.flow;
 
 import java.io.IOException;
-import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.slf4j.LoggerFactory;
 
 /**
- * A {@link SockmapChannel}'s side of credit (docs/in-flight-bound.md): its {@link WriteCredit},
- * resolved at the first write, how a write waits for it, and what the selector needs to know
- * about a non-blocking writer that stopped for it.
+ * A channel's side of credit (docs/in-flight-bound.md): its {@link PeerCredit}, resolved at the
+ * first write, how a write waits for it (the blocking driver of {@link CreditRule}), and what a
+ * selector needs to know about a non-blocking writer that stopped for it.
  *
- * <p><b>Note:</b> {@link #get} and {@link #await} run under the channel's write lock; the selector
+ * <p><b>Note:</b> {@link #get} and {@link #await} run under the channel's write lock; a selector
  * calls {@link #held} from any thread and {@link #returned} takes the lock itself.
  */
-final class ChannelCredit {
-    /**
-     * How long a blocking writer holds for a receiver that reads nothing at all before it stops
-     * holding: longer than a reader's ordinary pauses, short enough that a protocol relying on
-     * TCP's buffering does not stall for long.
-     */
-    static final long STALLED_RECEIVER_NANOS = 200_000_000L;
-
+public final class ChannelCredit {
     /** Channels of this process held for credit now: a selector looks for them only when any is. */
-    private static final java.util.concurrent.atomic.AtomicInteger HELD = new java.util.concurrent.atomic.AtomicInteger();
+    private static final AtomicInteger HELD = new AtomicInteger();
 
-    private final SockmapChannel channel;
-    private WriteCredit credit;
+    private final CreditRule rule = new CreditRule();
+    private PeerCredit credit;
     private boolean resolved;
-    /** The receiver's read count when a blocking writer stopped holding for it; -1 otherwise. */
-    private long stalledAt = -1;
     /** A non-blocking write stopped for credit: the selector polls for it instead of EPOLLOUT. */
     private volatile boolean held;
     /** When the write that set {@link #held} stopped, for the wait statistics. */
     private volatile long heldSince;
 
-    ChannelCredit(SockmapChannel channel) {
-        this.channel = channel;
-    }
-
-    /** The channel's credit, resolved at its first write; null when nothing holds its writes. */
-    WriteCredit get() {
+    /**
+     * The channel's credit, resolved at its first write; null when nothing holds its writes.
+     *
+     * @param fastPath   the channel's fast path, null when it has none
+     * @param fd         the channel's connected socket
+     * @param serverSide whether it was accepted
+     * @param channel    the channel, for the log
+     */
+    public PeerCredit get(FastPath fastPath, int fd, boolean serverSide, Object channel) {
         if (!resolved) {
             resolved = true;
             try {
-                credit = channel.sockmap().writeCredit(channel.fdVal(), channel.serverSide());
+                credit = fastPath == null ? null : fastPath.writeCredit(fd, serverSide);
             } catch (IOException e) {
-                LoggerFactory.getLogger(SockmapChannel.class).warn(
+                LoggerFactory.getLogger(ChannelCredit.class).warn(
                         "{} writes without credit (the in-flight bound may send it by TCP): {}", channel, e.getMessage());
             }
         }
@@ -54,23 +49,22 @@ final class ChannelCredit {
 
     /**
      * Credit for a send of up to {@code remaining} bytes: at once when there is enough
-     * ({@link WriteCredit#worthSending}); else 0 in non-blocking mode (the selector reports
-     * OP_WRITE when it returns), or, blocking, after waiting for it as Agrona's back-off idle
-     * strategy does: spin, yield, then park from 1 µs to 1 ms, with no system call until parking
-     * starts. A receiver that closes or dies ends the wait: the send then meets what a TCP send
-     * meets. So does closing or interrupting the channel (0 then).
+     * ({@link CreditRule#worthSending}); else 0 in non-blocking mode (the selector reports
+     * OP_WRITE when it returns), or, blocking, after waiting for it by {@link CreditRule}. A
+     * receiver that closes or dies ends the wait: the send then meets what a TCP send meets. So
+     * does closing or interrupting the channel (0 then).
+     *
+     * @param open whether the channel is still open (looked at each time the wait parks)
+     * @return the credit, {@link PeerCredit#UNLIMITED} when the receiver is not waited for
      */
-    long await(WriteCredit c, long remaining, boolean blocking) {
+    public long await(PeerCredit c, long remaining, boolean blocking, BooleanSupplier open) {
         long want = c.worthSending(remaining);
         long a = c.available();
         if (a >= want) {
             return a;
         }
-        if (blocking && stalledAt >= 0) {
-            if (c.receiverRead() == stalledAt) {
-                return WriteCredit.UNLIMITED; // still reading nothing: no holding again
-            }
-            stalledAt = -1;
+        if (blocking && rule.released(c.receiverRead())) {
+            return PeerCredit.UNLIMITED; // still reading nothing: no holding again
         }
         a = c.refresh();
         if (a >= want) {
@@ -86,37 +80,21 @@ final class ChannelCredit {
             return 0;
         }
         long start = System.nanoTime();
-        long progressAt = start;
-        long read = c.receiverRead();
-        long park = 1_000;
-        for (int i = 0; ; i++) {
-            if (i < 20) {
-                Thread.onSpinWait();
-            } else if (i < 30) {
-                Thread.yield();
-            } else {
-                LockSupport.parkNanos(park);
-                park = Math.min(park * 2, 1_000_000);
-                if (!channel.stillOpen()) {
+        rule.begin(c.receiverRead(), start);
+        while (true) {
+            if (rule.idle()) {
+                if (!open.getAsBoolean()) {
                     return 0;
                 }
                 a = c.refresh();
-                long now = System.nanoTime();
-                if (c.receiverRead() != read) {
-                    read = c.receiverRead();
-                    progressAt = now;
-                }
-                if (a < want && park >= 1_000_000 && now - progressAt > STALLED_RECEIVER_NANOS) {
-                    stalledAt = read;
-                }
-                if (a < want && park >= 1_000_000 && (stalledAt >= 0 || c.receiverGone())) {
+                if (a < want && rule.waitedLongest()
+                        && (rule.watch(c.receiverRead(), System.nanoTime()) || c.receiverGone())) {
                     // Gone: the send meets its close. Reading nothing at all: stop holding, and let
                     // the kernel's bound send the rest by TCP, whose buffers take it as they would
                     // without the fast path (a protocol that relies on them does not deadlock).
-                    a = WriteCredit.UNLIMITED;
+                    a = PeerCredit.UNLIMITED;
                 }
-            }
-            if (i < 30) {
+            } else {
                 a = c.available();
             }
             if (a >= want) {
@@ -130,7 +108,7 @@ final class ChannelCredit {
      * For the selector: whether a non-blocking writer held for credit may write again. Looks at
      * the kernel only when no write is running.
      */
-    boolean returned(ReentrantLock writeLock) {
+    public boolean returned(ReentrantLock writeLock) {
         if (!held) {
             return true;
         }
@@ -138,7 +116,7 @@ final class ChannelCredit {
             return false;
         }
         try {
-            WriteCredit c = credit;
+            PeerCredit c = credit;
             if (c == null || c.refresh() >= c.worthSending(Long.MAX_VALUE) || c.receiverGone()) {
                 release(c);
                 return true;
@@ -150,7 +128,7 @@ final class ChannelCredit {
     }
 
     /** A non-blocking writer held for credit has it again: the wait is counted. */
-    private void release(WriteCredit c) {
+    private void release(PeerCredit c) {
         if (held) {
             held = false;
             HELD.decrementAndGet();
@@ -161,16 +139,17 @@ final class ChannelCredit {
     }
 
     /** The channel closed: it is held for nothing any more. */
-    void closed() {
+    public void closed() {
         release(null);
     }
 
     /** Whether any channel of this process is held for credit now (one volatile read). */
-    static boolean anyHeld() {
+    public static boolean anyHeld() {
         return HELD.get() > 0;
     }
 
-    boolean held() {
+    /** Whether this channel's non-blocking writer is held for credit now. */
+    public boolean held() {
         return held;
     }
 }

@@ -1,4 +1,4 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.flow;
 
 import io.github.sockmap4j.internal.bpf.InFlightMaps;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
@@ -7,7 +7,7 @@ import io.github.sockmap4j.internal.bpf.ReadSlotLayout;
 import io.github.sockmap4j.internal.bpf.SockKeyLayout;
 import io.github.sockmap4j.internal.bpf.SockStateLayout;
 import io.github.sockmap4j.internal.bpf.WatchLayout;
-import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.net.SocketIdentity;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -16,14 +16,17 @@ import java.net.InetSocketAddress;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * {@link WriteCredit} of one connected socket: its receiver's key, found once, and what was
- * sent. The receiver's slot is looked up in {@code sm4j_rx} when first needed and again when its
+ * The write credit of one connected socket (docs/in-flight-bound.md): what it may send now that
+ * its receiver has not read, from the receiver's published read count or the watcher's estimate.
+ * It holds its receiver's key, found once, and what was sent. The receiver's slot is looked up in {@code sm4j_rx} when first needed and again when its
  * cookie no longer owns it; without one, the watcher's entry in {@code sm4j_watch} (or the first
  * bound the verdict would give) stands in, as it does for the verdict.
+ *
+ * <p><b>Note:</b> not threadsafe: one writer thread at a time, as for the socket's writes.
  */
-final class PeerCredit implements WriteCredit {
-    /** Sends smaller than this (unless they are all that is left) wait for more credit. */
-    static final long MIN_SEND = 16 * 1024;
+public final class PeerCredit {
+    /** Credit when nothing holds the writer (the receiver has gone, or sets no bound). */
+    public static final long UNLIMITED = Long.MAX_VALUE;
     private static final LongAdder WAITS = new LongAdder();
     private static final LongAdder WAIT_NANOS = new LongAdder();
 
@@ -39,7 +42,7 @@ final class PeerCredit implements WriteCredit {
     private long watchRead;
     private long watchBound = -1;
     /** The bound last seen, for {@link #worthSending}. */
-    private long lastBound = MIN_SEND * 4;
+    private long lastBound = CreditRule.MIN_SEND * 4;
     private long lastRead;
 
     private PeerCredit(KernelSockmap kernel, int fd, MemorySegment peerKey, Arena arena) {
@@ -56,38 +59,35 @@ final class PeerCredit implements WriteCredit {
      * not on the fast path, or the port's bound is off.
      */
     static PeerCredit resolve(KernelSockmap kernel, int fd, boolean serverSide) throws IOException {
-        InetSocketAddress local = Sockets.localAddress(fd);
-        InetSocketAddress remote = Sockets.remoteAddress(fd);
-        long netns = Sockets.netnsCookie(fd);
-        if (kernel.lookupSocket(local.getAddress(), local.getPort(), remote.getAddress(), remote.getPort(), netns)
-                != Sockets.cookie(fd)) {
+        SocketIdentity id = SocketIdentity.of(fd);
+        if (!kernel.holds(id)) {
             return null;
         }
-        InetSocketAddress server = serverSide ? local : remote;
-        boolean unbounded = kernel.policyBound(server.getAddress(), server.getPort()).orElse(0)
-                == PolicyKeyLayout.UNBOUNDED;
-        return of(kernel, fd, local, remote, netns, unbounded);
-    }
-
-    private static PeerCredit of(KernelSockmap kernel, int fd, InetSocketAddress local, InetSocketAddress remote,
-                         long netns, boolean unbounded) {
-        if (unbounded) {
+        InetSocketAddress server = id.server(serverSide);
+        if (kernel.policyBound(server.getAddress(), server.getPort()).orElse(0) == PolicyKeyLayout.UNBOUNDED) {
             return null;
         }
         Arena arena = Arena.ofAuto();
         MemorySegment key = arena.allocate(SockKeyLayout.LAYOUT);
-        SockKeyLayout.fill(key, remote.getAddress(), remote.getPort(), local.getAddress(), local.getPort(), netns);
+        SockKeyLayout.fill(key, id.remote().getAddress(), id.remote().getPort(), id.local().getAddress(),
+                id.local().getPort(), id.netns());
         if (!kernel.isRegistered(key, arena.allocate(ValueLayout.JAVA_LONG))) {
             return null;
         }
         return new PeerCredit(kernel, fd, key, arena);
     }
 
-    static FlowStats stats() {
-        return new FlowStats(WAITS.sum(), WAIT_NANOS.sum());
+    /** Waits for credit counted in this process so far. */
+    public static long waits() {
+        return WAITS.sum();
     }
 
-    @Override
+    /** The time those waits took, summed. */
+    public static long waitNanos() {
+        return WAIT_NANOS.sum();
+    }
+
+    /** Bytes that may be sent now; no system call for a receiver that publishes its reads. */
     public long available() {
         InFlightMaps.PeerSlot s = slot;
         if (s != null) {
@@ -110,7 +110,10 @@ final class PeerCredit implements WriteCredit {
         return Math.max(0, bound - (sent - read));
     }
 
-    @Override
+    /**
+     * As {@link #available()}, after looking again at what the kernel holds (the receiver's slot,
+     * which it may claim late, or the watcher's estimate): one or two system calls.
+     */
     public long refresh() {
         if (maps.isClosed()) {
             return UNLIMITED;
@@ -139,22 +142,25 @@ final class PeerCredit implements WriteCredit {
                 + ", lastBound=" + lastBound + "]";
     }
 
-    @Override
+    /** {@link CreditRule#worthSending} with the bound as last seen. */
     public long worthSending(long remaining) {
-        return Math.max(1, Math.min(remaining, Math.min(MIN_SEND, lastBound / 4)));
+        return CreditRule.worthSending(remaining, lastBound);
     }
 
-    @Override
+    /** The receiver's bound as last seen. */
     public long bound() {
         return lastBound;
     }
 
-    @Override
+    /** What the receiver has read as last seen. */
     public long receiverRead() {
         return lastRead;
     }
 
-    @Override
+    /**
+     * Whether the kernel sends this socket by TCP now (after a bound hit): it comes back to the
+     * redirect at a send once its receiver has read everything sent. A system call.
+     */
     public boolean onTcp() {
         try {
             return (maps.socketFlags(fd) & SockStateLayout.TCP) != 0;
@@ -163,17 +169,17 @@ final class PeerCredit implements WriteCredit {
         }
     }
 
-    @Override
+    /** After {@code bytes > 0} were sent. */
     public void sent(long bytes) {
         sent += bytes;
     }
 
-    @Override
+    /** Whether the receiver has closed or died (its socket left the socket map). A system call. */
     public boolean receiverGone() {
         return maps.isClosed() || !kernel.isRegistered(peerKey, rxScratch);
     }
 
-    @Override
+    /** Counts a wait of {@code nanos} for credit in this process's statistics. */
     public void waited(long nanos) {
         WAITS.increment();
         WAIT_NANOS.add(nanos);

@@ -1,6 +1,7 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.flow;
 
 import io.github.sockmap4j.internal.bpf.InFlightMaps;
+import io.github.sockmap4j.internal.bpf.ReadSlots;
 import java.net.InetSocketAddress;
 
 /**
@@ -19,13 +20,16 @@ import java.net.InetSocketAddress;
  * <p><b>Note:</b> {@link #onRead} is called under the channel's read lock only; the limits may
  * change from other threads ({@link #fix}, {@link #unfix}).
  */
-final class ReadPublisher implements ReadCounter {
+public final class ReadPublisher {
     static final long WINDOW_MILLIS = 10;
     private static final long WINDOW_NANOS = WINDOW_MILLIS * 1_000_000L;
     private static final long STALE_WINDOW_NANOS = 4 * WINDOW_NANOS;
 
-    private final Sockmap sockmap;
+    private final ReadSlotRegistry registry;
     private final InFlightMaps.ReadSlot slot;
+    /** Where the slot's read count is stored: one release store per read, nothing in between. */
+    private final ReadSlots slots;
+    private final int index;
     private final InetSocketAddress server;
     private final int autoFloor;
     private final int autoCeiling;
@@ -36,10 +40,12 @@ final class ReadPublisher implements ReadCounter {
     private long windowStart = System.nanoTime();
     private long windowRead;
 
-    ReadPublisher(Sockmap sockmap, InFlightMaps.ReadSlot slot, InetSocketAddress server, int floor, int ceiling,
-                  int initial) {
-        this.sockmap = sockmap;
+    ReadPublisher(ReadSlotRegistry registry, ReadSlots slots, InFlightMaps.ReadSlot slot, InetSocketAddress server,
+                  int floor, int ceiling, int initial) {
+        this.registry = registry;
+        this.slots = slots;
         this.slot = slot;
+        this.index = slot.index();
         this.server = server;
         this.autoFloor = floor;
         this.autoCeiling = ceiling;
@@ -57,10 +63,9 @@ final class ReadPublisher implements ReadCounter {
     }
 
     /** After a read of {@code n > 0} bytes. */
-    @Override
     public void onRead(int n) {
         readTotal += n;
-        sockmap.publishRead(slot, readTotal);
+        slots.publishRead(index, readTotal);
         int ceil = ceiling;
         // The clock is read only once the window's bytes could grow the bound: small reads (a
         // request, a reply) cost one store, nothing more.
@@ -75,7 +80,7 @@ final class ReadPublisher implements ReadCounter {
                 long want = Math.min(ceil, Math.max(floor, 2 * (readTotal - windowRead)));
                 if (want > current) {
                     current = (int) want;
-                    sockmap.setSlotBound(slot, current);
+                    slots.setBound(index, current);
                 }
             }
             windowStart = now;
@@ -83,14 +88,14 @@ final class ReadPublisher implements ReadCounter {
         }
     }
 
-    @Override
+    /** The bound this receiver publishes now, or -1 once the fast path has closed. */
     public int bound() {
-        return sockmap.boundOf(this);
+        return slots.bound(index);
     }
 
-    @Override
+    /** The socket closed: its slot is free again. */
     public void close() {
-        sockmap.releaseReadSlot(this);
+        registry.release(this);
     }
 
     /** A bound fixed at {@code bytes} (the port's opt-in bound). */
@@ -98,7 +103,7 @@ final class ReadPublisher implements ReadCounter {
         floor = bytes;
         ceiling = bytes;
         current = bytes;
-        sockmap.setSlotBound(slot, bytes);
+        slots.setBound(index, bytes);
     }
 
     /** Back to the automatic bound. */
@@ -106,6 +111,6 @@ final class ReadPublisher implements ReadCounter {
         floor = autoFloor;
         ceiling = autoCeiling;
         current = autoFloor;
-        sockmap.setSlotBound(slot, autoFloor);
+        slots.setBound(index, autoFloor);
     }
 }

@@ -1,23 +1,21 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.flow;
 
 import io.github.sockmap4j.internal.bpf.InFlightMaps;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.bpf.Pins;
 import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
 import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.net.SocketIdentity;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The receivers of one {@link Sockmap} that publish their reads for the in-flight bound: it
- * claims each one's slot, decides its first bound (the port's, SO_RCVBUF, or autotuned up to
- * net.ipv4.tcp_rmem's maximum), and re-fixes them when a port's bound changes.
+ * The receivers of one pin directory in this process that publish their reads for the
+ * in-flight bound: it claims each one's slot, decides its first bound (the port's, SO_RCVBUF,
+ * or autotuned up to net.ipv4.tcp_rmem's maximum), and re-fixes them when a port's bound changes.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
@@ -25,7 +23,7 @@ final class ReadSlotRegistry {
     private final KernelSockmap kernel;
     private final InFlightMaps maps;
     private final Set<ReadPublisher> publishers = ConcurrentHashMap.newKeySet();
-    private volatile int tcpRmemMax;
+    private final int tcpRmemMax = Pins.watchCeiling();
 
     ReadSlotRegistry(KernelSockmap kernel) {
         this.kernel = kernel;
@@ -38,30 +36,26 @@ final class ReadSlotRegistry {
      *
      * @param rcvbufSet whether the application fixed SO_RCVBUF (then it is the bound)
      */
-    ReadPublisher claim(Sockmap owner, int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        InetSocketAddress local = Sockets.localAddress(fd);
-        InetSocketAddress remote = Sockets.remoteAddress(fd);
-        long netns = Sockets.netnsCookie(fd);
-        long cookie = Sockets.cookie(fd);
-        if (kernel.lookupSocket(local.getAddress(), local.getPort(), remote.getAddress(), remote.getPort(), netns)
-                != cookie) {
+    ReadPublisher claim(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
+        SocketIdentity id = SocketIdentity.of(fd);
+        if (!kernel.holds(id)) {
             return null;
         }
-        InetSocketAddress server = serverSide ? local : remote;
+        InetSocketAddress server = id.server(serverSide);
         OptionalInt policy = kernel.policyBound(server.getAddress(), server.getPort());
         int fixed = policy.orElse(0);
         if (fixed == PolicyKeyLayout.UNBOUNDED) {
             return null; // nobody reads the slot of a connection without a bound
         }
         int rcvbuf = LibC.getsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_RCVBUF);
-        int ceiling = rcvbufSet ? rcvbuf : Math.max(rcvbuf, tcpRmemMax());
+        int ceiling = rcvbufSet ? rcvbuf : Math.max(rcvbuf, tcpRmemMax);
         int initial = fixed > 0 ? fixed : rcvbuf;
-        InFlightMaps.ReadSlot slot = maps.claimReadSlot(cookie, local.getAddress(), local.getPort(),
-                remote.getAddress(), remote.getPort(), netns, initial);
+        InFlightMaps.ReadSlot slot = maps.claimReadSlot(id.cookie(), id.local().getAddress(), id.local().getPort(),
+                id.remote().getAddress(), id.remote().getPort(), id.netns(), initial);
         if (slot == null) {
             return null;
         }
-        ReadPublisher p = new ReadPublisher(owner, slot, server, rcvbuf, ceiling, initial);
+        ReadPublisher p = new ReadPublisher(this, maps.slots(), slot, server, rcvbuf, ceiling, initial);
         if (fixed > 0) {
             p.fix(fixed);
         }
@@ -86,46 +80,18 @@ final class ReadSlotRegistry {
     /** A socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
     String flowState(int fd) {
         try {
-            InetSocketAddress local = Sockets.localAddress(fd);
-            InetSocketAddress remote = Sockets.remoteAddress(fd);
+            SocketIdentity id = SocketIdentity.of(fd);
             return "flags=" + maps.socketFlags(fd) + " sent=" + maps.socketSent(fd) + " peerRead="
-                    + maps.publishedRead(remote.getAddress(), remote.getPort(), local.getAddress(), local.getPort(),
-                    Sockets.netnsCookie(fd));
+                    + maps.publishedRead(id.remote().getAddress(), id.remote().getPort(), id.local().getAddress(),
+                    id.local().getPort(), id.netns());
         } catch (IOException e) {
             return e.getMessage();
         }
-    }
-
-    void publishRead(InFlightMaps.ReadSlot slot, long read) {
-        maps.publishRead(slot, read);
-    }
-
-    void setBound(InFlightMaps.ReadSlot slot, int bound) {
-        maps.setSlotBound(slot, bound);
-    }
-
-    int bound(InFlightMaps.ReadSlot slot) {
-        return maps.slotBound(slot);
     }
 
     void release(ReadPublisher p) {
         if (publishers.remove(p)) {
             maps.releaseReadSlot(p.slot());
         }
-    }
-
-    /** net.ipv4.tcp_rmem's third value: the largest receive buffer TCP's autotuning gives. */
-    private int tcpRmemMax() {
-        int v = tcpRmemMax;
-        if (v == 0) {
-            try (var in = Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
-                String[] f = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim().split("\\s+");
-                v = Integer.parseInt(f[2]);
-            } catch (IOException | RuntimeException e) {
-                v = 6 << 20; // the kernel's default maximum
-            }
-            tcpRmemMax = v;
-        }
-        return v;
     }
 }

@@ -1,5 +1,8 @@
 package io.github.sockmap4j.internal.jfr;
 
+import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.net.Sockets;
+import java.io.IOException;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
@@ -27,4 +30,26 @@ public final class ConnectionEvent extends Event {
     @Label("In-Flight Bound")
     @Description("The bound this end sets as a receiver, in bytes; -1 when it sets none")
     public int bound;
+
+    /**
+     * Emits the event for the connected socket {@code fd}, with the bound it sets as a receiver
+     * (-1 for none). Costs nothing unless a recording enables the event, and a few system calls
+     * when one does.
+     *
+     * @param fastPath the socket's fast path, null when off
+     */
+    public static void record(FastPath fastPath, int fd, int bound) {
+        ConnectionEvent event = new ConnectionEvent();
+        if (event.shouldCommit()) {
+            try {
+                event.local = String.valueOf(Sockets.localAddress(fd));
+                event.remote = String.valueOf(Sockets.remoteAddress(fd));
+                event.accelerated = fastPath != null && fastPath.isAccelerated(fd);
+                event.bound = bound;
+                event.commit();
+            } catch (IOException ignored) {
+                // No event for a socket that is already gone.
+            }
+        }
+    }
 }

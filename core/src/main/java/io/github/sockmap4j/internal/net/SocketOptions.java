@@ -1,4 +1,4 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.net;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
@@ -17,17 +17,17 @@ import java.nio.channels.UnsupportedAddressTypeException;
 import java.util.Set;
 
 /** What both channel kinds do with their socket fd: options, addresses, error translation. */
-final class NativeSocketSupport {
-    static final Set<SocketOption<?>> STREAM_OPTIONS = Set.of(StandardSocketOptions.SO_RCVBUF,
+public final class SocketOptions {
+    public static final Set<SocketOption<?>> STREAM_OPTIONS = Set.of(StandardSocketOptions.SO_RCVBUF,
             StandardSocketOptions.SO_SNDBUF, StandardSocketOptions.SO_KEEPALIVE, StandardSocketOptions.SO_REUSEADDR,
             StandardSocketOptions.SO_REUSEPORT, StandardSocketOptions.SO_LINGER, StandardSocketOptions.TCP_NODELAY);
-    static final Set<SocketOption<?>> SERVER_OPTIONS = Set.of(StandardSocketOptions.SO_RCVBUF,
+    public static final Set<SocketOption<?>> SERVER_OPTIONS = Set.of(StandardSocketOptions.SO_RCVBUF,
             StandardSocketOptions.SO_REUSEADDR, StandardSocketOptions.SO_REUSEPORT);
 
-    private NativeSocketSupport() {
+    private SocketOptions() {
     }
 
-    static InetSocketAddress checkAddress(SocketAddress sa) {
+    public static InetSocketAddress checkAddress(SocketAddress sa) {
         if (sa == null) {
             throw new IllegalArgumentException("address is null");
         }
@@ -57,7 +57,7 @@ final class NativeSocketSupport {
         return null;
     }
 
-    static <T> void setOption(int fd, Set<SocketOption<?>> supported, SocketOption<T> name, T value)
+    public static <T> void setOption(int fd, Set<SocketOption<?>> supported, SocketOption<T> name, T value)
             throws IOException {
         if (!supported.contains(name)) {
             throw new UnsupportedOperationException("'" + name + "' not supported");
@@ -84,7 +84,7 @@ final class NativeSocketSupport {
     }
 
     @SuppressWarnings("unchecked")
-    static <T> T getOption(int fd, Set<SocketOption<?>> supported, SocketOption<T> name) throws IOException {
+    public static <T> T getOption(int fd, Set<SocketOption<?>> supported, SocketOption<T> name) throws IOException {
         if (!supported.contains(name)) {
             throw new UnsupportedOperationException("'" + name + "' not supported");
         }
@@ -103,7 +103,7 @@ final class NativeSocketSupport {
     }
 
     /** A connect failure as java.net reports it. */
-    static IOException connectFailure(int errno, InetSocketAddress remote) {
+    public static IOException connectFailure(int errno, InetSocketAddress remote) {
         if (errno == Errno.ECONNREFUSED) {
             ConnectException e = new ConnectException("Connection refused: " + remote);
             e.initCause(new NativeIOException("connect", errno));

@@ -110,4 +110,62 @@ public final class Sockets {
             }
         }
     }
+
+    /** Puts {@code fd} in blocking mode, as new channels are; closes it when that fails. */
+    public static void blockingOrClose(int fd) throws NativeIOException {
+        try {
+            LibC.setNonBlocking(fd, false);
+        } catch (NativeIOException e) {
+            LibC.close(fd);
+            throw e;
+        }
+    }
+
+    /**
+     * Starts a connect of {@code fd} to {@code remote} without waiting in connect(2), whatever
+     * the fd's mode: a blocking fd is made non-blocking for the call and, unless the connect is
+     * in progress, blocking again.
+     *
+     * @return 0 when connected, -EINPROGRESS while the handshake runs, another -errno on failure
+     */
+    public static int connectNow(int fd, InetSocketAddress remote, boolean blocking) throws NativeIOException {
+        if (blocking) {
+            LibC.setNonBlocking(fd, true);
+        }
+        int r;
+        try (Arena arena = Arena.ofConfined()) {
+            r = LibC.tryConnect(fd, encode(arena, remote));
+        }
+        if (blocking && r != -Errno.EINPROGRESS) {
+            LibC.setNonBlocking(fd, false);
+        }
+        return r;
+    }
+
+    /**
+     * After a connect in progress completed: its error (0 for none); a blocking fd is blocking again.
+     */
+    public static int connectResult(int fd, boolean blocking) throws NativeIOException {
+        int err = LibC.getsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_ERROR);
+        if (blocking) {
+            LibC.setNonBlocking(fd, false);
+        }
+        return err;
+    }
+
+    /** Binds {@code fd} to {@code local}. */
+    public static void bind(int fd, InetSocketAddress local) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            LibC.bind(fd, encode(arena, local));
+        }
+    }
+
+    /** Wakes a thread waiting on {@code fd} in recv, accept or poll (shutdown(2)); nothing when none can be. */
+    public static void wakeWaiters(int fd) {
+        try {
+            LibC.shutdown(fd, LibC.SHUT_RDWR);
+        } catch (NativeIOException ignored) {
+            // Not connected: nobody can be waiting.
+        }
+    }
 }

@@ -140,4 +140,27 @@ public final class Cgroups {
     private static String unescape(String s) {
         return s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\");
     }
+
+    /**
+     * Why this process's own sockets are not covered by an attachment to {@code attached} (cgroup
+     * programs apply to the cgroup and its descendants), with what to do; null when they are.
+     */
+    public static String whyOutside(Path attached) {
+        try {
+            Optional<Path> own = ownCgroupDir();
+            if (own.isEmpty()) {
+                return "this process's cgroup v2 directory is unknown, so its own connections may not be accelerated";
+            }
+            if (own.get().startsWith(attached)) {
+                return null;
+            }
+            return "this process is in cgroup " + own.get() + ", outside " + attached
+                    + ": its own connections stay on plain TCP (ports it opts in are redirected for processes in "
+                    + attached + "). Run it in " + attached + " or a cgroup below it (for example "
+                    + "'echo PID > " + attached.resolve("cgroup.procs") + "', a systemd unit's Slice=, or a container), "
+                    + "or leave sockmap4j.cgroup unset to attach to its own cgroup";
+        } catch (IOException e) {
+            return "this process's cgroup could not be read (" + e.getMessage() + ")";
+        }
+    }
 }

@@ -1,11 +1,9 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.internal.sys;
 
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.Platform;
-import io.github.sockmap4j.internal.sys.Capabilities;
-import io.github.sockmap4j.internal.sys.Cgroups;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,52 +14,51 @@ import org.slf4j.LoggerFactory;
 /**
  * Whether this host can run the fast path at all, decided once per JVM, as Netty's
  * {@code Epoll} does for its transport: the operating system and architecture, libbpf, the
- * privileges to load programs, and the kernel's support for the map and program types. What
- * depends on a {@link SockmapConfig} (bpffs under the pin directory, the cgroup to attach to)
- * is checked when a {@link Sockmap} opens; {@link Sockmap#unavailabilityCause()} then says
- * which step failed.
- *
- * <pre>{@code
- * if (!SockmapAvailability.isAvailable()) {
- *     log.info("plain TCP: {}", SockmapAvailability.unavailabilityCause());
- * }
- * }</pre>
+ * privileges to load programs, and the kernel's support for the map and program types; then,
+ * per configuration, bpffs under the pin directory and the cgroup to attach to.
  *
  * <p><b>Note:</b> this class is threadsafe; nothing here throws from a static initializer.
  */
-public final class SockmapAvailability {
-    private static final Logger LOG = LoggerFactory.getLogger(SockmapAvailability.class);
+public final class HostCheck {
+    private static final Logger LOG = LoggerFactory.getLogger(HostCheck.class);
 
-    private SockmapAvailability() {
+    private HostCheck() {
     }
 
-    /** The host check's outcome: null cause and a loaded libbpf, or a cause. */
-    record Host(String cause, Throwable exception, Libbpf bpf) {
+    /** Why a host cannot run the fast path: what the code acts on; the cause's text is for people. */
+    public enum Reason {
+        /** Not Linux, or an architecture without a table of native constants. */
+        UNSUPPORTED_PLATFORM,
+        /** libbpf could not be loaded. */
+        NO_LIBBPF,
+        /** CAP_BPF (or CAP_SYS_ADMIN) or CAP_NET_ADMIN is missing. */
+        MISSING_PRIVILEGES,
+        /** The kernel lacks SOCKHASH, sk_msg or sockops. */
+        NO_KERNEL_SUPPORT,
+        /** The check itself failed (a file of /proc could not be read). */
+        CHECK_FAILED
+    }
+
+    /**
+     * The host check's outcome: a null cause and a loaded libbpf, or a reason and its cause.
+     *
+     * @param reason    null when the host can run the fast path
+     * @param cause     why not, and what to do, for people
+     * @param exception what failed, when something threw
+     * @param bpf       the loaded libbpf, when the host can
+     */
+    public record Host(Reason reason, String cause, Throwable exception, Libbpf bpf) {
+        static Host failed(Reason reason, String cause, Throwable exception) {
+            return new Host(reason, cause, exception, null);
+        }
     }
 
     private static final class Once {
         static final Host HOST = check(Platform.current());
     }
 
-    /** Whether this host can run the fast path (a {@link Sockmap} may still be off for its config). */
-    public static boolean isAvailable() {
-        return Once.HOST.cause() == null;
-    }
-
-    /** Why this host cannot run the fast path, or null when it can. */
-    public static String unavailabilityCause() {
-        return Once.HOST.cause();
-    }
-
-    /** Throws, with the reason and what to do, when this host cannot run the fast path. */
-    public static void ensureAvailability() throws SockmapUnavailableException {
-        Host h = Once.HOST;
-        if (h.cause() != null) {
-            throw new SockmapUnavailableException("sockmap4j fast path unavailable: " + h.cause(), h.exception());
-        }
-    }
-
-    static Host host() {
+    /** This host's outcome, decided once. */
+    public static Host host() {
         return Once.HOST;
     }
 
@@ -69,43 +66,53 @@ public final class SockmapAvailability {
      * The host chain for {@code platform}: it stops at the first missing piece. On a platform
      * without a table of native constants nothing native is touched.
      */
-    static Host check(Platform platform) {
+    public static Host check(Platform platform) {
         if (!platform.supported()) {
-            return new Host(platform.unsupportedReason(), null, null);
+            return Host.failed(Reason.UNSUPPORTED_PLATFORM, platform.unsupportedReason(), null);
         }
         Libbpf bpf;
         try {
             bpf = Libbpf.load();
         } catch (UnsatisfiedLinkError e) {
-            return new Host(e.getMessage(), e, null);
+            return Host.failed(Reason.NO_LIBBPF, e.getMessage(), e);
         }
         try {
             Capabilities caps = Capabilities.current();
             if (!caps.canBpf() || !caps.has(Capabilities.CAP_NET_ADMIN)) {
-                return new Host("missing privileges: loading the programs needs CAP_BPF (or CAP_SYS_ADMIN) "
+                return Host.failed(Reason.MISSING_PRIVILEGES, "missing privileges: loading the programs needs CAP_BPF (or CAP_SYS_ADMIN) "
                         + "and CAP_NET_ADMIN; run as root or grant them (e.g. setcap, or a container's capabilities)",
-                        null, null);
+                        null);
             }
         } catch (IOException e) {
-            return new Host(e.getMessage(), e, null);
+            return Host.failed(Reason.CHECK_FAILED, e.getMessage(), e);
         }
         if (bpf.probeMapType(Libbpf.BPF_MAP_TYPE_SOCKHASH) != 1
                 || bpf.probeProgType(Libbpf.BPF_PROG_TYPE_SK_MSG) != 1
                 || bpf.probeProgType(Libbpf.BPF_PROG_TYPE_SOCK_OPS) != 1) {
-            return new Host("this kernel (" + System.getProperty("os.version")
+            return Host.failed(Reason.NO_KERNEL_SUPPORT, "this kernel (" + System.getProperty("os.version")
                     + ") lacks SOCKHASH, sk_msg or sockops support (CONFIG_BPF_STREAM_PARSER, "
-                    + "CONFIG_NET_SOCK_MSG, CONFIG_CGROUP_BPF)", null, null);
+                    + "CONFIG_NET_SOCK_MSG, CONFIG_CGROUP_BPF)", null);
         }
-        return new Host(null, null, bpf);
+        return new Host(null, null, null, bpf);
     }
 
-    /** Where a config attaches, or why it cannot. */
-    record Target(Path cgroup, String cause) {
+    /**
+     * Where a configuration attaches, or why it cannot.
+     *
+     * @param cgroup the cgroup v2 directory, null when it cannot attach
+     * @param cause  why it cannot, null when it can
+     */
+    public record Target(Path cgroup, String cause) {
     }
 
-    /** The config's part of the chain: bpffs under the pin directory, cgroup v2, the cgroup itself. */
-    static Target target(SockmapConfig config) throws IOException {
-        String bpffs = ensureBpffs(config.pinDirectory());
+    /**
+     * A configuration's part of the chain: bpffs under the pin directory, cgroup v2, the cgroup itself.
+     *
+     * @param cgroupSetting    the configured cgroup, null for this process's own
+     * @param allowRootCgroup  whether the root cgroup is accepted
+     */
+    public static Target target(Path pinDirectory, Path cgroupSetting, boolean allowRootCgroup) throws IOException {
+        String bpffs = ensureBpffs(pinDirectory);
         if (bpffs != null) {
             return new Target(null, bpffs);
         }
@@ -114,8 +121,8 @@ public final class SockmapAvailability {
             return new Target(null, "no cgroup v2 hierarchy is mounted (no cgroup2 line in /proc/self/mountinfo)");
         }
         Path cgroup;
-        if (config.cgroup() != null) {
-            cgroup = config.cgroup();
+        if (cgroupSetting != null) {
+            cgroup = cgroupSetting;
             if (!Files.isRegularFile(cgroup.resolve("cgroup.procs"))) {
                 return new Target(null, "sockmap4j.cgroup=" + cgroup + " is not a cgroup v2 directory (cgroup v2 "
                         + "is mounted at " + mount.get().mountPoint() + ")");
@@ -127,7 +134,7 @@ public final class SockmapAvailability {
             }
             cgroup = own.get();
         }
-        if (Cgroups.isRoot(cgroup) && !config.allowRootCgroup()) {
+        if (Cgroups.isRoot(cgroup) && !allowRootCgroup) {
             return new Target(null, "the cgroup to attach to is the root cgroup " + cgroup
                     + ", which would touch every process on the host: run the service in a child cgroup (a "
                     + "container, a systemd unit, or 'mkdir /sys/fs/cgroup/svc; echo PID > /sys/fs/cgroup/svc/cgroup.procs')"
@@ -156,7 +163,7 @@ public final class SockmapAvailability {
     }
 
     /** For the administrator's commands: mounts bpffs at /sys/fs/bpf when the pin directory is under it and none is. */
-    static void mountBpffs(Path pinDir) throws IOException {
+    public static void mountBpffs(Path pinDir) throws IOException {
         if (!underDefaultBpffs(pinDir) || Cgroups.isMountedAt(BPFFS, "bpf")) {
             return;
         }

@@ -52,12 +52,41 @@ public final class SockmapGrpc {
                 .workerEventLoopGroup(worker);
     }
 
+    /**
+     * As {@link #configure(NettyServerBuilder, EventLoopGroup, EventLoopGroup)}, over the fast path
+     * of {@code transport} ({@link SockmapNetty#of}) instead of {@code Sockmap.global()}.
+     *
+     * @param builder   the server's builder
+     * @param transport the transport over the service's own {@code Sockmap}
+     * @param boss      the group that accepts
+     * @param worker    the group that serves
+     * @return {@code builder}
+     */
+    public static NettyServerBuilder configure(NettyServerBuilder builder, SockmapNetty transport, EventLoopGroup boss,
+                                               EventLoopGroup worker) {
+        return builder.channelFactory(transport.serverChannels(0)).bossEventLoopGroup(boss).workerEventLoopGroup(worker);
+    }
+
     public static NettyChannelBuilder configure(NettyChannelBuilder builder) {
         return configure(builder, sharedGroup());
     }
 
     public static NettyChannelBuilder configure(NettyChannelBuilder builder, EventLoopGroup group) {
         return builder.channelFactory(SockmapNetty.socketChannelFactory()).eventLoopGroup(group);
+    }
+
+    /**
+     * As {@link #configure(NettyChannelBuilder, EventLoopGroup)}, over the fast path of
+     * {@code transport} instead of {@code Sockmap.global()}.
+     *
+     * @param builder   the channel's builder
+     * @param transport the transport over the client's own {@code Sockmap}
+     * @param group     the group its connections run on
+     * @return {@code builder}
+     */
+    public static NettyChannelBuilder configure(NettyChannelBuilder builder, SockmapNetty transport,
+                                                EventLoopGroup group) {
+        return builder.channelFactory(transport.socketChannels()).eventLoopGroup(group);
     }
 
     /**

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.SockmapAdmin;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
