@@ -29,6 +29,7 @@ import java.nio.channels.spi.SelectorProvider;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 /**
  * A TCP stream channel whose connection takes the sockmap fast path when both ends are
@@ -50,8 +51,7 @@ public final class SockmapChannel extends SocketChannel {
 
     private final Sockmap sockmap;
     private final ReentrantLock readLock = new ReentrantLock();
-    /** recv(2) of the socket; guarded by readLock. */
-    private final SocketReader reader = new SocketReader();
+    private final SocketReader reader = new SocketReader(); // recv(2); guarded by readLock
     private final ReentrantLock writeLock = new ReentrantLock();
     private final Object stateLock = new Object();
     private final int fd;
@@ -62,9 +62,10 @@ public final class SockmapChannel extends SocketChannel {
     private boolean outputShutdown;
     private InetSocketAddress remote;
     /** Where this channel publishes its reads for the in-flight bound; null when it does not. */
-    private volatile ReadPublisher readSlot;
+    private ReadPublisher readSlot;
     /** Single and gathering sends within the receiver's credit; guarded by the write lock. */
     private final SocketWriter writer = new SocketWriter();
+    private final BooleanSupplier open = this::isOpen; // made once: no allocation per read or write
     /** Whether this end was accepted (its local side is the server, whose port has the policy). */
     private boolean serverSide;
     /** Whether the application fixed SO_RCVBUF (here or on the listening channel). */
@@ -173,15 +174,17 @@ public final class SockmapChannel extends SocketChannel {
 
     /** This socket's side of the bound, for the tests' diagnostics. */
     String flowState() {
-        synchronized (stateLock) {
-            FastPath fp = sockmap.fastPath();
-            return nativeFd.isClosed() ? "closed" : fp == null ? "off" : fp.flowState(fd);
-        }
+        FastPath fp = sockmap.fastPath();
+        return nativeFd.isClosed() ? "closed" : fp == null ? "off" : fp.flowState(fd);
     }
 
-    /** What a selector uses of this channel. */
+    /** What a selector uses of this channel: its ready ops follow its state. */
     Selectable selectable() {
-        return new Selectable(fd, this::translateReadyOps, this::kill, writer::held, () -> writer.returned(writeLock));
+        return new Selectable(fd, (events, interest) -> {
+            synchronized (stateLock) {
+                return Selectable.streamReadyOps(events, interest, state == State.PENDING, state == State.CONNECTED);
+            }
+        }, this::kill, writer::held, () -> writer.returned(writeLock));
     }
 
     @Override
@@ -198,10 +201,7 @@ public final class SockmapChannel extends SocketChannel {
 
     @Override
     public boolean connect(SocketAddress addr) throws IOException {
-        InetSocketAddress isa = SocketOptions.checkAddress(addr);
-        if (isa.getAddress().isAnyLocalAddress()) {
-            isa = new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), isa.getPort());
-        }
+        InetSocketAddress isa = SocketOptions.connectTarget(addr);
         synchronized (stateLock) {
             ensureOpen();
             if (state == State.CONNECTED) {
@@ -231,16 +231,21 @@ public final class SockmapChannel extends SocketChannel {
 
     /** Blocking: waits until the pending connect completes, then finishes it. */
     private boolean awaitConnected() throws IOException {
+        boolean done = false;
         enterIo();
         try {
-            return interruptibly(() -> {
-                if (isOpen()) {
-                    Sockets.await(fd, LibC.POLLOUT, -1);
-                }
-                return finishPending() ? 1 : 0;
-            }, n -> n == 1) == 1;
+            begin();
+            if (isOpen()) {
+                Sockets.await(fd, LibC.POLLOUT, -1);
+            }
+            done = finishPending();
+            return done;
         } finally {
-            exitIo();
+            try {
+                end(done && isOpen());
+            } finally {
+                exitIo();
+            }
         }
     }
 
@@ -320,7 +325,6 @@ public final class SockmapChannel extends SocketChannel {
 
     private SocketChannel shutdown(int how) throws IOException {
         synchronized (stateLock) {
-            ensureOpen();
             ensureConnected();
             if (how == LibC.SHUT_RD ? !inputShutdown : !outputShutdown) {
                 LibC.shutdown(fd, how);
@@ -368,7 +372,9 @@ public final class SockmapChannel extends SocketChannel {
         }
     }
 
-    private void ensureConnected() {
+    /** Open and connected, or the exception that says which not. */
+    private void ensureConnected() throws ClosedChannelException {
+        ensureOpen();
         if (state != State.CONNECTED) {
             throw new NotYetConnectedException();
         }
@@ -421,7 +427,6 @@ public final class SockmapChannel extends SocketChannel {
 
     private long readLocked(MemorySegment dst, boolean blocking) throws IOException {
         synchronized (stateLock) {
-            ensureOpen();
             ensureConnected();
             if (inputShutdown) {
                 return -1;
@@ -444,10 +449,17 @@ public final class SockmapChannel extends SocketChannel {
             return 0;
         }
         if (!blocking) {
-            return reader.readNow(fd, dst, readSlot != null, this::isOpen);
+            return reader.readNow(fd, dst, readSlot != null, open);
         }
-        // A reader that returns 0 was woken by close(): the operation did not complete.
-        return interruptibly(() -> reader.readWaiting(fd, dst, this::isOpen), n -> n != 0);
+        boolean completed = false;
+        try {
+            begin();
+            long n = reader.readWaiting(fd, dst, open);
+            completed = n != 0; // 0: woken by close(), the operation did not complete
+            return n;
+        } finally {
+            end(completed && isOpen());
+        }
     }
 
     /**
@@ -485,7 +497,7 @@ public final class SockmapChannel extends SocketChannel {
         try {
             boolean blocking = isBlocking();
             if (SocketWriter.gatherable(srcs, offset, length)) {
-                return sending(blocking, () -> writer.gather(fd, srcs, offset, length, blocking, this::isOpen, credit()));
+                return send(null, srcs, offset, length, blocking);
             }
             return Buffers.spread(srcs, offset, length, blocking, this::writeLocked);
         } finally {
@@ -493,43 +505,14 @@ public final class SockmapChannel extends SocketChannel {
         }
     }
 
-    /** An operation on the fd. */
-    private interface Io {
-        long run() throws IOException;
-    }
-
-    /** A send: the fd kept open, and, blocking, interruptible as any channel operation. */
-    private long sending(boolean blocking, Io send) throws IOException {
-        enterWrite();
-        try {
-            return blocking ? interruptibly(send, n -> true) : send.run();
-        } finally {
-            exitIo();
-        }
-    }
-
-    /** A blocking operation, between begin() and end() as every interruptible channel's is. */
-    private long interruptibly(Io op, java.util.function.LongPredicate completed) throws IOException {
-        boolean done = false;
-        try {
-            begin();
-            long n = op.run();
-            done = completed.test(n);
-            return n;
-        } finally {
-            end(done && isOpen());
-        }
-    }
-
     /** The connection's write credit, resolved at the first write; null for none. */
     private PeerCredit credit() {
-        return writer.credit(sockmap.fastPath(), fd, serverSide, this);
+        return writer.credit(sockmap, fd, serverSide, this);
     }
 
     /** Checks the channel can write and keeps its fd open until {@link #exitIo()}. */
     private void enterWrite() throws IOException {
         synchronized (stateLock) {
-            ensureOpen();
             ensureConnected();
             if (outputShutdown) {
                 throw new ClosedChannelException();
@@ -539,13 +522,30 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     private long writeLocked(MemorySegment src, boolean blocking) throws IOException {
-        return sending(blocking, () -> writer.write(fd, src, blocking, this::isOpen, credit()));
+        return send(src, null, 0, 0, blocking);
     }
 
-    /** Ready ops for the epoll events reported on this channel. */
-    private int translateReadyOps(int events, int interest) {
-        synchronized (stateLock) {
-            return Selectable.streamReadyOps(events, interest, state == State.PENDING, state == State.CONNECTED);
+    /** One send of {@code src}, or a gathering one of {@code srcs} when it is not null. */
+    private long send(MemorySegment src, ByteBuffer[] srcs, int offset, int length, boolean blocking)
+            throws IOException {
+        enterWrite();
+        boolean completed = !blocking;
+        try {
+            if (blocking) {
+                begin();
+            }
+            long n = srcs == null ? writer.write(fd, src, blocking, open, credit())
+                    : writer.gather(fd, srcs, offset, length, blocking, open, credit());
+            completed = true;
+            return n;
+        } finally {
+            try {
+                if (blocking) {
+                    end(completed && isOpen()); // throws when closed or interrupted meanwhile
+                }
+            } finally {
+                exitIo();
+            }
         }
     }
 
@@ -577,11 +577,13 @@ public final class SockmapChannel extends SocketChannel {
     }
 
     private void exitIo() {
-        nativeFd.exit();
-        kill();
+        synchronized (stateLock) {
+            nativeFd.exit();
+            nativeFd.closeIfUnused(!isOpen() && !isRegistered());
+        }
     }
 
-    /** Called by a selector once it dropped its last key of this channel, and after every operation. */
+    /** Called by a selector once it dropped its last key of this channel. */
     void kill() {
         synchronized (stateLock) {
             nativeFd.closeIfUnused(!isOpen() && !isRegistered());

@@ -143,7 +143,9 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                     Sockets.await(fd, LibC.POLLIN, -1);
                 }
             } finally {
-                nativeFd.exit();
+                synchronized (stateLock) {
+                    nativeFd.exit();
+                }
                 kill();
                 if (blocking) {
                     end(completed && isOpen());

@@ -29,15 +29,16 @@ public final class ChannelCredit {
     /**
      * The channel's credit, resolved at its first write; null when nothing holds its writes.
      *
-     * @param fastPath   the channel's fast path, null when it has none
+     * @param sockmap    the channel's {@code Sockmap}, whose fast path is looked up once
      * @param fd         the channel's connected socket
      * @param serverSide whether it was accepted
      * @param channel    the channel, for the log
      */
-    public PeerCredit get(FastPath fastPath, int fd, boolean serverSide, Object channel) {
+    public PeerCredit get(Object sockmap, int fd, boolean serverSide, Object channel) {
         if (!resolved) {
             resolved = true;
             try {
+                FastPath fastPath = FastPath.of(sockmap);
                 credit = fastPath == null ? null : fastPath.writeCredit(fd, serverSide);
             } catch (IOException e) {
                 LoggerFactory.getLogger(ChannelCredit.class).warn(

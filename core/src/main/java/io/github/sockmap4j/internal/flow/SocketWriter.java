@@ -39,9 +39,9 @@ public final class SocketWriter {
     private final ChannelCredit credits = new ChannelCredit();
     private MemorySegment scratch;
 
-    /** See {@link ChannelCredit#get}. */
-    public PeerCredit credit(FastPath fastPath, int fd, boolean serverSide, Object channel) {
-        return credits.get(fastPath, fd, serverSide, channel);
+    /** See {@link ChannelCredit#get}; {@code sockmap} is the channel's {@code Sockmap}. */
+    public PeerCredit credit(Object sockmap, int fd, boolean serverSide, Object channel) {
+        return credits.get(sockmap, fd, serverSide, channel);
     }
 
     /**

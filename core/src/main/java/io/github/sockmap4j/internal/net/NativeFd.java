@@ -8,13 +8,14 @@ import io.github.sockmap4j.internal.ffi.LibC;
  * holds it. Closing earlier would let the kernel give the number to another file while a thread
  * or a selector still uses it.
  *
- * <p><b>Note:</b> this class is threadsafe.
+ * <p><b>Note:</b> not threadsafe by itself: its owner calls it under the owner's state lock (one
+ * monitor per operation, not two); {@link #isClosed} may be read from any thread.
  */
 public final class NativeFd {
     private final int fd;
     private final Runnable onClose;
     private int users;
-    private boolean closed;
+    private volatile boolean closed;
 
     /**
      * @param fd      the socket
@@ -31,17 +32,17 @@ public final class NativeFd {
     }
 
     /** One more operation uses the fd; it stays open until the matching {@link #exit}. */
-    public synchronized void enter() {
+    public void enter() {
         users++;
     }
 
     /** An operation that {@link #enter entered} is done. */
-    public synchronized void exit() {
+    public void exit() {
         users--;
     }
 
     /** Whether an operation is in progress on the fd. */
-    public synchronized boolean inUse() {
+    public boolean inUse() {
         return users > 0;
     }
 
@@ -51,7 +52,7 @@ public final class NativeFd {
      *
      * @return whether the fd is closed now
      */
-    public synchronized boolean closeIfUnused(boolean released) {
+    public boolean closeIfUnused(boolean released) {
         if (!closed && released && users == 0) {
             closed = true;
             try {
@@ -64,7 +65,7 @@ public final class NativeFd {
     }
 
     /** Whether the fd has been closed. */
-    public synchronized boolean isClosed() {
+    public boolean isClosed() {
         return closed;
     }
 }

@@ -40,6 +40,13 @@ public final class SocketOptions {
         return isa;
     }
 
+    /** Where a connect to {@code sa} goes: as {@link #checkAddress}, the wildcard meaning this host (loopback). */
+    public static InetSocketAddress connectTarget(SocketAddress sa) {
+        InetSocketAddress isa = checkAddress(sa);
+        return isa.getAddress().isAnyLocalAddress()
+                ? new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), isa.getPort()) : isa;
+    }
+
     private static int[] levelAndName(SocketOption<?> name) {
         if (name == StandardSocketOptions.SO_RCVBUF) {
             return new int[] {LibC.SOL_SOCKET, LibC.SO_RCVBUF};
