@@ -1,0 +1,168 @@
+package io.github.sockmap4j.testsupport;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A Kubernetes-shaped node for tests, built from scratch: a "node" network namespace with IP
+ * forwarding on, and "pods" each in a namespace of its own, routed through the node as a CNI
+ * routes them (a /24 per veth, the node's end the pod's default gateway), not joined to each
+ * other directly. {@link #service} adds kube-proxy-style NAT (iptables mode: a KUBE-SERVICES
+ * chain in PREROUTING and OUTPUT, one chain per Service that picks an endpoint with
+ * {@code statistic --mode random}, DNAT to it), with conntrack as the node's netfilter keeps it.
+ * {@link #close()} deletes every namespace it made, and with them their links and rules; the
+ * host's own netfilter and sysctls are never touched.
+ *
+ * <p>Pod {@code i} (from 0) has the address {@code 10.244.(i+1).2} and {@code fd00:244:(i+1)::2},
+ * its node end {@code .1} and {@code ::1}.
+ */
+public final class NodeBed implements AutoCloseable {
+    public final String node;
+    private final List<String> pods = new ArrayList<>();
+    private final String prefix;
+    private int services;
+    /** The tools (iptables, ip6tables) whose KUBE-SERVICES chain exists. */
+    private final java.util.Set<String> tables = new java.util.HashSet<>();
+
+    private NodeBed(String prefix) {
+        this.prefix = prefix;
+        this.node = prefix + "n";
+    }
+
+    /**
+     * A node with {@code podCount} pods.
+     *
+     * @param tag a few letters telling this test's namespaces and links apart
+     */
+    public static NodeBed create(String tag, int podCount) throws IOException, InterruptedException {
+        String id = Long.toString(ProcessHandle.current().pid() % 100000);
+        NodeBed bed = new NodeBed("sm4j-" + id + "-" + tag);
+        try {
+            sh("ip", "netns", "add", bed.node);
+            sh("ip", "-n", bed.node, "link", "set", "lo", "up");
+            sh("ip", "netns", "exec", bed.node, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1");
+            sh("ip", "netns", "exec", bed.node, "sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1");
+            for (int i = 0; i < podCount; i++) {
+                bed.addPod(id, tag, i);
+            }
+            return bed;
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            bed.close();
+            throw e;
+        }
+    }
+
+    private void addPod(String id, String tag, int i) throws IOException, InterruptedException {
+        String pod = prefix + "p" + i;
+        String inPod = "sm4j" + id + tag + "p" + i;  // at most 15 characters
+        String onNode = "sm4j" + id + tag + "n" + i;
+        sh("ip", "netns", "add", pod);
+        pods.add(pod);
+        sh("ip", "link", "add", inPod, "type", "veth", "peer", "name", onNode);
+        sh("ip", "link", "set", inPod, "netns", pod);
+        sh("ip", "link", "set", onNode, "netns", node);
+        int net = i + 1;
+        sh("ip", "-n", pod, "addr", "add", "10.244." + net + ".2/24", "dev", inPod);
+        sh("ip", "-n", pod, "-6", "addr", "add", "fd00:244:" + net + "::2/64", "dev", inPod, "nodad");
+        sh("ip", "-n", node, "addr", "add", "10.244." + net + ".1/24", "dev", onNode);
+        sh("ip", "-n", node, "-6", "addr", "add", "fd00:244:" + net + "::1/64", "dev", onNode, "nodad");
+        sh("ip", "-n", pod, "link", "set", "lo", "up");
+        sh("ip", "-n", pod, "link", "set", inPod, "up");
+        sh("ip", "-n", node, "link", "set", onNode, "up");
+        sh("ip", "-n", pod, "route", "add", "default", "via", "10.244." + net + ".1");
+        sh("ip", "-n", pod, "-6", "route", "add", "default", "via", "fd00:244:" + net + "::1");
+    }
+
+    /** The namespace of pod {@code i}. */
+    public String pod(int i) {
+        return pods.get(i);
+    }
+
+    /** The IPv4 address of pod {@code i}. */
+    public static String podAddress(int i) {
+        return "10.244." + (i + 1) + ".2";
+    }
+
+    /** The IPv6 address of pod {@code i}. */
+    public static String podAddress6(int i) {
+        return "fd00:244:" + (i + 1) + "::2";
+    }
+
+    /**
+     * A Service as kube-proxy's iptables mode writes it in the node: connections to
+     * {@code vip:port} (TCP) go to one of {@code endpoints} ("ADDRESS:PORT", IPv4 or
+     * "[ADDRESS]:PORT" for IPv6, the family of {@code vip}), picked at random with equal odds.
+     */
+    public void service(String vip, int port, String... endpoints) throws IOException, InterruptedException {
+        boolean v6 = vip.contains(":");
+        String tool = v6 ? "ip6tables" : "iptables";
+        String svc = "KUBE-SVC-" + (++services);
+        if (tables.add(tool)) {
+            nat(tool, "-N", "KUBE-SERVICES");
+            nat(tool, "-A", "PREROUTING", "-j", "KUBE-SERVICES");
+            nat(tool, "-A", "OUTPUT", "-j", "KUBE-SERVICES");
+        }
+        nat(tool, "-N", svc);
+        nat(tool, "-A", "KUBE-SERVICES", "-d", vip, "-p", "tcp", "--dport", Integer.toString(port), "-j", svc);
+        for (int k = 0; k < endpoints.length; k++) {
+            List<String> rule = new ArrayList<>(List.of("-A", svc, "-p", "tcp"));
+            int left = endpoints.length - k;
+            if (left > 1) {
+                // kube-proxy's odds: endpoint k of n is taken with 1/(n-k) of what is left.
+                rule.addAll(List.of("-m", "statistic", "--mode", "random", "--probability",
+                        String.format(java.util.Locale.ROOT, "%.10f", 1.0 / left)));
+            }
+            rule.addAll(List.of("-j", "DNAT", "--to-destination", endpoints[k]));
+            nat(tool, rule.toArray(String[]::new));
+        }
+    }
+
+    private void nat(String tool, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", node, tool, "-w", "-t", "nat"));
+        cmd.addAll(List.of(args));
+        sh(cmd.toArray(String[]::new));
+    }
+
+    /** {@code command} as run inside namespace {@code ns}. */
+    public static List<String> in(String ns, List<String> command) {
+        List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", ns));
+        full.addAll(command);
+        return full;
+    }
+
+    static String sh(String... cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed: " + out);
+        }
+        return out;
+    }
+
+    /** Deletes the pods' and the node's namespaces (their links, routes and NAT rules go with them). */
+    @Override
+    public void close() throws IOException {
+        IOException first = null;
+        List<String> all = new ArrayList<>(pods);
+        all.add(node);
+        for (String ns : all) {
+            try {
+                if (new ProcessBuilder("ip", "netns", "list").start().inputReader().lines()
+                        .anyMatch(l -> l.split(" ")[0].equals(ns))) {
+                    sh("ip", "netns", "delete", ns);
+                }
+            } catch (IOException e) {
+                first = first == null ? e : first;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                first = first == null ? new IOException("interrupted deleting " + ns, e) : first;
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+}
