@@ -30,12 +30,16 @@
 #ifndef AF_INET6
 #define AF_INET6 10
 #endif
+#ifndef SOCK_STREAM
+#define SOCK_STREAM 1
+#endif
 
 char LICENSE[] SEC("license") = "GPL";
 
 #include "lib/maps.h"
 #include "lib/keys.h"
 #include "lib/peer.h"
+#include "lib/services.h"
 
 /*
  * A registered socket closed: its read slot entry and watch entries go, even if its process died
@@ -256,4 +260,83 @@ pass:
 	count(SM4J_CTR_MSGS_PASSED, 1);
 	count(SM4J_CTR_BYTES_PASSED, size);
 	return SK_PASS;
+}
+
+/*
+ * A TCP connect to a Service VIP of an IPv4 socket: to the endpoint picked, before the SYN, so
+ * that both ends register with the same key (docs/services.md).
+ */
+SEC("cgroup/connect4")
+int sm4j_connect4(struct bpf_sock_addr *ctx)
+{
+	struct sm4j_svc_key k = {};
+	const struct sm4j_endpoint *ep;
+
+	if (ctx->type != SOCK_STREAM)
+		return 1;
+	map_v4(k.addr, ctx->user_ip4);
+	k.port = bpf_ntohs((__u16)ctx->user_port);
+	ep = svc_pick(&k);
+	if (!ep || !is_v4_mapped(ep->addr) || !svc_remember(ctx, &k))
+		return 1;
+	ctx->user_ip4 = ep->addr[3];
+	ctx->user_port = bpf_htons((__u16)ep->port);
+	count(SM4J_CTR_SVC_TRANSLATED, 1);
+	return 1;
+}
+
+/* The same for an IPv6 socket: an IPv4 VIP arrives v4-mapped (Java's default, dual-stack sockets). */
+SEC("cgroup/connect6")
+int sm4j_connect6(struct bpf_sock_addr *ctx)
+{
+	struct sm4j_svc_key k = {};
+	const struct sm4j_endpoint *ep;
+
+	if (ctx->type != SOCK_STREAM)
+		return 1;
+	k.addr[0] = ctx_u32(ctx, user_ip6[0]);
+	k.addr[1] = ctx_u32(ctx, user_ip6[1]);
+	k.addr[2] = ctx_u32(ctx, user_ip6[2]);
+	k.addr[3] = ctx_u32(ctx, user_ip6[3]);
+	k.port = bpf_ntohs((__u16)ctx->user_port);
+	ep = svc_pick(&k);
+	if (!ep || is_v4_mapped(ep->addr) != is_v4_mapped(k.addr) || !svc_remember(ctx, &k))
+		return 1;
+	ctx->user_ip6[0] = ep->addr[0];
+	ctx->user_ip6[1] = ep->addr[1];
+	ctx->user_ip6[2] = ep->addr[2];
+	ctx->user_ip6[3] = ep->addr[3];
+	ctx->user_port = bpf_htons((__u16)ep->port);
+	count(SM4J_CTR_SVC_TRANSLATED, 1);
+	return 1;
+}
+
+/* A translated socket's peer, as its application sees it: the Service it dialed. */
+SEC("cgroup/getpeername4")
+int sm4j_getpeername4(struct bpf_sock_addr *ctx)
+{
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+	struct sm4j_svc_sock *v = bpf_map_lookup_elem(&sm4j_svcsock, &cookie);
+
+	if (v && is_v4_mapped(v->addr)) {
+		ctx->user_ip4 = v->addr[3];
+		ctx->user_port = bpf_htons((__u16)v->port);
+	}
+	return 1;
+}
+
+SEC("cgroup/getpeername6")
+int sm4j_getpeername6(struct bpf_sock_addr *ctx)
+{
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+	struct sm4j_svc_sock *v = bpf_map_lookup_elem(&sm4j_svcsock, &cookie);
+
+	if (v) {
+		ctx->user_ip6[0] = v->addr[0];
+		ctx->user_ip6[1] = v->addr[1];
+		ctx->user_ip6[2] = v->addr[2];
+		ctx->user_ip6[3] = v->addr[3];
+		ctx->user_port = bpf_htons((__u16)v->port);
+	}
+	return 1;
 }

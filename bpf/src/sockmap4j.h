@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 7
+#define SM4J_ABI_VERSION 8
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -121,6 +121,44 @@ struct sm4j_config {
 	__u32 watch_ceiling; /* the largest a drain doubles it to (net.ipv4.tcp_rmem's maximum) */
 };
 
+/*
+ * Services (connect-time translation): a connect to (VIP, port) of a Service in sm4j_services
+ * goes to one of its ready endpoints, picked at the connect with bpf_get_prandom_u32() (equal
+ * odds, as kube-proxy's), before the SYN: both ends then register with matching keys. Local
+ * endpoints come first (ep[0..local_count)); a Service that asks for local endpoints
+ * (SM4J_SVC_LOCAL_ONLY: internalTrafficPolicy Local, trafficDistribution PreferSameNode) picks
+ * among those only. Addresses as in sm4j_sock_key (16 bytes, IPv4 v4-mapped, network order),
+ * ports in host order. At most SM4J_SVC_ENDPOINTS endpoints: the writer leaves a larger Service
+ * out (kube-proxy carries it).
+ */
+#define SM4J_SVC_ENDPOINTS 16
+#define SM4J_SVC_LOCAL_ONLY 1
+
+struct sm4j_svc_key {
+	__u32 addr[4];
+	__u32 port;
+};
+
+struct sm4j_endpoint {
+	__u32 addr[4];
+	__u32 port;
+};
+
+struct sm4j_svc {
+	__u32 count;       /* ready endpoints in ep */
+	__u32 local_count; /* of them on this node, first in ep */
+	__u32 flags;       /* SM4J_SVC_LOCAL_ONLY */
+	__u32 pad;
+	struct sm4j_endpoint ep[SM4J_SVC_ENDPOINTS];
+};
+
+/* A translated socket's Service, by socket cookie: getpeername reports it, not the endpoint. */
+struct sm4j_svc_sock {
+	__u32 addr[4];
+	__u32 port;
+	__u32 pad;
+};
+
 /* Indexes into the per-CPU counter array. */
 enum sm4j_counter {
 	SM4J_CTR_SOCKETS_REGISTERED = 0,
@@ -132,6 +170,8 @@ enum sm4j_counter {
 	SM4J_CTR_SOCKETS_TAINTED,
 	SM4J_CTR_BOUND_HIT,     /* a sender switched to TCP at the in-flight bound */
 	SM4J_CTR_RESUMED,       /* a sender came back to the redirect: its peer had read all */
+	SM4J_CTR_SVC_TRANSLATED, /* a connect to a Service went straight to the endpoint picked */
+	SM4J_CTR_SVC_NO_LOCAL,  /* a connect to a Service in the map that has no local endpoint now */
 	SM4J_CTR_MAX,
 };
 

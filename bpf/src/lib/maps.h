@@ -99,6 +99,23 @@ struct {
 	__type(value, __u32);
 } sm4j_meta SEC(".maps");
 
+/* Services with their endpoints (struct sm4j_svc): written by the agent or the CLI only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sm4j_svc_key);
+	__type(value, struct sm4j_svc);
+} sm4j_services SEC(".maps");
+
+/* Translated sockets by cookie; least recently used entries go first when it is full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct sm4j_svc_sock);
+} sm4j_svcsock SEC(".maps");
+
 /*
  * Set by the loader before load from net.ipv4.tcp_rmem (the default and the maximum), then
  * read-only: no lookup per message. The loader pins this .rodata map as the directory's config,

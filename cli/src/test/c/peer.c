@@ -9,7 +9,8 @@
  *   peer sink-server ADDR PORT [FIRST]    accept one, read FIRST bytes (default 0) and then no more, until
  *                                         stdin closes
  *   peer agent-call SOCKET LINE...        send each line to a Unix socket, print each answer line
- * Servers print port=N once listening (PORT 0: any free port); all print ok=1 when done, or why not.
+ * Servers print port=N once listening (PORT 0: any free port), clients peer=ADDR:PORT once connected
+ * (getpeername); all print ok=1 when done, or why not.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -80,6 +81,20 @@ static int dial(const char *ip, int port)
 	fd = socket(family, SOCK_STREAM, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
 		return -1;
+	/* The peer as getpeername reports it: a Service's VIP even when the kernel dialed an endpoint. */
+	{
+		char host[64];
+
+		len = sizeof(ss);
+		if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
+			if (ss.ss_family == AF_INET)
+				inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+			else
+				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
+			printf("peer=%s:%d\n", host, ntohs(((struct sockaddr_in *)&ss)->sin_port));
+			fflush(stdout);
+		}
+	}
 	return fd;
 }
 

@@ -17,11 +17,14 @@ import io.github.sockmap4j.internal.bpf.Counter;
  * @param boundHits          sends that found the in-flight bound reached and went by TCP
  * @param resumes            sockets that came back to the redirect once their peer had read all
  * @param socketsInMap       sockets in the SOCKHASH now
+ * @param servicesTranslated connects to a Service VIP sent straight to the endpoint picked
+ * @param servicesNoLocal    connects to a Service in the map left to kube-proxy: no local endpoint
  */
 public record SockmapStats(long socketsRegistered, long registerFailures, long messagesRedirected,
                            long bytesRedirected, long messagesPassed, long bytesPassed,
-                           long socketsTainted, long boundHits, long resumes, long socketsInMap) {
-    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long socketsTainted, long boundHits, long resumes, long socketsInMap,
+                           long servicesTranslated, long servicesNoLocal) {
+    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /**
      * From the kernel's counters as the pinned counter map holds them (its slots in order, summed
@@ -36,6 +39,6 @@ public record SockmapStats(long socketsRegistered, long registerFailures, long m
                 c[Counter.MSGS_REDIRECTED.ordinal()], c[Counter.BYTES_REDIRECTED.ordinal()],
                 c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],
                 c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
-                socketsInMap);
+                socketsInMap, c[Counter.SVC_TRANSLATED.ordinal()], c[Counter.SVC_NO_LOCAL.ordinal()]);
     }
 }

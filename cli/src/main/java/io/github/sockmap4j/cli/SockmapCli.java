@@ -43,7 +43,7 @@ import picocli.CommandLine.Parameters;
         exitCodeList = {"0:done", "1:failed (the message says why)", "2:bad usage", "3:not up"},
         subcommands = {SockmapCli.Up.class, SockmapCli.Status.class, SockmapCli.Stats.class, SockmapCli.Allow.class,
             SockmapCli.Deny.class, SockmapCli.Down.class, SockmapCli.Xdp.class, Agent.class,
-            SockmapCli.RulesCmd.class})
+            SockmapCli.RulesCmd.class, ServiceCmd.class})
 public final class SockmapCli {
     static final int FAILED = 1;
     static final int NOT_UP = 3;

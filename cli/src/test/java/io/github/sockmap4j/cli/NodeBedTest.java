@@ -38,6 +38,9 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class NodeBedTest {
     static final String VIP = "10.96.0.10";
+    /** A second Service, to the same endpoint, that the translation tests put in sockmap4j's Service map. */
+    static final String VIP2 = "10.96.0.11";
+    static final String VIP6 = "fd00:96::11";
     static final int PORT = 46334;
 
     Path work;
@@ -57,6 +60,8 @@ class NodeBedTest {
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodebed"));
         bed = NodeBed.create("nb", 2);
         bed.service(VIP, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        bed.service(VIP2, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        bed.service(VIP6, PORT, "[" + NodeBed.podAddress6(1) + "]:" + PORT);
         agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
                 "--cgroup", cgroup.toString(), "--metrics-port", "-1"));
         agent.expect("agent: ready", 60);
@@ -105,10 +110,19 @@ class NodeBedTest {
      * {@code dial}; returns the messages' redirected share.
      */
     double pingPong(String dial, int count) throws Exception {
+        return pingPong(NodeBed.podAddress(1), dial, count, null);
+    }
+
+    /** The same with the server bound to {@code bind}; {@code peer} gets what the client's getpeername said. */
+    double pingPong(String bind, String dial, int count, String[] peer) throws Exception {
         SockmapStats before = SockmapAdmin.stats(pins);
-        try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
+        try (ChildJvm server = inPod(1, "pp-server", bind, Integer.toString(PORT))) {
             server.expect("port=", 30);
             try (ChildJvm client = inPod(0, "pp-client", dial, Integer.toString(PORT), Integer.toString(count), "64")) {
+                String seen = client.expect("peer=", 30);
+                if (peer != null) {
+                    peer[0] = seen;
+                }
                 assertEquals("1", client.expect("ok=", 120), client.output());
                 assertEquals(0, client.waitFor(30));
             }
@@ -122,9 +136,13 @@ class NodeBedTest {
         return redirected + tcp == 0 ? 0 : (double) redirected / (redirected + tcp);
     }
 
-    /** Packets the node's NAT rule for the Service has matched (iptables' own counter). */
+    /** Packets the node's NAT rule for the first Service has matched (iptables' own counter). */
     long natPackets() throws Exception {
-        String out = AgentTest.sh(NodeBed.in(bed.node, List.of("iptables", "-w", "-t", "nat", "-L", "KUBE-SVC-1", "-v",
+        return natPackets("iptables", "KUBE-SVC-1");
+    }
+
+    long natPackets(String tool, String chain) throws Exception {
+        String out = AgentTest.sh(NodeBed.in(bed.node, List.of(tool, "-w", "-t", "nat", "-L", chain, "-v",
                 "-x", "-n")).toArray(String[]::new));
         Matcher m = Pattern.compile("(?m)^\\s*(\\d+)\\s+\\d+\\s+DNAT").matcher(out);
         assertTrue(m.find(), out);
@@ -144,5 +162,93 @@ class NodeBedTest {
         System.out.printf(Locale.ROOT, "node bed: the Service's DNAT matched %d connection(s), %.2f%% redirected%n",
                 matched, 100 * share);
         assertEquals(1, matched, "the one connection went through the Service's DNAT rule");
+    }
+
+    @Test
+    void aServiceInTheMapIsDialedStraightToItsEndpointAndReportsItsVip() throws Exception {
+        assertEquals(0, cli("service", "add", VIP2 + ":" + PORT, "--local", NodeBed.podAddress(1) + ":" + PORT));
+        try {
+            long nat = natPackets("iptables", "KUBE-SVC-2");
+            SockmapStats before = SockmapAdmin.stats(pins);
+            String[] peer = new String[1];
+            double share = pingPong(NodeBed.podAddress(1), VIP2, 10_000, peer);
+            SockmapStats after = SockmapAdmin.stats(pins);
+            assertTrue(share >= 0.99, "at least 99% of messages redirected: " + share);
+            assertEquals(VIP2 + ":" + PORT, peer[0], "getpeername reports the Service the client dialed");
+            assertEquals(0, natPackets("iptables", "KUBE-SVC-2") - nat, "no packet went through the Service's DNAT");
+            assertEquals(1, after.servicesTranslated() - before.servicesTranslated(), "one connect translated");
+        } finally {
+            assertEquals(0, cli("service", "rm", VIP2 + ":" + PORT));
+        }
+        // Out of the map, the Service is kube-proxy's again.
+        long nat = natPackets("iptables", "KUBE-SVC-2");
+        pingPong(NodeBed.podAddress(1), VIP2, 100, null);
+        assertEquals(1, natPackets("iptables", "KUBE-SVC-2") - nat, "the connect went through the DNAT again");
+    }
+
+    /**
+     * A JDK client with Java's default socket (AF_INET6, dual-stack: an IPv4 VIP reaches connect6
+     * v4-mapped): args[0]:args[1], args[2] round trips of 64 B; prints ok=1.
+     */
+    public static final class JdkPingPong {
+        public static void main(String[] args) throws Exception {
+            try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(
+                    new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(args[0]), Integer.parseInt(args[1])))) {
+                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocateDirect(64);
+                for (int i = 0, n = Integer.parseInt(args[2]); i < n; i++) {
+                    b.clear();
+                    while (b.hasRemaining()) {
+                        ch.write(b);
+                    }
+                    b.clear();
+                    while (b.hasRemaining()) {
+                        if (ch.read(b) < 0) {
+                            System.out.println("error=eof");
+                            return;
+                        }
+                    }
+                }
+                System.out.println("ok=1");
+            }
+        }
+    }
+
+    @Test
+    void aJdkClientsDualStackSocketIsDialedStraightToTheEndpoint() throws Exception {
+        assertEquals(0, cli("service", "add", VIP2 + ":" + PORT, "--local", NodeBed.podAddress(1) + ":" + PORT));
+        try {
+            SockmapStats before = SockmapAdmin.stats(pins);
+            try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
+                server.expect("port=", 30);
+                try (ChildJvm client = ChildJvm.startInCgroup(cgroup, NodeBed.in(bed.pod(0),
+                        ChildJvm.javaCommand(JdkPingPong.class, VIP2, Integer.toString(PORT), "10000")))) {
+                    assertEquals("1", client.expect("ok=", 120), client.output());
+                }
+                assertEquals("1", server.expect("ok=", 30), server.output());
+            }
+            SockmapStats after = SockmapAdmin.stats(pins);
+            long redirected = after.messagesRedirected() - before.messagesRedirected();
+            long tcp = after.messagesPassed() - before.messagesPassed();
+            System.out.printf(Locale.ROOT, "node bed: JDK client to %s: %d messages redirected, %d by TCP%n", VIP2,
+                    redirected, tcp);
+            assertTrue(redirected >= 0.99 * (redirected + tcp), "at least 99% redirected: " + redirected + "/" + tcp);
+            assertEquals(1, after.servicesTranslated() - before.servicesTranslated(), "one connect translated");
+        } finally {
+            assertEquals(0, cli("service", "rm", VIP2 + ":" + PORT));
+        }
+    }
+
+    @Test
+    void anIpv6ServiceIsDialedStraightToItsEndpoint() throws Exception {
+        assertEquals(0, cli("service", "add", "[" + VIP6 + "]:" + PORT, "--local",
+                "[" + NodeBed.podAddress6(1) + "]:" + PORT));
+        try {
+            String[] peer = new String[1];
+            double share = pingPong(NodeBed.podAddress6(1), VIP6, 10_000, peer);
+            assertTrue(share >= 0.99, "at least 99% of messages redirected: " + share);
+            assertEquals(VIP6 + ":" + PORT, peer[0], "getpeername reports the Service the client dialed");
+        } finally {
+            assertEquals(0, cli("service", "rm", "[" + VIP6 + "]:" + PORT));
+        }
     }
 }

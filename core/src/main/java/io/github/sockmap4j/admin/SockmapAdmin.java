@@ -10,6 +10,7 @@ import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.LockDir;
 import io.github.sockmap4j.internal.bpf.Pins;
+import io.github.sockmap4j.internal.bpf.ServiceMap;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.net.Cidr;
@@ -132,6 +133,50 @@ public final class SockmapAdmin {
                 LibC.close(fd);
             }
         };
+    }
+
+    /**
+     * A Service whose connects the kernel sends straight to one of its endpoints (connect-time
+     * translation: docs/services.md), picked with equal odds at each connect.
+     *
+     * @param vip       the Service's address and port, as clients dial it
+     * @param local     ready endpoints on this node (their pods in the attached cgroups)
+     * @param remote    ready endpoints elsewhere; picked with the same odds, and dialed directly
+     * @param localOnly whether only local endpoints are picked (internalTrafficPolicy Local)
+     */
+    public record Service(java.net.InetSocketAddress vip, java.util.List<java.net.InetSocketAddress> local,
+                          java.util.List<java.net.InetSocketAddress> remote, boolean localOnly) {
+    }
+
+    /**
+     * Adds the Service to the pin directory's Service map, or replaces the one of its VIP and port;
+     * new connects take it at once, open connections are untouched.
+     *
+     * @throws IllegalArgumentException for more than 16 endpoints, or one of another family
+     * @throws IOException naming what failed (no pins there, no privilege)
+     */
+    public static void putService(Path pinDirectory, Service s) throws IOException {
+        try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
+            m.put(new ServiceMap.Service(s.vip(), s.local(), s.remote(), s.localOnly()));
+        }
+    }
+
+    /**
+     * Removes the Service of {@code vip}: new connects to it go through kube-proxy again.
+     *
+     * @return whether there was one
+     */
+    public static boolean removeService(Path pinDirectory, java.net.InetSocketAddress vip) throws IOException {
+        try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
+            return m.remove(vip);
+        }
+    }
+
+    /** The Services in the pin directory's Service map. */
+    public static java.util.List<Service> services(Path pinDirectory) throws IOException {
+        try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
+            return m.list().stream().map(x -> new Service(x.vip(), x.local(), x.remote(), x.localOnly())).toList();
+        }
     }
 
     private static Libbpf libbpf() throws IOException {

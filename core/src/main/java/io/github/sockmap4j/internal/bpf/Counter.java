@@ -13,7 +13,9 @@ public enum Counter {
     BYTES_PASSED(5),
     SOCKETS_TAINTED(6),
     BOUND_HIT(7),
-    RESUMED(8);
+    RESUMED(8),
+    SVC_TRANSLATED(9),
+    SVC_NO_LOCAL(10);
 
     private final int index;
 

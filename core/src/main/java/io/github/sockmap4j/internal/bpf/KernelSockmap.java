@@ -73,7 +73,7 @@ public final class KernelSockmap implements AutoCloseable {
             checkPinDirectory(pinDir, Ownership.ensureDirectory(pinDir, "pin directory", 0750));
             ours = true;
             fds = Pins.openOrCreate(bpf, pinDir, maxSockets);
-            Pins.attachCgroup(bpf, pinDir, cg, cgroupId, fds.sockops());
+            Pins.attachCgroup(bpf, pinDir, cg, cgroupId, fds.cgroupPrograms());
             return new KernelSockmap(bpf, pinDir, cg, cgroupId, locks, fds);
         } catch (IOException | RuntimeException e) {
             if (fds != null) {

@@ -17,9 +17,15 @@ enum Pin {
     WATCH("sm4j_watch", "watch", false),
     /** The programs' read-only configuration (their .rodata, struct sm4j_config), set before load. */
     CONFIG(".rodata", "config", false),
+    SERVICES("sm4j_services", "services", false),
+    SVC_SOCK("sm4j_svcsock", "svcsock", false),
     META("sm4j_meta", "meta", false),
     SOCKOPS("sm4j_sockops", "prog_sockops", true),
-    REDIRECT("sm4j_redirect", "prog_redirect", true);
+    REDIRECT("sm4j_redirect", "prog_redirect", true),
+    CONNECT4("sm4j_connect4", "prog_connect4", true),
+    CONNECT6("sm4j_connect6", "prog_connect6", true),
+    GETPEERNAME4("sm4j_getpeername4", "prog_getpeername4", true),
+    GETPEERNAME6("sm4j_getpeername6", "prog_getpeername6", true);
 
     final String objectName;
     final String fileName;

@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class Pins {
     /** SM4J_ABI_VERSION: a process refuses pins whose meta map holds another. */
-    public static final int ABI_VERSION = 7;
+    public static final int ABI_VERSION = 8;
     /** The pin that marks a directory as an agent's: its pins outlive every other process. */
     static final String AGENT_PIN = "agent";
     static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
@@ -190,24 +190,44 @@ public final class Pins {
         }
     }
 
-    /** Attaches the sockops program to {@code cgroup} through a pinned link, unless one is pinned. */
-    static void attachCgroup(Libbpf bpf, Path dir, Path cgroup, long cgroupId, int sockopsFd) throws IOException {
-        Path link = dir.resolve(linkName(cgroupId));
-        if (Files.exists(link)) {
-            return;
-        }
+    /**
+     * Attaches the cgroup programs (sockops; connect4/6 and getpeername4/6 of the Service
+     * translation) to {@code cgroup}, each through a pinned link, unless one is pinned.
+     *
+     * @param programs pairs of program fd and attach type, the sockops program first
+     */
+    static void attachCgroup(Libbpf bpf, Path dir, Path cgroup, long cgroupId, int[][] programs) throws IOException {
         int cgFd = LibC.open(cgroup.toString(), LibC.O_RDONLY | LibC.O_DIRECTORY, 0);
         try {
-            int linkFd = bpf.linkCreate(sockopsFd, cgFd, Libbpf.BPF_CGROUP_SOCK_OPS);
-            try {
-                bpf.pin(linkFd, link.toString());
-            } finally {
-                LibC.close(linkFd);
+            for (int i = 0; i < programs.length; i++) {
+                Path link = dir.resolve(linkName(cgroupId) + (i == 0 ? "" : "-" + programs[i][1]));
+                if (Files.exists(link)) {
+                    continue;
+                }
+                int linkFd = bpf.linkCreate(programs[i][0], cgFd, programs[i][1]);
+                try {
+                    bpf.pin(linkFd, link.toString());
+                } finally {
+                    LibC.close(linkFd);
+                }
             }
         } finally {
             LibC.close(cgFd);
         }
-        LOG.debug("Attached sm4j_sockops to cgroup {} (id {})", cgroup, cgroupId);
+        LOG.debug("Attached the cgroup programs to cgroup {} (id {})", cgroup, cgroupId);
+    }
+
+    /** Unpins every link of the cgroup {@code cgroupId}, which detaches its programs. */
+    private static void unpinLinks(Path dir, long cgroupId) throws IOException {
+        String name = linkName(cgroupId);
+        try (var entries = Files.list(dir)) {
+            for (Path p : (Iterable<Path>) entries::iterator) {
+                String f = p.getFileName().toString();
+                if (f.equals(name) || f.startsWith(name + "-")) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
     }
 
     static String linkName(long cgroupId) {
@@ -283,7 +303,7 @@ public final class Pins {
             return;
         }
         if (locks.leaveCgroupAndCheckLast(cgroupId)) {
-            Files.deleteIfExists(dir.resolve(linkName(cgroupId)));
+            unpinLinks(dir, cgroupId);
         }
         if (!locks.leaveUsersAndCheckLast()) {
             return;

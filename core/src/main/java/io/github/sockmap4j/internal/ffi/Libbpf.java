@@ -30,6 +30,10 @@ public final class Libbpf {
     public static final int BPF_PROG_TYPE_SOCK_OPS = 13;
     public static final int BPF_PROG_TYPE_SK_MSG = 16;
     public static final int BPF_CGROUP_SOCK_OPS = 3;
+    public static final int BPF_CGROUP_INET4_CONNECT = 10;
+    public static final int BPF_CGROUP_INET6_CONNECT = 11;
+    public static final int BPF_CGROUP_INET4_GETPEERNAME = 29;
+    public static final int BPF_CGROUP_INET6_GETPEERNAME = 30;
     public static final int BPF_SK_MSG_VERDICT = 7;
     public static final int BPF_XDP = 37;
     public static final long BPF_ANY = 0;

@@ -24,7 +24,11 @@ class LayoutTest {
             Map.entry("sm4j_rx", ReadSlotLayout.RX),
             Map.entry("sm4j_slot", ReadSlotLayout.SLOT),
             Map.entry("sm4j_watch", WatchLayout.WATCH),
-            Map.entry("sm4j_config", WatchLayout.CONFIG));
+            Map.entry("sm4j_config", WatchLayout.CONFIG),
+            Map.entry("sm4j_svc_key", ServiceLayout.KEY),
+            Map.entry("sm4j_endpoint", ServiceLayout.ENDPOINT),
+            Map.entry("sm4j_svc", ServiceLayout.SERVICE),
+            Map.entry("sm4j_svc_sock", ServiceLayout.SOCK));
     static final Map<String, StructLayout> XDP = Map.of(
             "xdpf_src_key", XdpLayout.SRC_KEY,
             "xdpf_port_key", XdpLayout.PORT_KEY,
@@ -42,7 +46,7 @@ class LayoutTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"sm4j_sock_key", "sm4j_policy_key", "sm4j_policy", "sm4j_sock_state", "sm4j_rx",
-        "sm4j_slot", "sm4j_watch", "sm4j_config"})
+        "sm4j_slot", "sm4j_watch", "sm4j_config", "sm4j_svc_key", "sm4j_endpoint", "sm4j_svc", "sm4j_svc_sock"})
     void sockmapLayoutMatchesBtf(String name) {
         sockmapBtf.assertMatches(name, SOCKMAP.get(name), false);
     }
@@ -70,6 +74,8 @@ class LayoutTest {
         assertEquals(h.get("SM4J_WATCH_WANTED"), WatchLayout.WANTED, "SM4J_WATCH_WANTED");
         assertEquals(h.get("SM4J_WATCH_FIXED"), WatchLayout.FIXED, "SM4J_WATCH_FIXED");
         assertEquals(h.get("SM4J_UNBOUNDED"), Integer.toUnsignedLong(PolicyKeyLayout.UNBOUNDED), "SM4J_UNBOUNDED");
+        assertEquals(h.get("SM4J_SVC_ENDPOINTS"), ServiceLayout.ENDPOINTS, "SM4J_SVC_ENDPOINTS");
+        assertEquals(h.get("SM4J_SVC_LOCAL_ONLY"), ServiceLayout.LOCAL_ONLY, "SM4J_SVC_LOCAL_ONLY");
     }
 
     @Test

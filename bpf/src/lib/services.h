@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Connect-time translation of Services (struct sm4j_svc in sockmap4j.h): the pick, and what a
+ * translated socket remembers so that getpeername reports the address it dialed.
+ */
+#ifndef SM4J_LIB_SERVICES_H
+#define SM4J_LIB_SERVICES_H
+
+/*
+ * The endpoint a connect to the Service {k} goes to, or NULL to leave it to kube-proxy: not a
+ * Service in the map, or one with no local endpoint now (nothing to gain; kube-proxy's NAT carries
+ * it as without sockmap4j). A remote pick is translated too, straight to that endpoint: left to
+ * kube-proxy, which picks again among all, it would make local endpoints likelier than the
+ * Service's odds.
+ */
+static __always_inline const struct sm4j_endpoint *svc_pick(const struct sm4j_svc_key *k)
+{
+	struct sm4j_svc *s = bpf_map_lookup_elem(&sm4j_services, k);
+	__u32 n, i;
+
+	if (!s)
+		return 0;
+	n = (s->flags & SM4J_SVC_LOCAL_ONLY) ? s->local_count : s->count;
+	if (s->local_count == 0 || n == 0 || n > SM4J_SVC_ENDPOINTS) {
+		count(SM4J_CTR_SVC_NO_LOCAL, 1);
+		return 0;
+	}
+	i = bpf_get_prandom_u32() % n;
+	if (i >= SM4J_SVC_ENDPOINTS)
+		return 0;
+	return &s->ep[i];
+}
+
+/* Remembers the Service a socket dialed, for getpeername; 0 when it cannot (then: untouched). */
+static __always_inline int svc_remember(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k)
+{
+	struct sm4j_svc_sock v = {};
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+
+	__builtin_memcpy(v.addr, k->addr, 16);
+	v.port = k->port;
+	return bpf_map_update_elem(&sm4j_svcsock, &cookie, &v, BPF_ANY) == 0;
+}
+
+static __always_inline int is_v4_mapped(const __u32 ip[4])
+{
+	return ip[0] == 0 && ip[1] == 0 && ip[2] == bpf_htonl(0x0000ffff);
+}
+
+#endif /* SM4J_LIB_SERVICES_H */

@@ -1,0 +1,143 @@
+package io.github.sockmap4j.cli;
+
+import io.github.sockmap4j.admin.SockmapAdmin;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code sockmap4j service add|rm|list}: Services whose connects the kernel sends straight to an
+ * endpoint (docs/services.md), for a node without Kubernetes or to try one by hand.
+ */
+@Command(name = "service", mixinStandardHelpOptions = true,
+        description = "Services whose connects go straight to an endpoint (connect-time translation).",
+        subcommands = {ServiceCmd.Add.class, ServiceCmd.Remove.class, ServiceCmd.ListCmd.class})
+final class ServiceCmd {
+    @CommandLine.ParentCommand
+    SockmapCli parent;
+
+    /** ADDRESS:PORT or [IPV6]:PORT, literals only. */
+    static final class EndpointConverter implements CommandLine.ITypeConverter<InetSocketAddress> {
+        @Override
+        public InetSocketAddress convert(String value) {
+            int colon = value.lastIndexOf(':');
+            if (colon <= 0 || colon == value.length() - 1) {
+                throw new CommandLine.TypeConversionException("'" + value + "' is not ADDRESS:PORT ([IPV6]:PORT)");
+            }
+            String host = value.substring(0, colon);
+            if (host.startsWith("[") && host.endsWith("]")) {
+                host = host.substring(1, host.length() - 1);
+            } else if (host.contains(":")) {
+                throw new CommandLine.TypeConversionException("'" + value + "': write an IPv6 address as [IPV6]:PORT");
+            }
+            int port;
+            try {
+                port = Integer.parseInt(value.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("'" + value + "': the port is not a number");
+            }
+            if (port < 1 || port > 65535) {
+                throw new CommandLine.TypeConversionException("'" + value + "': the port must be 1..65535");
+            }
+            try {
+                return new InetSocketAddress(SockmapAdmin.Network.literal(host), port);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException("'" + value + "': " + e.getMessage());
+            }
+        }
+    }
+
+    @Command(name = "add", mixinStandardHelpOptions = true,
+            description = "Add a Service (or replace the one of VIP:PORT): its connects go to one of its endpoints, "
+                    + "picked with equal odds.")
+    static final class Add implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        ServiceCmd service;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Parameters(index = "0", paramLabel = "VIP:PORT", converter = EndpointConverter.class)
+        InetSocketAddress vip;
+
+        @Option(names = "--local", paramLabel = "ADDRESS:PORT", split = ",", converter = EndpointConverter.class,
+                description = "ready endpoints on this node", required = true)
+        List<InetSocketAddress> local;
+
+        @Option(names = "--remote", paramLabel = "ADDRESS:PORT", split = ",", converter = EndpointConverter.class,
+                description = "ready endpoints on other nodes (picked with the same odds)")
+        List<InetSocketAddress> remote = List.of();
+
+        @Option(names = "--local-only", description = "pick among the local endpoints only (internalTrafficPolicy: Local)")
+        boolean localOnly;
+
+        @Override
+        public Integer call() throws IOException {
+            try {
+                SockmapAdmin.putService(service.parent.pinDir, new SockmapAdmin.Service(vip, local, remote, localOnly));
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            }
+            spec.commandLine().getOut().println("service " + show(vip) + ": " + local.size() + " local, " + remote.size()
+                    + " remote endpoint(s)" + (localOnly ? ", local only" : ""));
+            return 0;
+        }
+    }
+
+    @Command(name = "rm", mixinStandardHelpOptions = true, description = "Remove a Service: its connects go through "
+            + "kube-proxy's NAT again (open connections are untouched).")
+    static final class Remove implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        ServiceCmd service;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Parameters(index = "0", paramLabel = "VIP:PORT", converter = EndpointConverter.class)
+        InetSocketAddress vip;
+
+        @Override
+        public Integer call() throws IOException {
+            boolean was = SockmapAdmin.removeService(service.parent.pinDir, vip);
+            spec.commandLine().getOut().println(was ? "removed service " + show(vip) : "no service " + show(vip));
+            return was ? 0 : SockmapCli.FAILED;
+        }
+    }
+
+    @Command(name = "list", mixinStandardHelpOptions = true, description = "The Services and their endpoints.")
+    static final class ListCmd implements Callable<Integer> {
+        @CommandLine.ParentCommand
+        ServiceCmd service;
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws IOException {
+            PrintWriter out = spec.commandLine().getOut();
+            List<SockmapAdmin.Service> all = SockmapAdmin.services(service.parent.pinDir);
+            for (SockmapAdmin.Service s : all) {
+                out.println(show(s.vip()) + " local=" + join(s.local()) + " remote=" + join(s.remote())
+                        + (s.localOnly() ? " local-only" : ""));
+            }
+            out.println(all.size() + " service(s)");
+            return 0;
+        }
+    }
+
+    static String show(InetSocketAddress a) {
+        String h = a.getAddress().getHostAddress();
+        return (h.contains(":") ? "[" + h + "]" : h) + ":" + a.getPort();
+    }
+
+    private static String join(List<InetSocketAddress> l) {
+        return l.isEmpty() ? "-" : l.stream().map(ServiceCmd::show).collect(Collectors.joining(","));
+    }
+}

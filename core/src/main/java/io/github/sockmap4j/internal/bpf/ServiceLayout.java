@@ -1,0 +1,50 @@
+package io.github.sockmap4j.internal.bpf;
+
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The Service translation's structs (bpf/src/sockmap4j.h).
+ * <pre>
+ * struct sm4j_svc_key { __u32 addr[4]; __u32 port; };      // VIP as a socket key's address, port host order
+ * struct sm4j_endpoint { __u32 addr[4]; __u32 port; };
+ * struct sm4j_svc {
+ *     __u32 count;        // ready endpoints in ep
+ *     __u32 local_count;  // of them on this node, first
+ *     __u32 flags;        // SM4J_SVC_LOCAL_ONLY
+ *     __u32 pad;
+ *     struct sm4j_endpoint ep[SM4J_SVC_ENDPOINTS];
+ * };
+ * struct sm4j_svc_sock { __u32 addr[4]; __u32 port; __u32 pad; };  // by socket cookie
+ * </pre>
+ */
+public final class ServiceLayout {
+    public static final int ENDPOINTS = 16;
+    public static final int LOCAL_ONLY = 1;
+
+    public static final StructLayout KEY = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
+            ValueLayout.JAVA_INT.withName("port")).withName("sm4j_svc_key");
+    public static final StructLayout ENDPOINT = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
+            ValueLayout.JAVA_INT.withName("port")).withName("sm4j_endpoint");
+    public static final StructLayout SERVICE = MemoryLayout.structLayout(
+            ValueLayout.JAVA_INT.withName("count"),
+            ValueLayout.JAVA_INT.withName("local_count"),
+            ValueLayout.JAVA_INT.withName("flags"),
+            ValueLayout.JAVA_INT.withName("pad"),
+            MemoryLayout.sequenceLayout(ENDPOINTS, ENDPOINT).withName("ep")).withName("sm4j_svc");
+    public static final StructLayout SOCK = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
+            ValueLayout.JAVA_INT.withName("port"),
+            ValueLayout.JAVA_INT.withName("pad")).withName("sm4j_svc_sock");
+
+    public static final long COUNT = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("count"));
+    public static final long LOCAL_COUNT = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("local_count"));
+    public static final long FLAGS = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
+    public static final long EP = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("ep"));
+
+    private ServiceLayout() {
+    }
+}

@@ -1,0 +1,156 @@
+package io.github.sockmap4j.internal.bpf;
+
+import io.github.sockmap4j.internal.ffi.Errno;
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The pinned {@code sm4j_services} map of a pin directory: the Services whose connects the
+ * programs send straight to an endpoint (struct sm4j_svc). Opened by whoever writes Services (the
+ * agent, an operator's CLI); the programs only read it.
+ *
+ * <p><b>Note:</b> not threadsafe: one writer at a time.
+ */
+public final class ServiceMap implements AutoCloseable {
+    /** A Service as the map holds it: its endpoints, those on this node first. */
+    public record Service(InetSocketAddress vip, List<InetSocketAddress> local, List<InetSocketAddress> remote,
+                          boolean localOnly) {
+        public Service {
+            local = List.copyOf(local);
+            remote = List.copyOf(remote);
+            if (local.size() + remote.size() > ServiceLayout.ENDPOINTS) {
+                throw new IllegalArgumentException("at most " + ServiceLayout.ENDPOINTS + " endpoints per Service: "
+                        + vip + " has " + (local.size() + remote.size()) + "; leave larger ones to kube-proxy");
+            }
+            boolean v4 = vip.getAddress() instanceof java.net.Inet4Address;
+            for (InetSocketAddress e : concat(local, remote)) {
+                if ((e.getAddress() instanceof java.net.Inet4Address) != v4) {
+                    throw new IllegalArgumentException("endpoint " + e + " is not of the family of " + vip);
+                }
+            }
+        }
+
+        private static List<InetSocketAddress> concat(List<InetSocketAddress> a, List<InetSocketAddress> b) {
+            List<InetSocketAddress> all = new ArrayList<>(a);
+            all.addAll(b);
+            return all;
+        }
+    }
+
+    private final Libbpf bpf;
+    private final int fd;
+
+    private ServiceMap(Libbpf bpf, int fd) {
+        this.bpf = bpf;
+        this.fd = fd;
+    }
+
+    /**
+     * The Service map of {@code pinDir}.
+     *
+     * @throws IOException naming the pin when the directory has none (nothing set up, or pins of
+     *         an older version without Services)
+     */
+    public static ServiceMap open(Libbpf bpf, Path pinDir) throws IOException {
+        String path = Pin.SERVICES.path(pinDir);
+        int fd = bpf.tryGetPinned(path);
+        if (fd < 0) {
+            throw new NativeIOException("bpf_obj_get", -fd, path);
+        }
+        return new ServiceMap(bpf, fd);
+    }
+
+    /** Adds {@code s} or replaces the Service of the same VIP and port. */
+    public void put(Service s) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(ServiceLayout.SERVICE);
+            v.set(ValueLayout.JAVA_INT, ServiceLayout.COUNT, s.local().size() + s.remote().size());
+            v.set(ValueLayout.JAVA_INT, ServiceLayout.LOCAL_COUNT, s.local().size());
+            v.set(ValueLayout.JAVA_INT, ServiceLayout.FLAGS, s.localOnly() ? ServiceLayout.LOCAL_ONLY : 0);
+            int i = 0;
+            for (InetSocketAddress e : Service.concat(s.local(), s.remote())) {
+                fillAddress(v.asSlice(ServiceLayout.EP + i * ServiceLayout.ENDPOINT.byteSize(),
+                        ServiceLayout.ENDPOINT.byteSize()), e);
+                i++;
+            }
+            int r = bpf.tryMapUpdate(fd, key(arena, s.vip()), v, Libbpf.BPF_ANY);
+            if (r < 0) {
+                throw new NativeIOException("bpf_map_update_elem(services)", -r, s.vip().toString());
+            }
+        }
+    }
+
+    /** Removes the Service of {@code vip}; whether there was one. */
+    public boolean remove(InetSocketAddress vip) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            int r = bpf.tryMapDelete(fd, key(arena, vip));
+            if (r < 0 && -r != Errno.ENOENT) {
+                throw new NativeIOException("bpf_map_delete_elem(services)", -r, vip.toString());
+            }
+            return r == 0;
+        }
+    }
+
+    /** Every Service in the map. */
+    public List<Service> list() throws IOException {
+        List<Service> out = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate(ServiceLayout.KEY);
+            MemorySegment next = arena.allocate(ServiceLayout.KEY);
+            MemorySegment v = arena.allocate(ServiceLayout.SERVICE);
+            MemorySegment prev = MemorySegment.NULL;
+            while (bpf.tryMapNextKey(fd, prev, next) == 0) {
+                MemorySegment.copy(next, 0, k, 0, k.byteSize());
+                prev = k;
+                if (bpf.tryMapLookup(fd, k, v) != 0) {
+                    continue;
+                }
+                int count = v.get(ValueLayout.JAVA_INT, ServiceLayout.COUNT);
+                int local = v.get(ValueLayout.JAVA_INT, ServiceLayout.LOCAL_COUNT);
+                List<InetSocketAddress> l = new ArrayList<>();
+                List<InetSocketAddress> r = new ArrayList<>();
+                for (int i = 0; i < Math.min(count, ServiceLayout.ENDPOINTS); i++) {
+                    InetSocketAddress e = address(v.asSlice(ServiceLayout.EP + i * ServiceLayout.ENDPOINT.byteSize(),
+                            ServiceLayout.ENDPOINT.byteSize()));
+                    (i < local ? l : r).add(e);
+                }
+                out.add(new Service(address(k), l, r,
+                        (v.get(ValueLayout.JAVA_INT, ServiceLayout.FLAGS) & ServiceLayout.LOCAL_ONLY) != 0));
+            }
+        }
+        return out;
+    }
+
+    private static MemorySegment key(Arena arena, InetSocketAddress vip) {
+        MemorySegment k = arena.allocate(ServiceLayout.KEY);
+        fillAddress(k, vip);
+        return k;
+    }
+
+    /** addr[16] then port (host order), the shape of both sm4j_svc_key and sm4j_endpoint. */
+    private static void fillAddress(MemorySegment at, InetSocketAddress a) {
+        MemorySegment.copy(SockKeyLayout.mapped(a.getAddress()), 0, at, ValueLayout.JAVA_BYTE, 0, 16);
+        at.set(ValueLayout.JAVA_INT, 16, a.getPort());
+    }
+
+    private static InetSocketAddress address(MemorySegment at) throws UnknownHostException {
+        byte[] b = at.asSlice(0, 16).toArray(ValueLayout.JAVA_BYTE);
+        return new InetSocketAddress(InetAddress.getByAddress(b), at.get(ValueLayout.JAVA_INT, 16));
+    }
+
+    @Override
+    public void close() {
+        LibC.close(fd);
+    }
+}
