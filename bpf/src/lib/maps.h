@@ -99,7 +99,7 @@ struct {
 	__type(value, __u32);
 } sm4j_meta SEC(".maps");
 
-/* Services with their endpoints (struct sm4j_svc): written by the agent or the CLI only. */
+/* Services with their endpoints (struct sm4j_svc): written from user space only (SockmapAdmin, the CLI). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);

@@ -26,6 +26,8 @@ static __always_inline const struct sm4j_endpoint *svc_pick(const struct sm4j_sv
 		return 0;
 	}
 	i = bpf_get_prandom_u32() % n;
+	/* The verifier does not follow a remainder's range: the check it needs, kept from clang. */
+	asm volatile("" : "+r"(i));
 	if (i >= SM4J_SVC_ENDPOINTS)
 		return 0;
 	return &s->ep[i];

@@ -170,9 +170,11 @@ class ProcessBoundaryTest {
         // The child was not the last user: pins and the attachment stay for this JVM.
         assertTrue(Files.exists(kernel.pinDir.resolve("socks")));
         try (var entries = Files.list(kernel.pinDir)) {
-            assertEquals(1, entries.filter(p -> p.getFileName().toString().startsWith("link_cgroup_")).count());
+            assertEquals(5, entries.filter(p -> p.getFileName().toString().startsWith("link_cgroup_")).count(),
+                    "a pinned link per cgroup program");
         }
-        assertEquals(1, Bpftool.cgroupAttachments(kernel.cgroup).size(), "one sockops attachment, reused");
+        assertEquals(5, Bpftool.cgroupAttachments(kernel.cgroup).size(),
+                "one attachment of each cgroup program (sockops, connect4/6, getpeername4/6), reused");
         // And this JVM's fast path still works.
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));

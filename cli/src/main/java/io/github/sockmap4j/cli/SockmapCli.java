@@ -191,7 +191,7 @@ public final class SockmapCli {
             List<String> links = new ArrayList<>();
             if (Files.isDirectory(parent.pinDir)) {
                 try (var entries = Files.list(parent.pinDir)) {
-                    entries.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("link_cgroup_"))
+                    entries.map(p -> p.getFileName().toString()).filter(n -> n.matches("link_cgroup_\\d+")) // one per cgroup: its sockops link
                             .map(n -> n.substring("link_cgroup_".length())).sorted().forEach(links::add);
                 }
             }
