@@ -1,8 +1,8 @@
 package io.github.sockmap4j.arrow;
 
+import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.github.sockmap4j.testsupport.GlobalSockmapSession;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The global Sockmap's pins and cgroup for this module's run (see {@link GlobalSockmapSession}):
@@ -15,6 +15,6 @@ public final class ArrowTestSession extends GlobalSockmapSession {
 
     @Override
     protected void beforeClose() {
-        SockmapGrpc.sharedGroup().shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(10_000);
+        SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), SockmapGrpc.sharedGroup());
     }
 }

@@ -132,7 +132,7 @@ class NettyArrowTest {
             assertTrue(redirected * 1000 >= (redirected + passed) * 999L, "at least 99.9% redirected: "
                     + redirected + " B redirected, " + passed + " B by TCP");
         } finally {
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.bench;
 
+import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.SockmapServerChannel;
@@ -225,7 +226,7 @@ public final class ArrowBench {
                     Medians.of(heap), java.util.Arrays.toString(heap));
             System.out.println("medians over rounds; ratio = path / stock Flight (higher is faster)");
         } finally {
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
             pool.shutdownNow();
         }
     }

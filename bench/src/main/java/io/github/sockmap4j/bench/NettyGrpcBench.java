@@ -128,7 +128,7 @@ public final class NettyGrpcBench {
             System.out.println("medians over rounds; ratio = sockmap4j / stock (lower is faster for times); "
                     + "CPU: this process's CPU time (both ends) per round trip");
         } finally {
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.bench;
 
+import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.Sockmap;
 import java.util.Locale;
 
@@ -40,7 +41,7 @@ public final class RttProfile {
                 cpu = (PingPong.processCpuNanos() - cpu0) / (double) iterations;
                 p50 = h.getValueAtPercentile(50);
             } finally {
-                group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).syncUninterruptibly();
+                SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
             }
         } else if (path.startsWith("C_")) {
             CPingPong.Result r = CPingPong.run(sockmap, path.equals("C_REDIRECT"), wait, placement, size,

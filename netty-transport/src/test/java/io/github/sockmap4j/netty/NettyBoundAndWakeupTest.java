@@ -52,7 +52,7 @@ class NettyBoundAndWakeupTest {
 
     @AfterAll
     static void stop() {
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
     }
 
     static Channel server(ChannelInitializer<SocketChannel> child, boolean autoRead) throws Exception {

@@ -41,7 +41,7 @@ class NettyFastPathTest {
 
     @AfterAll
     static void stop() {
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
     }
 
     @Test

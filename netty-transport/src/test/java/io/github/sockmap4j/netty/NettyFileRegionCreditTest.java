@@ -67,7 +67,7 @@ class NettyFileRegionCreditTest {
 
     @AfterAll
     static void stop() throws Exception {
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
         Files.deleteIfExists(file);
     }
 

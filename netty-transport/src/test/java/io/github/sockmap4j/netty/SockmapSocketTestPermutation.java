@@ -13,9 +13,9 @@ import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketTestPermutation;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Netty's socket suite over the transport, the way Netty's epoll module runs it: a sockmap4j
@@ -42,9 +42,8 @@ final class SockmapSocketTestPermutation extends SocketTestPermutation {
         }
 
         void close() {
-            for (EventLoopGroup g : new EventLoopGroup[] {boss, worker, nio}) {
-                g.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(10_000);
-            }
+            // Not shutdownGracefully(0, ...): with no quiet period a loop can end with its channels open.
+            SockmapNetty.shutdown(Duration.ofSeconds(10), boss, worker, nio);
         }
     }
 

@@ -2,7 +2,6 @@ package io.github.sockmap4j.netty;
 
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.github.sockmap4j.testsupport.GlobalSockmapSession;
-import java.util.concurrent.TimeUnit;
 
 /** The global Sockmap's pins and cgroup for this module's run (see {@link GlobalSockmapSession}). */
 public final class SockmapTestSession extends GlobalSockmapSession {
@@ -18,6 +17,6 @@ public final class SockmapTestSession extends GlobalSockmapSession {
     @Override
     protected void beforeClose() {
         SockmapSocketTestPermutation.closeGroups();
-        SockmapGrpc.sharedGroup().shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(10_000);
+        SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), SockmapGrpc.sharedGroup());
     }
 }

@@ -1,8 +1,8 @@
 package io.github.sockmap4j.examples.rag;
 
+import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.github.sockmap4j.testsupport.GlobalSockmapSession;
-import java.util.concurrent.TimeUnit;
 
 /** The global Sockmap's pins and cgroup for this module's run (see {@link GlobalSockmapSession}). */
 public final class RagTestSession extends GlobalSockmapSession {
@@ -12,7 +12,6 @@ public final class RagTestSession extends GlobalSockmapSession {
 
     @Override
     protected void beforeClose() {
-        RagService.group().shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(10_000);
-        SockmapGrpc.sharedGroup().shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(10_000);
+        SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), RagService.group(), SockmapGrpc.sharedGroup());
     }
 }
