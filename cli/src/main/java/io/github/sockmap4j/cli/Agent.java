@@ -1,5 +1,7 @@
 package io.github.sockmap4j.cli;
 
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.github.sockmap4j.admin.NodeAgent;
 import java.io.PrintWriter;
 import java.net.InetAddress;
@@ -53,7 +55,7 @@ final class Agent implements Callable<Integer> {
     Kubernetes kubernetes;
 
     static final class Kubernetes {
-        @Option(names = "--kubernetes", required = true, description = "turn pod annotations on this node into rules")
+        @Option(names = "--kubernetes", required = true, description = "turn pod and Service annotations on this node into rules and Service map entries")
         boolean on;
 
         @Option(names = "--node-name", defaultValue = "${env:NODE_NAME}", description = "this node's name "
@@ -91,16 +93,26 @@ final class Agent implements Callable<Integer> {
         Runtime.getRuntime().addShutdownHook(hook);
         try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(parent.pinDir, cgroups, policy, maxSockets,
                 allowRoot));
-             PodRules pods = kubernetes == null ? null
-                     : PodRules.start(agent, kubernetes.nodeName, kubernetes.annotation);
+             KubernetesClient client = kubernetes == null ? null : new KubernetesClientBuilder().build();
+             PodRules pods = client == null ? null
+                     : PodRules.start(agent, client, kubernetes.nodeName, kubernetes.annotation, true);
+             ServiceRules services = client == null ? null
+                     : ServiceRules.start(agent, parent.pinDir, client, kubernetes.nodeName);
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
-                     () -> pods == null || pods.isSynced())) {
+                     () -> pods == null || (pods.isSynced() && services.isSynced()))) {
             out.println("agent: ready, pins " + parent.pinDir + ", cgroups " + cgroups + ", rules " + agent.rules()
                     + (http == null ? "" : ", metrics http://" + http.address().getHostString() + ":"
                     + http.address().getPort() + "/metrics") + (pods == null ? "" : ", pods of node "
-                    + kubernetes.nodeName));
+                    + kubernetes.nodeName + " and their Services"));
             out.flush();
+            if (pods != null) {
+                pods.synced().thenCombine(services.synced(), (a, b) -> null).thenRun(() -> {
+                    out.println("agent: kubernetes synced: the pods of node " + kubernetes.nodeName
+                            + " and the Services with endpoints there");
+                    out.flush();
+                });
+            }
             agent.pinsLost().thenRun(stop::countDown);
             stop.await();
             if (agent.pinsLost().isDone()) {

@@ -3,7 +3,6 @@ package io.github.sockmap4j.cli;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodIP;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.github.sockmap4j.admin.NodeAgent;
@@ -33,17 +32,14 @@ final class PodRules implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PodRules.class);
 
     private final NodeAgent agent;
-    private final KubernetesClient client;
-    private final boolean ownsClient;
     private final String annotation;
     private final String nodeName;
     private final SharedIndexInformer<Pod> informer;
+    private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
-    private PodRules(NodeAgent agent, KubernetesClient client, boolean ownsClient, String nodeName, String annotation,
+    private PodRules(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
                      boolean serverSideFilter) {
         this.agent = agent;
-        this.client = client;
-        this.ownsClient = ownsClient;
         this.annotation = annotation;
         this.nodeName = nodeName;
         var all = client.pods().inAnyNamespace();
@@ -52,29 +48,30 @@ final class PodRules implements AutoCloseable {
         informer.start().whenComplete((v, e) -> {
             if (e == null) {
                 releaseGone();
+                synced.complete(null);
             } else {
                 LOG.warn("Listing the pods of node {} failed; retrying: {}", nodeName, e.toString());
             }
         });
     }
 
-    /** Watches with the client the environment configures (in a pod: its service account). */
-    static PodRules start(NodeAgent agent, String nodeName, String annotation) {
-        return new PodRules(agent, new KubernetesClientBuilder().build(), true, nodeName, annotation, true);
-    }
-
     /**
-     * With a client of the caller's. {@code serverSideFilter} false lists every pod and keeps this
+     * With a client of the caller's (who closes it). {@code serverSideFilter} false lists every pod and keeps this
      * node's here (fabric8's mock server does not filter on spec.nodeName; an API server does).
      */
     static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
                           boolean serverSideFilter) {
-        return new PodRules(agent, client, false, nodeName, annotation, serverSideFilter);
+        return new PodRules(agent, client, nodeName, annotation, serverSideFilter);
     }
 
     /** Whether the first list of pods has been applied. */
     boolean isSynced() {
-        return informer.hasSynced();
+        return synced.isDone();
+    }
+
+    /** Completes once the first list of pods has been applied. */
+    java.util.concurrent.CompletableFuture<Void> synced() {
+        return synced;
     }
 
     private static String owner(Pod p) {
@@ -181,8 +178,5 @@ final class PodRules implements AutoCloseable {
     @Override
     public void close() {
         informer.close();
-        if (ownsClient) {
-            client.close();
-        }
     }
 }

@@ -23,6 +23,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -107,6 +108,13 @@ class DeployManifestsTest {
         ClusterRole role = one(all, ClusterRole.class);
         assertTrue(role.getRules().stream().anyMatch(r -> r.getResources().contains("pods")
                 && r.getVerbs().containsAll(List.of("get", "list", "watch"))), "it may watch pods");
+        assertTrue(role.getRules().stream().anyMatch(r -> r.getApiGroups().contains("") && r.getResources()
+                .contains("services") && r.getVerbs().containsAll(List.of("get", "list", "watch"))), "and Services");
+        assertTrue(role.getRules().stream().anyMatch(r -> r.getApiGroups().contains("discovery.k8s.io")
+                && r.getResources().contains("endpointslices")
+                && r.getVerbs().containsAll(List.of("get", "list", "watch"))), "and EndpointSlices");
+        assertTrue(role.getRules().stream().allMatch(r -> Set.of("get", "list", "watch").containsAll(r.getVerbs())),
+                "and writes nothing");
         ClusterRoleBinding binding = one(all, ClusterRoleBinding.class);
         assertEquals(role.getMetadata().getName(), binding.getRoleRef().getName());
         assertTrue(binding.getSubjects().stream().anyMatch(s -> s.getName().equals(sa.getMetadata().getName())

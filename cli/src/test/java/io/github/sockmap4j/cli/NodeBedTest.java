@@ -3,6 +3,14 @@ package io.github.sockmap4j.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceBuilder;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
@@ -10,10 +18,13 @@ import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testsupport.NodeBed;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -41,7 +52,10 @@ class NodeBedTest {
     /** A second Service, to the same endpoint, that the translation tests put in sockmap4j's Service map. */
     static final String VIP2 = "10.96.0.11";
     static final String VIP6 = "fd00:96::11";
+    /** A Service the API server (fabric8's mock, CRUD mode) tells the agent about. */
+    static final String VIP3 = "10.96.0.12";
     static final int PORT = 46334;
+    static final String NODE = "node-1";
 
     Path work;
     Path peer;
@@ -49,6 +63,8 @@ class NodeBedTest {
     Path pins;
     NodeBed bed;
     ChildJvm agent;
+    KubernetesMockServer api;
+    KubernetesClient client;
 
     @BeforeAll
     void start() throws Exception {
@@ -62,9 +78,19 @@ class NodeBedTest {
         bed.service(VIP, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP2, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP6, PORT, "[" + NodeBed.podAddress6(1) + "]:" + PORT);
-        agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
-                "--cgroup", cgroup.toString(), "--metrics-port", "-1"));
+        bed.service(VIP3, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        api = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
+                new KubernetesCrudDispatcher(), false);
+        api.init(InetAddress.getLoopbackAddress(), 0);
+        client = api.createClient();
+        List<String> cmd = ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+                "--cgroup", cgroup.toString(), "--metrics-port", "-1", "--kubernetes", "--node-name", NODE);
+        // fabric8's configuration by system properties: this API server, and nothing of the host's.
+        cmd.addAll(1, List.of("-Dkubernetes.master=http://127.0.0.1:" + api.getPort(),
+                "-Dkubernetes.auth.tryKubeConfig=false", "-Dkubernetes.auth.tryServiceAccount=false"));
+        agent = ChildJvm.start(cmd);
         agent.expect("agent: ready", 60);
+        agent.expect("agent: kubernetes synced", 60);
         assertEquals(0, cli("allow", Integer.toString(PORT)), "allow " + PORT);
     }
 
@@ -73,6 +99,12 @@ class NodeBedTest {
         try {
             if (agent != null) {
                 agent.close();
+            }
+            if (client != null) {
+                client.close();
+            }
+            if (api != null) {
+                api.destroy();
             }
         } finally {
             try {
@@ -184,6 +216,40 @@ class NodeBedTest {
         long nat = natPackets("iptables", "KUBE-SVC-2");
         pingPong(NodeBed.podAddress(1), VIP2, 100, null);
         assertEquals(1, natPackets("iptables", "KUBE-SVC-2") - nat, "the connect went through the DNAT again");
+    }
+
+    @Test
+    void aServiceTheApiServerAnnotatesIsDialedStraightToItsLocalEndpoint() throws Exception {
+        InetSocketAddress vip = new InetSocketAddress(InetAddress.ofLiteral(VIP3), PORT);
+        client.resource(new EndpointSliceBuilder().withNewMetadata().withName("vector-db-1").withNamespace("rag")
+                .addToLabels(ServiceRules.SERVICE_NAME_LABEL, "vector-db").endMetadata().withAddressType("IPv4")
+                .addNewPort().withPort(PORT).withProtocol("TCP").endPort()
+                .addNewEndpoint().withAddresses(NodeBed.podAddress(1)).withNodeName(NODE).endEndpoint()
+                .build()).create();
+        Service svc = new ServiceBuilder().withNewMetadata().withName("vector-db").withNamespace("rag")
+                .addToAnnotations(ServiceRules.PORTS_ANNOTATION, Integer.toString(PORT)).endMetadata()
+                .withNewSpec().withClusterIP(VIP3).addNewPort().withPort(PORT).withProtocol("TCP").endPort().endSpec()
+                .build();
+        client.resource(svc).create();
+        try {
+            Await.until("the Service's entry", java.time.Duration.ofSeconds(10),
+                    () -> SockmapAdmin.services(pins).stream().anyMatch(e -> e.vip().equals(vip)));
+            long nat = natPackets("iptables", "KUBE-SVC-4");
+            String[] peer = new String[1];
+            double share = pingPong(NodeBed.podAddress(1), VIP3, 10_000, peer);
+            assertTrue(share >= 0.99, "at least 99% of messages redirected: " + share);
+            assertEquals(VIP3 + ":" + PORT, peer[0], "getpeername reports the Service the client dialed");
+            assertEquals(0, natPackets("iptables", "KUBE-SVC-4") - nat, "no packet went through the Service's DNAT");
+        } finally {
+            client.resource(svc).delete();
+        }
+        Await.until("the entry gone with the Service", java.time.Duration.ofSeconds(10),
+                () -> SockmapAdmin.services(pins).stream().noneMatch(e -> e.vip().equals(vip)));
+        long nat = natPackets("iptables", "KUBE-SVC-4");
+        pingPong(NodeBed.podAddress(1), VIP3, 100, null);
+        assertEquals(1, natPackets("iptables", "KUBE-SVC-4") - nat, "the connect went through the DNAT again");
+        client.resource(new EndpointSliceBuilder().withNewMetadata().withName("vector-db-1").withNamespace("rag")
+                .endMetadata().build()).delete();
     }
 
     /**

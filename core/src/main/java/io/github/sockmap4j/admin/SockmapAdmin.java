@@ -146,6 +146,15 @@ public final class SockmapAdmin {
      */
     public record Service(java.net.InetSocketAddress vip, java.util.List<java.net.InetSocketAddress> local,
                           java.util.List<java.net.InetSocketAddress> remote, boolean localOnly) {
+        /**
+         * @throws IllegalArgumentException for more endpoints than an entry holds (16), or one of
+         *         another family than the VIP
+         */
+        public Service {
+            ServiceMap.Service checked = new ServiceMap.Service(vip, local, remote, localOnly);
+            local = checked.local();
+            remote = checked.remote();
+        }
     }
 
     /**
