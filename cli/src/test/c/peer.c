@@ -9,11 +9,15 @@
  *   peer sink-server ADDR PORT [FIRST]    accept one, read FIRST bytes (default 0) and then no more, until
  *                                         stdin closes
  *   peer agent-call SOCKET LINE...        send each line to a Unix socket, print each answer line
+ *   peer conn-server ADDR PORT            accept connections until stdin closes, echo one 8-byte message on
+ *                                         each and close it; prints conns=N at the end
+ *   peer conn-client ADDR PORT COUNT      COUNT connections one after another, one 8-byte round trip each
  * Servers print port=N once listening (PORT 0: any free port), clients peer=ADDR:PORT once connected
  * (getpeername); all print ok=1 when done, or why not.
  */
 #include <arpa/inet.h>
 #include <endian.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,27 +54,37 @@ static int addr_of(const char *ip, int port, struct sockaddr_storage *ss, sockle
 	return -1;
 }
 
-static int serve(const char *ip, int port)
+/* A listening socket on ip:port; prints port=N. */
+static int listener(const char *ip, int port, int backlog)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int one = 1, fd, c, family = addr_of(ip, port, &ss, &len);
+	int one = 1, fd, family = addr_of(ip, port, &ss, &len);
 
 	if (family < 0)
 		return -1;
 	fd = socket(family, SOCK_STREAM, 0);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4) < 0)
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, backlog) < 0)
 		return -1;
 	getsockname(fd, (struct sockaddr *)&ss, &len);
 	printf("port=%d\n", ntohs(((struct sockaddr_in *)&ss)->sin_port));
 	fflush(stdout);
+	return fd;
+}
+
+static int serve(const char *ip, int port)
+{
+	int fd = listener(ip, port, 4), c;
+
+	if (fd < 0)
+		return -1;
 	c = accept(fd, NULL, NULL);
 	close(fd);
 	return c;
 }
 
-static int dial(const char *ip, int port)
+static int dial_quietly(const char *ip, int port, int announce)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -82,7 +96,7 @@ static int dial(const char *ip, int port)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
 		return -1;
 	/* The peer as getpeername reports it: a Service's VIP even when the kernel dialed an endpoint. */
-	{
+	if (announce) {
 		char host[64];
 
 		len = sizeof(ss);
@@ -96,6 +110,11 @@ static int dial(const char *ip, int port)
 		}
 	}
 	return fd;
+}
+
+static int dial(const char *ip, int port)
+{
+	return dial_quietly(ip, port, 1);
 }
 
 static int full(int fd, char *buf, long n, int reading)
@@ -141,6 +160,50 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		close(fd);
+		return 0;
+	}
+	if (!strcmp(mode, "conn-server")) {
+		long conns = 0;
+		int lfd = listener(argv[2], atoi(argv[3]), 128);
+
+		if (lfd < 0)
+			return fail("listen");
+		for (;;) {
+			struct pollfd p[2] = { { .fd = lfd, .events = POLLIN }, { .fd = 0, .events = POLLIN } };
+
+			if (poll(p, 2, -1) < 0)
+				return fail("poll");
+			if (p[1].revents) {
+				if (read(0, buf, sizeof(buf)) <= 0)
+					break;
+				continue;
+			}
+			if (p[0].revents) {
+				int c = accept(lfd, NULL, NULL);
+
+				if (c < 0 || full(c, buf, 8, 1) < 0 || full(c, buf, 8, 0) < 0)
+					return fail("accept/echo");
+				close(c);
+				conns++;
+			}
+		}
+		printf("conns=%ld\nok=1\n", conns);
+		fflush(stdout);
+		return 0;
+	}
+	if (!strcmp(mode, "conn-client") && argc == 5) {
+		long count = atol(argv[4]);
+
+		for (long i = 0; i < count; i++) {
+			int c = dial_quietly(argv[2], atoi(argv[3]), 0);
+
+			memcpy(buf, &i, 8);
+			if (c < 0 || full(c, buf, 8, 0) < 0 || full(c, buf + 8, 8, 1) < 0 || memcmp(buf, buf + 8, 8))
+				return fail("connection");
+			close(c);
+		}
+		printf("ok=1\n");
+		fflush(stdout);
 		return 0;
 	}
 	if (!strcmp(mode, "pp-server") || !strcmp(mode, "stream-server") || !strcmp(mode, "sink-server")) {

@@ -106,6 +106,11 @@ public final class ChildJvm implements AutoCloseable {
         in.println(line);
     }
 
+    /** Closes the process's standard input: it reads end of file. */
+    public void closeInput() {
+        in.close();
+    }
+
     public String output() {
         synchronized (all) {
             return String.join("\n", all);

@@ -74,7 +74,7 @@ class NodeBedTest {
         AgentTest.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         cgroup = TestKernel.newCgroup("nodebed");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodebed"));
-        bed = NodeBed.create("nb", 2);
+        bed = NodeBed.create("nb", 3);
         bed.service(VIP, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP2, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP6, PORT, "[" + NodeBed.podAddress6(1) + "]:" + PORT);
@@ -216,6 +216,49 @@ class NodeBedTest {
         long nat = natPackets("iptables", "KUBE-SVC-2");
         pingPong(NodeBed.podAddress(1), VIP2, 100, null);
         assertEquals(1, natPackets("iptables", "KUBE-SVC-2") - nat, "the connect went through the DNAT again");
+    }
+
+    /**
+     * One local endpoint (pod 1, in the agent's cgroup) and one standing for another node's (pod
+     * 2, outside it: its sockets are never registered), no local preference: 1,000 connects to
+     * the VIP split as kube-proxy's equal odds would, every one translated, and the local ones
+     * redirected.
+     */
+    @Test
+    void connectsSplitOverLocalAndRemoteEndpointsWithKubeProxysOdds() throws Exception {
+        int connections = 1_000;
+        assertEquals(0, cli("service", "add", VIP2 + ":" + PORT, "--local", NodeBed.podAddress(1) + ":" + PORT,
+                "--remote", NodeBed.podAddress(2) + ":" + PORT));
+        long local;
+        long remote;
+        SockmapStats before = SockmapAdmin.stats(pins);
+        try (ChildJvm here = inPod(1, "conn-server", NodeBed.podAddress(1), Integer.toString(PORT));
+             ChildJvm there = ChildJvm.start(NodeBed.in(bed.pod(2), List.of(peer.toString(), "conn-server",
+                     NodeBed.podAddress(2), Integer.toString(PORT))))) {
+            here.expect("port=", 30);
+            there.expect("port=", 30);
+            try (ChildJvm client = inPod(0, "conn-client", VIP2, Integer.toString(PORT), Integer.toString(connections))) {
+                assertEquals("1", client.expect("ok=", 120), client.output());
+            }
+            here.closeInput();
+            there.closeInput();
+            local = Long.parseLong(here.expect("conns=", 30));
+            remote = Long.parseLong(there.expect("conns=", 30));
+        } finally {
+            assertEquals(0, cli("service", "rm", VIP2 + ":" + PORT));
+        }
+        SockmapStats after = SockmapAdmin.stats(pins);
+        long redirected = after.messagesRedirected() - before.messagesRedirected();
+        long translated = after.servicesTranslated() - before.servicesTranslated();
+        System.out.printf(Locale.ROOT, "node bed: %d connects to %s: %d to the local endpoint, %d to the other; "
+                + "%d translated; %d messages redirected%n", connections, VIP2, local, remote, translated, redirected);
+        assertEquals(connections, local + remote, "every connection reached one of the two");
+        assertEquals(connections, translated, "every connect translated (a remote pick straight to its endpoint)");
+        // Equal odds: local ~ Binomial(1000, 1/2), mean 500, sd 15.8; 4 sd either side (p < 1e-4).
+        assertTrue(Math.abs(local - connections / 2.0) <= 4 * Math.sqrt(connections / 4.0),
+                "the split keeps kube-proxy's equal odds: " + local + " local of " + connections);
+        assertTrue(redirected >= 0.99 * 2 * local, "the local connections' messages redirected: " + redirected
+                + " of " + 2 * local);
     }
 
     @Test
