@@ -101,6 +101,23 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
 }
 
+#ifndef SM4J_NO_DRAIN
+/*
+ * Whether the client of an accepted socket keyed {key} registered. A client registers in its
+ * ACTIVE_ESTABLISHED callback, which runs before its handshake's last ACK is sent, and the
+ * server's PASSIVE_ESTABLISHED runs on that ACK: on one host the client's entry is there by
+ * then, or never will be (a client off the fast path, on another node, or registered under a
+ * Service VIP). Its sm4j_rxsock entry is made with its SOCKHASH entry (register_socket).
+ */
+static __always_inline int client_registered(const struct sm4j_sock_key *key)
+{
+	struct sm4j_sock_key peer = {};
+
+	reverse_key(&peer, key);
+	return bpf_map_lookup_elem(&sm4j_rxsock, &peer) != NULL;
+}
+#endif
+
 SEC("sockops")
 int sm4j_sockops(struct bpf_sock_ops *skops)
 {
@@ -129,10 +146,25 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	}
 
 	/* The server is the remote end for a connect(), the local end for an accept(). */
-	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
 		policy = policy_of(key.remote_ip, key.remote_port);
-	else
+	} else {
 		policy = policy_of(key.local_ip, key.local_port);
+#ifndef SM4J_NO_DRAIN
+		/*
+		 * An accepted socket whose client did not register would only ever miss: every send
+		 * would run the verdict and go by TCP through tcp_bpf's send path, slower than TCP's
+		 * own. It stays off the map and costs nothing.
+		 */
+		if (policy) {
+			KEY_SET_NETNS(skops, &key);
+			if (!client_registered(&key)) {
+				count(SM4J_CTR_CLIENT_UNREGISTERED, 1);
+				return 1;
+			}
+		}
+#endif
+	}
 	if (policy)
 		register_socket(skops, &key, policy);
 	return 1;

@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 8
+#define SM4J_ABI_VERSION 9
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -172,6 +172,7 @@ enum sm4j_counter {
 	SM4J_CTR_RESUMED,       /* a sender came back to the redirect: its peer had read all */
 	SM4J_CTR_SVC_TRANSLATED, /* a connect to a Service went straight to the endpoint picked */
 	SM4J_CTR_SVC_NO_LOCAL,  /* a connect to a Service in the map that has no local endpoint now */
+	SM4J_CTR_CLIENT_UNREGISTERED, /* an accepted socket left out of the map: its client did not register */
 	SM4J_CTR_MAX,
 };
 

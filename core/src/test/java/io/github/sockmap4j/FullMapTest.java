@@ -33,7 +33,10 @@ class FullMapTest {
                 assertFalse(open.get(4).isAccelerated(), "no room left for the third connection");
                 assertFalse(open.get(5).isAccelerated());
                 assertEquals(4, sockmap.stats().socketsInMap());
-                assertTrue(sockmap.stats().registerFailures() >= 2, sockmap.stats()::toString);
+                // The third client found no room; its accepted socket was then left out, its client
+                // not being registered.
+                assertTrue(sockmap.stats().registerFailures() >= 1, sockmap.stats()::toString);
+                assertTrue(sockmap.stats().clientsUnregistered() >= 1, sockmap.stats()::toString);
                 byte[] data = ChannelContractTest.random(500_000, 4);
                 ChannelContractTest.write(open.get(4), data);
                 ByteBuffer got = ByteBuffer.allocate(data.length);

@@ -186,6 +186,28 @@ class NodeBedTest {
         assertTrue(pingPong(NodeBed.podAddress(1), 10_000) >= 0.99, "at least 99% of messages redirected");
     }
 
+    /**
+     * A client off the fast path (pod 2's process outside the agent's cgroup, as a client on
+     * another node would be) dialing pod 1's opted-in port: the accepted socket stays off the
+     * map, so its replies never run the verdict.
+     */
+    @Test
+    void anAcceptedSocketWhoseClientIsOffThePathStaysOffTheMap() throws Exception {
+        SockmapStats before = SockmapAdmin.stats(pins);
+        try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
+            server.expect("port=", 30);
+            try (ChildJvm client = ChildJvm.start(NodeBed.in(bed.pod(2), List.of(peer.toString(), "pp-client",
+                    NodeBed.podAddress(1), Integer.toString(PORT), "2000", "64")))) {
+                assertEquals("1", client.expect("ok=", 120), client.output());
+            }
+            assertEquals("1", server.expect("ok=", 30), server.output());
+        }
+        SockmapStats after = SockmapAdmin.stats(pins);
+        assertEquals(1, after.clientsUnregistered() - before.clientsUnregistered(), "the accepted socket was left out");
+        assertEquals(0, after.socketsRegistered() - before.socketsRegistered(), "nothing registered");
+        assertEquals(0, after.messagesPassed() - before.messagesPassed(), "no send ran the verdict");
+    }
+
     @Test
     void podToServiceVipReachesItsEndpointThroughTheNodesNat() throws Exception {
         long before = natPackets();
@@ -194,6 +216,7 @@ class NodeBedTest {
         System.out.printf(Locale.ROOT, "node bed: the Service's DNAT matched %d connection(s), %.2f%% redirected%n",
                 matched, 100 * share);
         assertEquals(1, matched, "the one connection went through the Service's DNAT rule");
+        assertEquals(0, share, "a client registered under the VIP never meets its server");
     }
 
     @Test

@@ -98,6 +98,12 @@ public final class SockmapMetrics implements MeterBinder {
         counter(r, "sockmap4j.bound.hits", "sends that found the in-flight bound reached", SockmapStats::boundHits);
         counter(r, "sockmap4j.bound.resumes", "senders back on the redirect after their peer read all",
                 SockmapStats::resumes);
+        counter(r, "sockmap4j.clients.unregistered", "accepted sockets left off the map: their client did not register",
+                SockmapStats::clientsUnregistered);
+        counter(r, "sockmap4j.services.translated", "connects to a Service sent straight to an endpoint",
+                SockmapStats::servicesTranslated);
+        counter(r, "sockmap4j.services.no.local", "connects to a Service in the map with no local endpoint",
+                SockmapStats::servicesNoLocal);
         Gauge.builder("sockmap4j.sockets.in.map", this, m -> m.stats().socketsInMap())
                 .description("sockets in the SOCKHASH now").strongReference(true).register(r);
         FunctionCounter.builder("sockmap4j.credit.waits", this, m -> Sockmap.flowStats().creditWaits())

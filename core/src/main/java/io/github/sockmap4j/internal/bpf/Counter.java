@@ -15,7 +15,8 @@ public enum Counter {
     BOUND_HIT(7),
     RESUMED(8),
     SVC_TRANSLATED(9),
-    SVC_NO_LOCAL(10);
+    SVC_NO_LOCAL(10),
+    CLIENT_UNREGISTERED(11);
 
     private final int index;
 

@@ -1,0 +1,187 @@
+package io.github.sockmap4j.bench;
+
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testsupport.NodeBed;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Round trips between pods of a node-shaped bed ({@link NodeBed}: a node namespace, pods routed
+ * through it, kube-proxy-style iptables NAT), C peers ({@code src/main/c/podpingpong.c}) in
+ * separate processes, a node agent attached to the pods' cgroup. Each path against the plain
+ * path it would otherwise take, in the same run, in three placements (the scheduler's, both on
+ * one CPU, across CPUs); medians of per-round p50 and p99.
+ *
+ * <ul>
+ *   <li>pod IP, port opted in (redirected) vs not;
+ *   <li>a peer off the fast path (pod 2, outside the agent's cgroup, as another node's pod or a
+ *       process sockmap4j does not cover), port opted in (the client is registered, its sends
+ *       miss) vs not;
+ *   <li>a Service VIP through the node's DNAT, port opted in but the VIP not in the Service map
+ *       (the client registered with the VIP, its sends miss) vs not opted in;
+ *   <li>a Service VIP in the Service map (translated at connect, redirected) vs the VIP not opted in.
+ * </ul>
+ *
+ * Usage: {@code NodeRttBench ROUNDS ITERATIONS SIZE}; run by {@code scripts/bench-node.sh}.
+ */
+public final class NodeRttBench {
+    static final int ON = 46400;
+    static final int OFF = 46401;
+    static final String VIP_ON = "10.96.0.20";
+    static final String VIP_OFF = "10.96.0.21";
+    static final String VIP_MAPPED = "10.96.0.22";
+
+    /** Where a case's client dials, which pod serves it, and whether its server is in the agent's cgroup. */
+    record Case(String name, String dial, int port, int serverPod, boolean covered, String baseline) {
+    }
+
+    private NodeRttBench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
+        int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
+        int size = args.length > 2 ? Integer.parseInt(args[2]) : 64;
+        Path binary = Path.of(System.getProperty("sockmap4j.bench.podpp", "target/c/podpingpong"));
+        if (!Files.isExecutable(binary)) {
+            throw new IllegalStateException(binary.toAbsolutePath() + " is missing: 'mvn -pl bench package' builds it");
+        }
+        String pod1 = NodeBed.podAddress(1);
+        String pod2 = NodeBed.podAddress(2);
+        List<Case> cases = List.of(
+                new Case("pod IP, redirected", pod1, ON, 1, true, "pod IP, plain"),
+                new Case("pod IP, plain", pod1, OFF, 1, true, null),
+                new Case("peer off the path, opted in", pod2, ON, 2, false, "peer off the path, plain"),
+                new Case("peer off the path, plain", pod2, OFF, 2, false, null),
+                new Case("VIP by DNAT, opted in, not in the map", VIP_ON, ON, 1, true, "VIP by DNAT, plain"),
+                new Case("VIP by DNAT, plain", VIP_OFF, OFF, 1, true, null),
+                new Case("VIP in the Service map, redirected", VIP_MAPPED, ON, 1, true, "VIP by DNAT, plain"));
+        Path cgroup = TestKernel.newCgroup("nodertt");
+        Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodertt"));
+        try (NodeBed bed = NodeBed.create("rt", 3)) {
+            bed.service(VIP_ON, ON, pod1 + ":" + ON);
+            bed.service(VIP_OFF, OFF, pod1 + ":" + OFF);
+            bed.service(VIP_MAPPED, ON, pod1 + ":" + ON);
+            try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
+                agent.hold("bench", List.of(new NodeAgent.Rule(ON, null, 0, 0)));
+                SockmapAdmin.putService(pins, new SockmapAdmin.Service(new InetSocketAddress(
+                        InetAddress.ofLiteral(VIP_MAPPED), ON), List.of(new InetSocketAddress(
+                        InetAddress.ofLiteral(pod1), ON)), List.of(), false));
+                run(bed, binary, cgroup, pins, cases, rounds, iterations, size);
+            } finally {
+                SockmapAdmin.removePins(pins);
+            }
+        } finally {
+            while (!Files.readString(cgroup.resolve("cgroup.procs")).isBlank()) {
+                Thread.onSpinWait(); // the last peers exiting
+            }
+            Files.delete(cgroup);
+        }
+    }
+
+    private static void run(NodeBed bed, Path binary, Path cgroup, Path pins, List<Case> cases, int rounds,
+                            int iterations, int size) throws Exception {
+        System.out.printf(Locale.ROOT, "Node-shaped bed: %d rounds of %d round trips of %d B per case and placement"
+                + " (C peers in separate pods; medians of per-round p50/p99, µs)%n%n", rounds, iterations, size);
+        for (PingPong.Placement placement : PingPong.Placement.values()) {
+            Map<String, double[][]> figures = new LinkedHashMap<>();
+            Map<String, long[]> carried = new LinkedHashMap<>();
+            for (int r = 0; r < rounds; r++) {
+                for (Case c : cases) {
+                    SockmapStats before = SockmapAdmin.stats(pins);
+                    long[] p = once(bed, binary, cgroup, c, size, iterations, placement);
+                    SockmapStats after = SockmapAdmin.stats(pins);
+                    figures.computeIfAbsent(c.name(), k -> new double[2][rounds]);
+                    figures.get(c.name())[0][r] = p[0] / 1e3;
+                    figures.get(c.name())[1][r] = p[1] / 1e3;
+                    long[] k = carried.computeIfAbsent(c.name(), x -> new long[2]);
+                    k[0] += after.messagesRedirected() - before.messagesRedirected();
+                    k[1] += after.messagesPassed() - before.messagesPassed();
+                }
+            }
+            System.out.printf(Locale.ROOT, "placement %s%n", placement);
+            System.out.printf(Locale.ROOT, "| path | p50 | p99 | p50 / plain | p99 / plain | messages redirected | by TCP |%n");
+            System.out.printf(Locale.ROOT, "|---|---:|---:|---:|---:|---:|---:|%n");
+            for (Case c : cases) {
+                double p50 = Medians.of(figures.get(c.name())[0]);
+                double p99 = Medians.of(figures.get(c.name())[1]);
+                String r50 = "";
+                String r99 = "";
+                if (c.baseline() != null) {
+                    r50 = String.format(Locale.ROOT, "%.2f", p50 / Medians.of(figures.get(c.baseline())[0]));
+                    r99 = String.format(Locale.ROOT, "%.2f", p99 / Medians.of(figures.get(c.baseline())[1]));
+                }
+                long[] k = carried.get(c.name());
+                System.out.printf(Locale.ROOT, "| %s | %.1f | %.1f | %s | %s | %d | %d |%n", c.name(), p50, p99, r50, r99,
+                        k[0], k[1]);
+            }
+            System.out.println();
+        }
+    }
+
+    /** One ping-pong: the server in its pod, the client in pod 0; returns {p50, p99} in ns. */
+    private static long[] once(NodeBed bed, Path binary, Path cgroup, Case c, int size, int iterations,
+                               PingPong.Placement placement) throws IOException, InterruptedException {
+        List<String> server = NodeBed.in(bed.pod(c.serverPod()), List.of(binary.toString(), "server",
+                NodeBed.podAddress(c.serverPod()), Integer.toString(c.port()), Integer.toString(placement.echoCpu)));
+        Process s = start(c.covered() ? inCgroup(cgroup, server) : server);
+        try (BufferedReader so = reader(s)) {
+            String ready = so.readLine();
+            if (ready == null || !ready.startsWith("port=")) {
+                throw new IOException("server in pod " + c.serverPod() + " did not start: " + ready);
+            }
+            Process cl = start(inCgroup(cgroup, NodeBed.in(bed.pod(0), List.of(binary.toString(), "client", c.dial(),
+                    Integer.toString(c.port()), Integer.toString(size), Integer.toString(iterations / 10),
+                    Integer.toString(iterations), Integer.toString(placement.clientCpu)))));
+            try (BufferedReader co = reader(cl)) {
+                String line = co.readLine();
+                if (line == null || !cl.waitFor(60, TimeUnit.SECONDS) || cl.exitValue() != 0) {
+                    throw new IOException("client of '" + c.name() + "' failed: " + line);
+                }
+                Map<String, String> f = new LinkedHashMap<>();
+                for (String kv : line.trim().split(" ")) {
+                    String[] p = kv.split("=", 2);
+                    f.put(p[0], p[1]);
+                }
+                return new long[] {Long.parseLong(f.get("p50")), Long.parseLong(f.get("p99"))};
+            } finally {
+                cl.destroyForcibly();
+            }
+        } finally {
+            s.waitFor(10, TimeUnit.SECONDS);
+            s.destroyForcibly();
+            s.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static List<String> inCgroup(Path cgroup, List<String> cmd) {
+        StringBuilder sb = new StringBuilder("echo $$ > '" + cgroup.resolve("cgroup.procs") + "' && exec");
+        for (String a : cmd) {
+            sb.append(" '").append(a.replace("'", "'\\''")).append('\'');
+        }
+        return new ArrayList<>(List.of("sh", "-c", sb.toString()));
+    }
+
+    private static Process start(List<String> cmd) throws IOException {
+        return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    private static BufferedReader reader(Process p) {
+        return new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.US_ASCII));
+    }
+}

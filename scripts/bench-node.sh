@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Round trips between pods on the node-shaped bed (NodeRttBench): redirect, plain TCP, a peer off
+# the fast path and a Service VIP, each against its plain path in the same run, three placements.
+# Usage: scripts/bench-node.sh [rounds] [iterations-per-round] [size]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+mvn_b -q install -DskipTests
+enter_child_cgroup sockmap4j-bench
+mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath io.github.sockmap4j.bench.NodeRttBench ${1:-5} ${2:-20000} ${3:-64}"
