@@ -101,6 +101,18 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
 }
 
+/* Whether a server at {ip} may be on this node (loopback always is): sm4j_local has a prefix of it. */
+static __always_inline int server_may_be_local(const __u32 ip[4])
+{
+	struct sm4j_local_key lk = {};
+
+	if (is_loopback(ip))
+		return 1;
+	lk.prefixlen = 128;
+	__builtin_memcpy(lk.addr, ip, 16);
+	return bpf_map_lookup_elem(&sm4j_local, &lk) != NULL;
+}
+
 #ifndef SM4J_NO_DRAIN
 /*
  * Whether the client of an accepted socket keyed {key} registered. A client registers in its
@@ -148,6 +160,14 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	/* The server is the remote end for a connect(), the local end for an accept(). */
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
 		policy = policy_of(key.remote_ip, key.remote_port);
+		/*
+		 * A server on another node never registers here: the client's sends would only miss.
+		 * Said once, at the connect, by the prefixes an agent keeps (every address unless told).
+		 */
+		if (policy && !server_may_be_local(key.remote_ip)) {
+			count(SM4J_CTR_PEER_NOT_LOCAL, 1);
+			return 1;
+		}
 	} else {
 		policy = policy_of(key.local_ip, key.local_port);
 #ifndef SM4J_NO_DRAIN

@@ -35,6 +35,16 @@ struct sm4j_sock_key {
  * v4-mapped). prefixlen = 16 for "this port, any address", 16 + n for a CIDR
  * of n bits.
  */
+/*
+ * Where a registered socket's peer may be (sm4j_local, an LPM trie): address prefixes of this
+ * node, IPv4 v4-mapped. Created holding ::/0 (every address); an agent that knows the node's
+ * pods narrows it, and a client whose server is elsewhere then stays off the map.
+ */
+struct sm4j_local_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
 struct sm4j_policy_key {
 	__u32 prefixlen;
 	__u8 port[2];
@@ -173,6 +183,7 @@ enum sm4j_counter {
 	SM4J_CTR_SVC_TRANSLATED, /* a connect to a Service went straight to the endpoint picked */
 	SM4J_CTR_SVC_NO_LOCAL,  /* a connect to a Service in the map that has no local endpoint now */
 	SM4J_CTR_CLIENT_UNREGISTERED, /* an accepted socket left out of the map: its client did not register */
+	SM4J_CTR_PEER_NOT_LOCAL, /* a client left out of the map: its server's address is not of this node */
 	SM4J_CTR_MAX,
 };
 

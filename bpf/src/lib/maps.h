@@ -20,6 +20,15 @@ struct {
 	__type(value, __u64);
 } sm4j_socks SEC(".maps");
 
+/* This node's address prefixes (struct sm4j_local_key): a node's pods and its own addresses. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sm4j_local_key);
+	__type(value, __u8);
+} sm4j_local SEC(".maps");
+
 /* Entries use memory only when added (BPF_F_NO_PREALLOC): room for a node's every service. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

@@ -22,12 +22,16 @@ import io.github.sockmap4j.internal.bpf.Counter;
  * @param clientsUnregistered accepted sockets of an opted-in port left out of the SOCKHASH because
  *                           their client did not register (off the fast path, on another node, or
  *                           dialing a Service VIP without translation): they would only miss
+ * @param peersNotLocal      clients of an opted-in port left out of the SOCKHASH because their
+ *                           server's address is not of this node (as an agent that knows the
+ *                           node's pods says): they would only miss
  */
 public record SockmapStats(long socketsRegistered, long registerFailures, long messagesRedirected,
                            long bytesRedirected, long messagesPassed, long bytesPassed,
                            long socketsTainted, long boundHits, long resumes, long socketsInMap,
-                           long servicesTranslated, long servicesNoLocal, long clientsUnregistered) {
-    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long servicesTranslated, long servicesNoLocal, long clientsUnregistered,
+                           long peersNotLocal) {
+    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /**
      * From the kernel's counters as the pinned counter map holds them (its slots in order, summed
@@ -43,6 +47,6 @@ public record SockmapStats(long socketsRegistered, long registerFailures, long m
                 c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],
                 c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
                 socketsInMap, c[Counter.SVC_TRANSLATED.ordinal()], c[Counter.SVC_NO_LOCAL.ordinal()],
-                c[Counter.CLIENT_UNREGISTERED.ordinal()]);
+                c[Counter.CLIENT_UNREGISTERED.ordinal()], c[Counter.PEER_NOT_LOCAL.ordinal()]);
     }
 }

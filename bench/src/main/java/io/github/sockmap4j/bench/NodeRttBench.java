@@ -29,11 +29,11 @@ import java.util.concurrent.TimeUnit;
  *
  * <ul>
  *   <li>pod IP, port opted in (redirected) vs not;
- *   <li>a peer off the fast path (pod 2, outside the agent's cgroup, as another node's pod or a
- *       process sockmap4j does not cover), port opted in (the client is registered, its sends
- *       miss) vs not;
- *   <li>a Service VIP through the node's DNAT, port opted in but the VIP not in the Service map
- *       (the client registered with the VIP, its sends miss) vs not opted in;
+ *   <li>a server elsewhere (pod 2, outside the agent's cgroup, as another node's pod), port opted
+ *       in, with every address a local peer (the client is registered, its sends miss) and with
+ *       the local peers narrowed to the node's pods (the client stays off the map), vs not opted in;
+ *   <li>a Service VIP through the node's DNAT, port opted in but the VIP not in the Service map,
+ *       the same two ways, vs not opted in;
  *   <li>a Service VIP in the Service map (translated at connect, redirected) vs the VIP not opted in.
  * </ul>
  *
@@ -45,9 +45,18 @@ public final class NodeRttBench {
     static final String VIP_ON = "10.96.0.20";
     static final String VIP_OFF = "10.96.0.21";
     static final String VIP_MAPPED = "10.96.0.22";
+    /** The node's pods 0 and 1 (pod 2 stands for another node's). */
+    static final List<SockmapAdmin.Network> LOCAL = List.of(
+            new SockmapAdmin.Network(InetAddress.ofLiteral(NodeBed.podAddress(0)), 32),
+            new SockmapAdmin.Network(InetAddress.ofLiteral(NodeBed.podAddress(1)), 32));
+    static final List<SockmapAdmin.Network> EVERYWHERE = List.of(new SockmapAdmin.Network(InetAddress.ofLiteral("::"), 0));
 
-    /** Where a case's client dials, which pod serves it, and whether its server is in the agent's cgroup. */
-    record Case(String name, String dial, int port, int serverPod, boolean covered, String baseline) {
+    /**
+     * Where a case's client dials, which pod serves it, whether its server is in the agent's
+     * cgroup, and whether the local peers are narrowed to the node's pods (as the agent keeps
+     * them with --kubernetes) or every address (the pins' default).
+     */
+    record Case(String name, String dial, int port, int serverPod, boolean covered, boolean narrowed, String baseline) {
     }
 
     private NodeRttBench() {
@@ -64,13 +73,19 @@ public final class NodeRttBench {
         String pod1 = NodeBed.podAddress(1);
         String pod2 = NodeBed.podAddress(2);
         List<Case> cases = List.of(
-                new Case("pod IP, redirected", pod1, ON, 1, true, "pod IP, plain"),
-                new Case("pod IP, plain", pod1, OFF, 1, true, null),
-                new Case("peer off the path, opted in", pod2, ON, 2, false, "peer off the path, plain"),
-                new Case("peer off the path, plain", pod2, OFF, 2, false, null),
-                new Case("VIP by DNAT, opted in, not in the map", VIP_ON, ON, 1, true, "VIP by DNAT, plain"),
-                new Case("VIP by DNAT, plain", VIP_OFF, OFF, 1, true, null),
-                new Case("VIP in the Service map, redirected", VIP_MAPPED, ON, 1, true, "VIP by DNAT, plain"));
+                new Case("pod IP, redirected", pod1, ON, 1, true, true, "pod IP, plain"),
+                new Case("pod IP, plain", pod1, OFF, 1, true, true, null),
+                new Case("server elsewhere, opted in, every address local", pod2, ON, 2, false, false,
+                        "server elsewhere, plain"),
+                new Case("server elsewhere, opted in, local peers the node's pods", pod2, ON, 2, false, true,
+                        "server elsewhere, plain"),
+                new Case("server elsewhere, plain", pod2, OFF, 2, false, true, null),
+                new Case("VIP by DNAT, opted in, not in the map, every address local", VIP_ON, ON, 1, true, false,
+                        "VIP by DNAT, plain"),
+                new Case("VIP by DNAT, opted in, not in the map, local peers the node's pods", VIP_ON, ON, 1, true,
+                        true, "VIP by DNAT, plain"),
+                new Case("VIP by DNAT, plain", VIP_OFF, OFF, 1, true, true, null),
+                new Case("VIP in the Service map, redirected", VIP_MAPPED, ON, 1, true, true, "VIP by DNAT, plain"));
         Path cgroup = TestKernel.newCgroup("nodertt");
         Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodertt"));
         try (NodeBed bed = NodeBed.create("rt", 3)) {
@@ -103,6 +118,7 @@ public final class NodeRttBench {
             Map<String, long[]> carried = new LinkedHashMap<>();
             for (int r = 0; r < rounds; r++) {
                 for (Case c : cases) {
+                    SockmapAdmin.setLocalPeers(pins, c.narrowed() ? LOCAL : EVERYWHERE);
                     SockmapStats before = SockmapAdmin.stats(pins);
                     long[] p = once(bed, binary, cgroup, c, size, iterations, placement);
                     SockmapStats after = SockmapAdmin.stats(pins);

@@ -65,6 +65,11 @@ final class Agent implements Callable<Integer> {
         @Option(names = "--annotation", defaultValue = PodRules.DEFAULT_ANNOTATION,
                 description = "the pod annotation listing ports (default: ${DEFAULT-VALUE})")
         String annotation;
+
+        @Option(names = "--node-filter", defaultValue = "server", description = "where this node's pods are picked "
+                + "out: 'server' (a field selector on spec.nodeName) or 'client' (every pod listed, this node's kept: "
+                + "for an API server without field selectors, such as fabric8's mock) (default: ${DEFAULT-VALUE})")
+        String nodeFilter;
     }
 
     @Override
@@ -73,6 +78,10 @@ final class Agent implements Callable<Integer> {
         if (metricsPort < -1 || metricsPort > 65535) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--metrics-port must be -1..65535: "
                     + metricsPort);
+        }
+        if (kubernetes != null && !List.of("server", "client").contains(kubernetes.nodeFilter)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--node-filter must be 'server' or 'client': "
+                    + kubernetes.nodeFilter);
         }
         if (kubernetes != null && (kubernetes.nodeName == null || kubernetes.nodeName.isBlank())) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes needs --node-name or "
@@ -95,7 +104,8 @@ final class Agent implements Callable<Integer> {
                 allowRoot));
              KubernetesClient client = kubernetes == null ? null : new KubernetesClientBuilder().build();
              PodRules pods = client == null ? null
-                     : PodRules.start(agent, client, kubernetes.nodeName, kubernetes.annotation, true);
+                     : PodRules.start(agent, client, kubernetes.nodeName, kubernetes.annotation,
+                             "server".equals(kubernetes.nodeFilter), parent.pinDir);
              ServiceRules services = client == null ? null
                      : ServiceRules.start(agent, parent.pinDir, client, kubernetes.nodeName);
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(

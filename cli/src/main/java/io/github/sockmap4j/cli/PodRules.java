@@ -6,7 +6,10 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -35,11 +38,15 @@ final class PodRules implements AutoCloseable {
     private final String annotation;
     private final String nodeName;
     private final SharedIndexInformer<Pod> informer;
+    /** Where the node's address prefixes go (sm4j_local), or null to leave them alone. */
+    private final Path pinDir;
+    private Set<SockmapAdmin.Network> localPeers = Set.of();
     private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
     private PodRules(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
-                     boolean serverSideFilter) {
+                     boolean serverSideFilter, Path pinDir) {
         this.agent = agent;
+        this.pinDir = pinDir;
         this.annotation = annotation;
         this.nodeName = nodeName;
         var all = client.pods().inAnyNamespace();
@@ -48,6 +55,7 @@ final class PodRules implements AutoCloseable {
         informer.start().whenComplete((v, e) -> {
             if (e == null) {
                 releaseGone();
+                updateLocalPeers();
                 synced.complete(null);
             } else {
                 LOG.warn("Listing the pods of node {} failed; retrying: {}", nodeName, e.toString());
@@ -61,7 +69,65 @@ final class PodRules implements AutoCloseable {
      */
     static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
                           boolean serverSideFilter) {
-        return new PodRules(agent, client, nodeName, annotation, serverSideFilter);
+        return new PodRules(agent, client, nodeName, annotation, serverSideFilter, null);
+    }
+
+    /**
+     * As {@link #start(NodeAgent, KubernetesClient, String, String, boolean)}, and keeps the
+     * local peers of {@code pinDir} ({@link SockmapAdmin#setLocalPeers}) to this node's own
+     * addresses and its pods' IPs, once the first list is in: a client of a server elsewhere
+     * then stays off the map.
+     */
+    static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
+                          boolean serverSideFilter, Path pinDir) {
+        return new PodRules(agent, client, nodeName, annotation, serverSideFilter, pinDir);
+    }
+
+    /** This node's own addresses (its interfaces here, in the agent's network namespace) and its pods' IPs. */
+    private synchronized void updateLocalPeers() {
+        if (pinDir == null) {
+            return;
+        }
+        Set<SockmapAdmin.Network> now = new HashSet<>();
+        try {
+            for (NetworkInterface ni : java.util.Collections.list(NetworkInterface.getNetworkInterfaces())) {
+                for (InetAddress a : java.util.Collections.list(ni.getInetAddresses())) {
+                    now.add(host(InetAddress.getByAddress(a.getAddress())));
+                }
+            }
+        } catch (java.io.IOException e) {
+            LOG.warn("The node's own addresses could not be listed ({}); every address stays a local peer",
+                    e.toString());
+            return;
+        }
+        for (Pod p : informer.getStore().list()) {
+            if (p.getSpec() != null && nodeName.equals(p.getSpec().getNodeName())) {
+                Set<InetAddress> ips = new LinkedHashSet<>();
+                if (p.getStatus() != null) {
+                    if (p.getStatus().getPodIPs() != null) {
+                        for (PodIP ip : p.getStatus().getPodIPs()) {
+                            addIp(ips, ip.getIp());
+                        }
+                    }
+                    addIp(ips, p.getStatus().getPodIP());
+                }
+                ips.forEach(ip -> now.add(host(ip)));
+            }
+        }
+        if (now.equals(localPeers)) {
+            return;
+        }
+        try {
+            SockmapAdmin.setLocalPeers(pinDir, now);
+            localPeers = now;
+            LOG.info("Local peers: {} addresses of this node and its pods", now.size());
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.warn("The local peers could not be set ({}); those before stay", e.getMessage());
+        }
+    }
+
+    private static SockmapAdmin.Network host(InetAddress a) {
+        return new SockmapAdmin.Network(a, a.getAddress().length * 8);
     }
 
     /** Whether the first list of pods has been applied. */
@@ -164,6 +230,9 @@ final class PodRules implements AutoCloseable {
         public void onDelete(Pod p, boolean finalStateUnknown) {
             agent.hold(owner(p), List.of());
             LOG.info("Pod {} is gone: its rules released", owner(p));
+            if (synced.isDone()) {
+                updateLocalPeers();
+            }
         }
 
         private void apply(Pod p) {
@@ -171,6 +240,9 @@ final class PodRules implements AutoCloseable {
             agent.hold(owner(p), rules);
             if (!rules.isEmpty()) {
                 LOG.info("Pod {}: {} rules", owner(p), rules.size());
+            }
+            if (synced.isDone()) {
+                updateLocalPeers(); // before the first list is in, every address stays local
             }
         }
     }

@@ -3,6 +3,7 @@ package io.github.sockmap4j.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
@@ -83,8 +84,16 @@ class NodeBedTest {
                 new KubernetesCrudDispatcher(), false);
         api.init(InetAddress.getLoopbackAddress(), 0);
         client = api.createClient();
+        // The pods as the API server knows them: pods 0 and 1 on the agent's node, pod 2 on another.
+        for (int i = 0; i < 3; i++) {
+            client.resource(new PodBuilder().withNewMetadata().withName("pod-" + i).withNamespace("rag").endMetadata()
+                    .withNewSpec().withNodeName(i < 2 ? NODE : "node-2").addNewContainer().withName("main")
+                    .withImage("peer").endContainer().endSpec()
+                    .withNewStatus().withPodIP(NodeBed.podAddress(i)).addNewPodIP().withIp(NodeBed.podAddress(i))
+                    .endPodIP().addNewPodIP().withIp(NodeBed.podAddress6(i)).endPodIP().endStatus().build()).create();
+        }
         List<String> cmd = ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
-                "--cgroup", cgroup.toString(), "--metrics-port", "-1", "--kubernetes", "--node-name", NODE);
+                "--cgroup", cgroup.toString(), "--metrics-port", "-1", "--kubernetes", "--node-name", NODE, "--node-filter", "client");
         // fabric8's configuration by system properties: this API server, and nothing of the host's.
         cmd.addAll(1, List.of("-Dkubernetes.master=http://127.0.0.1:" + api.getPort(),
                 "-Dkubernetes.auth.tryKubeConfig=false", "-Dkubernetes.auth.tryServiceAccount=false"));
@@ -184,6 +193,32 @@ class NodeBedTest {
     @Test
     void podToPodByPodIpTakesTheRedirect() throws Exception {
         assertTrue(pingPong(NodeBed.podAddress(1), 10_000) >= 0.99, "at least 99% of messages redirected");
+    }
+
+    /**
+     * A client on the fast path dialing a server the API server puts on another node (pod 2):
+     * the agent keeps this node's addresses and pods as the local peers, so the client is not
+     * registered and its sends never run the verdict.
+     */
+    @Test
+    void aClientOfAServerOnAnotherNodeStaysOffTheMap() throws Exception {
+        assertTrue(SockmapAdmin.localPeers(pins).stream().anyMatch(n -> n.address().getHostAddress()
+                .equals(NodeBed.podAddress(1))), "pod 1 is a local peer: " + SockmapAdmin.localPeers(pins));
+        assertTrue(SockmapAdmin.localPeers(pins).stream().noneMatch(n -> n.address().getHostAddress()
+                .equals(NodeBed.podAddress(2))), "pod 2 is not");
+        SockmapStats before = SockmapAdmin.stats(pins);
+        try (ChildJvm server = ChildJvm.start(NodeBed.in(bed.pod(2), List.of(peer.toString(), "pp-server",
+                NodeBed.podAddress(2), Integer.toString(PORT))))) {
+            server.expect("port=", 30);
+            try (ChildJvm client = inPod(0, "pp-client", NodeBed.podAddress(2), Integer.toString(PORT), "2000", "64")) {
+                assertEquals("1", client.expect("ok=", 120), client.output());
+            }
+            assertEquals("1", server.expect("ok=", 30), server.output());
+        }
+        SockmapStats after = SockmapAdmin.stats(pins);
+        assertEquals(1, after.peersNotLocal() - before.peersNotLocal(), "the client was left out");
+        assertEquals(0, after.socketsRegistered() - before.socketsRegistered(), "nothing registered");
+        assertEquals(0, after.messagesPassed() - before.messagesPassed(), "no send ran the verdict");
     }
 
     /**

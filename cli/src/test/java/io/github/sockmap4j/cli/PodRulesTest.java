@@ -76,7 +76,7 @@ class PodRulesTest {
         agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false));
         // The mock server answers a spec.nodeName field selector with nothing: every pod is listed,
         // and PodRules keeps this node's (the other-node pod below checks that it does).
-        pods = PodRules.start(agent, client, NODE, PodRules.DEFAULT_ANNOTATION, false);
+        pods = PodRules.start(agent, client, NODE, PodRules.DEFAULT_ANNOTATION, false, pins);
         Await.until("the first pod list", Duration.ofSeconds(30), pods::isSynced);
     }
 

@@ -10,6 +10,7 @@ import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.LockDir;
 import io.github.sockmap4j.internal.bpf.Pins;
+import io.github.sockmap4j.internal.bpf.LocalPeersMap;
 import io.github.sockmap4j.internal.bpf.ServiceMap;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
@@ -185,6 +186,38 @@ public final class SockmapAdmin {
     public static java.util.List<Service> services(Path pinDirectory) throws IOException {
         try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
             return m.list().stream().map(x -> new Service(x.vip(), x.local(), x.remote(), x.localOnly())).toList();
+        }
+    }
+
+    /**
+     * Says where on this node a registered socket's server may be: the node's own addresses and
+     * its pods' (the node agent keeps them from the Kubernetes API). A client whose server is
+     * at another address is not registered: its sends would only miss, through a slower send
+     * path than TCP's own (docs/services.md). Loopback is always local. Pins start with every
+     * address ({@code ::/0}); {@link #allLocalPeers} goes back to that.
+     *
+     * @param networks the node's address prefixes (replacing those there)
+     * @throws IOException naming what failed (no pins there, no privilege)
+     */
+    public static void setLocalPeers(Path pinDirectory, java.util.Collection<Network> networks) throws IOException {
+        java.util.Set<LocalPeersMap.Prefix> p = new java.util.HashSet<>();
+        for (Network n : networks) {
+            p.add(new LocalPeersMap.Prefix(n.address(), n.prefixBits()));
+        }
+        try (LocalPeersMap m = LocalPeersMap.open(libbpf(), pinDirectory)) {
+            m.replace(p);
+        }
+    }
+
+    /** Every address may be a local peer again, as when the pins were made. */
+    public static void allLocalPeers(Path pinDirectory) throws IOException {
+        setLocalPeers(pinDirectory, java.util.List.of(new Network(java.net.InetAddress.ofLiteral("::"), 0)));
+    }
+
+    /** The local peer prefixes of the pin directory. */
+    public static java.util.List<Network> localPeers(Path pinDirectory) throws IOException {
+        try (LocalPeersMap m = LocalPeersMap.open(libbpf(), pinDirectory)) {
+            return m.list().stream().map(x -> new Network(x.address(), x.bits())).toList();
         }
     }
 

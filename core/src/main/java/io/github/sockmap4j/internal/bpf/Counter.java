@@ -16,7 +16,8 @@ public enum Counter {
     RESUMED(8),
     SVC_TRANSLATED(9),
     SVC_NO_LOCAL(10),
-    CLIENT_UNREGISTERED(11);
+    CLIENT_UNREGISTERED(11),
+    PEER_NOT_LOCAL(12);
 
     private final int index;
 

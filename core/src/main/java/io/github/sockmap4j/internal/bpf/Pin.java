@@ -19,6 +19,8 @@ enum Pin {
     CONFIG(".rodata", "config", false),
     SERVICES("sm4j_services", "services", false),
     SVC_SOCK("sm4j_svcsock", "svcsock", false),
+    /** This node's address prefixes: where a registered socket's server may be (LocalPeersMap). */
+    LOCAL("sm4j_local", "local", false),
     META("sm4j_meta", "meta", false),
     SOCKOPS("sm4j_sockops", "prog_sockops", true),
     REDIRECT("sm4j_redirect", "prog_redirect", true),

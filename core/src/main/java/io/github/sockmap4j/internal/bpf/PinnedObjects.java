@@ -13,7 +13,7 @@ import java.util.Map;
  * <p><b>Note:</b> immutable; {@link #close()} once, by the owner.
  */
 record PinnedObjects(int socks, int policy, int counters, int sockState, int rx, int slots, int watch,
-                     int config, int services, int svcSock, int meta, int sockops, int redirect, int connect4,
+                     int config, int services, int svcSock, int local, int meta, int sockops, int redirect, int connect4,
                      int connect6, int getpeername4, int getpeername6) {
 
     /** Opens every pin of {@code dir}; on a failure closes what it opened and throws. */
@@ -34,7 +34,7 @@ record PinnedObjects(int socks, int policy, int counters, int sockState, int rx,
         }
         return new PinnedObjects(fds.get(Pin.SOCKS), fds.get(Pin.POLICY), fds.get(Pin.COUNTERS),
                 fds.get(Pin.SOCK_STATE), fds.get(Pin.RX), fds.get(Pin.SLOTS), fds.get(Pin.WATCH), fds.get(Pin.CONFIG),
-                fds.get(Pin.SERVICES), fds.get(Pin.SVC_SOCK), fds.get(Pin.META), fds.get(Pin.SOCKOPS),
+                fds.get(Pin.SERVICES), fds.get(Pin.SVC_SOCK), fds.get(Pin.LOCAL), fds.get(Pin.META), fds.get(Pin.SOCKOPS),
                 fds.get(Pin.REDIRECT), fds.get(Pin.CONNECT4), fds.get(Pin.CONNECT6), fds.get(Pin.GETPEERNAME4),
                 fds.get(Pin.GETPEERNAME6));
     }
@@ -48,7 +48,8 @@ record PinnedObjects(int socks, int policy, int counters, int sockState, int rx,
 
     /** Closes every descriptor but the policy map's, which its {@link PolicyMap} owns. */
     void closeAllButPolicy() {
-        for (int fd : new int[] {socks, counters, sockState, rx, slots, watch, config, services, svcSock, meta, sockops,
+        for (int fd : new int[] {socks, counters, sockState, rx, slots, watch, config, services, svcSock, local, meta,
+            sockops,
             redirect, connect4, connect6, getpeername4, getpeername6}) {
             LibC.close(fd);
         }

@@ -151,6 +151,8 @@ public final class Pins {
                 int socks = bpf.mapFd(bpf.findMap(obj, Pin.SOCKS.objectName));
                 int redirect = bpf.programFd(bpf.findProgram(obj, Pin.REDIRECT.objectName));
                 bpf.progAttach(redirect, socks, Libbpf.BPF_SK_MSG_VERDICT);
+                // Every address may be a local peer until an agent that knows the node's pods says which.
+                LocalPeersMap.allowEverywhere(bpf, bpf.mapFd(bpf.findMap(obj, Pin.LOCAL.objectName)));
                 MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
                 MemorySegment val = arena.allocateFrom(ValueLayout.JAVA_INT, ABI_VERSION);
                 int r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.META.objectName)), key, val, Libbpf.BPF_ANY);
