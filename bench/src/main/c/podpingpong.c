@@ -6,6 +6,11 @@
  *   podpingpong server ADDR PORT CPU                    listen, print port=N, echo one connection
  *   podpingpong client ADDR PORT SIZE WARMUP ITER CPU   WARMUP + ITER round trips; prints
  *                                                       "p50=NS p99=NS p999=NS peer=ADDR:PORT"
+ *   podpingpong acceptor ADDR PORT CPU                  listen, print port=N, then for each connection
+ *                                                       echo one 8-byte message and close it, until killed
+ *   podpingpong connects ADDR PORT WARMUP ITER CPU      WARMUP + ITER connections, each timed from
+ *                                                       socket() to its first 8-byte round trip; prints
+ *                                                       "p50=NS p99=NS p999=NS"
  *
  * A negative CPU leaves the process to the scheduler. Exits 1 with a line on stderr on failure.
  */
@@ -118,6 +123,64 @@ int main(int argc, char **argv)
 				die("write");
 		return 0;
 	}
+	if (argc == 5 && !strcmp(argv[1], "acceptor")) {
+		int lfd;
+
+		pin(atoi(argv[4]));
+		len = addr_of(argv[2], atoi(argv[3]), &ss);
+		lfd = socket(ss.ss_family, SOCK_STREAM, 0);
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&ss, len) || listen(lfd, 128))
+			die("listen");
+		getsockname(lfd, (struct sockaddr *)&ss, &len);
+		printf("port=%d\n", ntohs(((struct sockaddr_in *)&ss)->sin_port));
+		fflush(stdout);
+		for (;;) {
+			fd = accept(lfd, NULL, NULL);
+			if (fd < 0)
+				die("accept");
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			if (full(fd, buf, 8, 1) || full(fd, buf, 8, 0))
+				die("echo");
+			close(fd);
+		}
+	}
+	if (argc == 7 && !strcmp(argv[1], "connects")) {
+		long warmup = atol(argv[4]), iter = atol(argv[5]);
+		long *lat = malloc(sizeof(long) * (iter > 0 ? iter : 1));
+		struct sockaddr_storage to;
+		socklen_t tolen = addr_of(argv[2], atoi(argv[3]), &to);
+
+		if (iter <= 0 || !lat) {
+			errno = EINVAL;
+			die("arguments");
+		}
+		pin(atoi(argv[6]));
+		for (long i = 0; i < warmup + iter; i++) {
+			long t0 = now_ns();
+
+			fd = socket(to.ss_family, SOCK_STREAM, 0);
+			if (fd < 0 || connect(fd, (struct sockaddr *)&to, tolen))
+				die("connect");
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			memcpy(buf, &i, 8);
+			if (full(fd, buf, 8, 0) || full(fd, buf + 8, 8, 1) || memcmp(buf, buf + 8, 8))
+				die("round trip");
+			if (i >= warmup)
+				lat[i - warmup] = now_ns() - t0;
+			{
+				/* An abortive close: no TIME_WAIT on this side, so the ports last any number of rounds. */
+				struct linger abort_close = { .l_onoff = 1, .l_linger = 0 };
+
+				setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_close, sizeof(abort_close));
+			}
+			close(fd);
+		}
+		qsort(lat, iter, sizeof(long), by_value);
+		printf("p50=%ld p99=%ld p999=%ld\n", lat[iter / 2], lat[iter * 99 / 100], lat[iter * 999 / 1000]);
+		fflush(stdout);
+		return 0;
+	}
 	if (argc == 8 && !strcmp(argv[1], "client")) {
 		long size = atol(argv[4]), warmup = atol(argv[5]), iter = atol(argv[6]);
 		long *rtt = malloc(sizeof(long) * (iter > 0 ? iter : 1));
@@ -159,6 +222,7 @@ int main(int argc, char **argv)
 		close(fd);
 		return 0;
 	}
-	fprintf(stderr, "usage: podpingpong server ADDR PORT CPU | client ADDR PORT SIZE WARMUP ITER CPU\n");
+	fprintf(stderr, "usage: podpingpong server ADDR PORT CPU | client ADDR PORT SIZE WARMUP ITER CPU | "
+		"acceptor ADDR PORT CPU | connects ADDR PORT WARMUP ITER CPU\n");
 	return 2;
 }

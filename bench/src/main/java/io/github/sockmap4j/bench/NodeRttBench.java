@@ -185,7 +185,7 @@ public final class NodeRttBench {
         }
     }
 
-    private static List<String> inCgroup(Path cgroup, List<String> cmd) {
+    static List<String> inCgroup(Path cgroup, List<String> cmd) {
         StringBuilder sb = new StringBuilder("echo $$ > '" + cgroup.resolve("cgroup.procs") + "' && exec");
         for (String a : cmd) {
             sb.append(" '").append(a.replace("'", "'\\''")).append('\'');
@@ -193,11 +193,11 @@ public final class NodeRttBench {
         return new ArrayList<>(List.of("sh", "-c", sb.toString()));
     }
 
-    private static Process start(List<String> cmd) throws IOException {
+    static Process start(List<String> cmd) throws IOException {
         return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
-    private static BufferedReader reader(Process p) {
+    static BufferedReader reader(Process p) {
         return new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.US_ASCII));
     }
 }
