@@ -28,25 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 static int size, spin, listener, echo_cpu;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "pingpong: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		die("sched_setaffinity");
-}
 
 /* All of n bytes; 0 on end of stream before any byte, -1 on error. */
 static long full(int fd, char *buf, long n, int reading)

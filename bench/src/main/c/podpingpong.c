@@ -27,23 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void die(const char *what)
-{
-	fprintf(stderr, "podpingpong: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		die("sched_setaffinity");
-}
+#include "bench.h"
 
 static socklen_t addr_of(const char *ip, int port, struct sockaddr_storage *ss)
 {

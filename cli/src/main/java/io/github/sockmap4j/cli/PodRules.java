@@ -102,16 +102,7 @@ final class PodRules implements AutoCloseable {
         }
         for (Pod p : informer.getStore().list()) {
             if (p.getSpec() != null && nodeName.equals(p.getSpec().getNodeName())) {
-                Set<InetAddress> ips = new LinkedHashSet<>();
-                if (p.getStatus() != null) {
-                    if (p.getStatus().getPodIPs() != null) {
-                        for (PodIP ip : p.getStatus().getPodIPs()) {
-                            addIp(ips, ip.getIp());
-                        }
-                    }
-                    addIp(ips, p.getStatus().getPodIP());
-                }
-                ips.forEach(ip -> now.add(host(ip)));
+                podIps(p).forEach(ip -> now.add(host(ip)));
             }
         }
         if (now.equals(localPeers)) {
@@ -172,15 +163,7 @@ final class PodRules implements AutoCloseable {
         if (ports == null || ports.isBlank()) {
             return List.of();
         }
-        Set<InetAddress> ips = new LinkedHashSet<>();
-        if (p.getStatus() != null) {
-            if (p.getStatus().getPodIPs() != null) {
-                for (PodIP ip : p.getStatus().getPodIPs()) {
-                    addIp(ips, ip.getIp());
-                }
-            }
-            addIp(ips, p.getStatus().getPodIP());
-        }
+        Set<InetAddress> ips = podIps(p);
         int bound = 0;
         String b = ann.get(BOUND_ANNOTATION);
         List<NodeAgent.Rule> rules = new ArrayList<>();
@@ -203,6 +186,20 @@ final class PodRules implements AutoCloseable {
             return List.of();
         }
         return rules;
+    }
+
+    /** A pod's IPs as its status gives them (podIPs, podIP), literals only. */
+    private static Set<InetAddress> podIps(Pod p) {
+        Set<InetAddress> ips = new LinkedHashSet<>();
+        if (p.getStatus() != null) {
+            if (p.getStatus().getPodIPs() != null) {
+                for (PodIP ip : p.getStatus().getPodIPs()) {
+                    addIp(ips, ip.getIp());
+                }
+            }
+            addIp(ips, p.getStatus().getPodIP());
+        }
+        return ips;
     }
 
     private static void addIp(Set<InetAddress> ips, String ip) {

@@ -8,10 +8,6 @@ import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import io.fabric8.mockwebserver.Context;
-import io.fabric8.mockwebserver.MockWebServer;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
@@ -25,7 +21,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -64,7 +59,7 @@ class NodeBedTest {
     Path pins;
     NodeBed bed;
     ChildJvm agent;
-    KubernetesMockServer api;
+    MockApi api;
     KubernetesClient client;
 
     @BeforeAll
@@ -80,10 +75,8 @@ class NodeBedTest {
         bed.service(VIP2, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP6, PORT, "[" + NodeBed.podAddress6(1) + "]:" + PORT);
         bed.service(VIP3, PORT, NodeBed.podAddress(1) + ":" + PORT);
-        api = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-                new KubernetesCrudDispatcher(), false);
-        api.init(InetAddress.getLoopbackAddress(), 0);
-        client = api.createClient();
+        api = MockApi.start();
+        client = api.client;
         // The pods as the API server knows them: pods 0 and 1 on the agent's node, pod 2 on another.
         for (int i = 0; i < 3; i++) {
             client.resource(new PodBuilder().withNewMetadata().withName("pod-" + i).withNamespace("rag").endMetadata()
@@ -95,8 +88,7 @@ class NodeBedTest {
         List<String> cmd = ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
                 "--cgroup", cgroup.toString(), "--metrics-port", "-1", "--kubernetes", "--node-name", NODE, "--node-filter", "client");
         // fabric8's configuration by system properties: this API server, and nothing of the host's.
-        cmd.addAll(1, List.of("-Dkubernetes.master=http://127.0.0.1:" + api.getPort(),
-                "-Dkubernetes.auth.tryKubeConfig=false", "-Dkubernetes.auth.tryServiceAccount=false"));
+        cmd.addAll(1, api.clientOptions());
         agent = ChildJvm.start(cmd);
         agent.expect("agent: ready", 60);
         agent.expect("agent: kubernetes synced", 60);
@@ -109,11 +101,8 @@ class NodeBedTest {
             if (agent != null) {
                 agent.close();
             }
-            if (client != null) {
-                client.close();
-            }
             if (api != null) {
-                api.destroy();
+                api.close();
             }
         } finally {
             try {

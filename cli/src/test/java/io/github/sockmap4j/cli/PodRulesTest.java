@@ -6,10 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import io.fabric8.mockwebserver.Context;
-import io.fabric8.mockwebserver.MockWebServer;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.admin.NodeAgent;
@@ -17,12 +13,10 @@ import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.VethPods;
-import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -46,7 +40,7 @@ class PodRulesTest {
     static final String DB_ADDR = "10.254.79.1";
     static final String APP_ADDR = "10.254.79.2";
 
-    KubernetesMockServer server;
+    MockApi api;
     KubernetesClient client;
     Path cgroup;
     Path pins;
@@ -60,10 +54,8 @@ class PodRulesTest {
 
     @BeforeAll
     void start() throws Exception {
-        server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-                new KubernetesCrudDispatcher(), false);
-        server.init(InetAddress.getLoopbackAddress(), 0);
-        client = server.createClient();
+        api = MockApi.start();
+        client = api.client;
         work = Files.createTempDirectory("sockmap4j-pods", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
@@ -89,11 +81,8 @@ class PodRulesTest {
             if (agent != null) {
                 agent.close();
             }
-            if (client != null) {
-                client.close();
-            }
-            if (server != null) {
-                server.destroy();
+            if (api != null) {
+                api.close();
             }
         } finally {
             try {

@@ -8,10 +8,6 @@ import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import io.fabric8.mockwebserver.Context;
-import io.fabric8.mockwebserver.MockWebServer;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.NodeAgent;
@@ -21,7 +17,6 @@ import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -53,7 +48,7 @@ class ServiceRulesTest {
     static final InetSocketAddress LOCAL6 = new InetSocketAddress(InetAddress.ofLiteral("fd00:244:1::2"), 16334);
     static final InetSocketAddress STRAY = new InetSocketAddress(InetAddress.ofLiteral("10.96.0.99"), 80);
 
-    KubernetesMockServer server;
+    MockApi api;
     KubernetesClient client;
     Path cgroup;
     Path pins;
@@ -62,10 +57,8 @@ class ServiceRulesTest {
 
     @BeforeAll
     void start() throws Exception {
-        server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-                new KubernetesCrudDispatcher(), false);
-        server.init(InetAddress.getLoopbackAddress(), 0);
-        client = server.createClient();
+        api = MockApi.start();
+        client = api.client;
         cgroup = TestKernel.newCgroup("kubepods-svc");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("svc"));
         agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false));
@@ -80,11 +73,8 @@ class ServiceRulesTest {
             if (agent != null) {
                 agent.close();
             }
-            if (client != null) {
-                client.close();
-            }
-            if (server != null) {
-                server.destroy();
+            if (api != null) {
+                api.close();
             }
         } finally {
             try {

@@ -47,12 +47,7 @@ public final class LocalPeersMap implements AutoCloseable {
 
     /** The local peers of {@code pinDir}; throws naming the pin when there is none. */
     public static LocalPeersMap open(Libbpf bpf, Path pinDir) throws IOException {
-        String path = Pin.LOCAL.path(pinDir);
-        int fd = bpf.tryGetPinned(path);
-        if (fd < 0) {
-            throw new NativeIOException("bpf_obj_get", -fd, path);
-        }
-        return new LocalPeersMap(bpf, fd);
+        return new LocalPeersMap(bpf, Pin.LOCAL.open(bpf, pinDir));
     }
 
     /** Puts ::/0 (every address) into the map of descriptor {@code fd}: how the pins start. */

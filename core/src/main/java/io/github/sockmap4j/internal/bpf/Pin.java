@@ -1,5 +1,7 @@
 package io.github.sockmap4j.internal.bpf;
 
+import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.nio.file.Path;
 
 /**
@@ -41,5 +43,20 @@ enum Pin {
 
     String path(Path pinDir) {
         return pinDir.resolve(fileName).toString();
+    }
+
+    /**
+     * A descriptor of this pin of {@code pinDir}, the caller's to close.
+     *
+     * @throws NativeIOException naming the pin when the directory has none (nothing set up, or
+     *         pins of an older version)
+     */
+    int open(Libbpf bpf, Path pinDir) throws NativeIOException {
+        String path = path(pinDir);
+        int fd = bpf.tryGetPinned(path);
+        if (fd < 0) {
+            throw new NativeIOException("bpf_obj_get", -fd, path);
+        }
+        return fd;
     }
 }

@@ -63,12 +63,7 @@ public final class ServiceMap implements AutoCloseable {
      *         an older version without Services)
      */
     public static ServiceMap open(Libbpf bpf, Path pinDir) throws IOException {
-        String path = Pin.SERVICES.path(pinDir);
-        int fd = bpf.tryGetPinned(path);
-        if (fd < 0) {
-            throw new NativeIOException("bpf_obj_get", -fd, path);
-        }
-        return new ServiceMap(bpf, fd);
+        return new ServiceMap(bpf, Pin.SERVICES.open(bpf, pinDir));
     }
 
     /** Adds {@code s} or replaces the Service of the same VIP and port. */

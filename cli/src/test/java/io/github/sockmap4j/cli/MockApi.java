@@ -1,0 +1,47 @@
+package io.github.sockmap4j.cli;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+import java.net.InetAddress;
+import java.util.HashMap;
+
+/**
+ * The Kubernetes API of these tests: fabric8's {@code kubernetes-server-mock} in CRUD mode (it
+ * keeps what it is given and answers lists and watches from it) on loopback, plain HTTP, and a
+ * client of it. Field selectors are not applied by it: an agent against it runs with
+ * {@code --node-filter client}.
+ */
+final class MockApi implements AutoCloseable {
+    final KubernetesMockServer server;
+    final KubernetesClient client;
+
+    private MockApi(KubernetesMockServer server) {
+        this.server = server;
+        this.client = server.createClient();
+    }
+
+    static MockApi start() {
+        KubernetesMockServer server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
+                new KubernetesCrudDispatcher(), false);
+        server.init(InetAddress.getLoopbackAddress(), 0);
+        return new MockApi(server);
+    }
+
+    /** The JVM options that point a child's fabric8 client here, and at nothing of the host's. */
+    java.util.List<String> clientOptions() {
+        return java.util.List.of("-Dkubernetes.master=http://127.0.0.1:" + server.getPort(),
+                "-Dkubernetes.auth.tryKubeConfig=false", "-Dkubernetes.auth.tryServiceAccount=false");
+    }
+
+    @Override
+    public void close() {
+        try {
+            client.close();
+        } finally {
+            server.destroy();
+        }
+    }
+}
