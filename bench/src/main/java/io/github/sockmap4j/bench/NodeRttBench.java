@@ -42,6 +42,8 @@ import java.util.concurrent.TimeUnit;
 public final class NodeRttBench {
     static final int ON = 46400;
     static final int OFF = 46401;
+    /** The port SockmapChannel servers bind (they opt it in themselves, as an application does). */
+    static final int ON_JVM = 46402;
     static final String VIP_ON = "10.96.0.20";
     static final String VIP_OFF = "10.96.0.21";
     static final String VIP_MAPPED = "10.96.0.22";
@@ -56,7 +58,11 @@ public final class NodeRttBench {
      * cgroup, and whether the local peers are narrowed to the node's pods (as the agent keeps
      * them with --kubernetes) or every address (the pins' default).
      */
-    record Case(String name, String dial, int port, int serverPod, boolean covered, boolean narrowed, String baseline) {
+    record Case(String name, String dial, int port, int serverPod, boolean covered, boolean narrowed, String baseline,
+                String peer) {
+        Case(String name, String dial, int port, int serverPod, boolean covered, boolean narrowed, String baseline) {
+            this(name, dial, port, serverPod, covered, narrowed, baseline, "c");
+        }
     }
 
     private NodeRttBench() {
@@ -85,7 +91,10 @@ public final class NodeRttBench {
                 new Case("VIP by DNAT, opted in, not in the map, local peers the node's pods", VIP_ON, ON, 1, true,
                         true, "VIP by DNAT, plain"),
                 new Case("VIP by DNAT, plain", VIP_OFF, OFF, 1, true, true, null),
-                new Case("VIP in the Service map, redirected", VIP_MAPPED, ON, 1, true, true, "VIP by DNAT, plain"));
+                new Case("VIP in the Service map, redirected", VIP_MAPPED, ON, 1, true, true, "VIP by DNAT, plain"),
+                new Case("SockmapChannel, pod IP, redirected", pod1, ON_JVM, 1, true, true, "java.nio, pod IP, plain",
+                        "sockmap"),
+                new Case("java.nio, pod IP, plain", pod1, OFF, 1, true, true, null, "nio"));
         Path cgroup = TestKernel.newCgroup("nodertt");
         Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodertt"));
         try (NodeBed bed = NodeBed.create("rt", 3)) {
@@ -120,7 +129,7 @@ public final class NodeRttBench {
                 for (Case c : cases) {
                     SockmapAdmin.setLocalPeers(pins, c.narrowed() ? LOCAL : EVERYWHERE);
                     SockmapStats before = SockmapAdmin.stats(pins);
-                    long[] p = once(bed, binary, cgroup, c, size, iterations, placement);
+                    long[] p = once(bed, binary, cgroup, pins, c, size, iterations, placement);
                     SockmapStats after = SockmapAdmin.stats(pins);
                     figures.computeIfAbsent(c.name(), k -> new double[2][rounds]);
                     figures.get(c.name())[0][r] = p[0] / 1e3;
@@ -146,14 +155,41 @@ public final class NodeRttBench {
                 System.out.printf(Locale.ROOT, "| %s | %.1f | %.1f | %s | %s | %d | %d |%n", c.name(), p50, p99, r50, r99,
                         k[0], k[1]);
             }
-            System.out.println();
+            double java = Medians.of(figures.get("SockmapChannel, pod IP, redirected")[0]);
+            double c = Medians.of(figures.get("pod IP, redirected")[0]);
+            System.out.printf(Locale.ROOT, "SockmapChannel / C, redirected, p50: %.2f%n%n", java / c);
         }
     }
 
+    /** Into the pod: a JVM of sockmap4j keeps the host's mounts (its pins are on the host's bpffs). */
+    private static List<String> enter(String pod, Case c, List<String> cmd) {
+        return c.peer().equals("c") ? NodeBed.in(pod, cmd) : NodeBed.inNetwork(pod, cmd);
+    }
+
+    /** The command of one end: podpingpong for C, PodJvmPingPong (this JVM's class path) for the others. */
+    private static List<String> peer(Path binary, Case c, Path pins, Path cgroup, String... args) {
+        List<String> cmd = new ArrayList<>();
+        if (c.peer().equals("c")) {
+            cmd.add(binary.toString());
+        } else {
+            cmd.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-Dsockmap4j.pinDir=" + pins,
+                    "-Dsockmap4j.cgroup=" + cgroup, "-Dsockmap4j.require=true",
+                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
+                    PodJvmPingPong.class.getName()));
+            cmd.add(args[0]);
+            cmd.add(c.peer());
+            cmd.addAll(List.of(args).subList(1, args.length));
+            return cmd;
+        }
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
     /** One ping-pong: the server in its pod, the client in pod 0; returns {p50, p99} in ns. */
-    private static long[] once(NodeBed bed, Path binary, Path cgroup, Case c, int size, int iterations,
+    private static long[] once(NodeBed bed, Path binary, Path cgroup, Path pins, Case c, int size, int iterations,
                                PingPong.Placement placement) throws IOException, InterruptedException {
-        List<String> server = NodeBed.in(bed.pod(c.serverPod()), List.of(binary.toString(), "server",
+        List<String> server = enter(bed.pod(c.serverPod()), c, peer(binary, c, pins, cgroup, "server",
                 NodeBed.podAddress(c.serverPod()), Integer.toString(c.port()), Integer.toString(placement.echoCpu)));
         Process s = start(c.covered() ? inCgroup(cgroup, server) : server);
         try (BufferedReader so = reader(s)) {
@@ -161,7 +197,7 @@ public final class NodeRttBench {
             if (ready == null || !ready.startsWith("port=")) {
                 throw new IOException("server in pod " + c.serverPod() + " did not start: " + ready);
             }
-            Process cl = start(inCgroup(cgroup, NodeBed.in(bed.pod(0), List.of(binary.toString(), "client", c.dial(),
+            Process cl = start(inCgroup(cgroup, enter(bed.pod(0), c, peer(binary, c, pins, cgroup, "client", c.dial(),
                     Integer.toString(c.port()), Integer.toString(size), Integer.toString(iterations / 10),
                     Integer.toString(iterations), Integer.toString(placement.clientCpu)))));
             try (BufferedReader co = reader(cl)) {

@@ -59,6 +59,8 @@ final class ServiceRules implements AutoCloseable {
     private final Object lock = new Object();
     /** The map entries each Service ({@code NAMESPACE/NAME}) has put, by VIP and port. */
     private final Map<String, Map<InetSocketAddress, SockmapAdmin.Service>> applied = new HashMap<>();
+    /** The rules each Service holds now. */
+    private final Map<String, List<NodeAgent.Rule>> heldRules = new HashMap<>();
     private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
     private ServiceRules(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName) {
@@ -120,6 +122,12 @@ final class ServiceRules implements AutoCloseable {
                 }
             }
             Entries want = svc == null ? Entries.NONE : entriesOf(svc, mine, nodeName);
+            // The endpoints' ports are opted in before a connect can be sent to them, and released
+            // only once no entry sends connects there: rules held then, and those left let go after.
+            List<NodeAgent.Rule> before = heldRules.getOrDefault(key, List.of());
+            Set<NodeAgent.Rule> during = new LinkedHashSet<>(before);
+            during.addAll(want.rules());
+            agent.hold(OWNER_PREFIX + key, List.copyOf(during));
             Map<InetSocketAddress, SockmapAdmin.Service> had = applied.getOrDefault(key, Map.of());
             Map<InetSocketAddress, SockmapAdmin.Service> now = new HashMap<>();
             for (SockmapAdmin.Service s : want.services()) {
@@ -149,6 +157,11 @@ final class ServiceRules implements AutoCloseable {
                 applied.put(key, now);
             }
             agent.hold(OWNER_PREFIX + key, want.rules());
+            if (want.rules().isEmpty()) {
+                heldRules.remove(key);
+            } else {
+                heldRules.put(key, want.rules());
+            }
         }
     }
 

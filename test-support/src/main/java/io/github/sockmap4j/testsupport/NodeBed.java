@@ -133,6 +133,17 @@ public final class NodeBed implements AutoCloseable {
         return full;
     }
 
+    /**
+     * {@code command} as run in network namespace {@code ns} only, with the host's mounts: what a
+     * sockmap4j JVM in a pod needs (its pins on the host's bpffs, which {@code ip netns exec}'s
+     * fresh /sys hides).
+     */
+    public static List<String> inNetwork(String ns, List<String> command) {
+        List<String> full = new ArrayList<>(List.of("nsenter", "--net=/run/netns/" + ns, "--"));
+        full.addAll(command);
+        return full;
+    }
+
     static String sh(String... cmd) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
