@@ -6,6 +6,7 @@
  *   peer stream-server ADDR PORT TOTAL    accept one, read TOTAL bytes of big-endian 64-bit sequence numbers
  *   peer stream-client ADDR PORT TOTAL [MBPS]  write them in 64 KiB writes, at most MBPS MB/s if given;
  *                                         prints the MB/s reached
+ *   peer step-client ADDR PORT TOTAL      the same, pausing halfway (prints half=1) until stdin closes
  *   peer sink-server ADDR PORT [FIRST]    accept one, read FIRST bytes (default 0) and then no more, until
  *                                         stdin closes
  *   peer agent-call SOCKET LINE...        send each line to a Unix socket, print each answer line
@@ -257,14 +258,23 @@ int main(int argc, char **argv)
 			carry = len - off;
 			memmove(buf, buf + off, carry);
 		}
-	} else if (!strcmp(mode, "stream-client") && (argc == 5 || argc == 6)) {
+	} else if ((!strcmp(mode, "stream-client") && (argc == 5 || argc == 6))
+		   || (!strcmp(mode, "step-client") && argc == 5)) {
 		long long total = atoll(argv[4]), seq = 0;
 		double rate = argc == 6 ? atof(argv[5]) * 1e6 : 0; /* bytes per second, 0 = as fast as it can */
+		long long pause_at = !strcmp(mode, "step-client") ? total / 2 / 65536 * 65536 : -1;
 		struct timespec start, now;
 
 		clock_gettime(CLOCK_MONOTONIC, &start);
 		for (long long sent = 0; sent < total; sent += 65536) {
 			long chunk = total - sent < 65536 ? total - sent : 65536;
+
+			if (sent == pause_at) {
+				printf("half=1\n");
+				fflush(stdout);
+				while (read(0, buf, sizeof(buf)) > 0)
+					;
+			}
 
 			if (rate > 0) {
 				double due = sent / rate, at;

@@ -55,7 +55,9 @@ final class Agent implements Callable<Integer> {
     Kubernetes kubernetes;
 
     static final class Kubernetes {
-        @Option(names = "--kubernetes", required = true, description = "turn pod and Service annotations on this node into rules and Service map entries")
+        @Option(names = "--kubernetes", required = true, description = "turn pod and Service annotations on this node into rules and Service map entries "
+                + "(a Service port is opted in by the Service's annotation, or by the annotation of a pod of this "
+                + "node that is one of its endpoints)")
         boolean on;
 
         @Option(names = "--node-name", defaultValue = "${env:NODE_NAME}", description = "this node's name "
@@ -107,7 +109,7 @@ final class Agent implements Callable<Integer> {
                      : PodRules.start(agent, client, kubernetes.nodeName, kubernetes.annotation,
                              "server".equals(kubernetes.nodeFilter), parent.pinDir);
              ServiceRules services = client == null ? null
-                     : ServiceRules.start(agent, parent.pinDir, client, kubernetes.nodeName);
+                     : ServiceRules.start(agent, parent.pinDir, client, kubernetes.nodeName, pods);
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
                      () -> pods == null || (pods.isSynced() && services.isSynced()))) {

@@ -41,6 +41,8 @@ final class PodRules implements AutoCloseable {
     /** Where the node's address prefixes go (sm4j_local), or null to leave them alone. */
     private final Path pinDir;
     private Set<SockmapAdmin.Network> localPeers = Set.of();
+    /** Told of every pod added, changed or deleted, after its rules (ServiceRules: Services that pods opt in). */
+    private final List<java.util.function.Consumer<Pod>> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
     private PodRules(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
@@ -129,6 +131,33 @@ final class PodRules implements AutoCloseable {
     /** Completes once the first list of pods has been applied. */
     java.util.concurrent.CompletableFuture<Void> synced() {
         return synced;
+    }
+
+    /** Calls {@code listener} with each pod added, changed or deleted from now on, on the informer's thread. */
+    void onChange(java.util.function.Consumer<Pod> listener) {
+        listeners.add(listener);
+    }
+
+    /**
+     * Whether pod {@code namespace/name} is on this node and lists {@code port} in its annotation
+     * (as it stands in the informer's store now).
+     */
+    boolean optsIn(String namespace, String name, int port) {
+        Pod p = informer.getStore().getByKey(namespace + "/" + name);
+        if (p == null || p.getSpec() == null || !nodeName.equals(p.getSpec().getNodeName())) {
+            return false;
+        }
+        Map<String, String> ann = p.getMetadata().getAnnotations();
+        String ports = ann == null ? null : ann.get(annotation);
+        if (ports == null) {
+            return false;
+        }
+        for (String s : ports.split(",")) {
+            if (s.trim().equals(Integer.toString(port))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static String owner(Pod p) {
@@ -230,6 +259,7 @@ final class PodRules implements AutoCloseable {
             if (synced.isDone()) {
                 updateLocalPeers();
             }
+            listeners.forEach(l -> l.accept(p));
         }
 
         private void apply(Pod p) {
@@ -241,6 +271,7 @@ final class PodRules implements AutoCloseable {
             if (synced.isDone()) {
                 updateLocalPeers(); // before the first list is in, every address stays local
             }
+            listeners.forEach(l -> l.accept(p));
         }
     }
 

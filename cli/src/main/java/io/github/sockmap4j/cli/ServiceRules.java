@@ -32,6 +32,8 @@ import org.slf4j.LoggerFactory;
  * ports and each of its ClusterIPs, an entry in the Service map with its ready endpoints, this
  * node's first, so that a connect to the VIP goes straight to a local endpoint; and a rule for
  * each local endpoint's target port, held by {@code svc:NAMESPACE/NAME}, so both ends register.
+ * A Service port is opted in too, without the Service's annotation, when one of its ready local
+ * endpoints is a pod whose own annotation ({@link PodRules}) lists the endpoint's port.
  * Services and EndpointSlices are watched with informers; an entry changes as they change and
  * goes with the Service, its annotation or its last local endpoint (new connects then take
  * kube-proxy's path; open ones are untouched).
@@ -56,6 +58,7 @@ final class ServiceRules implements AutoCloseable {
     private final String nodeName;
     private final SharedIndexInformer<Service> services;
     private final SharedIndexInformer<EndpointSlice> slices;
+    private final PodPorts pods;
     private final Object lock = new Object();
     /** The map entries each Service ({@code NAMESPACE/NAME}) has put, by VIP and port. */
     private final Map<String, Map<InetSocketAddress, SockmapAdmin.Service>> applied = new HashMap<>();
@@ -63,13 +66,30 @@ final class ServiceRules implements AutoCloseable {
     private final Map<String, List<NodeAgent.Rule>> heldRules = new HashMap<>();
     private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
-    private ServiceRules(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName) {
+    /** Which pods of this node opt a port in by their own annotation. */
+    @FunctionalInterface
+    interface PodPorts {
+        PodPorts NONE = (namespace, pod, port) -> false;
+
+        boolean optsIn(String namespace, String pod, int port);
+    }
+
+    private ServiceRules(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName, PodRules podRules) {
         this.agent = agent;
         this.pinDir = pinDir;
         this.nodeName = nodeName;
-        this.services = client.services().inAnyNamespace().inform(new Handler<>(ServiceRules::keyOf), 0);
-        this.slices = client.discovery().v1().endpointSlices().inAnyNamespace()
-                .inform(new Handler<>(ServiceRules::serviceKeyOf), 0);
+        this.pods = podRules == null ? PodPorts.NONE : podRules::optsIn;
+        // Made, given their handlers, then started: a handler may run as soon as its informer starts, and
+        // it reads both informers' stores.
+        this.services = client.services().inAnyNamespace().runnableInformer(0);
+        this.slices = client.discovery().v1().endpointSlices().inAnyNamespace().runnableInformer(0);
+        services.addEventHandler(new Handler<>(ServiceRules::keyOf));
+        slices.addEventHandler(new Handler<>(ServiceRules::serviceKeyOf));
+        if (podRules != null) {
+            // Before the informers start: a pod changed before this is in the pods' store when a
+            // Service is first applied; one changed after is told here.
+            podRules.onChange(this::podChanged);
+        }
         services.start().thenCombine(slices.start(), (a, b) -> null).whenComplete((v, e) -> {
             if (e == null) {
                 reconcile();
@@ -84,7 +104,35 @@ final class ServiceRules implements AutoCloseable {
      * holds rules in {@code agent}.
      */
     static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName) {
-        return new ServiceRules(agent, pinDir, client, nodeName);
+        return new ServiceRules(agent, pinDir, client, nodeName, null);
+    }
+
+    /**
+     * As {@link #start(NodeAgent, Path, KubernetesClient, String)}, also opting in the Service
+     * ports whose local endpoints' pods ask for it by their annotation, as {@code pods} sees them.
+     */
+    static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName, PodRules pods) {
+        return new ServiceRules(agent, pinDir, client, nodeName, pods);
+    }
+
+    /** A pod changed: the Services whose EndpointSlices name it as an endpoint. */
+    private void podChanged(io.fabric8.kubernetes.api.model.Pod pod) {
+        String ns = pod.getMetadata().getNamespace();
+        String name = pod.getMetadata().getName();
+        Set<String> keys = new HashSet<>();
+        for (EndpointSlice s : slices.getIndexer().byIndex(io.fabric8.kubernetes.client.informers.cache.Cache.NAMESPACE_INDEX, ns)) {
+            if (s.getEndpoints() != null && s.getEndpoints().stream().anyMatch(e -> isPod(e, ns, name, ns))) {
+                keys.add(serviceKeyOf(s));
+            }
+        }
+        keys.forEach(this::update);
+    }
+
+    /** Whether endpoint {@code e} of a slice in {@code sliceNs} is pod {@code ns/name}. */
+    private static boolean isPod(Endpoint e, String ns, String name, String sliceNs) {
+        var ref = e.getTargetRef();
+        return ref != null && "Pod".equals(ref.getKind()) && name.equals(ref.getName())
+                && ns.equals(ref.getNamespace() == null ? sliceNs : ref.getNamespace());
     }
 
     /** Whether both first lists are in and the map has been made to match them. */
@@ -121,7 +169,7 @@ final class ServiceRules implements AutoCloseable {
                     mine.add(s);
                 }
             }
-            Entries want = svc == null ? Entries.NONE : entriesOf(svc, mine, nodeName);
+            Entries want = svc == null ? Entries.NONE : entriesOf(svc, mine, nodeName, pods);
             // The endpoints' ports are opted in before a connect can be sent to them, and released
             // only once no entry sends connects there: rules held then, and those left let go after.
             List<NodeAgent.Rule> before = heldRules.getOrDefault(key, List.of());
@@ -213,14 +261,23 @@ final class ServiceRules implements AutoCloseable {
      * condition is true or unset (the API's reading), once per address and port.
      */
     static Entries entriesOf(Service svc, List<EndpointSlice> slices, String nodeName) {
+        return entriesOf(svc, slices, nodeName, PodPorts.NONE);
+    }
+
+    /**
+     * As {@link #entriesOf(Service, List, String)}; a port the Service's annotation does not name
+     * is opted in as well when {@code pods} says a ready local endpoint's pod lists its port.
+     */
+    static Entries entriesOf(Service svc, List<EndpointSlice> slices, String nodeName, PodPorts pods) {
         Map<String, String> ann = svc.getMetadata().getAnnotations();
         String ports = ann == null ? null : ann.get(PORTS_ANNOTATION);
-        if (ports == null || ports.isBlank() || svc.getSpec() == null || svc.getSpec().getPorts() == null) {
+        if ((pods == PodPorts.NONE && (ports == null || ports.isBlank())) || svc.getSpec() == null
+                || svc.getSpec().getPorts() == null) {
             return Entries.NONE;
         }
         String key = keyOf(svc);
         Set<String> wanted = new HashSet<>();
-        for (String p : ports.split(",")) {
+        for (String p : ports == null ? new String[0] : ports.split(",")) {
             if (!p.isBlank()) {
                 wanted.add(p.trim());
             }
@@ -230,18 +287,22 @@ final class ServiceRules implements AutoCloseable {
         List<SockmapAdmin.Service> entries = new ArrayList<>();
         Set<NodeAgent.Rule> rules = new LinkedHashSet<>();
         for (ServicePort sp : svc.getSpec().getPorts()) {
-            if (!wanted.contains(String.valueOf(sp.getPort())) && (sp.getName() == null || !wanted.contains(sp.getName()))) {
-                continue;
-            }
+            boolean annotated = wanted.contains(String.valueOf(sp.getPort()))
+                    || (sp.getName() != null && wanted.contains(sp.getName()));
             if (sp.getProtocol() != null && !"TCP".equals(sp.getProtocol())) {
-                LOG.warn("Service {} port {}: {} is not TCP; it stays with kube-proxy", key, sp.getPort(),
-                        sp.getProtocol());
+                if (annotated) {
+                    LOG.warn("Service {} port {}: {} is not TCP; it stays with kube-proxy", key, sp.getPort(),
+                            sp.getProtocol());
+                }
                 continue;
             }
             for (InetAddress vip : clusterIps(svc)) {
                 List<InetSocketAddress> local = new ArrayList<>();
                 List<InetSocketAddress> remote = new ArrayList<>();
-                endpoints(slices, sp, vip instanceof Inet4Address, nodeName, local, remote);
+                boolean podOptsIn = endpoints(slices, sp, vip instanceof Inet4Address, nodeName, pods, local, remote);
+                if (!annotated && !podOptsIn) {
+                    continue;
+                }
                 if (local.isEmpty()) {
                     continue; // nothing to shorten: kube-proxy carries it, as without sockmap4j
                 }
@@ -305,11 +366,15 @@ final class ServiceRules implements AutoCloseable {
         return out;
     }
 
-    /** The ready endpoints of Service port {@code sp} of one family, this node's in {@code local}. */
-    private static void endpoints(List<EndpointSlice> slices, ServicePort sp, boolean v4, String nodeName,
-                                  List<InetSocketAddress> local, List<InetSocketAddress> remote) {
+    /**
+     * The ready endpoints of Service port {@code sp} of one family, this node's in {@code local};
+     * returns whether the pod of one of the local ones opts its port in ({@code pods}).
+     */
+    private static boolean endpoints(List<EndpointSlice> slices, ServicePort sp, boolean v4, String nodeName,
+                                     PodPorts pods, List<InetSocketAddress> local, List<InetSocketAddress> remote) {
         String name = sp.getName() == null ? "" : sp.getName();
         Set<InetSocketAddress> seen = new HashSet<>();
+        boolean podOptsIn = false;
         for (EndpointSlice slice : slices) {
             if (!(v4 ? "IPv4" : "IPv6").equals(slice.getAddressType()) || slice.getPorts() == null
                     || slice.getEndpoints() == null) {
@@ -337,11 +402,18 @@ final class ServiceRules implements AutoCloseable {
                     continue;
                 }
                 InetSocketAddress at = new InetSocketAddress(a, port);
+                boolean here = nodeName.equals(e.getNodeName());
                 if (seen.add(at)) {
-                    (nodeName.equals(e.getNodeName()) ? local : remote).add(at);
+                    (here ? local : remote).add(at);
+                }
+                var ref = e.getTargetRef();
+                if (here && !podOptsIn && ref != null && "Pod".equals(ref.getKind()) && ref.getName() != null) {
+                    String ns = ref.getNamespace() == null ? slice.getMetadata().getNamespace() : ref.getNamespace();
+                    podOptsIn = pods.optsIn(ns, ref.getName(), port);
                 }
             }
         }
+        return podOptsIn;
     }
 
     private final class Handler<T> implements ResourceEventHandler<T> {

@@ -50,6 +50,11 @@ class NodeBedTest {
     static final String VIP6 = "fd00:96::11";
     /** A Service the API server (fabric8's mock, CRUD mode) tells the agent about. */
     static final String VIP3 = "10.96.0.12";
+    /** Services the API server has that the agent leaves to kube-proxy: the endpoint elsewhere; the port not opted in. */
+    static final String VIP_REMOTE = "10.96.0.13";
+    static final String VIP_TWO_PORTS = "10.96.0.14";
+    /** A Service whose endpoint the API server makes not ready, and moves. */
+    static final String VIP_CHANGING = "10.96.0.15";
     static final int PORT = 46334;
     static final String NODE = "node-1";
 
@@ -75,6 +80,9 @@ class NodeBedTest {
         bed.service(VIP2, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP6, PORT, "[" + NodeBed.podAddress6(1) + "]:" + PORT);
         bed.service(VIP3, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        bed.service(VIP_REMOTE, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        bed.service(VIP_TWO_PORTS, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        bed.service(VIP_CHANGING, PORT, NodeBed.podAddress(1) + ":" + PORT);
         api = MockApi.start();
         client = api.client;
         // The pods as the API server knows them: pods 0 and 1 on the agent's node, pod 2 on another.
@@ -425,6 +433,164 @@ class NodeBedTest {
             assertEquals(VIP6 + ":" + PORT, peer[0], "getpeername reports the Service the client dialed");
         } finally {
             assertEquals(0, cli("service", "rm", "[" + VIP6 + "]:" + PORT));
+        }
+    }
+
+    static Service annotatedService(String name, String vip, String ports, int... servicePorts) {
+        ServiceBuilder b = new ServiceBuilder().withNewMetadata().withName(name).withNamespace("rag")
+                .addToAnnotations(ServiceRules.PORTS_ANNOTATION, ports).endMetadata().withNewSpec().withClusterIP(vip)
+                .endSpec();
+        for (int p : servicePorts) {
+            b.editSpec().addNewPort().withName("p" + p).withPort(p).withProtocol("TCP").endPort().endSpec();
+        }
+        return b.build();
+    }
+
+    /** A slice of Service {@code name}: pod 1's address on {@code node}, ready or not, for each port. */
+    static io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice slice(String name, String node, boolean ready,
+                                                                          int... ports) {
+        EndpointSliceBuilder b = new EndpointSliceBuilder().withNewMetadata().withName(name + "-1").withNamespace("rag")
+                .addToLabels(ServiceRules.SERVICE_NAME_LABEL, name).endMetadata().withAddressType("IPv4")
+                .addNewEndpoint().withAddresses(NodeBed.podAddress(1)).withNodeName(node).withNewConditions()
+                .withReady(ready).endConditions().endEndpoint();
+        for (int p : ports) {
+            b.addNewPort().withName("p" + p).withPort(p).withProtocol("TCP").endPort();
+        }
+        return b.build();
+    }
+
+    boolean hasEntry(String vip, int port) throws IOException {
+        InetSocketAddress at = new InetSocketAddress(InetAddress.ofLiteral(vip), port);
+        return SockmapAdmin.services(pins).stream().anyMatch(e -> e.vip().equals(at));
+    }
+
+    /** What one stream to a VIP did in the kernel: the counters' changes and the DNAT's. */
+    record StreamRun(long nat, long registered, long translated, long noLocal, long redirected, long passed) {
+    }
+
+    /**
+     * A stream of {@code bytes} of sequence numbers from pod 0 to pod 1 (the server checks every
+     * one) dialing {@code vip}, both peers in the agent's cgroup or both outside it.
+     */
+    StreamRun stream(String vip, String chain, boolean inCgroup, long bytes) throws Exception {
+        long nat = natPackets("iptables", chain);
+        SockmapStats before = SockmapAdmin.stats(pins);
+        List<String> server = NodeBed.in(bed.pod(1), List.of(peer.toString(), "stream-server", NodeBed.podAddress(1),
+                Integer.toString(PORT), Long.toString(bytes)));
+        List<String> client = NodeBed.in(bed.pod(0), List.of(peer.toString(), "stream-client", vip,
+                Integer.toString(PORT), Long.toString(bytes)));
+        try (ChildJvm s = inCgroup ? ChildJvm.startInCgroup(cgroup, server) : ChildJvm.start(server)) {
+            s.expect("port=", 30);
+            try (ChildJvm c = inCgroup ? ChildJvm.startInCgroup(cgroup, client) : ChildJvm.start(client)) {
+                assertEquals("1", c.expect("ok=", 120), c.output());
+            }
+            assertEquals("1", s.expect("ok=", 60), "every byte arrived as sent: " + s.output());
+        }
+        SockmapStats after = SockmapAdmin.stats(pins);
+        return new StreamRun(natPackets("iptables", chain) - nat, after.socketsRegistered() - before.socketsRegistered(),
+                after.servicesTranslated() - before.servicesTranslated(),
+                after.servicesNoLocal() - before.servicesNoLocal(), after.bytesRedirected() - before.bytesRedirected(),
+                after.bytesPassed() - before.bytesPassed());
+    }
+
+    /**
+     * What the agent leaves to kube-proxy behaves as without it: an annotated Service whose one
+     * endpoint is on another node, and a Service port the annotation does not name. A stream to
+     * each VIP from a client in the agent's cgroup and from one outside it (where no program of
+     * the agent's runs): each connection through the Service's DNAT, none translated, nothing
+     * registered, no send through the verdict, every byte as sent.
+     */
+    @Test
+    void servicesTheAgentLeavesToKubeProxyBehaveAsWithoutIt() throws Exception {
+        var remote = slice("remote-db", "node-2", true, PORT);
+        var twoPorts = slice("two-ports", NODE, true, PORT, PORT + 1);
+        Service remoteSvc = annotatedService("remote-db", VIP_REMOTE, Integer.toString(PORT), PORT);
+        Service twoPortsSvc = annotatedService("two-ports", VIP_TWO_PORTS, "p" + (PORT + 1), PORT, PORT + 1);
+        client.resource(remote).create();
+        client.resource(remoteSvc).create();
+        client.resource(twoPorts).create();
+        client.resource(twoPortsSvc).create();
+        try {
+            // Each informer hands its objects on in the API server's order: the second Service's
+            // entry in the map means the agent has seen the first as well.
+            Await.until("the other port's entry", java.time.Duration.ofSeconds(10), () -> hasEntry(VIP_TWO_PORTS, PORT + 1));
+            assertTrue(!hasEntry(VIP_REMOTE, PORT) && !hasEntry(VIP_TWO_PORTS, PORT), "no entry for either: "
+                    + SockmapAdmin.services(pins));
+            long bytes = 8L << 20;
+            for (String[] vip : List.of(new String[] {VIP_REMOTE, "KUBE-SVC-5"}, new String[] {VIP_TWO_PORTS, "KUBE-SVC-6"})) {
+                StreamRun without = stream(vip[0], vip[1], false, bytes);
+                StreamRun with = stream(vip[0], vip[1], true, bytes);
+                System.out.printf(Locale.ROOT, "node bed: %d B to %s, peers outside the agent's cgroup: %s; inside: %s%n",
+                        bytes, vip[0], without, with);
+                assertEquals(new StreamRun(1, 0, 0, 0, 0, 0), without, "outside: the DNAT carried it, nothing else");
+                assertEquals(without, with, "inside the agent's cgroup: the same");
+            }
+        } finally {
+            client.resource(remoteSvc).delete();
+            client.resource(twoPortsSvc).delete();
+            client.resource(remote).delete();
+            client.resource(twoPorts).delete();
+        }
+        Await.until("the other port's entry gone", java.time.Duration.ofSeconds(10), () -> !hasEntry(VIP_TWO_PORTS, PORT + 1));
+    }
+
+    /**
+     * A connection to a Service open while the API server makes its endpoint not ready, and
+     * another while it moves the endpoint to another node: each pauses halfway until the entry is
+     * gone, then completes with every byte checked, still redirected; the next connect to the VIP
+     * is not translated and reaches the endpoint through kube-proxy's DNAT.
+     */
+    @Test
+    void anEndpointMadeNotReadyOrMovedLeavesNewConnectsToKubeProxyAndOpenOnesWhole() throws Exception {
+        Service svc = annotatedService("changing", VIP_CHANGING, Integer.toString(PORT), PORT);
+        client.resource(slice("changing", NODE, true, PORT)).create();
+        client.resource(svc).create();
+        long bytes = 16L << 20;
+        try {
+            for (var change : List.of(slice("changing", NODE, false, PORT), slice("changing", "node-2", true, PORT))) {
+                client.resource(slice("changing", NODE, true, PORT)).update();
+                Await.until("the Service's entry", java.time.Duration.ofSeconds(10), () -> hasEntry(VIP_CHANGING, PORT));
+                long nat = natPackets("iptables", "KUBE-SVC-7");
+                SockmapStats before = SockmapAdmin.stats(pins);
+                SockmapStats mid;
+                try (ChildJvm server = inPod(1, "stream-server", NodeBed.podAddress(1), Integer.toString(PORT),
+                        Long.toString(bytes))) {
+                    server.expect("port=", 30);
+                    try (ChildJvm c = inPod(0, "step-client", VIP_CHANGING, Integer.toString(PORT), Long.toString(bytes))) {
+                        assertEquals(VIP_CHANGING + ":" + PORT, c.expect("peer=", 30));
+                        c.expect("half=", 30);
+                        client.resource(change).update();
+                        Await.until("the entry gone", java.time.Duration.ofSeconds(10), () -> !hasEntry(VIP_CHANGING, PORT));
+                        mid = SockmapAdmin.stats(pins);
+                        c.closeInput();
+                        assertEquals("1", c.expect("ok=", 120), c.output());
+                    }
+                    assertEquals("1", server.expect("ok=", 60), "every byte arrived as sent: " + server.output());
+                }
+                SockmapStats after = SockmapAdmin.stats(pins);
+                long redirected = after.bytesRedirected() - before.bytesRedirected();
+                long tcp = after.bytesPassed() - before.bytesPassed();
+                long boundHits = after.boundHits() - before.boundHits();
+                System.out.printf(Locale.ROOT, "node bed: %d B to %s, the endpoint %s halfway: %d B redirected (%d B after "
+                        + "the change), %d B by TCP, %d bound hits%n", bytes, VIP_CHANGING,
+                        change.getEndpoints().get(0).getNodeName().equals(NODE) ? "made not ready" : "moved to another node",
+                        redirected, after.bytesRedirected() - mid.bytesRedirected(), tcp, boundHits);
+                assertEquals(1, after.servicesTranslated() - before.servicesTranslated(), "the open one was translated");
+                assertEquals(0, natPackets("iptables", "KUBE-SVC-7") - nat, "and never went through the DNAT");
+                // A C writer has no credit to wait for: past its reader's bound the kernel sends by
+                // TCP (docs/in-flight-bound.md). The change itself takes nothing off the redirect.
+                assertEquals(bytes, redirected + tcp, "every byte went through the verdict: the sockets stayed registered");
+                assertTrue(after.bytesRedirected() - mid.bytesRedirected() > 0, "redirected after the change too");
+                assertTrue(tcp == 0 || boundHits > 0, "a byte by TCP only after a bound hit: " + tcp + " B, " + boundHits);
+                SockmapStats next = SockmapAdmin.stats(pins);
+                pingPong(NodeBed.podAddress(1), VIP_CHANGING, 100, null);
+                assertEquals(0, SockmapAdmin.stats(pins).servicesTranslated() - next.servicesTranslated(),
+                        "the next connect was not translated");
+                assertEquals(1, natPackets("iptables", "KUBE-SVC-7") - nat, "it went through the DNAT");
+            }
+        } finally {
+            client.resource(svc).delete();
+            client.resource(slice("changing", NODE, true, PORT)).delete();
         }
     }
 }

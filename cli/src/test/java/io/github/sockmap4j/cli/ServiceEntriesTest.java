@@ -38,7 +38,8 @@ class ServiceEntriesTest {
             boolean ready = !e.endsWith("!");
             String[] p = e.replace("!", "").split("@");
             b.addNewEndpoint().withAddresses(p[0]).withNodeName(p[1]).withNewConditions().withReady(ready)
-                    .endConditions().endEndpoint();
+                    .endConditions().withNewTargetRef().withKind("Pod").withName("pod-" + p[0]).endTargetRef()
+                    .endEndpoint();
         }
         return b.build();
     }
@@ -101,5 +102,22 @@ class ServiceEntriesTest {
         var e = of(svc("5432").build(), slice("10.244.0.2@me"), slice("10.244.0.2@me", "10.244.9.2@other"));
         assertEquals(List.of(at("10.244.0.2", 15432)), e.services().get(0).local());
         assertEquals(List.of(at("10.244.9.2", 15432)), e.services().get(0).remote());
+    }
+
+    /** A Service without the annotation whose local endpoint's pod lists its target port in its own. */
+    @Test
+    void aLocalPodsAnnotationOptsItsServicePortIn() {
+        ServiceRules.PodPorts pod2 = (ns, pod, port) -> ns.equals("n") && pod.equals("pod-10.244.0.2") && port == 15432;
+        var e = ServiceRules.entriesOf(svc(null).build(), List.of(slice("10.244.0.2@me", "10.244.9.2@other")), "me",
+                pod2);
+        assertEquals(List.of(new SockmapAdmin.Service(at("10.96.1.1", 5432), List.of(at("10.244.0.2", 15432)),
+                List.of(at("10.244.9.2", 15432)), false)), e.services());
+        assertEquals(List.of(new NodeAgent.Rule(15432, InetAddress.ofLiteral("10.244.0.2"), 32, 0)), e.rules());
+        assertEquals(ServiceRules.Entries.NONE, ServiceRules.entriesOf(svc(null).build(),
+                List.of(slice("10.244.0.2@me!", "10.244.9.2@other")), "me", pod2), "its pod not ready");
+        assertEquals(ServiceRules.Entries.NONE, ServiceRules.entriesOf(svc(null).build(),
+                List.of(slice("10.244.0.2@other")), "me", pod2), "its pod on another node");
+        assertEquals(ServiceRules.Entries.NONE, ServiceRules.entriesOf(svc(null).build(),
+                List.of(slice("10.244.0.3@me")), "me", pod2), "another pod, not annotated");
     }
 }

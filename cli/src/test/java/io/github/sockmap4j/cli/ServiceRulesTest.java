@@ -54,6 +54,7 @@ class ServiceRulesTest {
     Path pins;
     NodeAgent agent;
     ServiceRules rules;
+    PodRules pods;
 
     @BeforeAll
     void start() throws Exception {
@@ -69,6 +70,9 @@ class ServiceRulesTest {
         try {
             if (rules != null) {
                 rules.close();
+            }
+            if (pods != null) {
+                pods.close();
             }
             if (agent != null) {
                 agent.close();
@@ -108,7 +112,8 @@ class ServiceRulesTest {
                 .addNewPort().withName("grpc").withPort(16334).withProtocol("TCP").endPort()
                 .addNewPort().withName("http").withPort(16333).withProtocol("TCP").endPort()
                 .addNewEndpoint().withAddresses("10.244.1.2").withNodeName(localNode)
-                .withNewConditions().withReady(ready).endConditions().endEndpoint()
+                .withNewConditions().withReady(ready).endConditions()
+                .withNewTargetRef().withKind("Pod").withName("qdrant-0").withNamespace("rag").endTargetRef().endEndpoint()
                 .addNewEndpoint().withAddresses("10.244.2.2").withNodeName("node-2")
                 .withNewConditions().withReady(true).endConditions().endEndpoint()
                 .build();
@@ -119,8 +124,18 @@ class ServiceRulesTest {
                 .addToLabels(ServiceRules.SERVICE_NAME_LABEL, "qdrant").endMetadata()
                 .withAddressType("IPv6")
                 .addNewPort().withName("grpc").withPort(16334).withProtocol("TCP").endPort()
-                .addNewEndpoint().withAddresses("fd00:244:1::2").withNodeName(NODE).endEndpoint()
+                .addNewEndpoint().withAddresses("fd00:244:1::2").withNodeName(NODE)
+                .withNewTargetRef().withKind("Pod").withName("qdrant-0").endTargetRef().endEndpoint()
                 .build();
+    }
+
+    /** The local endpoint's pod, annotated with {@code ports}. */
+    static io.fabric8.kubernetes.api.model.Pod pod(String ports) {
+        return new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName("qdrant-0")
+                .withNamespace("rag").addToAnnotations(PodRules.DEFAULT_ANNOTATION, ports).endMetadata()
+                .withNewSpec().withNodeName(NODE).addNewContainer().withName("qdrant").withImage("qdrant").endContainer()
+                .endSpec().withNewStatus().withPodIP("10.244.1.2").addNewPodIP().withIp("10.244.1.2").endPodIP()
+                .addNewPodIP().withIp("fd00:244:1::2").endPodIP().endStatus().build();
     }
 
     Set<SockmapAdmin.Service> map() throws Exception {
@@ -150,7 +165,8 @@ class ServiceRulesTest {
         // agent ran): the agent owns the map once it watches the API server.
         SockmapAdmin.putService(pins, entry(STRAY, List.of(new InetSocketAddress(InetAddress.ofLiteral("10.244.1.9"), 80)),
                 List.of(), false));
-        rules = ServiceRules.start(agent, pins, client, NODE);
+        pods = PodRules.start(agent, client, NODE, PodRules.DEFAULT_ANNOTATION, false);
+        rules = ServiceRules.start(agent, pins, client, NODE, pods);
         Await.until("the first lists", Duration.ofSeconds(30), rules::isSynced);
         assertEquals(Set.of(), map(), "the stray entry is gone once both lists are in");
 
@@ -184,10 +200,12 @@ class ServiceRulesTest {
 
         // An agent restart: the entries stay in the pinned map, and the new watch keeps them.
         rules.close();
+        pods.close();
         agent.close();
         assertEquals(localOnly, map(), "the entries outlive the agent");
         agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false));
-        rules = ServiceRules.start(agent, pins, client, NODE);
+        pods = PodRules.start(agent, client, NODE, PodRules.DEFAULT_ANNOTATION, false);
+        rules = ServiceRules.start(agent, pins, client, NODE, pods);
         Await.until("the first lists after the restart", Duration.ofSeconds(30), rules::isSynced);
         assertEquals(localOnly, map(), "the entries after the restart");
         assertTrue(ruleFor(LOCAL4), "the rules after the restart: " + agent.describeRules());
@@ -201,6 +219,14 @@ class ServiceRulesTest {
         client.resource(service(null, "Local")).update();
         awaitMap("the annotation removed: nothing", Set.of());
         Await.until("its rules released", Duration.ofSeconds(10), () -> agent.owners(ServiceRules.OWNER_PREFIX).isEmpty());
+
+        // The endpoint's pod opts its port in by its own annotation: the Service port targeting it follows.
+        client.resource(pod("16334")).create();
+        awaitMap("the endpoint's pod annotated with the grpc target port", localOnly);
+        client.resource(pod("16333")).update();
+        awaitMap("the pod's annotation names the http target port", http);
+        client.resource(pod("16333")).delete();
+        awaitMap("the pod deleted: nothing", Set.of());
 
         client.resource(service("grpc", null)).update();
         awaitMap("annotated again", both);
