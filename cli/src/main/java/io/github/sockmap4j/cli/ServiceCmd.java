@@ -1,12 +1,12 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.stream.Collectors;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -14,7 +14,9 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code sockmap4j service add|rm|list}: Services whose connects the kernel sends straight to an
- * endpoint (docs/services.md), for a node without Kubernetes or to try one by hand.
+ * endpoint (docs/services.md), for a node without Kubernetes or to try one by hand. Through the
+ * node agent where one runs (its policy file says who may put which; only whoever put a Service,
+ * or root, replaces or removes it), else written directly (root).
  */
 @Command(name = "service", mixinStandardHelpOptions = true,
         description = "Services whose connects go straight to an endpoint (connect-time translation).",
@@ -80,10 +82,14 @@ final class ServiceCmd {
 
         @Override
         public Integer call() throws IOException {
+            SockmapAdmin.Service s;
             try {
-                SockmapAdmin.putService(service.parent.pinDir, new SockmapAdmin.Service(vip, local, remote, localOnly));
+                s = new SockmapAdmin.Service(vip, local, remote, localOnly);
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            }
+            try (PolicyClient c = PolicyClient.open(service.parent.pinDir)) {
+                c.putService(s);
             }
             spec.commandLine().getOut().println("service " + show(vip) + ": " + local.size() + " local, " + remote.size()
                     + " remote endpoint(s)" + (localOnly ? ", local only" : ""));
@@ -105,7 +111,10 @@ final class ServiceCmd {
 
         @Override
         public Integer call() throws IOException {
-            boolean was = SockmapAdmin.removeService(service.parent.pinDir, vip);
+            boolean was;
+            try (PolicyClient c = PolicyClient.open(service.parent.pinDir)) {
+                was = c.removeService(vip);
+            }
             spec.commandLine().getOut().println(was ? "removed service " + show(vip) : "no service " + show(vip));
             return was ? 0 : SockmapCli.FAILED;
         }
@@ -122,11 +131,11 @@ final class ServiceCmd {
         @Override
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
-            List<SockmapAdmin.Service> all = SockmapAdmin.services(service.parent.pinDir);
-            for (SockmapAdmin.Service s : all) {
-                out.println(show(s.vip()) + " local=" + join(s.local()) + " remote=" + join(s.remote())
-                        + (s.localOnly() ? " local-only" : ""));
+            List<String> all;
+            try (PolicyClient c = PolicyClient.open(service.parent.pinDir)) {
+                all = c.services();
             }
+            all.forEach(out::println);
             out.println(all.size() + " service(s)");
             return 0;
         }
@@ -137,7 +146,4 @@ final class ServiceCmd {
         return (h.contains(":") ? "[" + h + "]" : h) + ":" + a.getPort();
     }
 
-    private static String join(List<InetSocketAddress> l) {
-        return l.isEmpty() ? "-" : l.stream().map(ServiceCmd::show).collect(Collectors.joining(","));
-    }
 }

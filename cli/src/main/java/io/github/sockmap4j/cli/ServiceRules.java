@@ -79,6 +79,8 @@ final class ServiceRules implements AutoCloseable {
         this.pinDir = pinDir;
         this.nodeName = nodeName;
         this.pods = podRules == null ? PodPorts.NONE : podRules::optsIn;
+        agent.refuseServiceRequests("this agent takes the Service map from the Kubernetes API (--kubernetes): "
+                + "annotate the Service (" + PORTS_ANNOTATION + ") or its pods instead");
         // Made, given their handlers, then started: a handler may run as soon as its informer starts, and
         // it reads both informers' stores.
         this.services = client.services().inAnyNamespace().runnableInformer(0);

@@ -68,7 +68,9 @@ class AgentTest {
         peer = work.resolve("peer");
         sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         policy = work.resolve("policy");
-        Files.writeString(policy, "# uid nobody: two ports, bounds up to 1 MiB\nuid " + NOBODY + " 47301,47302 * 1048576\n");
+        Files.writeString(policy, "# uid nobody: two ports, bounds up to 1 MiB\nuid " + NOBODY + " 47301,47302 * 1048576\n"
+                + "# and Services of port 47311 from a Service range to a pod range\nuid " + NOBODY
+                + " 47311 10.96.0.0/12,10.244.0.0/16 0\n");
         cgroup = TestKernel.newCgroup("agent");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("agent"));
         pods = VethPods.create("p", A_ADDR, B_ADDR);
@@ -369,6 +371,46 @@ class AgentTest {
         assertTrue(asNobody("OPTIN 47301 * 0 0").get(0).startsWith("OK opted in 47301"));
         Await.until("the connection's rule is gone", () -> !cli("rules").out().contains("47301"));
         assertEquals(0, cli("deny", "47302").code());
+    }
+
+    /**
+     * Services through the agent's control socket: a user puts only what its grants cover (the
+     * Service's address and port and each endpoint's), replaces and removes only its own, and an
+     * agent restart keeps who put what.
+     */
+    @Test
+    @Order(5)
+    void anUnprivilegedUserPutsOnlyTheServicesThePolicyAllows() throws Exception {
+        List<String> a = asNobody("SERVICE 10.96.5.5 47311 all 10.244.1.2:47311 10.244.2.2:47311",
+                "SERVICE 10.96.5.6 47311 all 10.1.1.1:47311 -", "SERVICE 10.96.5.6 80 all 10.244.1.2:47311 -",
+                "SERVICE 192.168.7.7 47311 all 10.244.1.2:47311 -", "SERVICES");
+        assertTrue(a.get(0).startsWith("OK service 10.96.5.5:47311: 1 local, 1 remote"), a.get(0));
+        assertTrue(a.get(1).startsWith("ERR uid 65534 may not put the Service 10.96.5.6:47311: its endpoint "
+                + "10.1.1.1:47311 is not in a grant"), a.get(1));
+        assertTrue(a.get(2).startsWith("ERR uid 65534 may not put the Service 10.96.5.6:80: its address"), a.get(2));
+        assertTrue(a.get(3).startsWith("ERR uid 65534 may not put the Service 192.168.7.7:47311: its address"), a.get(3));
+        assertEquals("OK 1", a.get(4), "one Service listed");
+        var listed = cli("service", "list");
+        assertTrue(listed.out().contains("10.96.5.5:47311 local=10.244.1.2:47311 remote=10.244.2.2:47311 put by uid "
+                + NOBODY), listed.out());
+
+        // Root's Service: the user may neither replace nor remove it.
+        assertEquals(0, cli("service", "add", "10.96.5.7:47311", "--local", "10.244.1.3:47311").code());
+        List<String> b = asNobody("SERVICE 10.96.5.7 47311 all 10.244.1.2:47311 -", "UNSERVICE 10.96.5.7 47311");
+        assertTrue(b.get(0).startsWith("ERR the Service 10.96.5.7:47311 was put by uid 0: only they, or root, may "
+                + "replace it"), b.get(0));
+        assertTrue(b.get(1).startsWith("ERR the Service 10.96.5.7:47311 was put by uid 0"), b.get(1));
+
+        // An agent restart: the map is pinned, who put what is on file.
+        stopAgent();
+        startAgent();
+        assertTrue(cli("service", "list").out().contains("10.96.5.5:47311 local=10.244.1.2:47311 remote=10.244.2.2:47311 "
+                + "put by uid " + NOBODY), "kept after the restart");
+        List<String> c = asNobody("UNSERVICE 10.96.5.5 47311", "UNSERVICE 10.96.5.5 47311");
+        assertTrue(c.get(0).startsWith("OK removed service 10.96.5.5:47311"), c.get(0));
+        assertTrue(c.get(1).startsWith("ERR no Service 10.96.5.5:47311"), c.get(1));
+        assertEquals(0, cli("service", "rm", "10.96.5.7:47311").code());
+        assertEquals(List.of(), SockmapAdmin.services(pins), "nothing left in the map");
     }
 
     @Test

@@ -137,6 +137,29 @@ class NodeBedTest {
         return CommandLineTest.run(all.toArray(String[]::new)).code();
     }
 
+    /**
+     * Puts a Service in the map as root does without an agent: this agent takes the Service map
+     * from the API server and refuses the control socket's requests for it.
+     */
+    void putService(String vip, String local, String remote) throws IOException {
+        var at = new ServiceCmd.EndpointConverter();
+        SockmapAdmin.putService(pins, new SockmapAdmin.Service(at.convert(vip), List.of(at.convert(local)),
+                remote == null ? List.of() : List.of(at.convert(remote)), false));
+    }
+
+    void removeService(String vip) throws IOException {
+        assertTrue(SockmapAdmin.removeService(pins, new ServiceCmd.EndpointConverter().convert(vip)), vip);
+    }
+
+    @Test
+    void serviceAddThroughAnAgentFedByKubernetesIsRefusedWithWhy() {
+        var r = CommandLineTest.run("--pin-dir", pins.toString(), "service", "add", "10.96.0.99:" + PORT, "--local",
+                NodeBed.podAddress(1) + ":" + PORT);
+        assertEquals(1, r.code(), r.out() + r.err());
+        assertTrue(r.err().contains("takes the Service map from the Kubernetes API (--kubernetes): annotate the Service"),
+                r.err());
+    }
+
     ChildJvm inPod(int pod, String... args) throws IOException {
         List<String> cmd = new ArrayList<>(NodeBed.in(bed.pod(pod), List.of(peer.toString())));
         cmd.addAll(List.of(args));
@@ -253,7 +276,7 @@ class NodeBedTest {
 
     @Test
     void aServiceInTheMapIsDialedStraightToItsEndpointAndReportsItsVip() throws Exception {
-        assertEquals(0, cli("service", "add", VIP2 + ":" + PORT, "--local", NodeBed.podAddress(1) + ":" + PORT));
+        putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
         try {
             long nat = natPackets("iptables", "KUBE-SVC-2");
             SockmapStats before = SockmapAdmin.stats(pins);
@@ -265,7 +288,7 @@ class NodeBedTest {
             assertEquals(0, natPackets("iptables", "KUBE-SVC-2") - nat, "no packet went through the Service's DNAT");
             assertEquals(1, after.servicesTranslated() - before.servicesTranslated(), "one connect translated");
         } finally {
-            assertEquals(0, cli("service", "rm", VIP2 + ":" + PORT));
+            removeService(VIP2 + ":" + PORT);
         }
         // Out of the map, the Service is kube-proxy's again.
         long nat = natPackets("iptables", "KUBE-SVC-2");
@@ -282,8 +305,7 @@ class NodeBedTest {
     @Test
     void connectsSplitOverLocalAndRemoteEndpointsWithKubeProxysOdds() throws Exception {
         int connections = 1_000;
-        assertEquals(0, cli("service", "add", VIP2 + ":" + PORT, "--local", NodeBed.podAddress(1) + ":" + PORT,
-                "--remote", NodeBed.podAddress(2) + ":" + PORT));
+        putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, NodeBed.podAddress(2) + ":" + PORT);
         long local;
         long remote;
         SockmapStats before = SockmapAdmin.stats(pins);
@@ -300,7 +322,7 @@ class NodeBedTest {
             local = Long.parseLong(here.expect("conns=", 30));
             remote = Long.parseLong(there.expect("conns=", 30));
         } finally {
-            assertEquals(0, cli("service", "rm", VIP2 + ":" + PORT));
+            removeService(VIP2 + ":" + PORT);
         }
         SockmapStats after = SockmapAdmin.stats(pins);
         long redirected = after.messagesRedirected() - before.messagesRedirected();
@@ -399,7 +421,7 @@ class NodeBedTest {
 
     @Test
     void aJdkClientsDualStackSocketIsDialedStraightToTheEndpoint() throws Exception {
-        assertEquals(0, cli("service", "add", VIP2 + ":" + PORT, "--local", NodeBed.podAddress(1) + ":" + PORT));
+        putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
         try {
             SockmapStats before = SockmapAdmin.stats(pins);
             try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
@@ -418,21 +440,20 @@ class NodeBedTest {
             assertTrue(redirected >= 0.99 * (redirected + tcp), "at least 99% redirected: " + redirected + "/" + tcp);
             assertEquals(1, after.servicesTranslated() - before.servicesTranslated(), "one connect translated");
         } finally {
-            assertEquals(0, cli("service", "rm", VIP2 + ":" + PORT));
+            removeService(VIP2 + ":" + PORT);
         }
     }
 
     @Test
     void anIpv6ServiceIsDialedStraightToItsEndpoint() throws Exception {
-        assertEquals(0, cli("service", "add", "[" + VIP6 + "]:" + PORT, "--local",
-                "[" + NodeBed.podAddress6(1) + "]:" + PORT));
+        putService("[" + VIP6 + "]:" + PORT, "[" + NodeBed.podAddress6(1) + "]:" + PORT, null);
         try {
             String[] peer = new String[1];
             double share = pingPong(NodeBed.podAddress6(1), VIP6, 10_000, peer);
             assertTrue(share >= 0.99, "at least 99% of messages redirected: " + share);
             assertEquals(VIP6 + ":" + PORT, peer[0], "getpeername reports the Service the client dialed");
         } finally {
-            assertEquals(0, cli("service", "rm", "[" + VIP6 + "]:" + PORT));
+            removeService("[" + VIP6 + "]:" + PORT);
         }
     }
 

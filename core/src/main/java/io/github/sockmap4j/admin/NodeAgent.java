@@ -85,12 +85,15 @@ public final class NodeAgent implements AutoCloseable {
     private final PolicyMap policy;
     private final RuleBook book;
     private final ControlServer control;
+    private final io.github.sockmap4j.internal.bpf.ServiceMap serviceMap;
     private final ScheduledExecutorService reaper;
     private volatile boolean closed;
     private final CompletableFuture<String> lost = new CompletableFuture<>();
 
     private NodeAgent(Options options, List<KernelSockmap> kernels, InFlightWatcher watcher, PolicyMap policy,
-                      RuleBook book, ControlServer control, ScheduledExecutorService reaper) {
+                      RuleBook book, ControlServer control, io.github.sockmap4j.internal.bpf.ServiceMap serviceMap,
+                      ScheduledExecutorService reaper) {
+        this.serviceMap = serviceMap;
         this.options = options;
         this.kernels = kernels;
         this.watcher = watcher;
@@ -117,6 +120,7 @@ public final class NodeAgent implements AutoCloseable {
         InFlightWatcher watcher = null;
         PolicyMap policy = null;
         ControlServer control = null;
+        io.github.sockmap4j.internal.bpf.ServiceMap serviceMap = null;
         try {
             for (Path cg : options.cgroups()) {
                 SockmapConfig config = SockmapConfig.builder().pinDirectory(options.pinDirectory()).cgroup(cg)
@@ -136,7 +140,11 @@ public final class NodeAgent implements AutoCloseable {
             policy = PolicyMap.open(host.bpf(), options.pinDirectory());
             Path lockDir = LockDir.pathFor(options.pinDirectory());
             RuleBook book = RuleBook.load(policy, lockDir.resolve("agent-rules"));
-            control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, agentPolicy).start();
+            serviceMap = io.github.sockmap4j.internal.bpf.ServiceMap.open(host.bpf(), options.pinDirectory());
+            io.github.sockmap4j.internal.agent.ServiceBook services = io.github.sockmap4j.internal.agent.ServiceBook
+                    .load(serviceMap, lockDir.resolve("agent-services"));
+            control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, services,
+                    agentPolicy, ControlServer.Limits.DEFAULT).start();
             ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "sockmap4j-agent-reaper");
                 t.setDaemon(true);
@@ -146,7 +154,7 @@ public final class NodeAgent implements AutoCloseable {
             LOG.info("sockmap4j agent: pins {}, attached to {}, {} rules adopted, {} policy grants, control socket {}",
                     options.pinDirectory(), options.cgroups(), book.size(), agentPolicy.grants(),
                     AgentRequest.socketPath(lockDir));
-            NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, reaper);
+            NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, serviceMap, reaper);
             reaper.scheduleWithFixedDelay(agent::checkPins, 1, 1, TimeUnit.SECONDS);
             return agent;
         } catch (IOException | RuntimeException e) {
@@ -158,6 +166,9 @@ public final class NodeAgent implements AutoCloseable {
             }
             if (policy != null) {
                 policy.close();
+            }
+            if (serviceMap != null) {
+                serviceMap.close();
             }
             for (KernelSockmap k : kernels) {
                 try {
@@ -203,6 +214,14 @@ public final class NodeAgent implements AutoCloseable {
                     Rules.keyBits(r.network(), r.prefixBits()), r.bound()));
         }
         book.hold(owner, wanted);
+    }
+
+    /**
+     * The Service map is fed from elsewhere from now on (the Kubernetes API): the control
+     * socket's SERVICE and UNSERVICE are refused, to root too, saying {@code why}.
+     */
+    public void refuseServiceRequests(String why) {
+        control.refuseServices(why);
     }
 
     /** The owners starting with {@code prefix} that hold a rule now (after a restart: those adopted). */
@@ -301,6 +320,7 @@ public final class NodeAgent implements AutoCloseable {
         reaper.shutdownNow();
         watcher.close();
         policy.close();
+        serviceMap.close();
         for (KernelSockmap k : kernels) {
             try {
                 k.close();

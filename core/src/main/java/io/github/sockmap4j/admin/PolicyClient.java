@@ -7,6 +7,7 @@ import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.agent.AgentRule;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
+import io.github.sockmap4j.internal.bpf.ServiceMap;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
@@ -38,10 +39,12 @@ import java.nio.file.attribute.PosixFilePermissions;
 public final class PolicyClient implements AutoCloseable {
     private final PolicyMap policy;
     private final AgentClient agent;
+    private final Path pinDirectory;
 
-    private PolicyClient(PolicyMap policy, AgentClient agent) {
+    private PolicyClient(PolicyMap policy, AgentClient agent, Path pinDirectory) {
         this.policy = policy;
         this.agent = agent;
+        this.pinDirectory = pinDirectory;
     }
 
     /**
@@ -52,7 +55,7 @@ public final class PolicyClient implements AutoCloseable {
     public static PolicyClient open(Path pinDirectory) throws IOException {
         AgentClient agent = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pinDirectory));
         if (agent != null) {
-            return new PolicyClient(null, agent);
+            return new PolicyClient(null, agent, pinDirectory);
         }
         Libbpf bpf;
         try {
@@ -60,7 +63,7 @@ public final class PolicyClient implements AutoCloseable {
         } catch (UnsatisfiedLinkError e) {
             throw new IOException(e.getMessage(), e);
         }
-        return new PolicyClient(PolicyMap.open(bpf, pinDirectory), null);
+        return new PolicyClient(PolicyMap.open(bpf, pinDirectory), null, pinDirectory);
     }
 
     /**
@@ -205,6 +208,62 @@ public final class PolicyClient implements AutoCloseable {
             throw new NativeIOException("removing the rule for port " + port + " from the policy map", -rc);
         }
         return true;
+    }
+
+    /**
+     * Puts a Service in the Service map (or replaces the one of its VIP and port): through the
+     * agent where one runs, which allows it when its policy file grants the caller the Service's
+     * address and port and each endpoint's, and lets only whoever put it (or root) replace or
+     * remove it; without an agent, written directly (root, or whoever may write the pins).
+     *
+     * @throws IOException with the agent's reason when it refused, or what failed
+     */
+    public void putService(SockmapAdmin.Service s) throws IOException {
+        ServiceMap.Service internal = new ServiceMap.Service(s.vip(), s.local(), s.remote(), s.localOnly());
+        if (agent != null) {
+            agent.call(AgentRequest.putService(internal));
+            return;
+        }
+        try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
+            m.put(internal);
+        }
+    }
+
+    /**
+     * Removes the Service of {@code vip}; new connects to it go through kube-proxy again. False
+     * when there was none; through an agent, one that is not there or not the caller's is refused
+     * with why.
+     */
+    public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
+        if (agent != null) {
+            agent.call(AgentRequest.removeService(vip));
+            return true;
+        }
+        try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
+            return m.remove(vip);
+        }
+    }
+
+    /**
+     * The Services, one line each ("10.96.0.10:6334 local=10.244.1.2:6334 remote=- put by uid
+     * 1000"); who put them only through an agent.
+     */
+    public java.util.List<String> services() throws IOException {
+        if (agent != null) {
+            return agent.lines(AgentRequest.services());
+        }
+        java.util.List<String> out = new java.util.ArrayList<>();
+        try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
+            for (ServiceMap.Service s : m.list()) {
+                out.add(AgentRequest.show(s.vip()) + " local=" + join(s.local()) + " remote=" + join(s.remote())
+                        + (s.localOnly() ? " local-only" : ""));
+            }
+        }
+        return out;
+    }
+
+    private static String join(java.util.List<java.net.InetSocketAddress> l) {
+        return l.isEmpty() ? "-" : String.join(",", l.stream().map(AgentRequest::show).toList());
     }
 
     @Override

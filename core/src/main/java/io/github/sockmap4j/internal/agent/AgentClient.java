@@ -62,14 +62,22 @@ public final class AgentClient implements AutoCloseable {
      * @throws IOException with the agent's reason when it refused, or when the connection broke
      */
     public synchronized java.util.List<String> list() throws IOException {
-        AgentRequest request = AgentRequest.list();
+        return lines(AgentRequest.list());
+    }
+
+    /**
+     * Sends a request answered by a count and that many lines (LIST, SERVICES); returns the lines.
+     *
+     * @throws IOException with the agent's reason when it refused, or when the connection broke
+     */
+    public synchronized java.util.List<String> lines(AgentRequest request) throws IOException {
         send(request);
         String head = answer(request, readLine(AgentRequest.MAX_LINE * 4)).trim();
         int n;
         try {
             n = Integer.parseInt(head);
         } catch (NumberFormatException e) {
-            throw new IOException("unexpected answer to LIST from the sockmap4j agent at " + socket + ": 'OK " + head
+            throw new IOException("unexpected answer to " + request.verb() + " from the sockmap4j agent at " + socket + ": 'OK " + head
                     + "' (an agent of another version?)");
         }
         java.util.List<String> lines = new java.util.ArrayList<>(n);

@@ -256,6 +256,33 @@ public final class AgentPolicy {
                 + policy + ")";
     }
 
+    /**
+     * Null when {@code uid} (with these groups) may put this Service, else why not and what to do.
+     * A Service sends other processes' connects elsewhere, so a grant must cover its VIP and
+     * port as well as each endpoint's address and port (as a rule for that one address would
+     * need: {@link #refusal}); root may put any.
+     */
+    public String serviceRefusal(int uid, Set<Integer> gids, io.github.sockmap4j.internal.bpf.ServiceMap.Service s) {
+        if (uid == 0) {
+            return null;
+        }
+        List<java.net.InetSocketAddress> all = new ArrayList<>();
+        all.add(s.vip());
+        all.addAll(s.local());
+        all.addAll(s.remote());
+        for (java.net.InetSocketAddress a : all) {
+            String no = refusal(uid, gids, new AgentRequest(AgentRequest.Verb.ALLOW, a.getPort(), a.getAddress(), 128, 0));
+            if (no != null) {
+                return "uid " + uid + " may not put the Service " + AgentRequest.show(s.vip()) + ": "
+                        + (a == s.vip() ? "its address" : "its endpoint " + AgentRequest.show(a)) + " is not in a grant "
+                        + "of its (a grant must cover the Service's address and port and each endpoint's; "
+                        + (file == null ? "the agent runs without a policy file (--policy), so only root may"
+                        : "see the agent's policy file " + file) + ")";
+            }
+        }
+        return null;
+    }
+
     private static boolean coversPort(Grant g, int port) {
         if (g.ports().isEmpty()) {
             return true;

@@ -56,6 +56,10 @@ public final class ControlServer implements AutoCloseable {
 
     private final UnixListener listener;
     private final RuleBook book;
+    /** The Services put through this socket, or null where the pins have no Service map. */
+    private final ServiceBook services;
+    /** Why SERVICE and UNSERVICE are refused to everyone now (another writer owns the map), or null. */
+    private volatile String servicesOwnedBy;
     private final AgentPolicy policy;
     private final Limits limits;
     private final AtomicLong ids = new AtomicLong();
@@ -76,8 +80,13 @@ public final class ControlServer implements AutoCloseable {
     }
 
     public ControlServer(UnixListener listener, RuleBook book, AgentPolicy policy, Limits limits) {
+        this(listener, book, null, policy, limits);
+    }
+
+    public ControlServer(UnixListener listener, RuleBook book, ServiceBook services, AgentPolicy policy, Limits limits) {
         this.listener = listener;
         this.book = book;
+        this.services = services;
         this.policy = policy;
         this.limits = limits;
     }
@@ -99,6 +108,14 @@ public final class ControlServer implements AutoCloseable {
     /** Whether a client connecting now is served: accepting, and accept(2) not failing. */
     public boolean isServing() {
         return isRunning() && !acceptFailing;
+    }
+
+    /**
+     * From now on SERVICE and UNSERVICE are refused, to root too, saying {@code why}: another
+     * writer owns the Service map (the Kubernetes feed), and would undo them.
+     */
+    public void refuseServices(String why) {
+        servicesOwnedBy = why;
     }
 
     public long requests() {
@@ -267,6 +284,14 @@ public final class ControlServer implements AutoCloseable {
             }
             return b.toString();
         }
+        switch (req.verb()) {
+            case SERVICE, UNSERVICE, SERVICES -> {
+                return serviceAnswer(who, line, req);
+            }
+            default -> {
+                // a rule request
+            }
+        }
         if (req.verb() != AgentRequest.Verb.DENY) {
             String no = policy.refusal(who.uid(), who.groups(), req);
             if (no != null) {
@@ -283,6 +308,43 @@ public final class ControlServer implements AutoCloseable {
             refused.incrementAndGet();
             return "ERR " + e.getMessage();
         } catch (IOException e) {
+            refused.incrementAndGet();
+            return "ERR " + e.getMessage();
+        }
+    }
+
+    private String serviceAnswer(UnixListener.Credentials who, String line, AgentRequest req) {
+        try {
+            if (services == null) {
+                throw new RuleBook.Refused("these pins have no Service map (made by an older sockmap4j): "
+                        + "'sockmap4j down' and start the agent again");
+            }
+            if (req.verb() == AgentRequest.Verb.SERVICES) {
+                List<String> all = services.describeAll();
+                StringBuilder b = new StringBuilder("OK ").append(all.size());
+                for (String r : all) {
+                    b.append('\n').append(r);
+                }
+                return b.toString();
+            }
+            String owned = servicesOwnedBy;
+            if (owned != null) {
+                throw new RuleBook.Refused(owned);
+            }
+            String done;
+            if (req.verb() == AgentRequest.Verb.SERVICE) {
+                String no = policy.serviceRefusal(who.uid(), who.groups(), req.service());
+                if (no != null) {
+                    LOG.info("Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
+                    throw new RuleBook.Refused(no);
+                }
+                done = services.put(who.uid(), req.service(), policy.quota(who.uid()));
+            } else {
+                done = services.remove(who.uid(), req.service().vip());
+            }
+            LOG.info("{} for uid {} (pid {})", done, who.uid(), who.pid());
+            return "OK " + done;
+        } catch (RuleBook.Refused | IOException e) {
             refused.incrementAndGet();
             return "ERR " + e.getMessage();
         }

@@ -73,4 +73,20 @@ class AgentPolicyTest {
             assertTrue(e.getMessage().startsWith(FILE + ":2: ") && e.getMessage().contains(bad[1]), e.getMessage());
         }
     }
+
+    @Test
+    void aServiceNeedsAGrantForItsAddressAndEachEndpoint() {
+        AgentPolicy p = AgentPolicy.parse(FILE, List.of("uid 1000 6334,16334 10.96.0.0/12,10.244.0.0/16 0"));
+        var ok = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(
+                new java.net.InetSocketAddress(InetAddress.ofLiteral("10.96.0.10"), 6334),
+                List.of(new java.net.InetSocketAddress(InetAddress.ofLiteral("10.244.1.2"), 16334)), List.of(), false);
+        assertNull(p.serviceRefusal(1000, Set.of(1000), ok));
+        var elsewhere = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(ok.vip(), ok.local(),
+                List.of(new java.net.InetSocketAddress(InetAddress.ofLiteral("192.168.1.1"), 16334)), false);
+        String no = p.serviceRefusal(1000, Set.of(1000), elsewhere);
+        assertTrue(no.contains("its endpoint 192.168.1.1:16334 is not in a grant") && no.contains(FILE.toString()), no);
+        String other = p.serviceRefusal(1001, Set.of(1001), ok);
+        assertTrue(other.contains("uid 1001 may not put the Service 10.96.0.10:6334: its address"), other);
+        assertNull(p.serviceRefusal(0, Set.of(0), elsewhere), "root may put any");
+    }
 }

@@ -54,4 +54,44 @@ class AgentRequestTest {
         assertNull(p.network());
         assertEquals("PING", p.format());
     }
+
+    @Test
+    void aServiceReadsBackAsItWasWritten() {
+        var v4 = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(at("10.96.0.10", 6334),
+                java.util.List.of(at("10.244.1.2", 16334), at("10.244.1.3", 16334)), java.util.List.of(at("10.244.2.2", 16334)),
+                false);
+        var v6 = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(at("fd00:96::10", 6334),
+                java.util.List.of(at("fd00:244:1::2", 16334)), java.util.List.of(), true);
+        for (var s : java.util.List.of(v4, v6)) {
+            assertEquals(AgentRequest.putService(s), AgentRequest.parse(AgentRequest.putService(s).format()));
+            assertEquals(AgentRequest.removeService(s.vip()), AgentRequest.parse(AgentRequest.removeService(s.vip()).format()));
+        }
+        assertEquals("SERVICE fd00:96:0:0:0:0:0:10 6334 only [fd00:244:1:0:0:0:0:2]:16334 -",
+                AgentRequest.putService(v6).format());
+        // Sixteen IPv6 endpoints, the most an entry holds, fit in one line.
+        java.util.List<java.net.InetSocketAddress> many = new java.util.ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            many.add(at("fd00:244:ffff:ffff:ffff:ffff:ffff:" + Integer.toHexString(0xff00 + i), 65535));
+        }
+        String line = AgentRequest.putService(new io.github.sockmap4j.internal.bpf.ServiceMap.Service(
+                at("fd00:96:ffff:ffff:ffff:ffff:ffff:ffff", 65535), many, java.util.List.of(), false)).format();
+        assertTrue(line.length() <= AgentRequest.MAX_LINE, line.length() + " bytes");
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("SERVICE 10.96.0.10 6334 some - -"))
+                .getMessage().contains("'all' or 'only'"));
+        assertTrue(assertThrows(IllegalArgumentException.class,
+                () -> AgentRequest.parse("SERVICE 10.96.0.10 6334 all db.local:80 -")).getMessage()
+                .contains("not an address literal"), "the agent never resolves names");
+        assertTrue(assertThrows(IllegalArgumentException.class,
+                () -> AgentRequest.parse("SERVICE 10.96.0.10 6334 all fd00::1:80 -")).getMessage()
+                .contains("[IPV6]:PORT"));
+        assertTrue(assertThrows(IllegalArgumentException.class,
+                () -> AgentRequest.parse("SERVICE 10.96.0.10 6334 all [fd00::1]:80 -")).getMessage()
+                .contains("not of the family"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("UNSERVICE 10.96.0.10"))
+                .getMessage().contains("UNSERVICE takes 2 fields"));
+    }
+
+    static java.net.InetSocketAddress at(String ip, int port) {
+        return new java.net.InetSocketAddress(InetAddress.ofLiteral(ip), port);
+    }
 }

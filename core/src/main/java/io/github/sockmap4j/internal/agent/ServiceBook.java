@@ -1,0 +1,145 @@
+package io.github.sockmap4j.internal.agent;
+
+import io.github.sockmap4j.internal.bpf.ServiceMap;
+import io.github.sockmap4j.internal.net.Cidr;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Who put each Service the agent's control socket put in the Service map: only they, or root,
+ * replace or remove it. Kept in a root-only file next to the locks ({@code agent-services}, one
+ * {@code UID VIP PORT} a line, rewritten whole at each change: Services are few next to rules),
+ * so the next agent adopts it; a Service the map holds and the file does not (put by root without
+ * an agent, or by the Kubernetes feed) is root's.
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+public final class ServiceBook {
+    private final ServiceMap map;
+    private final Path file;
+    /** The owner's uid of each Service in the map, by VIP and port. */
+    private final Map<InetSocketAddress, Integer> owners = new LinkedHashMap<>();
+
+    private ServiceBook(ServiceMap map, Path file) {
+        this.map = map;
+        this.file = file;
+    }
+
+    /** Adopts the Services of {@code map}, with their owners from {@code file} when there is one. */
+    public static ServiceBook load(ServiceMap map, Path file) throws IOException {
+        ServiceBook b = new ServiceBook(map, file);
+        Map<InetSocketAddress, Integer> onFile = new LinkedHashMap<>();
+        if (Files.exists(file)) {
+            for (String line : Files.readAllLines(file)) {
+                String[] f = line.split("\t");
+                if (f.length == 3) {
+                    onFile.put(new InetSocketAddress(Cidr.literal(f[1]), Integer.parseInt(f[2])), Integer.parseInt(f[0]));
+                }
+            }
+        }
+        for (ServiceMap.Service s : map.list()) {
+            b.owners.put(s.vip(), onFile.getOrDefault(s.vip(), 0));
+        }
+        b.save();
+        return b;
+    }
+
+    /**
+     * Puts {@code s} for {@code uid} (already checked against the policy file), refusing to
+     * replace another user's or to go past {@code quota} Services.
+     */
+    public synchronized String put(int uid, ServiceMap.Service s, int quota) throws RuleBook.Refused, IOException {
+        sync();
+        Integer owner = owners.get(s.vip());
+        if (owner != null && owner != uid && uid != 0) {
+            throw new RuleBook.Refused("the Service " + AgentRequest.show(s.vip()) + " was put by uid " + owner
+                    + ": only they, or root, may replace it");
+        }
+        if (owner == null && uid != 0) {
+            long held = owners.values().stream().filter(o -> o == uid).count();
+            if (held >= quota) {
+                throw new RuleBook.Refused("uid " + uid + " has put " + held + " Services, its quota: remove one it no "
+                        + "longer needs, or ask root to raise its quota (a 'quota uid " + uid + " N' line in the "
+                        + "agent's policy file)");
+            }
+        }
+        map.put(s);
+        owners.put(s.vip(), owner != null && uid == 0 ? owner : uid);
+        save();
+        return "service " + AgentRequest.show(s.vip()) + ": " + s.local().size() + " local, " + s.remote().size()
+                + " remote endpoint(s)" + (s.localOnly() ? ", local only" : "");
+    }
+
+    /** Removes the Service of {@code vip} if {@code uid} put it, or is root. */
+    public synchronized String remove(int uid, InetSocketAddress vip) throws RuleBook.Refused, IOException {
+        sync();
+        Integer owner = owners.get(vip);
+        if (owner == null) {
+            throw new RuleBook.Refused("no Service " + AgentRequest.show(vip) + " (nothing to remove)");
+        }
+        if (owner != uid && uid != 0) {
+            throw new RuleBook.Refused("the Service " + AgentRequest.show(vip) + " was put by uid " + owner
+                    + ": only they, or root, may remove it");
+        }
+        map.remove(vip);
+        owners.remove(vip);
+        save();
+        return "removed service " + AgentRequest.show(vip);
+    }
+
+    /** Each Service, its endpoints and who put it. */
+    public synchronized List<String> describeAll() throws IOException {
+        sync();
+        List<String> out = new ArrayList<>();
+        for (ServiceMap.Service s : map.list()) {
+            out.add(AgentRequest.show(s.vip()) + " local=" + join(s.local()) + " remote=" + join(s.remote())
+                    + (s.localOnly() ? " local-only" : "") + " put by uid " + owners.getOrDefault(s.vip(), 0));
+        }
+        return out;
+    }
+
+    private static String join(List<InetSocketAddress> l) {
+        return l.isEmpty() ? "-" : String.join(",", l.stream().map(AgentRequest::show).toList());
+    }
+
+    /** Follows what others did to the map (the Kubernetes feed, root writing it directly). */
+    private void sync() throws IOException {
+        Map<InetSocketAddress, Integer> now = new LinkedHashMap<>();
+        for (ServiceMap.Service s : map.list()) {
+            now.put(s.vip(), owners.getOrDefault(s.vip(), 0));
+        }
+        if (!now.equals(owners)) {
+            owners.clear();
+            owners.putAll(now);
+            save();
+        }
+    }
+
+    private void save() throws IOException {
+        StringBuilder sb = new StringBuilder();
+        owners.forEach((vip, uid) -> {
+            if (uid != 0) {
+                sb.append(uid).append('\t').append(vip.getAddress().getHostAddress()).append('\t').append(vip.getPort())
+                        .append('\n');
+            }
+        });
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.deleteIfExists(tmp);
+        Files.writeString(Files.createFile(tmp, PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rw-------"))), sb);
+        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /** How many Services the map holds. */
+    public synchronized int size() {
+        return owners.size();
+    }
+}
