@@ -151,14 +151,26 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	key.remote_port = bpf_ntohl(skops->remote_port);
 
 	if (op == BPF_SOCK_OPS_STATE_CB) {
-		/* A registered socket closed: its read slot entry goes, even if its process died. */
-		if (skops->args[1] == BPF_TCP_CLOSE)
+		/*
+		 * A registered or translated socket closed: its read slot entry and the Service it
+		 * dialed go, even if its process died.
+		 */
+		if (skops->args[1] == BPF_TCP_CLOSE) {
+			__u64 cookie = bpf_get_socket_cookie(skops);
+
+			bpf_map_delete_elem(&sm4j_svcsock, &cookie);
 			forget_socket(skops, &key);
+		}
 		return 1;
 	}
 
 	/* The server is the remote end for a connect(), the local end for an accept(). */
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
+		__u64 cookie = bpf_get_socket_cookie(skops);
+
+		/* A translated socket, registered or not, is told of its close: its entry goes then. */
+		if (bpf_map_lookup_elem(&sm4j_svcsock, &cookie))
+			bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
 		policy = policy_of(key.remote_ip, key.remote_port);
 		/*
 		 * A server on another node never registers here: the client's sends would only miss.

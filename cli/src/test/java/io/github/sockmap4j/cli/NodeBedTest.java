@@ -336,6 +336,9 @@ class NodeBedTest {
                 "the split keeps kube-proxy's equal odds: " + local + " local of " + connections);
         assertTrue(redirected >= 0.99 * 2 * local, "the local connections' messages redirected: " + redirected
                 + " of " + 2 * local);
+        // Each translated socket's Service (for getpeername) goes at its close, remote picks' too.
+        Await.until("no translated socket remembered", java.time.Duration.ofSeconds(10),
+                () -> SockmapAdmin.translatedSockets(pins) == 0);
     }
 
     @Test

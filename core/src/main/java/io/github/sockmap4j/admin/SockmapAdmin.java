@@ -190,6 +190,14 @@ public final class SockmapAdmin {
     }
 
     /**
+     * How many sockets whose connect was translated to a Service's endpoint are open (the
+     * kernel remembers each one's Service, for getpeername, until it closes; at most 65,536).
+     */
+    public static int translatedSockets(Path pinDirectory) throws IOException {
+        return ServiceMap.translatedSockets(libbpf(), pinDirectory);
+    }
+
+    /**
      * Says where on this node a registered socket's server may be: the node's own addresses and
      * its pods' (the node agent keeps them from the Kubernetes API). A client whose server is
      * at another address is not registered: its sends would only miss, through a slower send

@@ -127,6 +127,28 @@ public final class ServiceMap implements AutoCloseable {
         return out;
     }
 
+    /**
+     * How many translated sockets the pin directory's {@code svcsock} map remembers (each one's
+     * Service, for getpeername): those open, as each entry goes at its socket's close.
+     */
+    public static int translatedSockets(Libbpf bpf, java.nio.file.Path pinDir) throws IOException {
+        int fd = Pin.SVC_SOCK.open(bpf, pinDir);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocate(8);
+            MemorySegment next = arena.allocate(8);
+            MemorySegment prev = MemorySegment.NULL;
+            int n = 0;
+            while (bpf.tryMapNextKey(fd, prev, next) == 0) {
+                MemorySegment.copy(next, 0, k, 0, 8);
+                prev = k;
+                n++;
+            }
+            return n;
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
     private static MemorySegment key(Arena arena, InetSocketAddress vip) {
         MemorySegment k = arena.allocate(ServiceLayout.KEY);
         fillAddress(k, vip);
