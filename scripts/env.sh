@@ -18,8 +18,9 @@ command -v ip >/dev/null || need_pkgs+=(iproute2)
 command -v setpriv >/dev/null || need_pkgs+=(util-linux)
 command -v cc >/dev/null || need_pkgs+=(gcc libc6-dev)
 command -v mvn >/dev/null || need_pkgs+=(maven)
-# The node-shaped test bed's kube-proxy-style NAT (iptables mode), inside the bed's own namespaces.
+# The node-shaped test bed's kube-proxy-style NAT (iptables and nftables modes), inside the bed's own namespaces.
 command -v iptables >/dev/null || need_pkgs+=(iptables)
+command -v nft >/dev/null || need_pkgs+=(nftables)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "Installing Debian packages: ${need_pkgs[*]}" >&2
   apt-get update -qq >&2

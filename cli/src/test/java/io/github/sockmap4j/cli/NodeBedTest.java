@@ -55,6 +55,9 @@ class NodeBedTest {
     static final String VIP_TWO_PORTS = "10.96.0.14";
     /** A Service whose endpoint the API server makes not ready, and moves. */
     static final String VIP_CHANGING = "10.96.0.15";
+    /** A Service in kube-proxy's nftables mode. */
+    static final String VIP_NFT = "10.96.0.16";
+    int nftService;
     static final int PORT = 46334;
     static final String NODE = "node-1";
 
@@ -83,6 +86,7 @@ class NodeBedTest {
         bed.service(VIP_REMOTE, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP_TWO_PORTS, PORT, NodeBed.podAddress(1) + ":" + PORT);
         bed.service(VIP_CHANGING, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        nftService = bed.serviceNft(VIP_NFT, PORT, NodeBed.podAddress(1) + ":" + PORT);
         api = MockApi.start();
         client = api.client;
         // The pods as the API server knows them: pods 0 and 1 on the agent's node, pod 2 on another.
@@ -615,6 +619,28 @@ class NodeBedTest {
         } finally {
             client.resource(svc).delete();
             client.resource(slice("changing", NODE, true, PORT)).delete();
+        }
+    }
+
+    /**
+     * kube-proxy's nftables mode instead of iptables: untranslated, the connect goes through its
+     * DNAT; in sockmap4j's Service map, it is translated before netfilter sees it and redirected.
+     */
+    @Test
+    void aServiceInKubeProxysNftablesModeIsTranslatedTheSame() throws Exception {
+        long nat = bed.nftPackets(false, nftService, 0);
+        assertEquals(0, pingPong(NodeBed.podAddress(1), VIP_NFT, 200, null), "not in the map: by TCP");
+        assertEquals(1, bed.nftPackets(false, nftService, 0) - nat, "through the nftables DNAT");
+        putService(VIP_NFT + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
+        try {
+            nat = bed.nftPackets(false, nftService, 0);
+            String[] peer = new String[1];
+            double share = pingPong(NodeBed.podAddress(1), VIP_NFT, 10_000, peer);
+            assertTrue(share >= 0.99, "at least 99% of messages redirected: " + share);
+            assertEquals(VIP_NFT + ":" + PORT, peer[0], "getpeername reports the Service the client dialed");
+            assertEquals(0, bed.nftPackets(false, nftService, 0) - nat, "no packet through the nftables DNAT");
+        } finally {
+            removeService(VIP_NFT + ":" + PORT);
         }
     }
 }

@@ -12,7 +12,8 @@ import java.util.concurrent.TimeUnit;
  * routes them (a /24 per veth, the node's end the pod's default gateway), not joined to each
  * other directly. {@link #service} adds kube-proxy-style NAT (iptables mode: a KUBE-SERVICES
  * chain in PREROUTING and OUTPUT, one chain per Service that picks an endpoint with
- * {@code statistic --mode random}, DNAT to it), with conntrack as the node's netfilter keeps it.
+ * {@code statistic --mode random}, DNAT to it), {@link #serviceNft} the same in kube-proxy's
+ * nftables mode, with conntrack as the node's netfilter keeps it.
  * {@link #close()} deletes every namespace it made, and with them their links and rules; the
  * host's own netfilter and sysctls are never touched.
  *
@@ -118,6 +119,60 @@ public final class NodeBed implements AutoCloseable {
             rule.addAll(List.of("-j", "DNAT", "--to-destination", endpoints[k]));
             nat(tool, rule.toArray(String[]::new));
         }
+    }
+
+    /**
+     * A Service as kube-proxy's nftables mode writes it in the node: a table {@code kube-proxy}
+     * of the VIP's family whose nat chains on prerouting and output look {@code vip . tcp . port}
+     * up in a verdict map, a chain per Service that picks an endpoint with {@code numgen random},
+     * and a chain per endpoint ({@code ep-SERVICE-K}, with a counter) that DNATs to it. Returns
+     * the Service's number, for {@link #nftPackets}.
+     */
+    public int serviceNft(String vip, int port, String... endpoints) throws IOException, InterruptedException {
+        boolean v6 = vip.contains(":");
+        String family = v6 ? "ip6" : "ip";
+        int n = ++services;
+        StringBuilder nft = new StringBuilder();
+        if (tables.add(family + " kube-proxy")) {
+            nft.append("table ").append(family).append(" kube-proxy {\n")
+                    .append("  map service-ips { type ").append(v6 ? "ipv6_addr" : "ipv4_addr")
+                    .append(" . inet_proto . inet_service : verdict; }\n")
+                    .append("  chain services { ").append(family).append(" daddr . meta l4proto . th dport vmap @service-ips; }\n")
+                    .append("  chain nat-prerouting { type nat hook prerouting priority dstnat; policy accept; jump services; }\n")
+                    .append("  chain nat-output { type nat hook output priority -100; policy accept; jump services; }\n")
+                    .append("}\n");
+        }
+        StringBuilder pick = new StringBuilder();
+        for (int k = 0; k < endpoints.length; k++) {
+            nft.append("add chain ").append(family).append(" kube-proxy ep-").append(n).append('-').append(k).append('\n');
+            nft.append("add rule ").append(family).append(" kube-proxy ep-").append(n).append('-').append(k)
+                    .append(" meta l4proto tcp counter dnat to ").append(endpoints[k]).append('\n');
+            pick.append(k == 0 ? "" : ", ").append(k).append(" : goto ep-").append(n).append('-').append(k);
+        }
+        nft.append("add chain ").append(family).append(" kube-proxy svc-").append(n).append('\n');
+        nft.append("add rule ").append(family).append(" kube-proxy svc-").append(n).append(" numgen random mod ")
+                .append(endpoints.length).append(" vmap { ").append(pick).append(" }\n");
+        nft.append("add element ").append(family).append(" kube-proxy service-ips { ").append(vip)
+                .append(" . tcp . ").append(port).append(" : goto svc-").append(n).append(" }\n");
+        Process p = new ProcessBuilder("ip", "netns", "exec", node, "nft", "-f", "-").redirectErrorStream(true).start();
+        p.getOutputStream().write(nft.toString().getBytes(StandardCharsets.UTF_8));
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException("nft -f - failed: " + out + "\n" + nft);
+        }
+        return n;
+    }
+
+    /** Packets the DNAT of endpoint {@code k} of nftables Service {@code n} has matched (its counter). */
+    public long nftPackets(boolean v6, int n, int k) throws IOException, InterruptedException {
+        String out = sh("ip", "netns", "exec", node, "nft", "list", "chain", v6 ? "ip6" : "ip", "kube-proxy",
+                "ep-" + n + "-" + k);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("counter packets (\\d+)").matcher(out);
+        if (!m.find()) {
+            throw new IOException("no counter in " + out);
+        }
+        return Long.parseLong(m.group(1));
     }
 
     private void nat(String tool, String... args) throws IOException, InterruptedException {
