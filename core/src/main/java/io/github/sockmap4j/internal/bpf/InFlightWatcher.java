@@ -57,6 +57,14 @@ public final class InFlightWatcher implements AutoCloseable {
     private static final long IDLE_LOOK_NANOS = 160_000_000L;
     /** How long a receiver stays polled every millisecond after its sender was last near its bound. */
     private static final long HOT_NANOS = 100_000_000L;
+    /**
+     * How long a receiver whose connection this watcher cannot see (an end in a namespace it
+     * does not look in: a pod-to-pod connection seen from one pod) is left alone before it is
+     * looked for again. Measured in the RAG demo on the node bed (each stage in a pod, a watcher in
+     * each stage's JVM): such receivers stayed WANTED, so each watcher walked the map every
+     * millisecond, 10% of a CPU each, most of it in the kernel's hash-map key walk.
+     */
+    private static final long INVISIBLE_NANOS = 1_000_000_000L;
     /** The window over which a receiver's read rate grows its bound. */
     private static final long WINDOW_NANOS = 10_000_000L;
 
@@ -110,6 +118,8 @@ public final class InFlightWatcher implements AutoCloseable {
     /** What the watcher remembers of one receiver between polls. */
     private static final class Seen {
         long lastPoll;
+        /** Until when its connection is not looked for (0: visible, or not known not to be). */
+        long invisibleUntil;
         long hotUntil;
         long rxNetns;
         long txNetns;
@@ -140,6 +150,9 @@ public final class InFlightWatcher implements AutoCloseable {
                         s.hotUntil = now + HOT_NANOS;
                         seen.put(id, s);
                     }
+                    if (s.invisibleUntil != 0 && now - s.invisibleUntil < 0) {
+                        continue; // not visible from here: neither hot nor unread for this watcher
+                    }
                     boolean wanted = (w.flags() & WatchLayout.WANTED) != 0;
                     if (wanted) {
                         s.hotUntil = now + HOT_NANOS;
@@ -148,20 +161,28 @@ public final class InFlightWatcher implements AutoCloseable {
                         // nothing to estimate until more is sent, and the verdict asks when that matters.
                         continue;
                     }
-                    anyUnread = true;
                     boolean hot = now - s.hotUntil < 0;
-                    anyHot |= hot;
                     if (!hot && s.lastPoll != 0 && now - s.lastPoll < IDLE_POLL_NANOS) {
+                        anyUnread = true;
                         continue;
                     }
                     s.lastPoll = now;
+                    Found found;
                     try {
-                        unknown |= !estimate(diags, w, s, now, ceiling);
+                        found = estimate(diags, w, s, now, ceiling);
                     } catch (IOException e) {
                         // One receiver's query failed (its namespace going away, say): the others go on.
                         LOG.debug("Estimating a receiver's reads failed: {}", e.toString());
-                        unknown = true;
+                        found = Found.UNKNOWN_NAMESPACE;
                     }
+                    if (found == Found.INVISIBLE) {
+                        s.invisibleUntil = now + INVISIBLE_NANOS;
+                        continue;
+                    }
+                    s.invisibleUntil = 0;
+                    unknown |= found == Found.UNKNOWN_NAMESPACE;
+                    anyUnread = true;
+                    anyHot |= hot;
                 }
                 seen.keySet().retainAll(present);
                 if (!cgroups.isEmpty() && (now - refreshed >= NAMESPACE_REFRESH_NANOS
@@ -185,8 +206,19 @@ public final class InFlightWatcher implements AutoCloseable {
      * to twice what the receiver surely read in the last window, never shrinking, up to
      * net.ipv4.tcp_rmem's maximum. A receiver that keeps up so gets room to stream.
      */
-    /** False when the key names a namespace not known here (yet). */
-    private boolean estimate(NetnsDiags diags, InFlightMaps.Watched w, Seen s, long now, int ceiling)
+    /** What {@link #estimate} found of a receiver's connection. */
+    private enum Found {
+        /** Both ends: the estimate is up to date. */
+        BOTH,
+        /** Both ends were found before, not now (gone, or moved): looked for again at the next poll. */
+        LOST,
+        /** An end is not in a namespace this watcher looks in. */
+        INVISIBLE,
+        /** The key names a loopback namespace not known here (yet). */
+        UNKNOWN_NAMESPACE
+    }
+
+    private Found estimate(NetnsDiags diags, InFlightMaps.Watched w, Seen s, long now, int ceiling)
             throws IOException {
         MemorySegment k = MemorySegment.ofArray(w.key());
         byte[] local = k.asSlice(SockKeyLayout.LOCAL_IP, 16).toArray(ValueLayout.JAVA_BYTE);
@@ -196,7 +228,7 @@ public final class InFlightWatcher implements AutoCloseable {
         long netns = k.get(ValueLayout.JAVA_LONG_UNALIGNED, SockKeyLayout.NETNS);
         if (netns != 0 && !diags.knows(netns)) {
             // A loopback connection of a namespace not looked in: another one would find a namesake.
-            return false;
+            return Found.UNKNOWN_NAMESPACE;
         }
         /*
          * The sender's queue is measured before the receiver's: a byte moves from one to the other
@@ -209,7 +241,7 @@ public final class InFlightWatcher implements AutoCloseable {
         boolean located = s.rxNetns != 0 && s.txNetns != 0;
         NetnsDiags.Found rxFound = located ? null : diags.find(netns, s.rxNetns, local, localPort, remote, remotePort);
         if (!located && rxFound == null) {
-            return true; // not visible from the namespaces looked in
+            return Found.INVISIBLE; // not visible from the namespaces looked in
         }
         long rxNetns = located ? s.rxNetns : rxFound.netnsCookie();
         NetnsDiags.Found txFound = diags.find(netns, s.txNetns == 0 ? rxNetns : s.txNetns, remote, remotePort, local,
@@ -219,7 +251,8 @@ public final class InFlightWatcher implements AutoCloseable {
         if (rxFound == null || txFound == null) {
             s.rxNetns = 0; // gone, or moved: located again next time
             s.txNetns = 0;
-            return true;
+            // Never found both: an end is in a namespace not looked in (a pod-to-pod connection seen from one pod).
+            return located ? Found.LOST : Found.INVISIBLE;
         }
         s.rxNetns = rxFound.netnsCookie();
         s.txNetns = txFound.netnsCookie();
@@ -243,7 +276,7 @@ public final class InFlightWatcher implements AutoCloseable {
             maps.updateWatched(w.key(), w.sent(), surelyRead, (int) bound, flags);
             estimates.increment();
         }
-        return true;
+        return Found.BOTH;
     }
 
 
