@@ -77,6 +77,31 @@ public final class RagDemo implements Callable<Integer> {
     Path plot;
     @Option(names = "--stage-heap", defaultValue = "256m", description = "-Xmx of each stage's JVM (default ${DEFAULT-VALUE})")
     String stageHeap;
+    @Option(names = "--topology", defaultValue = "node", description = "node: each stage in a pod of its own on a "
+            + "node-shaped bed (network namespaces routed through a node namespace, built for the run and removed "
+            + "after; needs root), the stages and the load dialing Service VIPs: kube-proxy-style DNAT on the plain path, "
+            + "translated at connect on the fast path; loopback: every stage on this host's loopback "
+            + "(default ${DEFAULT-VALUE})")
+    String topology;
+    /** Set by the node topology's driver for the demo it runs in the client pod: the stages' pods, in role order. */
+    @Option(names = "--node-pods", hidden = true, split = ",")
+    List<String> nodePods;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    /** The node topology: pods 0-3 the stages in Role order, pod 4 the load generator's. */
+    static final int CLIENT_POD = RagService.Role.values().length;
+
+    /** A stage's Service VIP on the node. */
+    static String vip(RagService.Role r) {
+        return "10.96.0." + (10 + r.ordinal());
+    }
+
+    /** A stage's port on the node: each its own, the gateway's (ingress) apart from the internal ones. */
+    static int nodePort(RagService.Role r) {
+        return r == RagService.Role.GATEWAY ? 8080 : 50051 + r.ordinal();
+    }
 
     private final PrintStream out;
 
@@ -107,6 +132,17 @@ public final class RagDemo implements Callable<Integer> {
             System.err.println("--mode is both, plain or fast, not '" + mode + "'");
             return 2;
         }
+        if (!List.of("node", "loopback").contains(topology)) {
+            System.err.println("--topology is node or loopback, not '" + topology + "'");
+            return 2;
+        }
+        if (node() && inProcess) {
+            System.err.println("--in-process runs every stage in this JVM, on loopback: add --topology loopback");
+            return 2;
+        }
+        if (node() && nodePods == null) {
+            return driveNode();
+        }
         RagService.Settings settings = new RagService.Settings(dim, docs, seed, candidates, topK, threshold);
         Sockmap sockmap = null;
         Closeable runStats = null;
@@ -128,6 +164,10 @@ public final class RagDemo implements Callable<Integer> {
             out.printf(Locale.ROOT, "RAG pipeline: gateway -> embedding -> search -> context, %s; %,d chunks x %d dims, "
                     + "%d candidates with vectors, top-%d at score >= %.2f%n",
                     inProcess ? "all in this JVM" : "one JVM each", docs, dim, candidates, topK, threshold);
+            out.println(node() ? "topology: node: each stage and the load generator in a pod of its own, routed "
+                    + "through a node namespace; every hop dials a Service VIP (kube-proxy-style DNAT in the node; on "
+                    + "the fast path the internal hops' connects are translated to their pods)"
+                    : "topology: loopback: every stage on this host's loopback (127.0.0.1)");
             out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
                     + "then %.0f s with %d in flight%n%n", requests, rate, throughputSeconds, inFlight);
             List<Run> plainRuns = new ArrayList<>();
@@ -176,13 +216,31 @@ public final class RagDemo implements Callable<Integer> {
     private Run runPath(boolean fast, RagService.Settings s, int round, Sockmap sockmap) throws Exception {
         String label = (fast ? "sockmap fast path" : "plain TCP") + (rounds > 1 ? " #" + (round + 1) : "");
         Map<RagService.Role, Stage> stages = new EnumMap<>(RagService.Role.class);
+        List<java.net.InetSocketAddress> translated = new ArrayList<>();
         try {
+            if (node() && fast && sockmap != null && sockmap.isActive()) {
+                // The internal hops' Services in the Service map: their connects go straight to the pods.
+                for (RagService.Role r : List.of(RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT)) {
+                    java.net.InetSocketAddress at = new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(vip(r)),
+                            nodePort(r));
+                    SockmapAdmin.putService(sockmap.config().pinDirectory(), new SockmapAdmin.Service(at,
+                            List.of(new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(
+                                    io.github.sockmap4j.testsupport.NodeBed.podAddress(r.ordinal())), nodePort(r))),
+                            List.of(), false));
+                    translated.add(at);
+                }
+            }
             startStages(fast, s, stages);
             if (round == 0 && !fast || round == 0 && mode.equals("fast")) {
                 Stage search = stages.get(RagService.Role.SEARCH);
                 out.println("search " + search.info());
             }
-            ManagedChannel gw = NettyChannelBuilder.forAddress("127.0.0.1", stages.get(RagService.Role.GATEWAY).port())
+            java.net.InetSocketAddress gwAt = node()
+                    ? new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(vip(RagService.Role.GATEWAY)),
+                            nodePort(RagService.Role.GATEWAY))
+                    : new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral("127.0.0.1"),
+                            stages.get(RagService.Role.GATEWAY).port());
+            ManagedChannel gw = NettyChannelBuilder.forAddress(gwAt)
                     .usePlaintext().channelType(EpollSocketChannel.class).eventLoopGroup(RagService.group())
                     .maxInboundMessageSize(16 << 20).build();
             try {
@@ -234,6 +292,69 @@ public final class RagDemo implements Callable<Integer> {
                 gw.close();
             }
             stages.values().parallelStream().forEach(Stage::close);
+            for (java.net.InetSocketAddress at : translated) {
+                SockmapAdmin.removeService(sockmap.config().pinDirectory(), at);
+            }
+        }
+    }
+
+    private boolean node() {
+        return topology.equals("node");
+    }
+
+    /**
+     * The node topology's driver: builds the bed (a node namespace, five pods routed through it,
+     * a Service VIP per stage NAT-ed to its pod), runs this demo again in the client pod (which
+     * starts each stage in its pod and prints the tables), and removes the bed, also when the run
+     * fails or is interrupted.
+     */
+    private int driveNode() throws Exception {
+        if (!"root".equals(System.getProperty("user.name")) && !Files.isWritable(Path.of("/run"))) {
+            System.err.println("the node topology builds network namespaces and needs root: run it as root, or pass "
+                    + "--topology loopback");
+            return 2;
+        }
+        io.github.sockmap4j.testsupport.NodeBed bed = io.github.sockmap4j.testsupport.NodeBed.create("rag", CLIENT_POD + 1);
+        Thread cleanup = new Thread(() -> {
+            try {
+                bed.close();
+            } catch (IOException e) {
+                System.err.println("removing the node bed: " + e.getMessage());
+            }
+        }, "rag-node-bed-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
+        try {
+            List<String> pods = new ArrayList<>();
+            for (RagService.Role r : RagService.Role.values()) {
+                bed.service(vip(r), nodePort(r), io.github.sockmap4j.testsupport.NodeBed.podAddress(r.ordinal()) + ":"
+                        + nodePort(r));
+                pods.add(bed.pod(r.ordinal()));
+            }
+            List<String> cmd = new ArrayList<>();
+            cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+            cmd.add("-cp");
+            cmd.add(System.getProperty("java.class.path"));
+            cmd.add(RagDemo.class.getName());
+            cmd.addAll(spec.commandLine().getParseResult().originalArgs());
+            cmd.add("--node-pods=" + String.join(",", pods));
+            Process p = new ProcessBuilder(io.github.sockmap4j.testsupport.NodeBed.inNetwork(bed.pod(CLIENT_POD), cmd))
+                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            p.getOutputStream().close();
+            try (java.io.BufferedReader r = p.inputReader(java.nio.charset.StandardCharsets.UTF_8)) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    out.println(line);
+                }
+            }
+            return p.waitFor();
+        } finally {
+            bed.close();
+            try {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            } catch (IllegalStateException exiting) {
+                // the hook runs now; the bed is already gone
+            }
         }
     }
 
@@ -250,7 +371,8 @@ public final class RagDemo implements Callable<Integer> {
         Duration timeout = Duration.ofSeconds(120);
         List<CompletableFuture<Stage>> starting = new ArrayList<>();
         for (RagService.Role r : backends) {
-            starting.add(Stage.spawn(r, s, fast, flags, timeout));
+            starting.add(node() ? Stage.spawn(r, s, fast, flags, timeout, placement(r), List.of())
+                    : Stage.spawn(r, s, fast, flags, timeout));
         }
         IOException failure = null;
         for (CompletableFuture<Stage> f : starting) {
@@ -264,8 +386,23 @@ public final class RagDemo implements Callable<Integer> {
         if (failure != null) {
             throw failure;
         }
+        if (node()) {
+            List<String> downstream = new ArrayList<>();
+            for (RagService.Role r : backends) {
+                downstream.add(vip(r) + ":" + nodePort(r));
+            }
+            stages.put(RagService.Role.GATEWAY, Stage.await(Stage.spawn(RagService.Role.GATEWAY, s, fast, flags, timeout,
+                    placement(RagService.Role.GATEWAY), downstream)));
+            return;
+        }
         stages.put(RagService.Role.GATEWAY, Stage.await(Stage.spawn(RagService.Role.GATEWAY, s, fast, flags, timeout,
                 ports(stages, backends))));
+    }
+
+    /** A stage's place on the node: its pod's network namespace, its pod IP and port. */
+    private Stage.Placement placement(RagService.Role r) {
+        return new Stage.Placement(io.github.sockmap4j.testsupport.NodeBed.inNetwork(nodePods.get(r.ordinal()), List.of()),
+                io.github.sockmap4j.testsupport.NodeBed.podAddress(r.ordinal()), nodePort(r));
     }
 
     private static int[] ports(Map<RagService.Role, Stage> stages, RagService.Role[] roles) {

@@ -121,6 +121,19 @@ public final class RagService implements AutoCloseable {
      * {@code downstream} (embedding, search, context).
      */
     public static RagService start(Role role, Settings s, boolean fast, int port, int... downstream) throws IOException {
+        List<java.net.InetSocketAddress> d = new ArrayList<>();
+        for (int p : downstream) {
+            d.add(new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral("127.0.0.1"), p));
+        }
+        return start(role, s, fast, new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral("127.0.0.1"), port), d);
+    }
+
+    /**
+     * Starts a stage listening on {@code bind}; the gateway dials the other three stages at
+     * {@code downstream} (embedding, search, context): their pods' or their Services' addresses.
+     */
+    public static RagService start(Role role, Settings s, boolean fast, java.net.InetSocketAddress bind,
+                                   List<java.net.InetSocketAddress> downstream) throws IOException {
         BufferAllocator alloc = new RootAllocator();
         List<ManagedChannel> channels = new ArrayList<>();
         String info = "";
@@ -168,11 +181,11 @@ public final class RagService implements AutoCloseable {
                     service = service("rag.Context", ASSEMBLE, assemble);
                 }
                 case GATEWAY -> {
-                    if (downstream.length != 3) {
-                        throw new IllegalArgumentException("the gateway needs the embedding, search and context ports");
+                    if (downstream.size() != 3) {
+                        throw new IllegalArgumentException("the gateway needs the embedding, search and context addresses");
                     }
-                    for (int p : downstream) {
-                        channels.add(channel(p, fast));
+                    for (java.net.InetSocketAddress a : downstream) {
+                        channels.add(channel(a, fast));
                     }
                     ManagedChannel embed = channels.get(0);
                     ManagedChannel search = channels.get(1);
@@ -186,7 +199,7 @@ public final class RagService implements AutoCloseable {
                 }
                 default -> throw new AssertionError(role);
             }
-            NettyServerBuilder b = NettyServerBuilder.forAddress(new java.net.InetSocketAddress("127.0.0.1", port))
+            NettyServerBuilder b = NettyServerBuilder.forAddress(bind)
                     .addService(service).maxInboundMessageSize(64 << 20);
             if (fast && role != Role.GATEWAY) {
                 SockmapGrpc.configure(b, group(), group());
@@ -229,7 +242,11 @@ public final class RagService implements AutoCloseable {
     }
 
     static ManagedChannel channel(int port, boolean fast) {
-        NettyChannelBuilder b = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext()
+        return channel(new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral("127.0.0.1"), port), fast);
+    }
+
+    static ManagedChannel channel(java.net.InetSocketAddress to, boolean fast) {
+        NettyChannelBuilder b = NettyChannelBuilder.forAddress(to).usePlaintext()
                 .maxInboundMessageSize(64 << 20);
         if (fast) {
             SockmapGrpc.configure(b, group());
@@ -288,8 +305,11 @@ public final class RagService implements AutoCloseable {
         boolean fast;
         @Option(names = "--port", defaultValue = "0")
         int port;
-        @Option(names = "--downstream", split = ",", description = "gateway: embedding,search,context ports")
-        int[] downstream = new int[0];
+        @Option(names = "--bind", defaultValue = "127.0.0.1", description = "address to listen on (a literal)")
+        String bind;
+        @Option(names = "--downstream", split = ",",
+                description = "gateway: embedding,search,context as PORT (on loopback) or ADDRESS:PORT")
+        List<String> downstream = List.of();
         @Option(names = "--dim", defaultValue = "384")
         int dim;
         @Option(names = "--docs", defaultValue = "2000")
@@ -313,7 +333,15 @@ public final class RagService implements AutoCloseable {
                 return 2;
             }
             Sockmap sockmap = fast ? Sockmap.global() : null;
-            try (RagService s = start(r, new Settings(dim, docs, seed, candidates, topK, threshold), fast, port, downstream)) {
+            List<java.net.InetSocketAddress> d = new ArrayList<>();
+            for (String a : downstream) {
+                int colon = a.lastIndexOf(':');
+                d.add(colon < 0 ? new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral("127.0.0.1"), Integer.parseInt(a))
+                        : new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(a.substring(0, colon)),
+                                Integer.parseInt(a.substring(colon + 1))));
+            }
+            try (RagService s = start(r, new Settings(dim, docs, seed, candidates, topK, threshold), fast,
+                    new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(bind), port), d)) {
                 System.out.println("READY " + s.port() + " " + s.info());
                 System.out.flush();
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

@@ -76,7 +76,29 @@ abstract class Stage implements AutoCloseable {
      */
     static CompletableFuture<Stage> spawn(RagService.Role role, RagService.Settings s, boolean fast,
             List<String> jvmFlags, Duration timeout, int... downstream) throws IOException {
-        List<String> cmd = new ArrayList<>();
+        List<String> d = new ArrayList<>();
+        for (int p : downstream) {
+            d.add(Integer.toString(p));
+        }
+        return spawn(role, s, fast, jvmFlags, timeout, Placement.LOOPBACK, d);
+    }
+
+    /**
+     * Where a child stage runs: {@code prefix} before its command (entering its pod's network
+     * namespace), and the address and port it listens on (0: any free one).
+     */
+    record Placement(List<String> prefix, String bind, int port) {
+        static final Placement LOOPBACK = new Placement(List.of(), "127.0.0.1", 0);
+    }
+
+    /**
+     * As {@link #spawn(RagService.Role, RagService.Settings, boolean, List, Duration, int...)},
+     * placed by {@code where}; the gateway dials {@code downstream} (PORT on loopback, or
+     * ADDRESS:PORT).
+     */
+    static CompletableFuture<Stage> spawn(RagService.Role role, RagService.Settings s, boolean fast,
+            List<String> jvmFlags, Duration timeout, Placement where, List<String> downstream) throws IOException {
+        List<String> cmd = new ArrayList<>(where.prefix());
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(jvmFlags);
         cmd.add("-cp");
@@ -87,12 +109,10 @@ abstract class Stage implements AutoCloseable {
         if (fast) {
             cmd.add("--fast");
         }
-        if (downstream.length > 0) {
-            StringBuilder d = new StringBuilder();
-            for (int p : downstream) {
-                d.append(d.length() == 0 ? "" : ",").append(p);
-            }
-            cmd.add("--downstream=" + d);
+        cmd.add("--bind=" + where.bind());
+        cmd.add("--port=" + where.port());
+        if (!downstream.isEmpty()) {
+            cmd.add("--downstream=" + String.join(",", downstream));
         }
         Process p = new ProcessBuilder(cmd).start();
         Thread errors = new Thread(() -> forwardErrors(p, role), "rag-" + role + "-err");

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.examples.rag;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,7 +15,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
 
-/** The demo itself, small: four stage JVMs per path, a table for both paths, and no stage left running. */
+/**
+ * The demo itself, small, in its default topology (each stage in a pod of the node bed, every hop
+ * through a Service VIP): four stage JVMs per path, a table for both paths, the internal hops
+ * redirected, and no stage or namespace left.
+ */
 @Tag("kernel")
 class RagDemoTest {
     @Test
@@ -35,6 +40,16 @@ class RagDemoTest {
         long verdictRuns = Long.parseLong(runs.group(1).replace(",", ""));
         assertTrue(verdictRuns >= 300 * 6, "the verdict ran for every internal send: " + verdictRuns);
         assertTrue(text.contains("failed requests: plain 0, fast 0"), text);
+        assertTrue(text.contains("topology: node: each stage and the load generator in a pod of its own"), text);
+        Matcher redirected = Pattern.compile("\\| MiB redirected \\(opted-in sockets\\) \\| 0.0 \\| ([0-9.]+) \\|").matcher(text);
+        assertTrue(redirected.find() && Double.parseDouble(redirected.group(1)) > 0, "the internal hops redirected");
+        Matcher tcp = Pattern.compile("\\| MiB sent by TCP from opted-in sockets \\| 0.0 \\| ([0-9.]+) \\|").matcher(text);
+        assertTrue(tcp.find(), "a by-TCP row");
+        assertTrue(Double.parseDouble(tcp.group(1)) <= 0.01 * Double.parseDouble(redirected.group(1)),
+                "at most 1% of the opted-in bytes by TCP: the VIPs were translated");
         assertEquals(0, ProcessHandle.current().children().count(), "every stage JVM has exited");
+        String netns = new String(assertDoesNotThrow(() -> new ProcessBuilder("ip", "netns", "list").start()
+                .getInputStream().readAllBytes()), StandardCharsets.UTF_8);
+        assertTrue(!netns.contains("-rag"), "the node bed's namespaces are gone: " + netns);
     }
 }
