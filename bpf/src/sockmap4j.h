@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 9
+#define SM4J_ABI_VERSION 10
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -97,7 +97,7 @@ struct sm4j_slot {
 	__u64 read;     /* bytes the owner has read from its socket */
 	__u32 bound;    /* bytes the owner lets be redirected to it unread */
 	__u32 reserved;
-	__u64 reserved2;
+	__u64 wake;     /* slot 0's only: bumped when a watch entry is made or set WANTED */
 };
 
 /*

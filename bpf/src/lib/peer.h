@@ -143,6 +143,20 @@ static __always_inline __u32 grow_bound(struct sm4j_watch *w, __u32 bound)
  * watcher's read on. Asks the watcher to poll often when the sender is held on TCP or near
  * the bound.
  */
+/*
+ * Tells the watchers there is something new to look at (a watch entry made, or one set WANTED):
+ * slot 0's wake counter, which they read from the shared mapping and walk sm4j_watch only when
+ * it moved (or an entry of theirs is due). A walk of the hash map costs its whole bucket array.
+ */
+static __always_inline void wake_watchers(void)
+{
+	__u32 zero = 0;
+	struct sm4j_slot *s = bpf_map_lookup_elem(&sm4j_slots, &zero);
+
+	if (s)
+		__sync_fetch_and_add(&s->wake, 1);
+}
+
 struct sm4j_receiver {
 	struct sm4j_watch *w; /* the watch entry, for a receiver that publishes nothing */
 	__u64 read;
@@ -165,7 +179,8 @@ static __always_inline void receiver_of(struct sm4j_sock_state *st, const struct
 
 		init.bound = st->policy_bound ? st->policy_bound : sm4j_cfg.watch_bound;
 		init.flags = st->policy_bound ? SM4J_WATCH_FIXED : 0;
-		bpf_map_update_elem(&sm4j_watch, peer, &init, BPF_NOEXIST);
+		if (bpf_map_update_elem(&sm4j_watch, peer, &init, BPF_NOEXIST) == 0)
+			wake_watchers();
 		w = bpf_map_lookup_elem(&sm4j_watch, peer);
 	}
 	r->w = w;
@@ -184,8 +199,10 @@ static __always_inline void receiver_of(struct sm4j_sock_state *st, const struct
 		r->read = sent - unread;
 		w->read = r->read;
 	}
-	if ((st->flags & SM4J_SOCK_TCP) || sent - r->read + size > r->bound / 2)
+	if (((st->flags & SM4J_SOCK_TCP) || sent - r->read + size > r->bound / 2) && !(w->flags & SM4J_WATCH_WANTED)) {
 		w->flags |= SM4J_WATCH_WANTED;
+		wake_watchers();
+	}
 }
 
 #endif /* SM4J_LIB_PEER_H */

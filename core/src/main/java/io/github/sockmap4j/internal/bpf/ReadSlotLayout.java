@@ -17,7 +17,7 @@ import java.lang.foreign.ValueLayout;
  *     __u64 read;             // bytes the owner has read
  *     __u32 bound;            // bytes it lets be redirected to it unread
  *     __u32 reserved;
- *     __u64 reserved2;
+ *     __u64 wake;       slot 0's only: the watchers' wake counter
  * };
  * </pre>
  */
@@ -31,12 +31,14 @@ public final class ReadSlotLayout {
             ValueLayout.JAVA_LONG.withName("read"),
             ValueLayout.JAVA_INT.withName("bound"),
             ValueLayout.JAVA_INT.withName("reserved"),
-            ValueLayout.JAVA_LONG.withName("reserved2")).withName("sm4j_slot");
+            ValueLayout.JAVA_LONG.withName("wake")).withName("sm4j_slot");
     public static final long RX_SLOT = RX.byteOffset(MemoryLayout.PathElement.groupElement("slot"));
     public static final long RX_COOKIE = RX.byteOffset(MemoryLayout.PathElement.groupElement("cookie"));
     public static final long SLOT_COOKIE = SLOT.byteOffset(MemoryLayout.PathElement.groupElement("cookie"));
     public static final long SLOT_READ = SLOT.byteOffset(MemoryLayout.PathElement.groupElement("read"));
     public static final long SLOT_BOUND = SLOT.byteOffset(MemoryLayout.PathElement.groupElement("bound"));
+    /** Slot 0's {@code wake}: the verdict bumps it when a watcher has something new to look at. */
+    public static final long SLOT_WAKE = SLOT.byteOffset(MemoryLayout.PathElement.groupElement("wake"));
 
     private ReadSlotLayout() {
     }

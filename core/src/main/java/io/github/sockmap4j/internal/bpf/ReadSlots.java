@@ -29,6 +29,18 @@ public final class ReadSlots {
         this.count = count;
     }
 
+    /**
+     * Slot 0's wake counter: the verdict bumps it when a watch entry is made or set WANTED (a
+     * plain acquire load, no syscall); -1 after the pin directory closed.
+     */
+    public long wake() {
+        try {
+            return (long) LONG.getAcquire(mem, ReadSlotLayout.SLOT_WAKE);
+        } catch (IllegalStateException closed) {
+            return -1;
+        }
+    }
+
     /** Claims a free slot for {@code cookie} with read 0; -1 when every slot is taken. */
     int claim(long cookie, int bound) {
         int start = ThreadLocalRandom.current().nextInt(count);
