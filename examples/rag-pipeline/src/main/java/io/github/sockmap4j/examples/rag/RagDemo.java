@@ -50,6 +50,10 @@ public final class RagDemo implements Callable<Integer> {
     @Option(names = "--throughput-seconds", defaultValue = "4",
             description = "seconds of the closed-loop throughput phase per path, 0 to skip (default ${DEFAULT-VALUE})")
     double throughputSeconds;
+    @Option(names = "--idle-seconds", defaultValue = "5",
+            description = "seconds with no traffic after the load, over which each stage's idle CPU is measured, 0 to "
+                    + "skip (default ${DEFAULT-VALUE})")
+    double idleSeconds;
     @Option(names = "--in-flight", defaultValue = "16", description = "requests outstanding in the throughput phase (default ${DEFAULT-VALUE})")
     int inFlight;
     @Option(names = "--rounds", defaultValue = "1",
@@ -117,7 +121,8 @@ public final class RagDemo implements Callable<Integer> {
     record Run(boolean fast, Histogram latency, double offeredRps, double achievedRps, long failed, double maxRps,
             Map<RagService.Role, Double> cpuPercent, Map<RagService.Role, Long> rss, double loadGenCpuPercent,
             double systemCpuPercent,
-            long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits) {
+            long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
+            Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads) {
     }
 
     @Override
@@ -273,6 +278,28 @@ public final class RagDemo implements Callable<Integer> {
                     rss.put(role, stages.get(role).rssBytes());
                 }
                 double maxRps = throughputSeconds > 0 ? load.closedLoop(inFlight, throughputSeconds) : Double.NaN;
+                // No traffic: what each stage costs idle, and which of its threads cost it.
+                Map<RagService.Role, Double> idle = new EnumMap<>(RagService.Role.class);
+                Map<String, Double> idleThreads = new java.util.TreeMap<>();
+                if (idleSeconds > 0 && !inProcess) {
+                    Map<String, Long> t0 = threadNanos(stages);
+                    long w0 = System.nanoTime();
+                    Thread.sleep((long) (idleSeconds * 1000));
+                    double wall = (System.nanoTime() - w0) / 1e9;
+                    Map<String, Long> t1 = threadNanos(stages);
+                    for (RagService.Role role : RagService.Role.values()) {
+                        idle.put(role, 0.0);
+                    }
+                    t1.forEach((name, nanos) -> {
+                        long d = nanos - t0.getOrDefault(name, 0L);
+                        if (d > 0) {
+                            double pct = 100.0 * d / (wall * 1e9);
+                            idleThreads.put(name, pct);
+                            idle.merge(RagService.Role.valueOf(name.substring(0, name.indexOf('/')).toUpperCase(Locale.ROOT)),
+                                    pct, Double::sum);
+                        }
+                    });
+                }
                 long[] st1 = counters(fast, sockmap);
                 long runs1 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 if (res.failed() > 0) {
@@ -281,7 +308,7 @@ public final class RagDemo implements Callable<Integer> {
                 return new Run(fast, res.latencyMicros(), rate, res.rps(), res.failed(), maxRps, cpuPct, rss,
                         100.0 * (self1 - self0) / (res.seconds() * 1e9),
                         sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
-                        st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2]);
+                        st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads);
             } finally {
                 gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             }
@@ -455,6 +482,15 @@ public final class RagDemo implements Callable<Integer> {
         return sum;
     }
 
+    /** Every stage's threads' CPU time, summed by role and thread name ("search/rag-io-N-N"). */
+    private static Map<String, Long> threadNanos(Map<RagService.Role, Stage> stages) {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        for (Stage s : stages.values()) {
+            s.threadNanos().forEach((n, t) -> out.merge(s.role.name().toLowerCase(Locale.ROOT) + "/" + n, t, Long::sum));
+        }
+        return out;
+    }
+
     private static long[] cpu(Map<RagService.Role, Stage> stages) {
         long[] c = new long[RagService.Role.values().length];
         for (RagService.Role r : RagService.Role.values()) {
@@ -492,6 +528,13 @@ public final class RagDemo implements Callable<Integer> {
             row("  of which in the kernel", plain, fast, Run::systemCpuPercent, "%.1f", both);
         }
         row(inProcess ? "CPU % (this JVM: stages + load)" : "CPU % load generator", plain, fast, Run::loadGenCpuPercent, "%.1f", both);
+        if (!inProcess && idleSeconds > 0) {
+            row(String.format(Locale.ROOT, "CPU %% all stages idle (%.0f s, no traffic)", idleSeconds), plain, fast,
+                    r -> r.idleCpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.3f", false);
+            row("  of which sockmap4j's threads (sockmap4j-*)", plain, fast,
+                    r -> r.idleThreads().entrySet().stream().filter(e -> e.getKey().contains("/sockmap"))
+                            .mapToDouble(Map.Entry::getValue).sum(), "%.3f", false);
+        }
         if (!inProcess) {
             for (RagService.Role role : RagService.Role.values()) {
                 row("RSS MiB " + role.name().toLowerCase(Locale.ROOT), plain, fast, r -> r.rss().get(role) / 1048576.0, "%.0f", both);
@@ -504,6 +547,16 @@ public final class RagDemo implements Callable<Integer> {
         out.printf(Locale.ROOT, "%nfailed requests: plain %d, fast %d. CPU %%: 100 = one CPU, over the fixed-rate phase. "
                 + "Latency counts from each request's scheduled start.%n",
                 plain.stream().mapToLong(Run::failed).sum(), fast.stream().mapToLong(Run::failed).sum());
+        for (List<Run> runs : List.of(plain, fast)) {
+            if (!runs.isEmpty() && !runs.get(runs.size() - 1).idleThreads().isEmpty()) {
+                Run last = runs.get(runs.size() - 1);
+                StringBuilder b = new StringBuilder();
+                last.idleThreads().entrySet().stream().sorted((x, y) -> Double.compare(y.getValue(), x.getValue()))
+                        .limit(6).forEach(e -> b.append(b.length() == 0 ? "" : ", ")
+                                .append(String.format(Locale.ROOT, "%s %.3f%%", e.getKey(), e.getValue())));
+                out.println("idle threads, " + (last.fast() ? "fast path" : "plain TCP") + " (last round, % of a CPU): " + b);
+            }
+        }
         if (totalPlain != 0) {
             out.println();
         }
