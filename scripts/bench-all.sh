@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every benchmark once, one after the other, each printing ratios against the plain path
-# measured in the same run; logs and plots go to OUT (default bench-results/<date>).
-# About 20 minutes with the defaults. Usage: scripts/bench-all.sh [OUT]
+# measured in the same run, in both topologies: loopback (one network namespace) and node (each
+# endpoint in a pod of the node-shaped bed, routed through a node namespace with kube-proxy-style
+# NAT); logs and plots go to OUT (default bench-results/<date>).
+# About 40 minutes with the defaults. Usage: scripts/bench-all.sh [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -33,6 +35,12 @@ run scale bench io.github.sockmap4j.bench.ScaleBench 5 2000 20000
 run netty-grpc bench -Dloops=1 io.github.sockmap4j.bench.NettyGrpcBench 7 10000
 run arrow bench -Xmx2g io.github.sockmap4j.bench.ArrowBench 5
 run jmh bench org.openjdk.jmh.Main SendReceiveBench
+# The node topology: C, SockmapChannel and java.nio round trips between pods (three placements).
+run node-rtt-64 bench io.github.sockmap4j.bench.NodeRttBench 5 20000 64
+run node-rtt-4k bench io.github.sockmap4j.bench.NodeRttBench 5 10000 4096
+run node-rtt-64k bench io.github.sockmap4j.bench.NodeRttBench 5 5000 65536
 run rag examples/rag-pipeline --add-modules=jdk.incubator.vector -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-  io.github.sockmap4j.examples.rag.RagDemo --plot "$out/rag-latency.png"
+  io.github.sockmap4j.examples.rag.RagDemo --rounds 3 --plot "$out/rag-latency-node.png"
+run rag-loopback examples/rag-pipeline --add-modules=jdk.incubator.vector -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+  io.github.sockmap4j.examples.rag.RagDemo --rounds 3 --topology loopback --plot "$out/rag-latency-loopback.png"
 echo "results in $out"

@@ -36,14 +36,26 @@ import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 
 /**
- * Netty and gRPC over the fast path against stock Netty epoll and stock grpc-netty (epoll),
- * interleaved rounds in one run: Netty echo RTT of 64 B, gRPC unary RTT of 1 KiB, gRPC server
- * streaming throughput of 64 KiB messages. Prints medians over rounds and ratios to stock.
+ * Netty and gRPC over the fast path against stock Netty epoll and stock grpc-netty (epoll) over
+ * TCP, and against the same over a Unix domain socket (Netty's epoll domain socket channels: the
+ * usual answer when both ends are yours and on one host), interleaved rounds in one run: Netty
+ * echo RTT of 64 B, gRPC unary RTT of 1 KiB, gRPC server streaming throughput of 64 KiB
+ * messages. Prints medians over rounds and ratios to stock TCP and to the domain socket.
  *
  * <p>Usage: {@code NettyGrpcBench [rounds] [round-trips-per-round]} (defaults 7 and 20000).
  */
 public final class NettyGrpcBench {
     private NettyGrpcBench() {
+    }
+
+    /** What carries a case: stock epoll TCP, the sockmap4j transport, or a Unix domain socket. */
+    enum Transport { TCP, SOCKMAP, UDS }
+
+    /** A fresh domain socket path (the socket file is removed when its server closes). */
+    static io.netty.channel.unix.DomainSocketAddress domainSocket() throws IOException {
+        java.nio.file.Path p = java.nio.file.Files.createTempFile("sockmap4j-bench-", ".sock");
+        java.nio.file.Files.delete(p);
+        return new io.netty.channel.unix.DomainSocketAddress(p.toFile());
     }
 
     static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
@@ -82,66 +94,75 @@ public final class NettyGrpcBench {
         int loops = Integer.getInteger("loops", 2);
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(loops, EpollIoHandler.newFactory());
         try {
-            long[][] echo50 = new long[2][rounds];
-            long[][] echo99 = new long[2][rounds];
-            long[][] unary50 = new long[2][rounds];
-            long[][] unary99 = new long[2][rounds];
-            long[][] echo999 = new long[2][rounds];
-            long[][] unary999 = new long[2][rounds];
-            long[][] echoCpu = new long[2][rounds];
-            long[][] unaryCpu = new long[2][rounds];
-            double[][] stream = new double[2][rounds];
-            for (int warm = 0; warm < 2; warm++) { // a discarded pass for the JIT
-                echo(group, warm == 1, iterations / 10);
-                unary(group, warm == 1, iterations / 20);
+            int n = Transport.values().length;
+            long[][] echo50 = new long[n][rounds];
+            long[][] echo99 = new long[n][rounds];
+            long[][] unary50 = new long[n][rounds];
+            long[][] unary99 = new long[n][rounds];
+            long[][] echo999 = new long[n][rounds];
+            long[][] unary999 = new long[n][rounds];
+            long[][] echoCpu = new long[n][rounds];
+            long[][] unaryCpu = new long[n][rounds];
+            double[][] stream = new double[n][rounds];
+            for (Transport t : Transport.values()) { // a discarded pass for the JIT
+                echo(group, t, iterations / 10);
+                unary(group, t, iterations / 20);
             }
             for (int r = 0; r < rounds; r++) {
-                for (int fast = 0; fast < 2; fast++) {
+                for (Transport t : Transport.values()) {
+                    int fast = t.ordinal();
                     long cpu0 = PingPong.processCpuNanos();
-                    Histogram e = echo(group, fast == 1, iterations);
+                    Histogram e = echo(group, t, iterations);
                     long cpu1 = PingPong.processCpuNanos();
                     echo50[fast][r] = e.getValueAtPercentile(50);
                     echo99[fast][r] = e.getValueAtPercentile(99);
                     echo999[fast][r] = e.getValueAtPercentile(99.9);
                     echoCpu[fast][r] = (cpu1 - cpu0) / iterations;
-                    Histogram u = unary(group, fast == 1, iterations / 4);
+                    Histogram u = unary(group, t, iterations / 4);
                     unaryCpu[fast][r] = (PingPong.processCpuNanos() - cpu1) / (iterations / 4);
                     unary50[fast][r] = u.getValueAtPercentile(50);
                     unary99[fast][r] = u.getValueAtPercentile(99);
                     unary999[fast][r] = u.getValueAtPercentile(99.9);
-                    stream[fast][r] = streamGbps(group, fast == 1);
+                    stream[fast][r] = streamGbps(group, t);
                 }
             }
             System.out.printf(Locale.ROOT, "sockmap4j Netty/gRPC benchmark: %d rounds, %d echo and %d unary round trips "
                     + "a round, %d x 64 KiB streamed a round, %d event loop(s), %d CPUs, kernel %s%n", rounds, iterations,
                     iterations / 4, STREAM_MESSAGES, loops, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
-            System.out.printf(Locale.ROOT, "%-28s %12s %12s %8s%n", "measure", "stock epoll", "sockmap4j", "ratio");
-            row("Netty echo 64 B p50 (us)", Medians.of(echo50[0]) / 1000, Medians.of(echo50[1]) / 1000);
-            row("Netty echo 64 B p99 (us)", Medians.of(echo99[0]) / 1000, Medians.of(echo99[1]) / 1000);
-            row("Netty echo 64 B p99.9 (us)", Medians.of(echo999[0]) / 1000, Medians.of(echo999[1]) / 1000);
-            row("Netty echo CPU (us/op)", Medians.of(echoCpu[0]) / 1000, Medians.of(echoCpu[1]) / 1000);
-            row("gRPC unary 1 KiB p50 (us)", Medians.of(unary50[0]) / 1000, Medians.of(unary50[1]) / 1000);
-            row("gRPC unary 1 KiB p99 (us)", Medians.of(unary99[0]) / 1000, Medians.of(unary99[1]) / 1000);
-            row("gRPC unary 1 KiB p99.9 (us)", Medians.of(unary999[0]) / 1000, Medians.of(unary999[1]) / 1000);
-            row("gRPC unary CPU (us/op)", Medians.of(unaryCpu[0]) / 1000, Medians.of(unaryCpu[1]) / 1000);
-            row("gRPC stream 64 KiB (GB/s)", Medians.of(stream[0]), Medians.of(stream[1]));
-            System.out.println("medians over rounds; ratio = sockmap4j / stock (lower is faster for times); "
-                    + "CPU: this process's CPU time (both ends) per round trip");
+            System.out.printf(Locale.ROOT, "%-28s %12s %12s %12s %8s %8s%n", "measure", "stock epoll", "sockmap4j",
+                    "UDS", "vs TCP", "vs UDS");
+            row("Netty echo 64 B p50 (us)", echo50, 1000);
+            row("Netty echo 64 B p99 (us)", echo99, 1000);
+            row("Netty echo 64 B p99.9 (us)", echo999, 1000);
+            row("Netty echo CPU (us/op)", echoCpu, 1000);
+            row("gRPC unary 1 KiB p50 (us)", unary50, 1000);
+            row("gRPC unary 1 KiB p99 (us)", unary99, 1000);
+            row("gRPC unary 1 KiB p99.9 (us)", unary999, 1000);
+            row("gRPC unary CPU (us/op)", unaryCpu, 1000);
+            row("gRPC stream 64 KiB (GB/s)", Medians.of(stream[0]), Medians.of(stream[1]), Medians.of(stream[2]));
+            System.out.println("medians over rounds; vs TCP = sockmap4j / stock epoll TCP, vs UDS = sockmap4j / stock "
+                    + "epoll over a Unix domain socket (lower is faster for times); CPU: this process's CPU time (both "
+                    + "ends) per round trip");
         } finally {
             SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
         }
     }
 
-    static void row(String name, double stock, double fast) {
-        System.out.printf(Locale.ROOT, "%-28s %12.1f %12.1f %8.2f%n", name, stock, fast, fast / stock);
+    static void row(String name, long[][] v, double scale) {
+        row(name, Medians.of(v[0]) / scale, Medians.of(v[1]) / scale, Medians.of(v[2]) / scale);
+    }
+
+    static void row(String name, double stock, double fast, double uds) {
+        System.out.printf(Locale.ROOT, "%-28s %12.1f %12.1f %12.1f %8.2f %8.2f%n", name, stock, fast, uds, fast / stock,
+                fast / uds);
     }
 
 
-    static Histogram echo(EventLoopGroup group, boolean fast, int iterations) throws Exception {
-        ServerBootstrap sb = new ServerBootstrap().group(group).childOption(ChannelOption.TCP_NODELAY, true)
-                .childHandler(new ChannelInitializer<SocketChannel>() {
+    static Histogram echo(EventLoopGroup group, Transport t, int iterations) throws Exception {
+        ServerBootstrap sb = new ServerBootstrap().group(group)
+                .childHandler(new ChannelInitializer<Channel>() {
                     @Override
-                    protected void initChannel(SocketChannel ch) {
+                    protected void initChannel(Channel ch) {
                         ch.pipeline().addLast(new SimpleChannelInboundHandler<ByteBuf>() {
                             @Override
                             protected void channelRead0(ChannelHandlerContext ctx, ByteBuf msg) {
@@ -150,17 +171,21 @@ public final class NettyGrpcBench {
                         });
                     }
                 });
-        if (fast) {
-            sb.channelFactory(SockmapNetty.serverChannelFactory());
-        } else {
-            sb.channel(EpollServerSocketChannel.class);
+        switch (t) {
+            case SOCKMAP -> sb.channelFactory(SockmapNetty.serverChannelFactory());
+            case TCP -> sb.channel(EpollServerSocketChannel.class);
+            case UDS -> sb.channel(io.netty.channel.epoll.EpollServerDomainSocketChannel.class);
         }
-        Channel server = sb.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
+        if (t != Transport.UDS) {
+            sb.childOption(ChannelOption.TCP_NODELAY, true);
+        }
+        Channel server = sb.bind(t == Transport.UDS ? domainSocket()
+                : new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
         // Ping-pong driven from the client's event loop: each echo sends the next message.
         Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
         java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
         byte[] msg = new byte[64];
-        Bootstrap b = new Bootstrap().group(group).option(ChannelOption.TCP_NODELAY, true)
+        Bootstrap b = new Bootstrap().group(group)
                 .handler(new SimpleChannelInboundHandler<ByteBuf>() {
                     int pending;
                     int count;
@@ -189,10 +214,13 @@ public final class NettyGrpcBench {
                         ctx.writeAndFlush(Unpooled.wrappedBuffer(msg));
                     }
                 });
-        if (fast) {
-            b.channelFactory(SockmapNetty.socketChannelFactory());
-        } else {
-            b.channel(EpollSocketChannel.class);
+        switch (t) {
+            case SOCKMAP -> b.channelFactory(SockmapNetty.socketChannelFactory());
+            case TCP -> b.channel(EpollSocketChannel.class);
+            case UDS -> b.channel(io.netty.channel.epoll.EpollDomainSocketChannel.class);
+        }
+        if (t != Transport.UDS) {
+            b.option(ChannelOption.TCP_NODELAY, true);
         }
         Channel client = b.connect(server.localAddress()).sync().channel();
         try {
@@ -216,26 +244,29 @@ public final class NettyGrpcBench {
         }
     }
 
-    static Grpc grpc(EventLoopGroup group, boolean fast) throws IOException {
-        NettyServerBuilder sb = NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0))
-                .addService(service());
-        if (fast) {
-            SockmapGrpc.configure(sb, group, group);
-        } else {
-            sb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group).workerEventLoopGroup(group);
+    static Grpc grpc(EventLoopGroup group, Transport t) throws IOException {
+        java.net.SocketAddress at = t == Transport.UDS ? domainSocket()
+                : new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0);
+        NettyServerBuilder sb = NettyServerBuilder.forAddress(at).addService(service());
+        switch (t) {
+            case SOCKMAP -> SockmapGrpc.configure(sb, group, group);
+            case TCP -> sb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group).workerEventLoopGroup(group);
+            case UDS -> sb.channelType(io.netty.channel.epoll.EpollServerDomainSocketChannel.class)
+                    .bossEventLoopGroup(group).workerEventLoopGroup(group);
         }
         Server server = sb.build().start();
-        NettyChannelBuilder cb = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext();
-        if (fast) {
-            SockmapGrpc.configure(cb, group);
-        } else {
-            cb.channelType(EpollSocketChannel.class).eventLoopGroup(group);
+        NettyChannelBuilder cb = (t == Transport.UDS ? NettyChannelBuilder.forAddress(at)
+                : NettyChannelBuilder.forAddress("127.0.0.1", server.getPort())).usePlaintext();
+        switch (t) {
+            case SOCKMAP -> SockmapGrpc.configure(cb, group);
+            case TCP -> cb.channelType(EpollSocketChannel.class).eventLoopGroup(group);
+            case UDS -> cb.channelType(io.netty.channel.epoll.EpollDomainSocketChannel.class).eventLoopGroup(group);
         }
         return new Grpc(server, cb.build());
     }
 
-    static Histogram unary(EventLoopGroup group, boolean fast, int iterations) throws Exception {
-        try (Grpc g = grpc(group, fast)) {
+    static Histogram unary(EventLoopGroup group, Transport t, int iterations) throws Exception {
+        try (Grpc g = grpc(group, t)) {
             Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
             byte[] req = new byte[1024];
             for (int i = 0; i < iterations; i++) {
@@ -247,8 +278,8 @@ public final class NettyGrpcBench {
         }
     }
 
-    static double streamGbps(EventLoopGroup group, boolean fast) throws Exception {
-        try (Grpc g = grpc(group, fast)) {
+    static double streamGbps(EventLoopGroup group, Transport t) throws Exception {
+        try (Grpc g = grpc(group, t)) {
             long t0 = System.nanoTime();
             long bytes = 0;
             Iterator<byte[]> it = ClientCalls.blockingServerStreamingCall(g.channel(), STREAM, CallOptions.DEFAULT,

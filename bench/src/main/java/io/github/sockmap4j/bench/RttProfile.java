@@ -31,13 +31,13 @@ public final class RttProfile {
             try {
                 boolean netty = path.startsWith("NETTY_");
                 if (netty) {
-                    NettyGrpcBench.echo(group, fast, iterations / 10);
+                    NettyGrpcBench.echo(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations / 10);
                 } else {
-                    NettyGrpcBench.unary(group, fast, iterations / 10);
+                    NettyGrpcBench.unary(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations / 10);
                 }
                 long cpu0 = PingPong.processCpuNanos();
-                org.HdrHistogram.Histogram h = netty ? NettyGrpcBench.echo(group, fast, iterations)
-                        : NettyGrpcBench.unary(group, fast, iterations);
+                org.HdrHistogram.Histogram h = netty ? NettyGrpcBench.echo(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations)
+                        : NettyGrpcBench.unary(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations);
                 cpu = (PingPong.processCpuNanos() - cpu0) / (double) iterations;
                 p50 = h.getValueAtPercentile(50);
             } finally {
