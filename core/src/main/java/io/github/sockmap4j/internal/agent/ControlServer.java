@@ -277,12 +277,7 @@ public final class ControlServer implements AutoCloseable {
             return "OK agent";
         }
         if (req.verb() == AgentRequest.Verb.LIST) {
-            List<String> all = book.describeAll();
-            StringBuilder b = new StringBuilder("OK ").append(all.size());
-            for (String r : all) {
-                b.append('\n').append(r);
-            }
-            return b.toString();
+            return counted(book.describeAll());
         }
         switch (req.verb()) {
             case SERVICE, UNSERVICE, SERVICES -> {
@@ -313,6 +308,15 @@ public final class ControlServer implements AutoCloseable {
         }
     }
 
+    /** The answer to LIST and SERVICES: {@code OK N}, then the N lines. */
+    private static String counted(List<String> lines) {
+        StringBuilder b = new StringBuilder("OK ").append(lines.size());
+        for (String l : lines) {
+            b.append('\n').append(l);
+        }
+        return b.toString();
+    }
+
     private String serviceAnswer(UnixListener.Credentials who, String line, AgentRequest req) {
         try {
             if (services == null) {
@@ -320,12 +324,7 @@ public final class ControlServer implements AutoCloseable {
                         + "'sockmap4j down' and start the agent again");
             }
             if (req.verb() == AgentRequest.Verb.SERVICES) {
-                List<String> all = services.describeAll();
-                StringBuilder b = new StringBuilder("OK ").append(all.size());
-                for (String r : all) {
-                    b.append('\n').append(r);
-                }
-                return b.toString();
+                return counted(services.describeAll());
             }
             String owned = servicesOwnedBy;
             if (owned != null) {
