@@ -169,6 +169,12 @@ public final class InFlightWatcher implements AutoCloseable {
                  */
                 long w0 = maps.slots().wake();
                 if (!busy && w0 == wake && now - due < 0) {
+                    // The cgroups' namespaces are kept up to date idle too (a look at cgroup.procs, no walk).
+                    if (!cgroups.isEmpty() && now - refreshed >= NAMESPACE_REFRESH_NANOS) {
+                        diags.refresh();
+                        refreshed = now;
+                        namespaces = diags.namespaces();
+                    }
                     look = Math.min(IDLE_LOOK_NANOS, look * 2);
                     LockSupport.parkNanos(look);
                     continue;
