@@ -255,15 +255,10 @@ public final class PolicyClient implements AutoCloseable {
         java.util.List<String> out = new java.util.ArrayList<>();
         try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
             for (ServiceMap.Service s : m.list()) {
-                out.add(AgentRequest.show(s.vip()) + " local=" + join(s.local()) + " remote=" + join(s.remote())
-                        + (s.localOnly() ? " local-only" : ""));
+                out.add(io.github.sockmap4j.internal.agent.ServiceBook.describe(s));
             }
         }
         return out;
-    }
-
-    private static String join(java.util.List<java.net.InetSocketAddress> l) {
-        return l.isEmpty() ? "-" : String.join(",", l.stream().map(AgentRequest::show).toList());
     }
 
     @Override

@@ -98,7 +98,8 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
         return (h.contains(":") ? "[" + h + "]" : h) + ":" + a.getPort();
     }
 
-    private static String endpoints(List<InetSocketAddress> l) {
+    /** Endpoints as a request line has them: {@code ADDRESS:PORT,[IPV6]:PORT}, or {@code -} for none. */
+    public static String endpoints(List<InetSocketAddress> l) {
         return l.isEmpty() ? "-" : l.stream().map(AgentRequest::show).collect(Collectors.joining(","));
     }
 

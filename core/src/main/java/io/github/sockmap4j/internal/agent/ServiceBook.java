@@ -100,14 +100,15 @@ public final class ServiceBook {
         sync();
         List<String> out = new ArrayList<>();
         for (ServiceMap.Service s : map.list()) {
-            out.add(AgentRequest.show(s.vip()) + " local=" + join(s.local()) + " remote=" + join(s.remote())
-                    + (s.localOnly() ? " local-only" : "") + " put by uid " + owners.getOrDefault(s.vip(), 0));
+            out.add(describe(s) + " put by uid " + owners.getOrDefault(s.vip(), 0));
         }
         return out;
     }
 
-    private static String join(List<InetSocketAddress> l) {
-        return l.isEmpty() ? "-" : String.join(",", l.stream().map(AgentRequest::show).toList());
+    /** A Service as {@code service list} shows it: {@code VIP:PORT local=... remote=... [local-only]}. */
+    public static String describe(ServiceMap.Service s) {
+        return AgentRequest.show(s.vip()) + " local=" + AgentRequest.endpoints(s.local()) + " remote="
+                + AgentRequest.endpoints(s.remote()) + (s.localOnly() ? " local-only" : "");
     }
 
     /** Follows what others did to the map (the Kubernetes feed, root writing it directly). */
