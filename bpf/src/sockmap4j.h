@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 10
+#define SM4J_ABI_VERSION 11
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -162,11 +162,16 @@ struct sm4j_svc {
 	struct sm4j_endpoint ep[SM4J_SVC_ENDPOINTS];
 };
 
-/* A translated socket's Service, by socket cookie: getpeername reports it, not the endpoint. */
+/*
+ * A translated socket's Service, by socket cookie: getpeername reports it, not the endpoint;
+ * and the endpoint it was sent to, the peer its key names, for user space, which only sees the
+ * Service through getpeername.
+ */
 struct sm4j_svc_sock {
 	__u32 addr[4];
 	__u32 port;
-	__u32 pad;
+	__u32 ep_port;
+	__u32 ep_addr[4];
 };
 
 /* Indexes into the per-CPU counter array. */

@@ -34,13 +34,16 @@ static __always_inline const struct sm4j_endpoint *svc_pick(const struct sm4j_sv
 }
 
 /* Remembers the Service a socket dialed, for getpeername; 0 when it cannot (then: untouched). */
-static __always_inline int svc_remember(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k)
+static __always_inline int svc_remember(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k,
+					const struct sm4j_endpoint *ep)
 {
 	struct sm4j_svc_sock v = {};
 	__u64 cookie = bpf_get_socket_cookie(ctx);
 
 	__builtin_memcpy(v.addr, k->addr, 16);
 	v.port = k->port;
+	__builtin_memcpy(v.ep_addr, ep->addr, 16);
+	v.ep_port = ep->port;
 	return bpf_map_update_elem(&sm4j_svcsock, &cookie, &v, BPF_ANY) == 0;
 }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -11,6 +12,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -65,13 +67,40 @@ class CreditFlowTest {
     @CsvSource({"blocking, PAUSING", "blocking, FIVE_TIMES_SLOWER", "non-blocking, PAUSING",
         "non-blocking, FIVE_TIMES_SLOWER"})
     void aSlowReaderGetsEveryByteByTheRedirect(String mode, Reader kind) throws Exception {
+        slowReader(mode, kind, null);
+    }
+
+    /**
+     * A writer that dialed a Service VIP (translated at connect: getpeername reports the VIP, the
+     * kernel keys the socket by the endpoint) finds its reader's credit as one that dialed the
+     * endpoint does. Before the endpoint was kept for user space, it found none: its writes went
+     * unheld, hit the kernel's bound and left the redirect for TCP.
+     */
+    @Test
+    void aWriterThatDialedAServiceVipHoldsAtItsReadersCredit() throws Exception {
+        slowReader("blocking", Reader.PAUSING, InetAddress.getByName("127.0.0.77"));
+    }
+
+    /** The transfer of {@link #aSlowReaderGetsEveryByteByTheRedirect}, dialing {@code vip} (a Service to the server) when not null. */
+    void slowReader(String mode, Reader kind, InetAddress vip) throws Exception {
         boolean blocking = mode.equals("blocking");
         try (SockmapServerChannel server = sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            InetSocketAddress service = vip == null ? null : new InetSocketAddress(vip, port);
+            if (service != null) {
+                SockmapAdmin.putService(kernel.pinDir, new SockmapAdmin.Service(service,
+                        List.of((InetSocketAddress) server.getLocalAddress()), List.of(), false));
+            }
             try (SockmapChannel writer = sockmap.openChannel()) {
-                writer.connect(server.getLocalAddress());
+                long translated = sockmap.stats().servicesTranslated();
+                writer.connect(service != null ? service : server.getLocalAddress());
+                if (service != null) {
+                    assertEquals(translated + 1, sockmap.stats().servicesTranslated(), "the connect was translated");
+                    assertEquals(service, writer.getRemoteAddress(), "the writer's peer is the Service it dialed");
+                }
                 try (SockmapChannel reader = (SockmapChannel) server.accept()) {
+                    assertTrue(writer.isAccelerated(), "the writer is on the redirect");
                     AtomicBoolean done = new AtomicBoolean();
                     AtomicLong maxExcess = new AtomicLong(Long.MIN_VALUE);
                     AtomicLong maxQueued = new AtomicLong();
@@ -113,7 +142,8 @@ class CreditFlowTest {
                     FlowStats flowAfter = Sockmap.flowStats();
                     long redirected = after.bytesRedirected() - before.bytesRedirected();
                     long passed = after.bytesPassed() - before.bytesPassed();
-                    System.out.printf("credit, %s writer, %s reader: %d B redirected (%.4f%%), %d B by TCP, "
+                    System.out.printf("credit, %s writer, %s reader" + (service != null ? ", dialed " + service : "")
+                                    + ": %d B redirected (%.4f%%), %d B by TCP, "
                                     + "%d bound hits, largest receive memory %d B against a bound of up to %d B, "
                                     + "%d credit waits for %.1f ms%n", mode, kind, redirected,
                             100.0 * redirected / TOTAL, passed, after.boundHits() - before.boundHits(),
@@ -126,6 +156,10 @@ class CreditFlowTest {
                             + " B over the bound plus one write");
                     assertTrue(flowAfter.creditWaits() > flowBefore.creditWaits(),
                             "the " + mode + " writer waited for credit");
+                }
+            } finally {
+                if (service != null) {
+                    SockmapAdmin.removeService(kernel.pinDir, service);
                 }
             }
         }

@@ -209,6 +209,29 @@ public final class KernelSockmap implements AutoCloseable {
         }
     }
 
+    /**
+     * The connected socket {@code fd} as the kernel keys it: its addresses, with the endpoint a
+     * translated connect went to as its peer (getpeername reports the Service it dialed, which
+     * names no socket), its namespace and cookie. Two system calls and a map lookup.
+     */
+    public SocketIdentity identity(int fd) throws IOException {
+        SocketIdentity id = SocketIdentity.of(fd);
+        if (id.cookie() == 0) {
+            return id;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_LONG, id.cookie());
+            MemorySegment v = arena.allocate(ServiceLayout.SOCK);
+            if (bpf.tryMapLookup(fds.svcSock(), key, v) != 0) {
+                return id;
+            }
+            InetAddress ep = InetAddress.getByAddress(v.asSlice(ServiceLayout.SOCK_EP_ADDR, 16)
+                    .toArray(ValueLayout.JAVA_BYTE));
+            return new SocketIdentity(id.local(), new java.net.InetSocketAddress(ep,
+                    v.get(ValueLayout.JAVA_INT, ServiceLayout.SOCK_EP_PORT)), id.netns(), id.cookie());
+        }
+    }
+
     /** Whether the socket {@code id} names is in the SOCKHASH under its own key (its cookie there). */
     public boolean holds(SocketIdentity id) {
         return id.cookie() != 0 && lookupSocket(id.local().getAddress(), id.local().getPort(),

@@ -16,7 +16,10 @@ import java.lang.foreign.ValueLayout;
  *     __u32 pad;
  *     struct sm4j_endpoint ep[SM4J_SVC_ENDPOINTS];
  * };
- * struct sm4j_svc_sock { __u32 addr[4]; __u32 port; __u32 pad; };  // by socket cookie
+ * struct sm4j_svc_sock {  // by socket cookie
+ *     __u32 addr[4]; __u32 port;        // the Service dialed, which getpeername reports
+ *     __u32 ep_port; __u32 ep_addr[4];  // the endpoint the connect went to: the key's peer
+ * };
  * </pre>
  */
 public final class ServiceLayout {
@@ -38,7 +41,10 @@ public final class ServiceLayout {
     public static final StructLayout SOCK = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
             ValueLayout.JAVA_INT.withName("port"),
-            ValueLayout.JAVA_INT.withName("pad")).withName("sm4j_svc_sock");
+            ValueLayout.JAVA_INT.withName("ep_port"),
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("ep_addr")).withName("sm4j_svc_sock");
+    public static final long SOCK_EP_PORT = SOCK.byteOffset(MemoryLayout.PathElement.groupElement("ep_port"));
+    public static final long SOCK_EP_ADDR = SOCK.byteOffset(MemoryLayout.PathElement.groupElement("ep_addr"));
 
     public static final long COUNT = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("count"));
     public static final long LOCAL_COUNT = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("local_count"));

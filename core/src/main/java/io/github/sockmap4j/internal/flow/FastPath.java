@@ -89,7 +89,7 @@ public final class FastPath implements AutoCloseable {
      */
     public boolean isAccelerated(int fd) {
         try {
-            SocketIdentity id = SocketIdentity.of(fd);
+            SocketIdentity id = kernel.identity(fd);
             return kernel.holds(id) && kernel.holdsPeerOf(id)
                     && (kernel.inFlight().socketFlags(fd) & SockStateLayout.TCP) == 0;
         } catch (IOException e) {

@@ -37,7 +37,7 @@ final class ReadSlotRegistry {
      * @param rcvbufSet whether the application fixed SO_RCVBUF (then it is the bound)
      */
     ReadPublisher claim(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        SocketIdentity id = SocketIdentity.of(fd);
+        SocketIdentity id = kernel.identity(fd);
         if (!kernel.holds(id)) {
             return null;
         }
@@ -80,7 +80,7 @@ final class ReadSlotRegistry {
     /** A socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
     String flowState(int fd) {
         try {
-            SocketIdentity id = SocketIdentity.of(fd);
+            SocketIdentity id = kernel.identity(fd);
             return "flags=" + maps.socketFlags(fd) + " sent=" + maps.socketSent(fd) + " peerRead="
                     + maps.publishedRead(id.remote().getAddress(), id.remote().getPort(), id.local().getAddress(),
                     id.local().getPort(), id.netns());
