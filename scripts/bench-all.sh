@@ -3,7 +3,7 @@
 # measured in the same run, in both topologies: loopback (one network namespace) and node (each
 # endpoint in a pod of the node-shaped bed, routed through a node namespace with kube-proxy-style
 # NAT); logs and plots go to OUT (default bench-results/<date>).
-# About 40 minutes with the defaults. Usage: scripts/bench-all.sh [OUT]
+# About 65 minutes with the defaults. Usage: scripts/bench-all.sh [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -35,10 +35,15 @@ run scale bench io.github.sockmap4j.bench.ScaleBench 5 2000 20000
 run netty-grpc bench -Dloops=1 io.github.sockmap4j.bench.NettyGrpcBench 7 10000
 run arrow bench -Xmx2g io.github.sockmap4j.bench.ArrowBench 5
 run jmh bench org.openjdk.jmh.Main SendReceiveBench
-# The node topology: C, SockmapChannel and java.nio round trips between pods (three placements).
+# The node topology: C, SockmapChannel and java.nio round trips between pods (three placements);
+# streaming, connect + accept, Netty/gRPC and Arrow with each end in its pod, dialing Service VIPs.
 run node-rtt-64 bench io.github.sockmap4j.bench.NodeRttBench 5 20000 64
 run node-rtt-4k bench io.github.sockmap4j.bench.NodeRttBench 5 10000 4096
 run node-rtt-64k bench io.github.sockmap4j.bench.NodeRttBench 5 5000 65536
+run node-stream bench -Dtopology=node -Dgather=16 io.github.sockmap4j.bench.StreamBench 5 512 65536,1024,64
+run node-scale bench -Dtopology=node io.github.sockmap4j.bench.ScaleBench 5 2000 20000
+run node-netty-grpc bench -Dtopology=node -Dloops=1 io.github.sockmap4j.bench.NettyGrpcBench 7 10000
+run node-arrow bench -Dtopology=node -Xmx2g io.github.sockmap4j.bench.ArrowBench 5
 run rag examples/rag-pipeline --add-modules=jdk.incubator.vector -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
   io.github.sockmap4j.examples.rag.RagDemo --rounds 3 --plot "$out/rag-latency-node.png"
 run rag-loopback examples/rag-pipeline --add-modules=jdk.incubator.vector -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \

@@ -7,4 +7,4 @@ source scripts/env.sh
 
 mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-bench
-mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath -Dgather=${GATHER:-0} -Dnodelay=${NODELAY:-false} io.github.sockmap4j.bench.StreamBench ${1:-7} ${2:-1024} ${3:-65536,1024}"
+mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath -Dgather=${GATHER:-0} -Dnodelay=${NODELAY:-false} -Dtopology=${TOPOLOGY:-loopback} io.github.sockmap4j.bench.StreamBench ${1:-7} ${2:-1024} ${3:-65536,1024}"

@@ -41,7 +41,8 @@ import org.apache.arrow.vector.ipc.ArrowStreamWriter;
  * in interleaved rounds of one run: the Arrow bridge over {@link SockmapChannel} on the fast path,
  * Arrow Flight DoGet on stock grpc-netty (epoll), and Flight DoGet on the sockmap gRPC transport.
  * Prints median throughput, ratios to stock Flight, and the reading thread's heap allocation per
- * batch on the bridge.
+ * batch on the bridge. In either {@link Topology} ({@code -Dtopology=}; on the node each client
+ * dials a Service VIP: the stock path through the node's DNAT, the fast paths translated at connect).
  *
  * <p>Usage: {@code ArrowBench [rounds]} (default 5).
  */
@@ -53,6 +54,11 @@ public final class ArrowBench {
     static final int DIM = 1536;
     static final int ROWS = 2731;
     static final int BATCHES = 16;
+    /** The servers' ports on the node: the bridge at the default bound, lifted, Flight stock, Flight sockmap. */
+    static final int BRIDGE = 47400;
+    static final int BRIDGE_UNBOUNDED = 47401;
+    static final int FLIGHT_STOCK = 47402;
+    static final int FLIGHT_FAST = 47403;
 
     static VectorSchemaRoot embeddings(BufferAllocator a) {
         return io.github.sockmap4j.arrow.Embeddings.random(a, ROWS, DIM, 1, false);
@@ -67,19 +73,20 @@ public final class ArrowBench {
     }
 
     /** Bytes per second through the bridge; {@code heapPerBatch[0]} gets the reader's allocation per batch. */
-    static double bridge(Sockmap sockmap, boolean unbounded, VectorSchemaRoot root, BufferAllocator allocator,
-            ExecutorService pool, long[] heapPerBatch) throws Exception {
+    static double bridge(Sockmap sockmap, Topology at, boolean unbounded, VectorSchemaRoot root,
+            BufferAllocator allocator, ExecutorService pool, long[] heapPerBatch) throws Exception {
         SockmapChannel w;
         SockmapChannel r;
         io.github.sockmap4j.OptIn lift = null;
-        try (SockmapServerChannel server = sockmap.openServerChannel()) {
-            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+        int nodePort = unbounded ? BRIDGE_UNBOUNDED : BRIDGE;
+        try (SockmapServerChannel server = at.server(sockmap::openServerChannel)) {
+            server.bind(at.bind(nodePort));
+            InetSocketAddress bound = (InetSocketAddress) server.getLocalAddress();
             if (unbounded) {
-                lift = sockmap.optIn(((InetSocketAddress) server.getLocalAddress()).getPort(), null, 0,
-                        Sockmap.UNBOUNDED);
+                lift = StreamBench.liftBound(sockmap, bound);
             }
-            w = sockmap.openChannel();
-            w.connect(server.getLocalAddress());
+            w = at.client(sockmap::openChannel);
+            w.connect(at.dial(nodePort, bound));
             r = (SockmapChannel) server.accept();
         }
         try (w; r; AutoCloseable l = lift) {
@@ -122,8 +129,8 @@ public final class ArrowBench {
     }
 
     /** Bytes per second through one Flight DoGet of every batch. */
-    static double flight(boolean fast, EventLoopGroup group, VectorSchemaRoot root, BufferAllocator allocator,
-            ExecutorService pool) throws Exception {
+    static double flight(boolean fast, Topology at, EventLoopGroup group, VectorSchemaRoot root,
+            BufferAllocator allocator, ExecutorService pool) throws Exception {
         NoOpFlightProducer producer = new NoOpFlightProducer() {
             @Override
             public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
@@ -134,19 +141,25 @@ public final class ArrowBench {
                 listener.completed();
             }
         };
-        NettyServerBuilder sb = NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0))
+        int nodePort = fast ? FLIGHT_FAST : FLIGHT_STOCK;
+        NettyServerBuilder sb = NettyServerBuilder.forAddress(at.bind(nodePort))
                 .maxInboundMessageSize(64 << 20)
+                .withOption(io.netty.channel.ChannelOption.SO_REUSEADDR, true)
                 .addService(FlightGrpcUtils.createFlightService(allocator, producer, null, pool));
-        NettyChannelBuilder cb;
         Server server;
         if (fast) {
-            server = SockmapGrpc.configure(sb, group, group).build().start();
-            cb = SockmapGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()), group);
+            SockmapGrpc.configure(sb, group, group).channelFactory(at.in(1, SockmapNetty.serverChannelFactory()));
         } else {
-            server = sb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group)
-                    .workerEventLoopGroup(group).build().start();
-            cb = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).channelType(EpollSocketChannel.class)
-                    .eventLoopGroup(group);
+            sb.channelFactory(at.in(1, EpollServerSocketChannel::new)).bossEventLoopGroup(group)
+                    .workerEventLoopGroup(group);
+        }
+        server = sb.build().start();
+        InetSocketAddress dial = at.dial(nodePort, (InetSocketAddress) server.getListenSockets().getFirst());
+        NettyChannelBuilder cb = NettyChannelBuilder.forAddress(dial.getHostString(), dial.getPort());
+        if (fast) {
+            SockmapGrpc.configure(cb, group).channelFactory(at.in(0, SockmapNetty.socketChannelFactory()));
+        } else {
+            cb.channelFactory(at.in(0, EpollSocketChannel::new)).eventLoopGroup(group);
         }
         ManagedChannel ch = cb.usePlaintext().maxInboundMessageSize(64 << 20).build();
         try (FlightClient client = FlightGrpcUtils.createFlightClient(allocator, ch)) {
@@ -187,31 +200,41 @@ public final class ArrowBench {
             t.setDaemon(true);
             return t;
         });
-        try (BufferAllocator allocator = new RootAllocator(); VectorSchemaRoot root = embeddings(allocator)) {
+        try (Topology at = Topology.fromProperty(sockmap.config().pinDirectory());
+             BufferAllocator allocator = new RootAllocator(); VectorSchemaRoot root = embeddings(allocator)) {
+            at.service(BRIDGE, true);
+            at.service(BRIDGE_UNBOUNDED, true);
+            at.service(FLIGHT_STOCK, false);
+            at.service(FLIGHT_FAST, true);
             double[][] gbps = new double[4][rounds];
             long[] heap = new long[rounds];
             long[] h = new long[1];
             for (int warm = 0; warm < 3; warm++) { // discarded passes of each for the JIT
-                bridge(sockmap, warm == 1, root, allocator, pool, h);
-                flight(false, group, root, allocator, pool);
-                flight(true, group, root, allocator, pool);
+                bridge(sockmap, at, warm == 1, root, allocator, pool, h);
+                flight(false, at, group, root, allocator, pool);
+                flight(true, at, group, root, allocator, pool);
             }
             long redirected = 0;
             long passed = 0;
+            long boundHits = 0;
             for (int r = 0; r < rounds; r++) {
-                gbps[0][r] = flight(false, group, root, allocator, pool) / 1e9;
+                gbps[0][r] = flight(false, at, group, root, allocator, pool) / 1e9;
                 io.github.sockmap4j.SockmapStats before = sockmap.stats();
-                gbps[1][r] = bridge(sockmap, false, root, allocator, pool, h) / 1e9;
+                gbps[1][r] = bridge(sockmap, at, false, root, allocator, pool, h) / 1e9;
                 io.github.sockmap4j.SockmapStats after = sockmap.stats();
                 redirected += after.bytesRedirected() - before.bytesRedirected();
                 passed += after.bytesPassed() - before.bytesPassed();
+                boundHits += after.boundHits() - before.boundHits();
                 heap[r] = h[0];
-                gbps[2][r] = flight(true, group, root, allocator, pool) / 1e9;
-                gbps[3][r] = bridge(sockmap, true, root, allocator, pool, h) / 1e9;
+                gbps[2][r] = flight(true, at, group, root, allocator, pool) / 1e9;
+                gbps[3][r] = bridge(sockmap, at, true, root, allocator, pool, h) / 1e9;
             }
-            System.out.printf(Locale.ROOT, "sockmap4j Arrow benchmark: %d rounds of %.1f MiB (%d batches of %d x "
-                    + "%d float32), %d CPUs, kernel %s%n", rounds, payload(root) / 1048576.0, BATCHES, ROWS, DIM,
-                    Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+            System.out.printf(Locale.ROOT, "sockmap4j Arrow benchmark, topology %s: %d rounds of %.1f MiB (%d batches of "
+                    + "%d x %d float32), %d CPUs, kernel %s%n", at.name(), rounds, payload(root) / 1048576.0, BATCHES, ROWS,
+                    DIM, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+            if (at.isNode()) {
+                System.out.println(at.describe());
+            }
             double stock = Medians.of(gbps[0]);
             System.out.printf(Locale.ROOT, "%-44s %8s %8s   %s%n", "path", "GB/s", "ratio", "rounds GB/s");
             String[] names = {"Flight DoGet, stock grpc-netty (epoll)", "Arrow bridge, default bound (credit)",
@@ -221,7 +244,8 @@ public final class ArrowBench {
                 System.out.printf(Locale.ROOT, "%-44s %8.2f %8.2f   %s%n", names[p], m, m / stock, rounds(gbps[p]));
             }
             System.out.printf(Locale.ROOT, "bridge at the default bound: %.4f%% of its bytes redirected (%d B), "
-                    + "%d B by TCP%n", 100.0 * redirected / Math.max(1, redirected + passed), redirected, passed);
+                    + "%d B by TCP, %d bound hits%n", 100.0 * redirected / Math.max(1, redirected + passed), redirected,
+                    passed, boundHits);
             System.out.printf(Locale.ROOT, "bridge reader heap allocated per batch: median %.0f B (rounds: %s)%n",
                     Medians.of(heap), java.util.Arrays.toString(heap));
             System.out.println("medians over rounds; ratio = path / stock Flight (higher is faster)");

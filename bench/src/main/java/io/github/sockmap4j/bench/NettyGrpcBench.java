@@ -19,17 +19,23 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelFactory;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.socket.SocketChannel;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -41,6 +47,10 @@ import org.HdrHistogram.Histogram;
  * usual answer when both ends are yours and on one host), interleaved rounds in one run: Netty
  * echo RTT of 64 B, gRPC unary RTT of 1 KiB, gRPC server streaming throughput of 64 KiB
  * messages. Prints medians over rounds and ratios to stock TCP and to the domain socket.
+ *
+ * <p>In either {@link Topology} ({@code -Dtopology=loopback}, the default, or {@code node}: stock
+ * TCP through the node's DNAT, sockmap4j's VIP translated at connect); the domain socket is a
+ * path, not an address, in either.
  *
  * <p>Usage: {@code NettyGrpcBench [rounds] [round-trips-per-round]} (defaults 7 and 20000).
  */
@@ -56,6 +66,27 @@ public final class NettyGrpcBench {
         java.nio.file.Path p = java.nio.file.Files.createTempFile("sockmap4j-bench-", ".sock");
         java.nio.file.Files.delete(p);
         return new io.netty.channel.unix.DomainSocketAddress(p.toFile());
+    }
+
+    /** What a case carries: the echo or gRPC (unary and streaming share a server's address). */
+    enum Kind { ECHO, GRPC }
+
+    /** The port of a case's server on the node (loopback servers take an ephemeral one). */
+    static int port(Transport t, Kind k) {
+        return 47100 + 2 * t.ordinal() + k.ordinal();
+    }
+
+    static SocketAddress bind(Topology at, Transport t, Kind k) throws IOException {
+        return t == Transport.UDS ? domainSocket() : at.bind(port(t, k));
+    }
+
+    static SocketAddress dial(Topology at, Transport t, Kind k, SocketAddress bound) {
+        return t == Transport.UDS ? bound : at.dial(port(t, k), (InetSocketAddress) bound);
+    }
+
+    /** {@code inner}'s channels made in pod {@code pod} on the node; a domain socket's anywhere. */
+    static <C extends Channel> ChannelFactory<C> in(Topology at, int pod, Transport t, ChannelFactory<C> inner) {
+        return t == Transport.UDS ? inner : at.in(pod, inner);
     }
 
     static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
@@ -92,8 +123,13 @@ public final class NettyGrpcBench {
             return;
         }
         int loops = Integer.getInteger("loops", 2);
+        Path pins = sockmap.config().pinDirectory();
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(loops, EpollIoHandler.newFactory());
-        try {
+        try (Topology at = Topology.fromProperty(pins)) {
+            for (Kind k : Kind.values()) {
+                at.service(port(Transport.TCP, k), false);
+                at.service(port(Transport.SOCKMAP, k), true);
+            }
             int n = Transport.values().length;
             long[][] echo50 = new long[n][rounds];
             long[][] echo99 = new long[n][rounds];
@@ -104,31 +140,40 @@ public final class NettyGrpcBench {
             long[][] echoCpu = new long[n][rounds];
             long[][] unaryCpu = new long[n][rounds];
             double[][] stream = new double[n][rounds];
+            long[][] carried = new long[n][2];
             for (Transport t : Transport.values()) { // a discarded pass for the JIT
-                echo(group, t, iterations / 10);
-                unary(group, t, iterations / 20);
+                echo(group, at, t, iterations / 10);
+                unary(group, at, t, iterations / 20);
             }
             for (int r = 0; r < rounds; r++) {
                 for (Transport t : Transport.values()) {
                     int fast = t.ordinal();
+                    SockmapStats before = SockmapAdmin.stats(pins);
                     long cpu0 = PingPong.processCpuNanos();
-                    Histogram e = echo(group, t, iterations);
+                    Histogram e = echo(group, at, t, iterations);
                     long cpu1 = PingPong.processCpuNanos();
                     echo50[fast][r] = e.getValueAtPercentile(50);
                     echo99[fast][r] = e.getValueAtPercentile(99);
                     echo999[fast][r] = e.getValueAtPercentile(99.9);
                     echoCpu[fast][r] = (cpu1 - cpu0) / iterations;
-                    Histogram u = unary(group, t, iterations / 4);
+                    Histogram u = unary(group, at, t, iterations / 4);
                     unaryCpu[fast][r] = (PingPong.processCpuNanos() - cpu1) / (iterations / 4);
                     unary50[fast][r] = u.getValueAtPercentile(50);
                     unary99[fast][r] = u.getValueAtPercentile(99);
                     unary999[fast][r] = u.getValueAtPercentile(99.9);
-                    stream[fast][r] = streamGbps(group, t);
+                    stream[fast][r] = streamGbps(group, at, t);
+                    SockmapStats after = SockmapAdmin.stats(pins);
+                    carried[fast][0] += after.messagesRedirected() - before.messagesRedirected();
+                    carried[fast][1] += after.messagesPassed() - before.messagesPassed();
                 }
             }
-            System.out.printf(Locale.ROOT, "sockmap4j Netty/gRPC benchmark: %d rounds, %d echo and %d unary round trips "
-                    + "a round, %d x 64 KiB streamed a round, %d event loop(s), %d CPUs, kernel %s%n", rounds, iterations,
-                    iterations / 4, STREAM_MESSAGES, loops, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+            System.out.printf(Locale.ROOT, "sockmap4j Netty/gRPC benchmark, topology %s: %d rounds, %d echo and %d unary "
+                    + "round trips a round, %d x 64 KiB streamed a round, %d event loop(s), %d CPUs, kernel %s%n", at.name(),
+                    rounds, iterations, iterations / 4, STREAM_MESSAGES, loops, Runtime.getRuntime().availableProcessors(),
+                    System.getProperty("os.version"));
+            if (at.isNode()) {
+                System.out.println(at.describe() + "; the domain socket is a path in either topology");
+            }
             System.out.printf(Locale.ROOT, "%-28s %12s %12s %12s %8s %8s%n", "measure", "stock epoll", "sockmap4j",
                     "UDS", "vs TCP", "vs UDS");
             row("Netty echo 64 B p50 (us)", echo50, 1000);
@@ -140,6 +185,10 @@ public final class NettyGrpcBench {
             row("gRPC unary 1 KiB p99.9 (us)", unary999, 1000);
             row("gRPC unary CPU (us/op)", unaryCpu, 1000);
             row("gRPC stream 64 KiB (GB/s)", Medians.of(stream[0]), Medians.of(stream[1]), Medians.of(stream[2]));
+            for (Transport t : Transport.values()) {
+                System.out.printf(Locale.ROOT, "%s: %d messages redirected, %d sent by TCP by registered sockets%n", t,
+                        carried[t.ordinal()][0], carried[t.ordinal()][1]);
+            }
             System.out.println("medians over rounds; vs TCP = sockmap4j / stock epoll TCP, vs UDS = sockmap4j / stock "
                     + "epoll over a Unix domain socket (lower is faster for times); CPU: this process's CPU time (both "
                     + "ends) per round trip");
@@ -158,7 +207,7 @@ public final class NettyGrpcBench {
     }
 
 
-    static Histogram echo(EventLoopGroup group, Transport t, int iterations) throws Exception {
+    static Histogram echo(EventLoopGroup group, Topology at, Transport t, int iterations) throws Exception {
         ServerBootstrap sb = new ServerBootstrap().group(group)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
@@ -171,16 +220,11 @@ public final class NettyGrpcBench {
                         });
                     }
                 });
-        switch (t) {
-            case SOCKMAP -> sb.channelFactory(SockmapNetty.serverChannelFactory());
-            case TCP -> sb.channel(EpollServerSocketChannel.class);
-            case UDS -> sb.channel(io.netty.channel.epoll.EpollServerDomainSocketChannel.class);
-        }
+        sb.channelFactory(in(at, 1, t, serverChannels(t)));
         if (t != Transport.UDS) {
-            sb.childOption(ChannelOption.TCP_NODELAY, true);
+            sb.option(ChannelOption.SO_REUSEADDR, true).childOption(ChannelOption.TCP_NODELAY, true);
         }
-        Channel server = sb.bind(t == Transport.UDS ? domainSocket()
-                : new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
+        Channel server = sb.bind(bind(at, t, Kind.ECHO)).sync().channel();
         // Ping-pong driven from the client's event loop: each echo sends the next message.
         Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
         java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
@@ -214,15 +258,11 @@ public final class NettyGrpcBench {
                         ctx.writeAndFlush(Unpooled.wrappedBuffer(msg));
                     }
                 });
-        switch (t) {
-            case SOCKMAP -> b.channelFactory(SockmapNetty.socketChannelFactory());
-            case TCP -> b.channel(EpollSocketChannel.class);
-            case UDS -> b.channel(io.netty.channel.epoll.EpollDomainSocketChannel.class);
-        }
+        b.channelFactory(in(at, 0, t, clientChannels(t)));
         if (t != Transport.UDS) {
             b.option(ChannelOption.TCP_NODELAY, true);
         }
-        Channel client = b.connect(server.localAddress()).sync().channel();
+        Channel client = b.connect(dial(at, t, Kind.ECHO, server.localAddress())).sync().channel();
         try {
             done.get(120, TimeUnit.SECONDS);
             return h;
@@ -244,29 +284,56 @@ public final class NettyGrpcBench {
         }
     }
 
-    static Grpc grpc(EventLoopGroup group, Transport t) throws IOException {
-        java.net.SocketAddress at = t == Transport.UDS ? domainSocket()
-                : new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0);
-        NettyServerBuilder sb = NettyServerBuilder.forAddress(at).addService(service());
-        switch (t) {
-            case SOCKMAP -> SockmapGrpc.configure(sb, group, group);
-            case TCP -> sb.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group).workerEventLoopGroup(group);
-            case UDS -> sb.channelType(io.netty.channel.epoll.EpollServerDomainSocketChannel.class)
-                    .bossEventLoopGroup(group).workerEventLoopGroup(group);
+    /** The server channels of {@code t}: sockmap4j's factory, or stock epoll's TCP or domain socket. */
+    static ChannelFactory<? extends ServerChannel> serverChannels(Transport t) {
+        return switch (t) {
+            case SOCKMAP -> SockmapNetty.serverChannelFactory();
+            case TCP -> EpollServerSocketChannel::new;
+            case UDS -> io.netty.channel.epoll.EpollServerDomainSocketChannel::new;
+        };
+    }
+
+    /** The client channels of {@code t}. */
+    static ChannelFactory<? extends Channel> clientChannels(Transport t) {
+        return switch (t) {
+            case SOCKMAP -> SockmapNetty.socketChannelFactory();
+            case TCP -> EpollSocketChannel::new;
+            case UDS -> io.netty.channel.epoll.EpollDomainSocketChannel::new;
+        };
+    }
+
+    /**
+     * A gRPC server and a channel to it over {@code t}; sockmap4j's as {@link SockmapGrpc#configure}
+     * sets them up, with its channel factories made in the pods on the node.
+     */
+    static Grpc grpc(EventLoopGroup group, Topology at, Transport t) throws IOException {
+        NettyServerBuilder sb = NettyServerBuilder.forAddress(bind(at, t, Kind.GRPC)).addService(service());
+        if (t == Transport.SOCKMAP) {
+            SockmapGrpc.configure(sb, group, group);
+        } else {
+            sb.bossEventLoopGroup(group).workerEventLoopGroup(group);
+        }
+        sb.channelFactory(in(at, 1, t, serverChannels(t)));
+        if (t != Transport.UDS) {
+            sb.withOption(ChannelOption.SO_REUSEADDR, true);
         }
         Server server = sb.build().start();
-        NettyChannelBuilder cb = (t == Transport.UDS ? NettyChannelBuilder.forAddress(at)
-                : NettyChannelBuilder.forAddress("127.0.0.1", server.getPort())).usePlaintext();
-        switch (t) {
-            case SOCKMAP -> SockmapGrpc.configure(cb, group);
-            case TCP -> cb.channelType(EpollSocketChannel.class).eventLoopGroup(group);
-            case UDS -> cb.channelType(io.netty.channel.epoll.EpollDomainSocketChannel.class).eventLoopGroup(group);
+        SocketAddress bound = server.getListenSockets().getFirst();
+        SocketAddress dial = dial(at, t, Kind.GRPC, bound);
+        NettyChannelBuilder cb = (dial instanceof InetSocketAddress inet
+                ? NettyChannelBuilder.forAddress(inet.getHostString(), inet.getPort())
+                : NettyChannelBuilder.forAddress(dial)).usePlaintext();
+        if (t == Transport.SOCKMAP) {
+            SockmapGrpc.configure(cb, group);
+        } else {
+            cb.eventLoopGroup(group);
         }
+        cb.channelFactory(in(at, 0, t, clientChannels(t)));
         return new Grpc(server, cb.build());
     }
 
-    static Histogram unary(EventLoopGroup group, Transport t, int iterations) throws Exception {
-        try (Grpc g = grpc(group, t)) {
+    static Histogram unary(EventLoopGroup group, Topology at, Transport t, int iterations) throws Exception {
+        try (Grpc g = grpc(group, at, t)) {
             Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
             byte[] req = new byte[1024];
             for (int i = 0; i < iterations; i++) {
@@ -278,8 +345,8 @@ public final class NettyGrpcBench {
         }
     }
 
-    static double streamGbps(EventLoopGroup group, Transport t) throws Exception {
-        try (Grpc g = grpc(group, t)) {
+    static double streamGbps(EventLoopGroup group, Topology at, Transport t) throws Exception {
+        try (Grpc g = grpc(group, at, t)) {
             long t0 = System.nanoTime();
             long bytes = 0;
             Iterator<byte[]> it = ClientCalls.blockingServerStreamingCall(g.channel(), STREAM, CallOptions.DEFAULT,

@@ -30,14 +30,16 @@ public final class RttProfile {
                     Integer.getInteger("loops", 1), io.netty.channel.epoll.EpollIoHandler.newFactory());
             try {
                 boolean netty = path.startsWith("NETTY_");
+                NettyGrpcBench.Transport t = fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP;
+                Topology at = Topology.loopback();
                 if (netty) {
-                    NettyGrpcBench.echo(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations / 10);
+                    NettyGrpcBench.echo(group, at, t, iterations / 10);
                 } else {
-                    NettyGrpcBench.unary(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations / 10);
+                    NettyGrpcBench.unary(group, at, t, iterations / 10);
                 }
                 long cpu0 = PingPong.processCpuNanos();
-                org.HdrHistogram.Histogram h = netty ? NettyGrpcBench.echo(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations)
-                        : NettyGrpcBench.unary(group, fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP, iterations);
+                org.HdrHistogram.Histogram h = netty ? NettyGrpcBench.echo(group, at, t, iterations)
+                        : NettyGrpcBench.unary(group, at, t, iterations);
                 cpu = (PingPong.processCpuNanos() - cpu0) / (double) iterations;
                 p50 = h.getValueAtPercentile(50);
             } finally {

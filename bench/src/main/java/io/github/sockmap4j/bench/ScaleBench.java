@@ -15,10 +15,12 @@ import org.HdrHistogram.Histogram;
 /**
  * What the fast path costs as it grows, in interleaved rounds of one run:
  * <ul>
- *   <li>connect + accept + close of a loopback connection, with its port opted in (the sockops
- *       program registers both sockets at the handshake) and not (plain TCP);</li>
+ *   <li>connect + accept + close of a connection, with its port opted in (the sockops
+ *       program registers both sockets at the handshake) and not (plain TCP), in either
+ *       {@link Topology} ({@code -Dtopology=}; on the node the client dials a Service VIP:
+ *       translated at connect when opted in, the node's DNAT when not);</li>
  *   <li>64 B ping-pong RTT over the redirect with 10 and with 10,000 sockets in the SOCKHASH
- *       (the others idle connections of the same opted-in port).</li>
+ *       (the others idle connections of the same opted-in port), on loopback.</li>
  * </ul>
  *
  * <p>Usage: {@code ScaleBench [rounds] [connections-per-round] [rtt-iterations]} (defaults 5, 2000, 20000).
@@ -42,15 +44,21 @@ public final class ScaleBench {
                 manySockets, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
 
         // connect + accept
-        connectAccept(sockmap, false, Math.max(200, conns / 5));
-        connectAccept(sockmap, true, Math.max(200, conns / 5));
         double[][] connUs = new double[2][rounds];
         double[][] connP99 = new double[2][rounds];
-        for (int r = 0; r < rounds; r++) {
-            for (int fast = 0; fast < 2; fast++) {
-                Histogram h = connectAccept(sockmap, fast == 1, conns);
-                connUs[fast][r] = h.getValueAtPercentile(50) / 1000.0;
-                connP99[fast][r] = h.getValueAtPercentile(99) / 1000.0;
+        String topology;
+        try (Topology at = Topology.fromProperty(sockmap.config().pinDirectory())) {
+            topology = at.name();
+            at.service(CONNECT_PORT, false);
+            at.service(CONNECT_PORT + 1, true);
+            connectAccept(sockmap, at, false, Math.max(200, conns / 5));
+            connectAccept(sockmap, at, true, Math.max(200, conns / 5));
+            for (int r = 0; r < rounds; r++) {
+                for (int fast = 0; fast < 2; fast++) {
+                    Histogram h = connectAccept(sockmap, at, fast == 1, conns);
+                    connUs[fast][r] = h.getValueAtPercentile(50) / 1000.0;
+                    connP99[fast][r] = h.getValueAtPercentile(99) / 1000.0;
+                }
             }
         }
 
@@ -81,9 +89,9 @@ public final class ScaleBench {
             }
         }
         System.out.printf(Locale.ROOT, "%-44s %9s %9s %9s %8s%n", "", "p50 us", "p99 us", "p99.9 us", "ratio");
-        System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9s %8s%n", "connect+accept+close, plain TCP",
+        System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9s %8s%n", "connect+accept+close, plain TCP, " + topology,
                 Medians.of(connUs[0]), Medians.of(connP99[0]), "", "");
-        System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9s %8.2f%n", "connect+accept+close, port opted in",
+        System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9s %8.2f%n", "connect+accept+close, opted in, " + topology,
                 Medians.of(connUs[1]), Medians.of(connP99[1]), "", Medians.of(connUs[1]) / Medians.of(connUs[0]));
         System.out.printf(Locale.ROOT, "%-44s %9.1f %9.1f %9.1f %8s%n",
                 String.format(Locale.ROOT, "64 B RTT, redirect, %,d sockets in the map", inMap[0]),
@@ -94,22 +102,40 @@ public final class ScaleBench {
         System.out.println("medians over rounds; ratios: opted-in / plain, and many / few sockets (p50)");
     }
 
-    /** {@code n} connect + accept + close latencies in ns (the accepted side closes first, so no TIME_WAIT piles up on client ports). */
-    static Histogram connectAccept(Sockmap sockmap, boolean optIn, int n) throws Exception {
+    /** The connect + accept servers' ports on the node: plain, and opted in (its VIP in the Service map). */
+    static final int CONNECT_PORT = 47300;
+
+    /**
+     * {@code n} connect + accept + close latencies in ns (the accepted side closes first, so no
+     * TIME_WAIT piles up on client ports); on the node every client socket is made in pod 0 by one
+     * thread that has entered it.
+     */
+    static Histogram connectAccept(Sockmap sockmap, Topology at, boolean optIn, int n) throws Exception {
         Histogram h = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
-        try (ServerSocketChannel server = ServerSocketChannel.open()) {
-            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), 64);
-            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-            OptIn opt = optIn ? sockmap.optIn(port) : null;
+        int nodePort = CONNECT_PORT + (optIn ? 1 : 0);
+        try (ServerSocketChannel server = at.server(ServerSocketChannel::open)) {
+            server.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(at.bind(nodePort), 64);
+            InetSocketAddress bound = (InetSocketAddress) server.getLocalAddress();
+            OptIn opt = optIn ? sockmap.optIn(bound.getPort()) : null;
             try {
-                InetSocketAddress addr = (InetSocketAddress) server.getLocalAddress();
-                for (int i = 0; i < n; i++) {
-                    long t0 = System.nanoTime();
-                    SocketChannel c = SocketChannel.open(addr);
-                    SocketChannel s = server.accept();
-                    s.close();
-                    c.close();
-                    h.recordValue(Math.min(System.nanoTime() - t0, h.getHighestTrackableValue()));
+                InetSocketAddress addr = at.dial(nodePort, bound);
+                long registered0 = sockmap.stats().socketsRegistered();
+                at.client(() -> {
+                    for (int i = 0; i < n; i++) {
+                        long t0 = System.nanoTime();
+                        SocketChannel c = SocketChannel.open(addr);
+                        SocketChannel s = server.accept();
+                        s.close();
+                        c.close();
+                        h.recordValue(Math.min(System.nanoTime() - t0, h.getHighestTrackableValue()));
+                    }
+                    return null;
+                });
+                long registered = sockmap.stats().socketsRegistered() - registered0;
+                if (optIn ? registered < 2L * n : registered != 0) {
+                    throw new IllegalStateException(registered + " sockets registered for " + n + " connections, opted in: "
+                            + optIn);
                 }
             } finally {
                 if (opt != null) {

@@ -2,8 +2,8 @@ package io.github.sockmap4j.bench;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
@@ -16,7 +16,7 @@ import java.util.Locale;
  * fast as both go, over java.nio TCP, the redirect with the in-flight bound, and the redirect
  * without it; with {@code -Dgather=N}, small writes also as gathering writes of N buffers (what a
  * coalescing writer such as Netty's flush sends). Interleaved rounds in one run; prints the median
- * GB/s, the CPU time per MiB and the ratios.
+ * GB/s, the CPU time per MiB and the ratios. In either {@link Topology} ({@code -Dtopology=}).
  *
  * <p>Usage: {@code StreamBench [rounds] [MiB-per-round] [sizes]} (defaults 5, 1024, 65536).
  */
@@ -40,12 +40,29 @@ public final class StreamBench {
             System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
             return;
         }
-        System.out.printf(Locale.ROOT, "sockmap4j streaming: %d rounds x %d MiB per path and size, 64 KiB reads, %d CPUs, "
-                + "kernel %s%s%n", rounds, bytes >> 20, Runtime.getRuntime().availableProcessors(),
+        try (Topology at = Topology.fromProperty(sockmap.config().pinDirectory())) {
+            for (Mode m : Mode.values()) {
+                at.service(port(m), !tcp(m));
+            }
+            run(sockmap, at, rounds, bytes, sizes);
+        }
+    }
+
+    /** The port of a mode's server on the node (loopback servers take an ephemeral one). */
+    static int port(Mode m) {
+        return 47200 + m.ordinal();
+    }
+
+    static void run(Sockmap sockmap, Topology at, int rounds, long bytes, int[] sizes) throws Exception {
+        System.out.printf(Locale.ROOT, "sockmap4j streaming, topology %s: %d rounds x %d MiB per path and size, 64 KiB "
+                + "reads, %d CPUs, kernel %s%s%n", at.name(), rounds, bytes >> 20, Runtime.getRuntime().availableProcessors(),
                 System.getProperty("os.version"), (gather > 0 ? ", gathering writes of " + gather + " buffers" : "")
                 + (NODELAY ? ", TCP_NODELAY" : ", Nagle on"));
-        System.out.printf(Locale.ROOT, "%-7s %-22s %8s %10s %14s %12s %11s   %s%n", "write", "path", "GB/s", "vs TCP",
-                "vs unbounded", "bound hits", "CPU ms/MiB", "rounds GB/s");
+        if (at.isNode()) {
+            System.out.println(at.describe());
+        }
+        System.out.printf(Locale.ROOT, "%-7s %-22s %8s %10s %14s %12s %11s %11s   %s%n", "write", "path", "GB/s", "vs TCP",
+                "vs unbounded", "bound hits", "CPU ms/MiB", "redirected", "rounds GB/s");
         for (int size : sizes) {
             java.util.List<Mode> modes = new java.util.ArrayList<>(java.util.List.of(Mode.NIO_TCP, Mode.REDIRECT_BOUNDED,
                     Mode.REDIRECT_UNBOUNDED));
@@ -56,13 +73,20 @@ public final class StreamBench {
             double[][] gbps = new double[Mode.values().length][rounds];
             double[][] cpuMsPerMiB = new double[Mode.values().length][rounds];
             long[] boundHits = new long[Mode.values().length];
+            long[] redirectedBytes = new long[Mode.values().length];
             for (int r = 0; r < rounds; r++) {
                 for (Mode m : modes) {
                     SockmapStats before = sockmap.stats();
+                    long redirected0 = SockmapAdmin.stats(sockmap.config().pinDirectory()).bytesRedirected();
                     long cpu0 = PingPong.processCpuNanos();
-                    gbps[m.ordinal()][r] = run(sockmap, m, bytes, size);
+                    gbps[m.ordinal()][r] = run(sockmap, at, m, bytes, size);
                     cpuMsPerMiB[m.ordinal()][r] = (PingPong.processCpuNanos() - cpu0) / 1e6 / (bytes >> 20);
                     boundHits[m.ordinal()] += sockmap.stats().boundHits() - before.boundHits();
+                    long redirected = SockmapAdmin.stats(sockmap.config().pinDirectory()).bytesRedirected() - redirected0;
+                    if (tcp(m) && redirected != 0) {
+                        throw new IllegalStateException(m + ": " + redirected + " bytes redirected on the plain path");
+                    }
+                    redirectedBytes[m.ordinal()] += redirected;
                 }
             }
             double base = Medians.of(gbps[Mode.NIO_TCP.ordinal()]);
@@ -73,29 +97,44 @@ public final class StreamBench {
                 for (double v : gbps[m.ordinal()]) {
                     each.append(String.format(Locale.ROOT, " %.2f", v));
                 }
-                System.out.printf(Locale.ROOT, "%-7s %-22s %8.3f %10.2f %14.2f %12d %11.2f  %s%n", RttBench.size(size),
-                        m.name().toLowerCase(Locale.ROOT), g, g / base, g / unb, boundHits[m.ordinal()],
-                        Medians.of(cpuMsPerMiB[m.ordinal()]), each);
+                System.out.printf(Locale.ROOT, "%-7s %-22s %8.3f %10.2f %14.2f %12d %11.2f %10.1f%%  %s%n",
+                        RttBench.size(size), m.name().toLowerCase(Locale.ROOT), g, g / base, g / unb,
+                        boundHits[m.ordinal()], Medians.of(cpuMsPerMiB[m.ordinal()]),
+                        100.0 * redirectedBytes[m.ordinal()] / (bytes * rounds), each);
             }
         }
-        System.out.println("medians over rounds; CPU ms/MiB: this process's CPU time (writer and reader) per MiB moved");
+        System.out.println("medians over rounds; CPU ms/MiB: this process's CPU time (writer and reader) per MiB moved; "
+                + "redirected: the bytes the verdict redirected, of all the mode's bytes (the rest went by TCP)");
     }
 
+
+    /**
+     * The in-flight bound lifted for the connections of the server bound at {@code bound}: a rule
+     * for its address and port, as specific as the one its server channel made at bind, which
+     * it replaces while open (a port-wide rule would lose to that one).
+     */
+    static io.github.sockmap4j.OptIn liftBound(Sockmap sockmap, InetSocketAddress bound) throws IOException {
+        return bound.getAddress().isAnyLocalAddress()
+                ? sockmap.optIn(bound.getPort(), null, 0, Sockmap.UNBOUNDED)
+                : sockmap.optIn(bound.getPort(), bound.getAddress(), bound.getAddress().getAddress().length * 8,
+                        Sockmap.UNBOUNDED);
+    }
 
     static boolean tcp(Mode m) {
         return m == Mode.NIO_TCP || m == Mode.NIO_TCP_GATHER;
     }
 
-    static double run(Sockmap sockmap, Mode mode, long bytes, int size) throws Exception {
-        try (ServerSocketChannel server = tcp(mode) ? ServerSocketChannel.open()
-                : sockmap.openServerChannel()) {
-            server.bind(new InetSocketAddress(0)); // a port-wide rule, whose bound the unbounded mode lifts
-            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+    static double run(Sockmap sockmap, Topology at, Mode mode, long bytes, int size) throws Exception {
+        try (ServerSocketChannel server = at.server(() -> tcp(mode) ? ServerSocketChannel.open()
+                : sockmap.openServerChannel())) {
+            server.bind(at.bind(port(mode))); // a rule for the address and port, whose bound the unbounded mode lifts
+            InetSocketAddress bound = (InetSocketAddress) server.getLocalAddress();
+            int port = bound.getPort();
             // "Without the mechanism": the in-flight bound turned off for this port.
             io.github.sockmap4j.OptIn lift = mode == Mode.REDIRECT_UNBOUNDED
-                    ? sockmap.optIn(port, null, 0, io.github.sockmap4j.Sockmap.UNBOUNDED) : null;
+                    ? liftBound(sockmap, bound) : null;
             try {
-                return measure(sockmap, mode, server, bytes, port, size);
+                return measure(sockmap, mode, server, bytes, at.dial(port(mode), bound), at, size);
             } finally {
                 if (lift != null) {
                     lift.close();
@@ -104,12 +143,12 @@ public final class StreamBench {
         }
     }
 
-    static double measure(Sockmap sockmap, Mode mode, ServerSocketChannel server, long bytes, int port, int size)
-            throws Exception {
+    static double measure(Sockmap sockmap, Mode mode, ServerSocketChannel server, long bytes, InetSocketAddress dial,
+                          Topology at, int size) throws Exception {
         boolean gathering = mode == Mode.NIO_TCP_GATHER || mode == Mode.REDIRECT_GATHER;
         {
-            try (SocketChannel writer = tcp(mode) ? SocketChannel.open() : sockmap.openChannel()) {
-                writer.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
+            try (SocketChannel writer = at.client(() -> tcp(mode) ? SocketChannel.open() : sockmap.openChannel())) {
+                writer.connect(dial);
                 writer.setOption(java.net.StandardSocketOptions.TCP_NODELAY, NODELAY);
                 try (SocketChannel reader = server.accept()) {
                     Thread w = new Thread(() -> {

@@ -214,6 +214,34 @@ class NodeBedTest {
         return Long.parseLong(m.group(1));
     }
 
+    /**
+     * {@link NodeBed#callIn}, as the benchmarks' node topology uses it: one process makes a
+     * server socket in pod 1 (bound to an address only pod 1 has) and a client in pod 0; they
+     * talk through the node, the client seen from pod 0's address. A namespace that is not there
+     * is named in the error.
+     */
+    @Test
+    void oneProcessMakesEachEndOfAConnectionInItsOwnPod() throws Exception {
+        try (java.nio.channels.ServerSocketChannel server = NodeBed.callIn(bed.pod(1),
+                java.nio.channels.ServerSocketChannel::open)) {
+            server.bind(new InetSocketAddress(InetAddress.ofLiteral(NodeBed.podAddress(1)), 0));
+            try (java.nio.channels.SocketChannel c = NodeBed.callIn(bed.pod(0), java.nio.channels.SocketChannel::open)) {
+                c.connect(server.getLocalAddress());
+                try (java.nio.channels.SocketChannel s = server.accept()) {
+                    assertEquals(InetAddress.ofLiteral(NodeBed.podAddress(0)),
+                            ((InetSocketAddress) s.getRemoteAddress()).getAddress(), "the client is pod 0's");
+                    c.write(java.nio.ByteBuffer.wrap(new byte[] {42}));
+                    java.nio.ByteBuffer in = java.nio.ByteBuffer.allocate(1);
+                    assertEquals(1, s.read(in));
+                    assertEquals(42, in.get(0));
+                }
+            }
+        }
+        IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class,
+                () -> NodeBed.callIn("sm4j-no-such-pod", () -> 1));
+        assertTrue(e.getMessage().contains("sm4j-no-such-pod"), e.getMessage());
+    }
+
     @Test
     void podToPodByPodIpTakesTheRedirect() throws Exception {
         assertTrue(pingPong(NodeBed.podAddress(1), 10_000) >= 0.99, "at least 99% of messages redirected");

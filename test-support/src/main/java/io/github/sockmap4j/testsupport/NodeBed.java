@@ -1,9 +1,13 @@
 package io.github.sockmap4j.testsupport;
 
+import io.github.sockmap4j.internal.ffi.LibC;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -197,6 +201,47 @@ public final class NodeBed implements AutoCloseable {
         List<String> full = new ArrayList<>(List.of("nsenter", "--net=/run/netns/" + ns, "--"));
         full.addAll(command);
         return full;
+    }
+
+    /**
+     * Runs {@code body} on a thread of its own that has entered network namespace {@code ns}
+     * ({@code setns}, which moves only that thread), and returns what it returns: a socket it
+     * opens is the namespace's, and the connections it makes or accepts stay there after the
+     * thread ends. How one process puts each end of a connection in a different pod; the cgroup
+     * stays the process's.
+     *
+     * @throws IOException {@code ns} cannot be entered, or {@code body} threw it
+     */
+    public static <T> T callIn(String ns, Callable<T> body) throws IOException {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                int fd = LibC.open("/run/netns/" + ns, LibC.O_RDONLY | LibC.O_CLOEXEC, 0);
+                try {
+                    LibC.setns(fd, LibC.CLONE_NEWNET);
+                } finally {
+                    LibC.close(fd);
+                }
+                result.complete(body.call());
+            } catch (Throwable e) {
+                result.completeExceptionally(e);
+            }
+        }, "in-" + ns);
+        t.start();
+        try {
+            return result.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted in network namespace " + ns, e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof IOException io) {
+                throw new IOException("in network namespace " + ns + ": " + io.getMessage(), io);
+            }
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IOException("in network namespace " + ns + ": " + e.getCause(), e.getCause());
+        }
     }
 
     static String sh(String... cmd) throws IOException, InterruptedException {
