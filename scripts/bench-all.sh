@@ -37,9 +37,9 @@ run arrow bench -Xmx2g io.github.sockmap4j.bench.ArrowBench 5
 run jmh bench org.openjdk.jmh.Main SendReceiveBench
 # The node topology: C, SockmapChannel and java.nio round trips between pods (three placements);
 # streaming, connect + accept, Netty/gRPC and Arrow with each end in its pod, dialing Service VIPs.
-run node-rtt-64 bench io.github.sockmap4j.bench.NodeRttBench 5 20000 64
+run node-rtt-64 bench -Dplots="$out" io.github.sockmap4j.bench.NodeRttBench 5 20000 64
 run node-rtt-4k bench io.github.sockmap4j.bench.NodeRttBench 5 10000 4096
-run node-rtt-64k bench io.github.sockmap4j.bench.NodeRttBench 5 5000 65536
+run node-rtt-64k bench -Dplots="$out" io.github.sockmap4j.bench.NodeRttBench 5 5000 65536
 run node-stream bench -Dtopology=node -Dgather=16 io.github.sockmap4j.bench.StreamBench 5 512 65536,1024,64
 run node-scale bench -Dtopology=node io.github.sockmap4j.bench.ScaleBench 5 2000 20000
 run node-netty-grpc bench -Dtopology=node -Dloops=1 io.github.sockmap4j.bench.NettyGrpcBench 7 10000

@@ -4,8 +4,10 @@
  * TCP_NODELAY, blocking read/write, SIZE bytes each way per round trip.
  *
  *   podpingpong server ADDR PORT CPU                    listen, print port=N, echo one connection
- *   podpingpong client ADDR PORT SIZE WARMUP ITER CPU   WARMUP + ITER round trips; prints
- *                                                       "p50=NS p99=NS p999=NS peer=ADDR:PORT"
+ *   podpingpong client ADDR PORT SIZE WARMUP ITER CPU [samples]
+ *                                                       WARMUP + ITER round trips; prints
+ *                                                       "p50=NS p99=NS p999=NS peer=ADDR:PORT", with
+ *                                                       "samples" a second line "samples=NS,NS,..."
  *   podpingpong acceptor ADDR PORT CPU                  listen, print port=N, then for each connection
  *                                                       echo one 8-byte message and close it, until killed
  *   podpingpong connects ADDR PORT WARMUP ITER CPU      WARMUP + ITER connections, each timed from
@@ -165,7 +167,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		return 0;
 	}
-	if (argc == 8 && !strcmp(argv[1], "client")) {
+	if ((argc == 8 || argc == 9) && !strcmp(argv[1], "client")) {
 		long size = atol(argv[4]), warmup = atol(argv[5]), iter = atol(argv[6]);
 		long *rtt = malloc(sizeof(long) * (iter > 0 ? iter : 1));
 		char host[64];
@@ -202,6 +204,12 @@ int main(int argc, char **argv)
 		qsort(rtt, iter, sizeof(long), by_value);
 		printf("p50=%ld p99=%ld p999=%ld peer=%s:%d\n", rtt[iter / 2], rtt[iter * 99 / 100],
 		       rtt[iter * 999 / 1000], host, ntohs(((struct sockaddr_in *)&ss)->sin_port));
+		if (argc > 8 && strcmp(argv[8], "samples") == 0) {
+			printf("samples=");
+			for (long i = 0; i < iter; i++)
+				printf(i ? ",%ld" : "%ld", rtt[i]);
+			printf("\n");
+		}
 		fflush(stdout);
 		close(fd);
 		return 0;

@@ -37,6 +37,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>a Service VIP in the Service map (translated at connect, redirected) vs the VIP not opted in.
  * </ul>
  *
+ * <p>With {@code -Dplots=DIR}, a latency-by-percentile PNG per placement (every round's round
+ * trips) of the pod IP and the VIP, each redirected and plain, and of the JVM ends.
+ *
  * Usage: {@code NodeRttBench ROUNDS ITERATIONS SIZE}; run by {@code scripts/bench-node.sh}.
  */
 public final class NodeRttBench {
@@ -51,6 +54,9 @@ public final class NodeRttBench {
     static final List<SockmapAdmin.Network> LOCAL = List.of(
             new SockmapAdmin.Network(InetAddress.ofLiteral(NodeBed.podAddress(0)), 32),
             new SockmapAdmin.Network(InetAddress.ofLiteral(NodeBed.podAddress(1)), 32));
+    /** The cases a plot shows. */
+    static final List<String> PLOTTED = List.of("pod IP, redirected", "pod IP, plain", "VIP in the Service map, redirected",
+            "VIP by DNAT, plain", "SockmapChannel, pod IP, redirected", "java.nio, pod IP, plain");
     static final List<SockmapAdmin.Network> EVERYWHERE = List.of(new SockmapAdmin.Network(InetAddress.ofLiteral("::"), 0));
 
     /**
@@ -123,14 +129,19 @@ public final class NodeRttBench {
         System.out.printf(Locale.ROOT, "Node-shaped bed: %d rounds of %d round trips of %d B per case and placement"
                 + " (peers in separate pods, warmed up by %d round trips, a JVM by at least %d; medians of per-round"
                 + " p50/p99, µs)%n%n", rounds, iterations, size, iterations / 10, JVM_WARMUP);
+        String plots = System.getProperty("plots");
         for (PingPong.Placement placement : PingPong.Placement.values()) {
+            Map<String, org.HdrHistogram.Histogram> all = io.github.sockmap4j.plots.Plots.series();
+            for (String name : PLOTTED) {
+                all.put(name, new org.HdrHistogram.Histogram(TimeUnit.SECONDS.toNanos(10), 3));
+            }
             Map<String, double[][]> figures = new LinkedHashMap<>();
             Map<String, long[]> carried = new LinkedHashMap<>();
             for (int r = 0; r < rounds; r++) {
                 for (Case c : cases) {
                     SockmapAdmin.setLocalPeers(pins, c.narrowed() ? LOCAL : EVERYWHERE);
                     SockmapStats before = SockmapAdmin.stats(pins);
-                    long[] p = once(bed, binary, cgroup, pins, c, size, iterations, placement);
+                    long[] p = once(bed, binary, cgroup, pins, c, size, iterations, placement, all.get(c.name()));
                     SockmapStats after = SockmapAdmin.stats(pins);
                     figures.computeIfAbsent(c.name(), k -> new double[2][rounds]);
                     figures.get(c.name())[0][r] = p[0] / 1e3;
@@ -159,6 +170,13 @@ public final class NodeRttBench {
             double java = Medians.of(figures.get("SockmapChannel, pod IP, redirected")[0]);
             double c = Medians.of(figures.get("pod IP, redirected")[0]);
             System.out.printf(Locale.ROOT, "SockmapChannel / C, redirected, p50: %.2f%n%n", java / c);
+            if (plots != null) {
+                Path file = Path.of(plots, "node-rtt-" + RttBench.size(size).replace(" ", "") + "-"
+                        + placement.name().toLowerCase(Locale.ROOT).replace('_', '-') + ".png");
+                io.github.sockmap4j.plots.Plots.percentiles(file, "RTT between pods, " + RttBench.size(size) + ", "
+                        + placement + " (all rounds)", all, 1, false);
+                System.out.println("plot: " + file);
+            }
         }
     }
 
@@ -199,9 +217,13 @@ public final class NodeRttBench {
         return cmd;
     }
 
-    /** One ping-pong: the server in its pod, the client in pod 0; returns {p50, p99} in ns. */
+    /**
+     * One ping-pong: the server in its pod, the client in pod 0; returns {p50, p99} in ns, and
+     * records every round trip in {@code samples} when it is not null.
+     */
     private static long[] once(NodeBed bed, Path binary, Path cgroup, Path pins, Case c, int size, int iterations,
-                               PingPong.Placement placement) throws IOException, InterruptedException {
+                               PingPong.Placement placement, org.HdrHistogram.Histogram samples)
+            throws IOException, InterruptedException {
         List<String> server = enter(bed.pod(c.serverPod()), c, peer(binary, c, pins, cgroup, "server",
                 NodeBed.podAddress(c.serverPod()), Integer.toString(c.port()), Integer.toString(placement.echoCpu)));
         Process s = start(c.covered() ? inCgroup(cgroup, server) : server);
@@ -210,11 +232,22 @@ public final class NodeRttBench {
             if (ready == null || !ready.startsWith("port=")) {
                 throw new IOException("server in pod " + c.serverPod() + " did not start: " + ready);
             }
-            Process cl = start(inCgroup(cgroup, enter(bed.pod(0), c, peer(binary, c, pins, cgroup, "client", c.dial(),
-                    Integer.toString(c.port()), Integer.toString(size), Integer.toString(warmup(c, iterations)),
-                    Integer.toString(iterations), Integer.toString(placement.clientCpu)))));
+            List<String> args = new ArrayList<>(List.of("client", c.dial(), Integer.toString(c.port()),
+                    Integer.toString(size), Integer.toString(warmup(c, iterations)), Integer.toString(iterations),
+                    Integer.toString(placement.clientCpu)));
+            if (samples != null) {
+                args.add("samples");
+            }
+            Process cl = start(inCgroup(cgroup, enter(bed.pod(0), c, peer(binary, c, pins, cgroup,
+                    args.toArray(String[]::new)))));
             try (BufferedReader co = reader(cl)) {
                 String line = co.readLine();
+                String all = samples != null ? co.readLine() : null;
+                if (all != null && all.startsWith("samples=")) {
+                    for (String v : all.substring("samples=".length()).split(",")) {
+                        samples.recordValue(Math.min(Long.parseLong(v), samples.getHighestTrackableValue()));
+                    }
+                }
                 if (line == null || !cl.waitFor(60, TimeUnit.SECONDS) || cl.exitValue() != 0) {
                     throw new IOException("client of '" + c.name() + "' failed: " + line);
                 }

@@ -17,7 +17,8 @@ import java.util.Arrays;
  *
  * <pre>
  * PodJvmPingPong server sockmap|nio ADDR PORT CPU                   listen, print port=N, echo one connection
- * PodJvmPingPong client sockmap|nio ADDR PORT SIZE WARMUP ITER CPU  prints "p50=NS p99=NS p999=NS"
+ * PodJvmPingPong client sockmap|nio ADDR PORT SIZE WARMUP ITER CPU [samples]
+ *                                      prints "p50=NS p99=NS p999=NS", with samples also "samples=NS,NS,..."
  * </pre>
  */
 public final class PodJvmPingPong {
@@ -80,5 +81,12 @@ public final class PodJvmPingPong {
         }
         Arrays.sort(rtt);
         System.out.println("p50=" + rtt[iter / 2] + " p99=" + rtt[iter * 99 / 100] + " p999=" + rtt[iter * 999 / 1000]);
+        if (args.length > 8 && args[8].equals("samples")) {
+            StringBuilder b = new StringBuilder("samples=");
+            for (int i = 0; i < iter; i++) {
+                b.append(i == 0 ? "" : ",").append(rtt[i]);
+            }
+            System.out.println(b);
+        }
     }
 }
