@@ -127,14 +127,6 @@ public final class LibC {
             FunctionDescriptor.of(C_INT, C_PTR, C_LONG, C_INT));
     private static final MethodHandle IOCTL = Native.downcall(LIBC, "ioctl",
             FunctionDescriptor.of(C_INT, C_INT, C_LONG, C_PTR), Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle EPOLL_CREATE1 = Native.downcall(LIBC, "epoll_create1",
-            FunctionDescriptor.of(C_INT, C_INT));
-    private static final MethodHandle EPOLL_CTL = Native.downcall(LIBC, "epoll_ctl",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
-    private static final MethodHandle EPOLL_WAIT = Native.downcall(LIBC, "epoll_wait",
-            FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT, C_INT));
-    private static final MethodHandle EVENTFD = Native.downcall(LIBC, "eventfd",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT));
     private static final MethodHandle READ = Native.downcall(LIBC, "read",
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG));
     private static final MethodHandle WRITE = Native.downcall(LIBC, "write",
@@ -147,22 +139,54 @@ public final class LibC {
             FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT));
     private static final MethodHandle FSTATFS = Native.downcall(LIBC, "fstatfs",
             FunctionDescriptor.of(C_INT, C_INT, C_PTR));
-    private static final MethodHandle SETNS = Native.downcall(LIBC, "setns",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT));
     private static final MethodHandle GETEUID = Native.plain(LIBC, "geteuid",
             FunctionDescriptor.of(C_INT));
     private static final MethodHandle FLOCK = Native.downcall(LIBC, "flock",
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
-    private static final MethodHandle MOUNT = Native.downcall(LIBC, "mount",
-            FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR, C_LONG, C_PTR));
     private static final MethodHandle MMAP = Native.downcall(LIBC, "mmap",
             FunctionDescriptor.of(C_PTR, C_PTR, C_LONG, C_INT, C_INT, C_INT, C_LONG));
     private static final MethodHandle MUNMAP = Native.downcall(LIBC, "munmap",
             FunctionDescriptor.of(C_INT, C_PTR, C_LONG));
-    private static final MethodHandle IF_NAMETOINDEX = Native.downcall(LIBC, "if_nametoindex",
-            FunctionDescriptor.of(C_INT, C_PTR));
-    private static final MethodHandle STRERROR = Native.plain(LIBC, "strerror",
-            FunctionDescriptor.of(C_PTR, C_INT));
+
+    // Linked when first used, each group by its holder's initialisation (a static final in an
+    // initialised class is as fast to call as any): every downcall of a new shape linked costs
+    // the JVM memory, and most processes never call these.
+
+    /** Epoll and eventfd: only a SockmapSelectorProvider selector uses them. */
+    private static final class Selecting {
+        static final MethodHandle EPOLL_CREATE1 = Native.downcall(LIBC, "epoll_create1",
+                FunctionDescriptor.of(C_INT, C_INT));
+        static final MethodHandle EPOLL_CTL = Native.downcall(LIBC, "epoll_ctl",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
+        static final MethodHandle EPOLL_WAIT = Native.downcall(LIBC, "epoll_wait",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT, C_INT));
+        static final MethodHandle EVENTFD = Native.downcall(LIBC, "eventfd",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    }
+
+    /** Mount: only mounting bpffs. */
+    private static final class Mounting {
+        static final MethodHandle MOUNT = Native.downcall(LIBC, "mount",
+                FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR, C_LONG, C_PTR));
+    }
+
+    /** If_nametoindex: only XDP attachment. */
+    private static final class Interfaces {
+        static final MethodHandle IF_NAMETOINDEX = Native.downcall(LIBC, "if_nametoindex",
+                FunctionDescriptor.of(C_INT, C_PTR));
+    }
+
+    /** Strerror: only an error message. */
+    private static final class Errors {
+        static final MethodHandle STRERROR = Native.plain(LIBC, "strerror",
+                FunctionDescriptor.of(C_PTR, C_INT));
+    }
+
+    /** Setns: only entering another network namespace. */
+    private static final class Namespaces {
+        static final MethodHandle SETNS = Native.downcall(LIBC, "setns",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    }
 
     private LibC() {
     }
@@ -183,7 +207,7 @@ public final class LibC {
 
     public static String strerror(int errno) {
         try {
-            MemorySegment s = (MemorySegment) STRERROR.invokeExact(errno);
+            MemorySegment s = (MemorySegment) Errors.STRERROR.invokeExact(errno);
             return s.reinterpret(256).getString(0);
         } catch (Throwable t) {
             return "errno " + errno;
@@ -472,7 +496,7 @@ public final class LibC {
     public static int epollCreate() throws NativeIOException {
         MemorySegment st = Native.callState();
         try {
-            return check("epoll_create1", (int) EPOLL_CREATE1.invokeExact(st, EPOLL_CLOEXEC), st);
+            return check("epoll_create1", (int) Selecting.EPOLL_CREATE1.invokeExact(st, EPOLL_CLOEXEC), st);
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -486,7 +510,7 @@ public final class LibC {
         try {
             MemorySegment ev = Native.scratch();
             EpollEvent.set(ev, 0, events, fd);
-            int res = (int) EPOLL_CTL.invokeExact(st, epfd, op, fd, ev);
+            int res = (int) Selecting.EPOLL_CTL.invokeExact(st, epfd, op, fd, ev);
             return res < 0 ? -Native.errno(st) : 0;
         } catch (Throwable t) {
             throw Native.rethrow(t);
@@ -497,7 +521,7 @@ public final class LibC {
     public static int tryEpollWait(int epfd, MemorySegment events, int timeoutMillis) {
         MemorySegment st = Native.callState();
         try {
-            int res = (int) EPOLL_WAIT.invokeExact(st, epfd, events,
+            int res = (int) Selecting.EPOLL_WAIT.invokeExact(st, epfd, events,
                     (int) (events.byteSize() / EpollEvent.SIZE), timeoutMillis);
             return res < 0 ? -Native.errno(st) : res;
         } catch (Throwable t) {
@@ -508,7 +532,7 @@ public final class LibC {
     public static int eventfd() throws NativeIOException {
         MemorySegment st = Native.callState();
         try {
-            return check("eventfd", (int) EVENTFD.invokeExact(st, 0, EFD_NONBLOCK | EFD_CLOEXEC), st);
+            return check("eventfd", (int) Selecting.EVENTFD.invokeExact(st, 0, EFD_NONBLOCK | EFD_CLOEXEC), st);
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -607,7 +631,7 @@ public final class LibC {
     public static void setns(int fd, int nstype) throws NativeIOException {
         MemorySegment st = Native.callState();
         try {
-            int res = (int) SETNS.invokeExact(st, fd, nstype);
+            int res = (int) Namespaces.SETNS.invokeExact(st, fd, nstype);
             if (res < 0) {
                 throw new NativeIOException("setns", Native.errno(st));
             }
@@ -671,7 +695,7 @@ public final class LibC {
     public static int ifNameToIndex(String name) {
         MemorySegment st = Native.callState();
         try (Arena arena = Arena.ofConfined()) {
-            return (int) IF_NAMETOINDEX.invokeExact(st, arena.allocateFrom(name));
+            return (int) Interfaces.IF_NAMETOINDEX.invokeExact(st, arena.allocateFrom(name));
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
@@ -680,7 +704,7 @@ public final class LibC {
     public static void mount(String source, String target, String fstype) throws NativeIOException {
         MemorySegment st = Native.callState();
         try (Arena arena = Arena.ofConfined()) {
-            int res = (int) MOUNT.invokeExact(st, arena.allocateFrom(source), arena.allocateFrom(target),
+            int res = (int) Mounting.MOUNT.invokeExact(st, arena.allocateFrom(source), arena.allocateFrom(target),
                     arena.allocateFrom(fstype), 0L, MemorySegment.NULL);
             if (res < 0) {
                 throw new NativeIOException("mount -t " + fstype, Native.errno(st), target);

@@ -43,20 +43,7 @@ public final class Libbpf {
     private static final Logger LOG = LoggerFactory.getLogger("io.github.sockmap4j.libbpf");
     private static volatile Libbpf instance;
 
-    private final MethodHandle objectOpenMem;
-    private final MethodHandle objectFindMap;
-    private final MethodHandle mapSetMaxEntries;
-    private final MethodHandle mapSetInitialValue;
-    private final MethodHandle objectLoad;
-    private final MethodHandle objectFindProgram;
-    private final MethodHandle programFd;
-    private final MethodHandle mapFd;
-    private final MethodHandle objectClose;
-    private final MethodHandle objPin;
     private final MethodHandle objGet;
-    private final MethodHandle progAttach;
-    private final MethodHandle progDetach2;
-    private final MethodHandle linkCreate;
     private final MethodHandle mapUpdate;
     private final MethodHandle mapLookup;
     private final MethodHandle mapDelete;
@@ -67,29 +54,13 @@ public final class Libbpf {
     private final MethodHandle objGetInfo;
     private final MethodHandle enableStats;
 
+    private final SymbolLookup lib;
+    /** What only loading, pinning and attaching use, linked when first needed. */
+    private volatile Loader loader;
+
     private Libbpf(SymbolLookup lib) {
-        objectOpenMem = Native.downcall(lib, "bpf_object__open_mem",
-                FunctionDescriptor.of(C_PTR, C_PTR, C_LONG, C_PTR));
-        objectFindMap = Native.plain(lib, "bpf_object__find_map_by_name",
-                FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
-        mapSetMaxEntries = Native.plain(lib, "bpf_map__set_max_entries",
-                FunctionDescriptor.of(C_INT, C_PTR, C_INT));
-        mapSetInitialValue = Native.plain(lib, "bpf_map__set_initial_value",
-                FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_LONG));
-        objectLoad = Native.plain(lib, "bpf_object__load", FunctionDescriptor.of(C_INT, C_PTR));
-        objectFindProgram = Native.plain(lib, "bpf_object__find_program_by_name",
-                FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
-        programFd = Native.plain(lib, "bpf_program__fd", FunctionDescriptor.of(C_INT, C_PTR));
-        mapFd = Native.plain(lib, "bpf_map__fd", FunctionDescriptor.of(C_INT, C_PTR));
-        objectClose = Native.plain(lib, "bpf_object__close", FunctionDescriptor.ofVoid(C_PTR));
-        objPin = Native.plain(lib, "bpf_obj_pin", FunctionDescriptor.of(C_INT, C_INT, C_PTR));
+        this.lib = lib;
         objGet = Native.plain(lib, "bpf_obj_get", FunctionDescriptor.of(C_INT, C_PTR));
-        progAttach = Native.plain(lib, "bpf_prog_attach",
-                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_INT));
-        progDetach2 = Native.plain(lib, "bpf_prog_detach2",
-                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
-        linkCreate = Native.plain(lib, "bpf_link_create",
-                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
         mapUpdate = Native.plain(lib, "bpf_map_update_elem",
                 FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR, C_LONG));
         mapLookup = Native.plain(lib, "bpf_map_lookup_elem",
@@ -105,7 +76,66 @@ public final class Libbpf {
         numPossibleCpus = Native.plain(lib, "libbpf_num_possible_cpus", FunctionDescriptor.of(C_INT));
         objGetInfo = Native.plain(lib, "bpf_obj_get_info_by_fd", FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
         enableStats = Native.plain(lib, "bpf_enable_stats", FunctionDescriptor.of(C_INT, C_INT));
-        installPrintCallback(lib);
+    }
+
+    /**
+     * libbpf's loading, pinning and attaching functions, and the callback its messages take:
+     * a process that only opens pins and uses maps (an application under an agent) never links
+     * them. Each linked downcall of a new shape costs the JVM about a MiB of memory.
+     */
+    private static final class Loader {
+        final MethodHandle objectOpenMem;
+        final MethodHandle objectFindMap;
+        final MethodHandle mapSetMaxEntries;
+        final MethodHandle mapSetInitialValue;
+        final MethodHandle objectLoad;
+        final MethodHandle objectFindProgram;
+        final MethodHandle programFd;
+        final MethodHandle mapFd;
+        final MethodHandle objectClose;
+        final MethodHandle objPin;
+        final MethodHandle progAttach;
+        final MethodHandle progDetach2;
+        final MethodHandle linkCreate;
+
+        Loader(SymbolLookup lib) {
+            objectOpenMem = Native.downcall(lib, "bpf_object__open_mem",
+                    FunctionDescriptor.of(C_PTR, C_PTR, C_LONG, C_PTR));
+            objectFindMap = Native.plain(lib, "bpf_object__find_map_by_name",
+                    FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
+            mapSetMaxEntries = Native.plain(lib, "bpf_map__set_max_entries",
+                    FunctionDescriptor.of(C_INT, C_PTR, C_INT));
+            mapSetInitialValue = Native.plain(lib, "bpf_map__set_initial_value",
+                    FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_LONG));
+            objectLoad = Native.plain(lib, "bpf_object__load", FunctionDescriptor.of(C_INT, C_PTR));
+            objectFindProgram = Native.plain(lib, "bpf_object__find_program_by_name",
+                    FunctionDescriptor.of(C_PTR, C_PTR, C_PTR));
+            programFd = Native.plain(lib, "bpf_program__fd", FunctionDescriptor.of(C_INT, C_PTR));
+            mapFd = Native.plain(lib, "bpf_map__fd", FunctionDescriptor.of(C_INT, C_PTR));
+            objectClose = Native.plain(lib, "bpf_object__close", FunctionDescriptor.ofVoid(C_PTR));
+            objPin = Native.plain(lib, "bpf_obj_pin", FunctionDescriptor.of(C_INT, C_INT, C_PTR));
+            progAttach = Native.plain(lib, "bpf_prog_attach",
+                    FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_INT));
+            progDetach2 = Native.plain(lib, "bpf_prog_detach2",
+                    FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
+            linkCreate = Native.plain(lib, "bpf_link_create",
+                    FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
+            installPrintCallback(lib);
+        }
+    }
+
+    private Loader loader() {
+        Loader l = loader;
+        if (l == null) {
+            synchronized (this) {
+                l = loader;
+                if (l == null) {
+                    l = new Loader(lib);
+                    loader = l;
+                }
+            }
+        }
+        return l;
     }
 
     /**
@@ -147,7 +177,7 @@ public final class Libbpf {
     public MemorySegment openObject(MemorySegment elf) throws NativeIOException {
         MemorySegment st = Native.callState();
         try {
-            MemorySegment obj = (MemorySegment) objectOpenMem.invokeExact(st, elf, elf.byteSize(),
+            MemorySegment obj = (MemorySegment) loader().objectOpenMem.invokeExact(st, elf, elf.byteSize(),
                     MemorySegment.NULL);
             if (obj.equals(MemorySegment.NULL)) {
                 throw new NativeIOException("bpf_object__open_mem", Native.errno(st));
@@ -162,7 +192,7 @@ public final class Libbpf {
 
     public MemorySegment findMap(MemorySegment obj, String name) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment m = (MemorySegment) objectFindMap.invokeExact(obj, arena.allocateFrom(name));
+            MemorySegment m = (MemorySegment) loader().objectFindMap.invokeExact(obj, arena.allocateFrom(name));
             if (m.equals(MemorySegment.NULL)) {
                 throw new NativeIOException("bpf_object__find_map_by_name", Errno.ENOENT, name);
             }
@@ -176,7 +206,7 @@ public final class Libbpf {
 
     public MemorySegment findProgram(MemorySegment obj, String name) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment p = (MemorySegment) objectFindProgram.invokeExact(obj, arena.allocateFrom(name));
+            MemorySegment p = (MemorySegment) loader().objectFindProgram.invokeExact(obj, arena.allocateFrom(name));
             if (p.equals(MemorySegment.NULL)) {
                 throw new NativeIOException("bpf_object__find_program_by_name", Errno.ENOENT, name);
             }
@@ -190,7 +220,7 @@ public final class Libbpf {
 
     public void setMaxEntries(MemorySegment map, int n) throws NativeIOException {
         try {
-            ret("bpf_map__set_max_entries", (int) mapSetMaxEntries.invokeExact(map, n));
+            ret("bpf_map__set_max_entries", (int) loader().mapSetMaxEntries.invokeExact(map, n));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -204,7 +234,7 @@ public final class Libbpf {
      */
     public void setInitialValue(MemorySegment map, MemorySegment data) throws NativeIOException {
         try {
-            ret("bpf_map__set_initial_value", (int) mapSetInitialValue.invokeExact(map, data, data.byteSize()));
+            ret("bpf_map__set_initial_value", (int) loader().mapSetInitialValue.invokeExact(map, data, data.byteSize()));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -215,7 +245,7 @@ public final class Libbpf {
     /** Loads every program and creates every map; the verifier's log goes to the debug logger. */
     public void loadObject(MemorySegment obj) throws NativeIOException {
         try {
-            ret("bpf_object__load", (int) objectLoad.invokeExact(obj));
+            ret("bpf_object__load", (int) loader().objectLoad.invokeExact(obj));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -227,7 +257,7 @@ public final class Libbpf {
 
     public int programFd(MemorySegment prog) throws NativeIOException {
         try {
-            return ret("bpf_program__fd", (int) programFd.invokeExact(prog));
+            return ret("bpf_program__fd", (int) loader().programFd.invokeExact(prog));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -237,7 +267,7 @@ public final class Libbpf {
 
     public int mapFd(MemorySegment map) throws NativeIOException {
         try {
-            return ret("bpf_map__fd", (int) mapFd.invokeExact(map));
+            return ret("bpf_map__fd", (int) loader().mapFd.invokeExact(map));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -248,7 +278,7 @@ public final class Libbpf {
     /** Frees libbpf's object; fds already taken with dup semantics stay with their owner. */
     public void closeObject(MemorySegment obj) {
         try {
-            objectClose.invokeExact(obj);
+            loader().objectClose.invokeExact(obj);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
@@ -256,7 +286,7 @@ public final class Libbpf {
 
     public void pin(int fd, String path) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
-            int res = (int) objPin.invokeExact(fd, arena.allocateFrom(path));
+            int res = (int) loader().objPin.invokeExact(fd, arena.allocateFrom(path));
             if (res < 0) {
                 throw new NativeIOException("bpf_obj_pin", -res, path);
             }
@@ -278,7 +308,7 @@ public final class Libbpf {
 
     public void progAttach(int progFd, int targetFd, int attachType) throws NativeIOException {
         try {
-            ret("bpf_prog_attach", (int) progAttach.invokeExact(progFd, targetFd, attachType, 0));
+            ret("bpf_prog_attach", (int) loader().progAttach.invokeExact(progFd, targetFd, attachType, 0));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -288,7 +318,7 @@ public final class Libbpf {
 
     public int tryProgDetach(int progFd, int targetFd, int attachType) {
         try {
-            return (int) progDetach2.invokeExact(progFd, targetFd, attachType);
+            return (int) loader().progDetach2.invokeExact(progFd, targetFd, attachType);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
@@ -300,7 +330,7 @@ public final class Libbpf {
             MemorySegment opts = arena.allocate(NativeLayouts.LINK_CREATE_OPTS);
             opts.set(ValueLayout.JAVA_LONG, NativeLayouts.LINK_OPTS_SZ, opts.byteSize());
             opts.set(ValueLayout.JAVA_INT, NativeLayouts.LINK_OPTS_FLAGS, flags);
-            return (int) linkCreate.invokeExact(progFd, targetFd, attachType, opts);
+            return (int) loader().linkCreate.invokeExact(progFd, targetFd, attachType, opts);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
@@ -310,7 +340,7 @@ public final class Libbpf {
     public int linkCreate(int progFd, int targetFd, int attachType) throws NativeIOException {
         try {
             return ret("bpf_link_create",
-                    (int) linkCreate.invokeExact(progFd, targetFd, attachType, MemorySegment.NULL));
+                    (int) loader().linkCreate.invokeExact(progFd, targetFd, attachType, MemorySegment.NULL));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
