@@ -8,7 +8,8 @@ import java.util.Locale;
  * One path of {@link RttBench} alone, for a profiler or {@code strace -c} to watch:
  * {@code RttProfile PATH SIZE ITERATIONS}, PATH one of {@link PingPong.Path}'s names, or C_TCP or
  * C_REDIRECT for the C reference, NETTY_STOCK or NETTY_FAST for NettyGrpcBench's 64 B echo (one
- * event loop; {@code -Dloops=N} for more), GRPC_STOCK or GRPC_FAST for its 1 KiB unary call.
+ * event loop; {@code -Dloops=N} for more), GRPC_STOCK or GRPC_FAST for its 1 KiB unary call (in
+ * either {@link Topology}, {@code -Dtopology=}).
  * Prints the p50 and CPU per round trip.
  */
 public final class RttProfile {
@@ -31,17 +32,20 @@ public final class RttProfile {
             try {
                 boolean netty = path.startsWith("NETTY_");
                 NettyGrpcBench.Transport t = fast ? NettyGrpcBench.Transport.SOCKMAP : NettyGrpcBench.Transport.TCP;
-                Topology at = Topology.loopback();
-                if (netty) {
-                    NettyGrpcBench.echo(group, at, t, iterations / 10);
-                } else {
-                    NettyGrpcBench.unary(group, at, t, iterations / 10);
+                try (Topology at = Topology.fromProperty(sockmap.config().pinDirectory())) {
+                    NettyGrpcBench.Kind k = netty ? NettyGrpcBench.Kind.ECHO : NettyGrpcBench.Kind.GRPC;
+                    at.service(NettyGrpcBench.port(t, k), fast);
+                    if (netty) {
+                        NettyGrpcBench.echo(group, at, t, iterations / 10);
+                    } else {
+                        NettyGrpcBench.unary(group, at, t, iterations / 10);
+                    }
+                    long cpu0 = PingPong.processCpuNanos();
+                    org.HdrHistogram.Histogram h = netty ? NettyGrpcBench.echo(group, at, t, iterations)
+                            : NettyGrpcBench.unary(group, at, t, iterations);
+                    cpu = (PingPong.processCpuNanos() - cpu0) / (double) iterations;
+                    p50 = h.getValueAtPercentile(50);
                 }
-                long cpu0 = PingPong.processCpuNanos();
-                org.HdrHistogram.Histogram h = netty ? NettyGrpcBench.echo(group, at, t, iterations)
-                        : NettyGrpcBench.unary(group, at, t, iterations);
-                cpu = (PingPong.processCpuNanos() - cpu0) / (double) iterations;
-                p50 = h.getValueAtPercentile(50);
             } finally {
                 SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
             }
