@@ -5,7 +5,6 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketConnectionAttemptTest;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -39,16 +38,16 @@ class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
         if (!BAD_HOST.equals(System.getProperty("io.netty.testsuite.badHost"))) {
             throw new IllegalStateException("io.netty.testsuite.badHost must be " + BAD_HOST + " (netty-transport/pom.xml)");
         }
-        sh("ip", "netns", "add", NS);
+        NodeBed.sh("ip", "netns", "add", NS);
         try {
-            sh("ip", "-n", NS, "link", "set", "lo", "up");
+            NodeBed.sh("ip", "-n", NS, "link", "set", "lo", "up");
             // A veth pair inside the namespace, the bad host's neighbour entry a MAC nobody has:
             // the other end drops each frame as not its own, and no ICMP error comes back.
-            sh("ip", "-n", NS, "link", "add", "silent0", "type", "veth", "peer", "name", "silent1");
-            sh("ip", "-n", NS, "addr", "add", "10.99.0.2/24", "dev", "silent0");
-            sh("ip", "-n", NS, "link", "set", "silent0", "up");
-            sh("ip", "-n", NS, "link", "set", "silent1", "up");
-            sh("ip", "-n", NS, "neigh", "add", BAD_HOST, "lladdr", "02:00:00:00:99:01", "dev", "silent0", "nud",
+            NodeBed.sh("ip", "-n", NS, "link", "add", "silent0", "type", "veth", "peer", "name", "silent1");
+            NodeBed.sh("ip", "-n", NS, "addr", "add", "10.99.0.2/24", "dev", "silent0");
+            NodeBed.sh("ip", "-n", NS, "link", "set", "silent0", "up");
+            NodeBed.sh("ip", "-n", NS, "link", "set", "silent1", "up");
+            NodeBed.sh("ip", "-n", NS, "neigh", "add", BAD_HOST, "lladdr", "02:00:00:00:99:01", "dev", "silent0", "nud",
                     "permanent");
         } catch (IOException | InterruptedException | RuntimeException e) {
             removeSilentHost();
@@ -60,7 +59,7 @@ class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
     static void removeSilentHost() throws IOException, InterruptedException {
         if (new ProcessBuilder("ip", "netns", "list").start().inputReader().lines()
                 .anyMatch(l -> l.split(" ")[0].equals(NS))) {
-            sh("ip", "netns", "delete", NS);
+            NodeBed.sh("ip", "netns", "delete", NS);
         }
     }
 
@@ -100,14 +99,6 @@ class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
                 throw err; // an assertion of Netty's test, as it threw it
             }
             throw e;
-        }
-    }
-
-    static void sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
         }
     }
 }

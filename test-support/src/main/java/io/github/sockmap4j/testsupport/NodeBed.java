@@ -244,7 +244,12 @@ public final class NodeBed implements AutoCloseable {
         }
     }
 
-    static String sh(String... cmd) throws IOException, InterruptedException {
+    /**
+     * Runs {@code cmd} (an {@code ip} command, say) and returns its output.
+     *
+     * @throws IOException it failed or took over 30 s, with its output
+     */
+    public static String sh(String... cmd) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
