@@ -137,13 +137,6 @@ static __always_inline __u32 grow_bound(struct sm4j_watch *w, __u32 bound)
 }
 
 /*
- * What a sender sees of its receiver {peer}: its read count and bound, and whether they are
- * known. A receiver that publishes nothing gets a watch entry on the first send (with the first
- * bound: the policy's, or tcp_rmem's default); the exact count, where there is one, moves the
- * watcher's read on. Asks the watcher to poll often when the sender is held on TCP or near
- * the bound.
- */
-/*
  * Tells the watchers there is something new to look at (a watch entry made, or one set WANTED):
  * slot 0's wake counter, which they read from the shared mapping and walk sm4j_watch only when
  * it moved (or an entry of theirs is due). A walk of the hash map costs its whole bucket array.
@@ -157,6 +150,13 @@ static __always_inline void wake_watchers(void)
 		__sync_fetch_and_add(&s->wake, 1);
 }
 
+/*
+ * What a sender sees of its receiver {peer}: its read count and bound, and whether they are
+ * known. A receiver that publishes nothing gets a watch entry on the first send (with the first
+ * bound: the policy's, or tcp_rmem's default); the exact count, where there is one, moves the
+ * watcher's read on. Asks the watcher to poll often when the sender is held on TCP or near
+ * the bound.
+ */
 struct sm4j_receiver {
 	struct sm4j_watch *w; /* the watch entry, for a receiver that publishes nothing */
 	__u64 read;

@@ -215,8 +215,16 @@ public final class KernelSockmap implements AutoCloseable {
      * names no socket), its namespace and cookie. Two system calls and a map lookup.
      */
     public SocketIdentity identity(int fd) throws IOException {
+        return identity(fd, false);
+    }
+
+    /**
+     * As {@link #identity(int)}; an {@code accepted} socket was never translated (connects are),
+     * so it skips the map lookup.
+     */
+    public SocketIdentity identity(int fd, boolean accepted) throws IOException {
         SocketIdentity id = SocketIdentity.of(fd);
-        if (id.cookie() == 0) {
+        if (accepted || id.cookie() == 0) {
             return id;
         }
         try (Arena arena = Arena.ofConfined()) {

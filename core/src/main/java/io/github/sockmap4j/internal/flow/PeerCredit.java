@@ -59,7 +59,7 @@ public final class PeerCredit {
      * not on the fast path, or the port's bound is off.
      */
     static PeerCredit resolve(KernelSockmap kernel, int fd, boolean serverSide) throws IOException {
-        SocketIdentity id = kernel.identity(fd);
+        SocketIdentity id = kernel.identity(fd, serverSide);
         if (!kernel.holds(id)) {
             return null;
         }

@@ -37,7 +37,7 @@ final class ReadSlotRegistry {
      * @param rcvbufSet whether the application fixed SO_RCVBUF (then it is the bound)
      */
     ReadPublisher claim(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        SocketIdentity id = kernel.identity(fd);
+        SocketIdentity id = kernel.identity(fd, serverSide);
         if (!kernel.holds(id)) {
             return null;
         }
