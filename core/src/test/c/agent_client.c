@@ -5,6 +5,7 @@
 //   send K LINE      sends LINE on connection K, prints "answer=K LINE" with the first line back
 //   flood K N        sends N PINGs on connection K at once, prints "flood=OK ERR" counts of answers
 //   long K N         sends N bytes without a newline on K, prints "answer=K LINE" (or answer=K EOF)
+//   wait K           sends nothing on K, prints "answer=K LINE" with the next line the agent sends (or EOF)
 //   close K          closes connection K
 // With handoff the commands are the arguments after it (ARGS...), one an argument.
 // With handoff, the process that connected exits at once and a child it forked (holding the
@@ -67,6 +68,8 @@ static void run(int *fds, const char *cmd) {
         ssize_t w = write(fds[k], big, n);
         (void) w;
         free(big);
+        printf("answer=%d %s\n", k, readline(fds[k], line, sizeof(line)) < 0 ? "EOF" : line);
+    } else if (sscanf(cmd, "wait %d", &k) == 1) {
         printf("answer=%d %s\n", k, readline(fds[k], line, sizeof(line)) < 0 ? "EOF" : line);
     } else if (sscanf(cmd, "close %d", &k) == 1) {
         close(fds[k]);

@@ -106,8 +106,8 @@ class ControlSocketAbuseTest {
     }
 
     @Test
-    void oneUserHasAtMostItsShareOfConnectionsAndRootIsStillServed() throws Exception {
-        int limit = ControlServer.Limits.DEFAULT.connectionsPerUid();
+    void oneProcessHasAtMostItsShareOfConnectionsAndRootIsStillServed() throws Exception {
+        int limit = ControlServer.Limits.DEFAULT.connectionsPerProcess();
         int uid = USER + 10;
         try (ChildJvm c = client(uid, 0, limit + 3, false)) {
             assertEquals(Integer.toString(limit + 3), c.expect("connected=", 30));
@@ -116,9 +116,61 @@ class ControlSocketAbuseTest {
             }
             for (int k = limit; k < limit + 3; k++) {
                 String a = send(c, k, "PING");
-                assertTrue(a.startsWith("ERR uid " + uid + " has " + limit + " connections to the agent open"), a);
+                assertTrue(a.startsWith("ERR process ") && a.contains("(uid " + uid + ") has " + limit
+                        + " connections to the agent open"), a);
+            }
+            try (ChildJvm other = client(uid, 0, 1, false)) {
+                other.expect("connected=", 30);
+                assertEquals("OK agent", send(other, 0, "PING"), "another process of the same uid is served");
             }
             assertEquals("agent", rootPing());
+        }
+    }
+
+    /**
+     * More processes of one uid than the old per-uid limit of 16 (pods sharing a runAsUser), each
+     * holding its connection as a library's opt-in does: every one is served.
+     */
+    @Test
+    void manyProcessesOfOneUidEachHoldAConnection() throws Exception {
+        int uid = USER + 13;
+        List<ChildJvm> clients = new ArrayList<>();
+        try {
+            for (int i = 0; i < 24; i++) {
+                ChildJvm c = client(uid, 0, 1, false);
+                clients.add(c);
+                c.expect("connected=", 30);
+                assertEquals("OK agent", send(c, 0, "PING"), "process " + i + " of uid " + uid);
+            }
+        } finally {
+            for (ChildJvm c : clients) {
+                c.close();
+            }
+        }
+    }
+
+    /**
+     * Connections that cost a user nothing to keep are closed: one that leaves half a line for the
+     * line time, one that sends nothing and holds no rule for the idle time. One that holds an
+     * OPTIN rule stays, idle or not, and a line over the limit is refused even when its newline
+     * comes in the same read.
+     */
+    @Test
+    void halfLinesAndIdleConnectionsAreClosedHoldersStay() throws Exception {
+        ControlServer.Limits l = ControlServer.Limits.DEFAULT;
+        try (ChildJvm c = client(USER, 0, 4, false)) {
+            c.expect("connected=", 30);
+            assertTrue(send(c, 2, "OPTIN " + (port + 5) + " * 0 0").startsWith("OK"));
+            String over = send(c, 3, "PING " + "x".repeat(AgentRequest.MAX_LINE));
+            assertTrue(over.startsWith("ERR a line over " + AgentRequest.MAX_LINE + " bytes"), over);
+            c.send("long 0 3");
+            String half = c.expect("answer=0 ", l.lineSeconds() + 30L);
+            assertTrue(half.startsWith("ERR half a line for " + l.lineSeconds() + " s"), half);
+            c.send("wait 1");
+            String idle = c.expect("answer=1 ", l.idleSeconds() + 30L);
+            assertTrue(idle.startsWith("ERR nothing sent for " + l.idleSeconds() + " s, holding no rule"), idle);
+            assertEquals("OK agent", send(c, 2, "PING"), "the connection holding a rule stays");
+            assertTrue(send(c, 2, "DENY " + (port + 5) + " * 0").startsWith("OK"));
         }
     }
 

@@ -36,21 +36,39 @@ public final class ControlServer implements AutoCloseable {
     private static final long BACKOFF_MAX_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     /**
-     * What users other than root may use of the agent.
+     * What users other than root may use of the agent. A connection is a process's lease on its
+     * {@code OPTIN} rules (they go when it closes), so a library holds one for its process's life:
+     * connections are counted per process first, then per uid with room for a node's every pod
+     * running as one uid (Kubernetes' default limit is 110 pods a node), then all together. A
+     * connection that holds no rule and sends nothing for {@code idleSeconds} is closed, and so is
+     * one that leaves half a line for {@code lineSeconds}: holding connections open costs a user
+     * nothing it can keep.
      *
-     * @param connectionsPerUid open connections of one uid
-     * @param connections       open connections of all uids but root together
-     * @param requestsPerSecond requests a second one uid may send, on average
-     * @param burst             requests one uid may send at once
+     * @param connectionsPerProcess open connections of one process
+     * @param connectionsPerUid     open connections of one uid's processes together
+     * @param connections           open connections of all uids but root together
+     * @param requestsPerSecond     requests a second one uid may send, on average
+     * @param burst                 requests one uid may send at once
+     * @param idleSeconds           how long a connection holding no rule may send nothing
+     * @param lineSeconds           how long a line may take from its first byte to its newline
      */
-    public record Limits(int connectionsPerUid, int connections, int requestsPerSecond, int burst) {
-        public static final Limits DEFAULT = new Limits(16, 256, 200, 400);
+    public record Limits(int connectionsPerProcess, int connectionsPerUid, int connections, int requestsPerSecond,
+                         int burst, int idleSeconds, int lineSeconds) {
+        public static final Limits DEFAULT = new Limits(8, 128, 1024, 200, 400, 30, 10);
 
         public Limits {
-            if (connectionsPerUid < 1 || connections < connectionsPerUid || requestsPerSecond < 1 || burst < 1) {
-                throw new IllegalArgumentException("limits must be positive, connections >= connectionsPerUid: "
-                        + connectionsPerUid + ", " + connections + ", " + requestsPerSecond + ", " + burst);
+            if (connectionsPerProcess < 1 || connectionsPerUid < connectionsPerProcess
+                    || connections < connectionsPerUid || requestsPerSecond < 1 || burst < 1 || idleSeconds < 1
+                    || lineSeconds < 1) {
+                throw new IllegalArgumentException("limits must be positive, connections >= connectionsPerUid >= "
+                        + "connectionsPerProcess: " + this);
             }
+        }
+
+        /** The same with other idle and line times (for tests that wait them out). */
+        public Limits withTimes(int idle, int line) {
+            return new Limits(connectionsPerProcess, connectionsPerUid, connections, requestsPerSecond, burst, idle,
+                    line);
         }
     }
 
@@ -66,8 +84,9 @@ public final class ControlServer implements AutoCloseable {
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
     private final Set<UnixListener.Connection> open = ConcurrentHashMap.newKeySet();
-    /** Open connections by uid (root's included, so that each leaves as it came). */
+    /** Open connections by uid and by pid (root's included, so that each leaves as it came). */
     private final Map<Integer, Integer> perUid = new HashMap<>();
+    private final Map<Integer, Integer> perPid = new HashMap<>();
     private int unprivileged;
     /** Token buckets by uid: tokens and the time they were counted. */
     private final Map<Integer, long[]> buckets = new ConcurrentHashMap<>();
@@ -163,16 +182,22 @@ public final class ControlServer implements AutoCloseable {
     /** Serves {@code conn} on a thread of its own, or refuses it with the reason when its uid is at a limit. */
     private void admit(UnixListener.Connection conn) {
         int uid = conn.peer().uid();
+        int pid = conn.peer().pid();
         String no = null;
         synchronized (perUid) {
             int mine = perUid.getOrDefault(uid, 0);
-            if (uid != 0 && mine >= limits.connectionsPerUid()) {
+            int process = perPid.getOrDefault(pid, 0);
+            if (uid != 0 && process >= limits.connectionsPerProcess()) {
+                no = "process " + pid + " (uid " + uid + ") has " + process + " connections to the agent open, its "
+                        + "limit: close one first";
+            } else if (uid != 0 && mine >= limits.connectionsPerUid()) {
                 no = "uid " + uid + " has " + mine + " connections to the agent open, its limit: close one first";
             } else if (uid != 0 && unprivileged >= limits.connections()) {
                 no = "the agent serves " + unprivileged + " connections of users other than root, its limit: retry "
                         + "later";
             } else {
                 perUid.put(uid, mine + 1);
+                perPid.put(pid, process + 1);
                 unprivileged += uid != 0 ? 1 : 0;
             }
         }
@@ -205,6 +230,7 @@ public final class ControlServer implements AutoCloseable {
         int uid = conn.peer().uid();
         synchronized (perUid) {
             perUid.merge(uid, -1, (a, b) -> a + b == 0 ? null : a + b);
+            perPid.merge(conn.peer().pid(), -1, (a, b) -> a + b == 0 ? null : a + b);
             unprivileged -= uid != 0 ? 1 : 0;
         }
     }
@@ -213,17 +239,27 @@ public final class ControlServer implements AutoCloseable {
         UnixListener.Credentials who = conn.peer();
         try {
             String line;
-            while ((line = conn.readLine(AgentRequest.MAX_LINE)) != null) {
+            // Root's connections are not timed: its own tools, trusted like the rest of its requests.
+            long idle = who.uid() == 0 ? Long.MAX_VALUE : TimeUnit.SECONDS.toNanos(limits.idleSeconds());
+            long lineTime = who.uid() == 0 ? Long.MAX_VALUE : TimeUnit.SECONDS.toNanos(limits.lineSeconds());
+            while ((line = conn.readLine(AgentRequest.MAX_LINE, lineTime, idle, () -> book.holds(id))) != null) {
                 conn.writeLine(answer(who, id, line));
             }
         } catch (UnixListener.LineTooLongException e) {
             refused.incrementAndGet();
             LOG.info("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
             try {
-                conn.writeLine("ERR " + e.getMessage() + " without a newline: a request is one line of at most "
+                conn.writeLine("ERR " + e.getMessage() + ": a request is one line of at most "
                         + AgentRequest.MAX_LINE + " bytes; closing this connection");
             } catch (IOException ignored) {
                 // It hung up already.
+            }
+        } catch (UnixListener.TimedOutException e) {
+            LOG.info("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
+            try {
+                conn.writeLine("ERR " + e.getMessage() + ": closing this connection");
+            } catch (IOException ignored) {
+                // It hung up already, or takes nothing.
             }
         } catch (IOException | RuntimeException e) {
             LOG.debug("Agent connection {} of pid {} ended: {}", id, who.pid(), e.toString());

@@ -310,6 +310,11 @@ public final class RuleBook {
         save();
     }
 
+    /** Whether {@code owner} (a connection's id) holds any rule now. */
+    public synchronized boolean holds(String owner) {
+        return rules.values().stream().anyMatch(r -> r.holders.stream().anyMatch(h -> h.owner().equals(owner)));
+    }
+
     /** Owners of the given prefix (e.g. "pod:") that hold anything. */
     public synchronized Set<String> owners(String prefix) {
         return rules.values().stream().flatMap(r -> r.holders.stream()).map(Holder::owner)

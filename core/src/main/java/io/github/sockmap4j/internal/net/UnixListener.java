@@ -17,6 +17,8 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * A listening Unix stream socket whose connections say who is at the other end
@@ -29,6 +31,8 @@ import java.util.Set;
  */
 public final class UnixListener implements AutoCloseable {
     private static final int POLL_MILLIS = 200;
+    /** How long a peer may leave an answer untaken before its connection is closed. */
+    public static final int WRITE_TIMEOUT_SECONDS = 10;
 
     /**
      * The peer of a connection, as the kernel recorded it when the peer connected
@@ -179,6 +183,15 @@ public final class UnixListener implements AutoCloseable {
         }
     }
 
+    /** A peer kept half a line, or an idle connection, past its time. */
+    public static final class TimedOutException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        TimedOutException(String what) {
+            super(what);
+        }
+    }
+
     /** One accepted connection (non-blocking underneath; reads wait with poll). */
     public static final class Connection implements AutoCloseable {
         private final int fd;
@@ -186,6 +199,8 @@ public final class UnixListener implements AutoCloseable {
         private final Arena arena = Arena.ofShared();
         private final MemorySegment buf = arena.allocate(1024);
         private final StringBuilder pending = new StringBuilder();
+        /** When the first byte of the line in {@code pending} came. */
+        private long lineStarted;
         private volatile boolean closed;
 
         Connection(int fd, Credentials peer) {
@@ -199,11 +214,30 @@ public final class UnixListener implements AutoCloseable {
 
         /** The next line (without its newline); null at end of stream or once closed. */
         public String readLine(int maxLength) throws IOException {
+            return readLine(maxLength, Long.MAX_VALUE, Long.MAX_VALUE, () -> false);
+        }
+
+        /**
+         * The next line (without its newline) of at most {@code maxLength} bytes; null at end of
+         * stream or once closed.
+         *
+         * @param lineNanos how long a line may take from its first byte to its newline
+         * @param idleNanos how long the peer may send nothing while {@code holding} says false
+         * @throws LineTooLongException past {@code maxLength}, with or without a newline
+         * @throws TimedOutException    past either time
+         */
+        public String readLine(int maxLength, long lineNanos, long idleNanos, BooleanSupplier holding)
+                throws IOException {
+            long since = System.nanoTime();
             while (true) {
                 int nl = pending.indexOf("\n");
                 if (nl >= 0) {
                     String line = pending.substring(0, nl);
+                    if (line.getBytes(StandardCharsets.UTF_8).length > maxLength) {
+                        throw new LineTooLongException(maxLength);
+                    }
                     pending.delete(0, nl + 1);
+                    lineStarted = pending.isEmpty() ? 0 : System.nanoTime();
                     return line;
                 }
                 if (pending.length() > maxLength) {
@@ -211,6 +245,18 @@ public final class UnixListener implements AutoCloseable {
                 }
                 if (closed) {
                     return null;
+                }
+                long now = System.nanoTime();
+                if (!pending.isEmpty() && now - lineStarted > lineNanos) {
+                    throw new TimedOutException("half a line for " + TimeUnit.NANOSECONDS.toSeconds(lineNanos)
+                            + " s");
+                }
+                if (pending.isEmpty() && now - since > idleNanos) {
+                    if (!holding.getAsBoolean()) {
+                        throw new TimedOutException("nothing sent for " + TimeUnit.NANOSECONDS.toSeconds(idleNanos)
+                                + " s, holding no rule");
+                    }
+                    since = now; // asked again after another idle time, not at every poll
                 }
                 int r = LibC.tryPoll(fd, LibC.POLLIN, POLL_MILLIS);
                 if (r == 0 || r == -Errno.EINTR) {
@@ -223,18 +269,29 @@ public final class UnixListener implements AutoCloseable {
                 if (n <= 0) {
                     return null;
                 }
+                if (pending.isEmpty()) {
+                    lineStarted = System.nanoTime();
+                }
                 pending.append(new String(buf.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));
             }
         }
 
+        /**
+         * Writes {@code line} and a newline; a peer that takes none of it for
+         * {@link #WRITE_TIMEOUT_SECONDS} seconds (it sends and never reads) gets a {@link TimedOutException}.
+         */
         public void writeLine(String line) throws IOException {
             byte[] b = (line + "\n").getBytes(StandardCharsets.UTF_8);
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment out = a.allocateFrom(ValueLayout.JAVA_BYTE, b);
                 long off = 0;
+                long progress = System.nanoTime();
                 while (off < b.length) {
                     long n = LibC.tryWrite(fd, out.asSlice(off));
                     if (n == -Errno.EAGAIN || n == -Errno.EINTR) {
+                        if (System.nanoTime() - progress > TimeUnit.SECONDS.toNanos(WRITE_TIMEOUT_SECONDS)) {
+                            throw new TimedOutException("an answer not taken for " + WRITE_TIMEOUT_SECONDS + " s");
+                        }
                         LibC.tryPoll(fd, LibC.POLLOUT, POLL_MILLIS);
                         continue;
                     }
@@ -242,9 +299,11 @@ public final class UnixListener implements AutoCloseable {
                         throw new NativeIOException("write", (int) -n, "agent connection");
                     }
                     off += n;
+                    progress = System.nanoTime();
                 }
             }
         }
+
 
         /** Makes a reader blocked in {@link #readLine} return null soon; {@link #close} frees. */
         public void stop() {
