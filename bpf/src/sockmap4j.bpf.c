@@ -30,6 +30,9 @@
 #ifndef AF_INET6
 #define AF_INET6 10
 #endif
+#ifndef EEXIST
+#define EEXIST 17
+#endif
 #ifndef SOCK_STREAM
 #define SOCK_STREAM 1
 #endif
@@ -43,13 +46,20 @@ char LICENSE[] SEC("license") = "GPL";
 
 /*
  * A registered socket closed: its read slot entry and watch entries go, even if its process died
- * (its verdict may have made a watch entry for its peer, which may never be registered).
+ * (its verdict may have made a watch entry for its peer, which may never be registered). Only
+ * while its key is still its own: a socket that never registered, or whose key another socket
+ * took since its close(2), leaves that socket's entries alone.
  */
 static __always_inline void forget_socket(struct bpf_sock_ops *skops, struct sm4j_sock_key *key)
 {
 	struct sm4j_sock_key peer = {};
+	struct sm4j_pair *p;
 
 	KEY_SET_NETNS(skops, key);
+	p = bpf_map_lookup_elem(&sm4j_pair, key);
+	if (!p || p->cookie != bpf_get_socket_cookie(skops))
+		return;
+	bpf_map_delete_elem(&sm4j_pair, key);
 	bpf_map_delete_elem(&sm4j_rx, key);
 	bpf_map_delete_elem(&sm4j_watch, key);
 #ifndef SM4J_NO_DRAIN
@@ -61,15 +71,20 @@ static __always_inline void forget_socket(struct bpf_sock_ops *skops, struct sm4
 
 /*
  * Registers an opted-in socket: its sender state first (a socket without it is not registered,
- * so it exists before the socket can send), then its SOCKHASH entry, then (where the kernel has
- * untrusted kptrs) its tcp_sock for its peer's exact reads; and asks for its close.
+ * so it exists before the socket can send), then its SOCKHASH entry, then its sm4j_pair, then
+ * (where the kernel has untrusted kptrs) its tcp_sock for its peer's exact reads; and asks for its
+ * close. Never over a live entry: a 4-tuple is unique in one network namespace only, and any user
+ * can rebuild another's in a namespace of its own (unshare -Urn); replacing the entry would hand
+ * that user the connection's redirected bytes, or knock the connection off the map.
  */
 static __always_inline void register_socket(struct bpf_sock_ops *skops, struct sm4j_sock_key *key,
 				     const struct sm4j_policy *policy)
 {
 	struct bpf_sock *sk = skops->sk;
+	struct sm4j_pair pair = {};
 	struct sm4j_sock_state *st;
 	struct tcp_sock *tp;
+	long err;
 
 	KEY_SET_NETNS(skops, key);
 	if (!sk)
@@ -82,8 +97,19 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 	}
 	st->last_seq = tp->write_seq;
 	st->policy_bound = policy->bound;
-	if (bpf_sock_hash_update(skops, &sm4j_socks, key, BPF_ANY) != 0) {
-		count(SM4J_CTR_REGISTER_FAILED, 1); /* full map: this connection stays on TCP */
+	err = bpf_sock_hash_update(skops, &sm4j_socks, key, BPF_NOEXIST);
+	if (err) {
+		/* Another connection's socket holds the key, or the map is full: this one stays on TCP. */
+		count(err == -EEXIST ? SM4J_CTR_KEY_TAKEN : SM4J_CTR_REGISTER_FAILED, 1);
+		return;
+	}
+	pair.cookie = bpf_get_socket_cookie(skops);
+	pair.snd_nxt = skops->snd_nxt;
+	pair.rcv_nxt = skops->rcv_nxt;
+	if (bpf_map_update_elem(&sm4j_pair, key, &pair, BPF_ANY) != 0) {
+		/* Without its proof its peer could not register: off the map again, on TCP. */
+		bpf_map_delete_elem(&sm4j_socks, key);
+		count(SM4J_CTR_REGISTER_FAILED, 1);
 		return;
 	}
 	count(SM4J_CTR_SOCKETS_REGISTERED, 1);
@@ -113,22 +139,26 @@ static __always_inline int server_may_be_local(const __u32 ip[4])
 	return bpf_map_lookup_elem(&sm4j_local, &lk) != NULL;
 }
 
-#ifndef SM4J_NO_DRAIN
 /*
- * Whether the client of an accepted socket keyed {key} registered. A client registers in its
- * ACTIVE_ESTABLISHED callback, which runs before its handshake's last ACK is sent, and the
- * server's PASSIVE_ESTABLISHED runs on that ACK: on one host the client's entry is there by
- * then, or never will be (a client off the fast path, on another node, or registered under a
- * Service VIP). Its sm4j_rxsock entry is made with its SOCKHASH entry (register_socket).
+ * Whether the client of an accepted socket keyed {key} registered, and is this socket's own
+ * client: 1 when so, 0 when no socket holds the client's key, -1 when one does that is not the
+ * other end of this connection (its sequence numbers are another handshake's). A client registers
+ * in its ACTIVE_ESTABLISHED callback, which runs before its handshake's last ACK is sent, and the
+ * server's PASSIVE_ESTABLISHED runs on that ACK: on one host the client's entry is there by then,
+ * or never will be (a client off the fast path, on another node, or registered under a Service
+ * VIP).
  */
-static __always_inline int client_registered(const struct sm4j_sock_key *key)
+static __always_inline int client_of(struct bpf_sock_ops *skops, const struct sm4j_sock_key *key)
 {
 	struct sm4j_sock_key peer = {};
+	struct sm4j_pair *p;
 
 	reverse_key(&peer, key);
-	return bpf_map_lookup_elem(&sm4j_rxsock, &peer) != NULL;
+	p = bpf_map_lookup_elem(&sm4j_pair, &peer);
+	if (!p)
+		return 0;
+	return p->snd_nxt == skops->rcv_nxt && p->rcv_nxt == skops->snd_nxt ? 1 : -1;
 }
-#endif
 
 SEC("sockops")
 int sm4j_sockops(struct bpf_sock_ops *skops)
@@ -180,22 +210,39 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 			count(SM4J_CTR_PEER_NOT_LOCAL, 1);
 			return 1;
 		}
-	} else {
-		policy = policy_of(key.local_ip, key.local_port);
-#ifndef SM4J_NO_DRAIN
 		/*
-		 * An accepted socket whose client did not register would only ever miss: every send
-		 * would run the verdict and go by TCP through tcp_bpf's send path, slower than TCP's
-		 * own. It stays off the map and costs nothing.
+		 * This socket's server registers after it, at its own ESTABLISHED callback: a socket
+		 * that holds the server's key now is another connection's (a tuple rebuilt in another
+		 * namespace), and this socket's sends would be redirected to it.
 		 */
 		if (policy) {
+			struct sm4j_sock_key server = {};
+
 			KEY_SET_NETNS(skops, &key);
-			if (!client_registered(&key)) {
-				count(SM4J_CTR_CLIENT_UNREGISTERED, 1);
+			reverse_key(&server, &key);
+			if (bpf_map_lookup_elem(&sm4j_pair, &server)) {
+				count(SM4J_CTR_KEY_TAKEN, 1);
 				return 1;
 			}
 		}
-#endif
+	} else {
+		policy = policy_of(key.local_ip, key.local_port);
+		/*
+		 * An accepted socket whose client did not register would only ever miss: every send
+		 * would run the verdict and go by TCP through tcp_bpf's send path, slower than TCP's
+		 * own. It stays off the map and costs nothing. One whose client's key another
+		 * connection's socket holds would be sent that socket's bytes: it stays off too.
+		 */
+		if (policy) {
+			int client;
+
+			KEY_SET_NETNS(skops, &key);
+			client = client_of(skops, &key);
+			if (client <= 0) {
+				count(client ? SM4J_CTR_KEY_TAKEN : SM4J_CTR_CLIENT_UNREGISTERED, 1);
+				return 1;
+			}
+		}
 	}
 	if (policy)
 		register_socket(skops, &key, policy);
@@ -340,7 +387,7 @@ int sm4j_connect4(struct bpf_sock_addr *ctx)
 		return 1;
 	map_v4(k.addr, ctx->user_ip4);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
-	ep = svc_pick(&k);
+	ep = svc_pick(ctx, &k);
 	if (!ep || !is_v4_mapped(ep->addr) || !svc_remember(ctx, &k, ep))
 		return 1;
 	ctx->user_ip4 = ep->addr[3];
@@ -363,7 +410,7 @@ int sm4j_connect6(struct bpf_sock_addr *ctx)
 	k.addr[2] = ctx_u32(ctx, user_ip6[2]);
 	k.addr[3] = ctx_u32(ctx, user_ip6[3]);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
-	ep = svc_pick(&k);
+	ep = svc_pick(ctx, &k);
 	if (!ep || is_v4_mapped(ep->addr) != is_v4_mapped(k.addr) || !svc_remember(ctx, &k, ep))
 		return 1;
 	ctx->user_ip6[0] = ep->addr[0];

@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 11
+#define SM4J_ABI_VERSION 12
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -154,11 +154,19 @@ struct sm4j_endpoint {
 	__u32 port;
 };
 
+/*
+ * Whose connects a Service moves (docs/operations.md, "Security model"): owner 0 moves every
+ * connect in the cgroup (root's Services and the Kubernetes feed), owner uid + 1 only the connects
+ * of that uid (a user's Service put through the agent); netns 0 moves connects of every network
+ * namespace, a namespace's cookie only connects made in it (a Service with a loopback address:
+ * 127.0.0.1 of one namespace is not that of another).
+ */
 struct sm4j_svc {
 	__u32 count;       /* ready endpoints in ep */
 	__u32 local_count; /* of them on this node, first in ep */
 	__u32 flags;       /* SM4J_SVC_LOCAL_ONLY */
-	__u32 pad;
+	__u32 owner;       /* 0: every connect; uid + 1: that uid's only */
+	__u64 netns;       /* 0: every namespace; a cookie: that namespace's only */
 	struct sm4j_endpoint ep[SM4J_SVC_ENDPOINTS];
 };
 
@@ -172,6 +180,19 @@ struct sm4j_svc_sock {
 	__u32 port;
 	__u32 ep_port;
 	__u32 ep_addr[4];
+};
+
+/*
+ * What a registered socket proves of its connection (sm4j_pair in lib/maps.h, by its key): its
+ * cookie, and the next sequence numbers of both directions when it was established. The two
+ * ends of one connection hold each other's numbers (my snd_nxt is my peer's rcv_nxt); a socket
+ * of another connection with the same 4-tuple, rebuilt in another network namespace, holds
+ * numbers of its own handshake, which it cannot choose.
+ */
+struct sm4j_pair {
+	__u64 cookie;
+	__u32 snd_nxt;
+	__u32 rcv_nxt;
 };
 
 /* Indexes into the per-CPU counter array. */
@@ -189,6 +210,7 @@ enum sm4j_counter {
 	SM4J_CTR_SVC_NO_LOCAL,  /* a connect to a Service in the map that has no local endpoint now */
 	SM4J_CTR_CLIENT_UNREGISTERED, /* an accepted socket left out of the map: its client did not register */
 	SM4J_CTR_PEER_NOT_LOCAL, /* a client left out of the map: its server's address is not of this node */
+	SM4J_CTR_KEY_TAKEN,     /* a socket left out of the map: its key, or its peer's, is another connection's */
 	SM4J_CTR_MAX,
 };
 

@@ -100,6 +100,18 @@ struct {
 
 #endif
 
+/*
+ * Every registered socket's struct sm4j_pair, by its key: made with its SOCKHASH entry, gone at its
+ * close (if still its own). Not pinned: the programs hold it. Sized by the loader, twice
+ * sm4j_socks: an entry outlives its SOCKHASH entry from close(2) to the end of TCP's close.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 131070);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_pair);
+} sm4j_pair SEC(".maps");
+
 /* Written once by the loader: SM4J_ABI_VERSION of the program set pinned here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

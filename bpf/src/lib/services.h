@@ -8,17 +8,22 @@
 
 /*
  * The endpoint a connect to the Service {k} goes to, or NULL to leave it to kube-proxy: not a
- * Service in the map, or one with no local endpoint now (nothing to gain; kube-proxy's NAT carries
+ * Service in the map, not one whose owner or namespace this connect is of, or one with no local endpoint now (nothing to gain; kube-proxy's NAT carries
  * it as without sockmap4j). A remote pick is translated too, straight to that endpoint: left to
  * kube-proxy, which picks again among all, it would make local endpoints likelier than the
  * Service's odds.
  */
-static __always_inline const struct sm4j_endpoint *svc_pick(const struct sm4j_svc_key *k)
+static __always_inline const struct sm4j_endpoint *svc_pick(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k)
 {
 	struct sm4j_svc *s = bpf_map_lookup_elem(&sm4j_services, k);
 	__u32 n, i;
 
 	if (!s)
+		return 0;
+	/* A user's Service moves that user's connects only; a loopback one, its namespace's only. */
+	if (s->owner && (__u32)bpf_get_current_uid_gid() != s->owner - 1)
+		return 0;
+	if (s->netns && bpf_get_netns_cookie(ctx) != s->netns)
 		return 0;
 	n = (s->flags & SM4J_SVC_LOCAL_ONLY) ? s->local_count : s->count;
 	if (s->local_count == 0 || n == 0 || n > SM4J_SVC_ENDPOINTS) {

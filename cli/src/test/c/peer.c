@@ -13,11 +13,17 @@
  *   peer conn-server ADDR PORT            accept connections until stdin closes, echo one 8-byte message on
  *                                         each and close it; prints conns=N at the end
  *   peer conn-client ADDR PORT COUNT      COUNT connections one after another, one 8-byte round trip each
+ *   peer twin ADDR PORT SRC_ADDR SRC_PORT  listen on ADDR:PORT; on a line from stdin connect to it from
+ *                                         SRC_ADDR:SRC_PORT, accept, send 64 KiB from the client to the
+ *                                         server (then prints twin=1); until stdin closes, read whatever either end
+ *                                         is sent; prints stolen=N, the bytes beyond its own 64 KiB
  * Servers print port=N once listening (PORT 0: any free port), clients peer=ADDR:PORT once connected
- * (getpeername); all print ok=1 when done, or why not.
+ * (getpeername); all print ok=1 when done, or why not. A client binds to the address and port in
+ * SM4J_PEER_BIND (ADDR:PORT, IPv4) before it connects, when set.
  */
 #include <arpa/inet.h>
 #include <endian.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +35,10 @@
 
 static int fail(const char *what)
 {
-	printf("error=%s\n", what);
+	if (errno)
+		printf("error=%s (%s)\n", what, strerror(errno));
+	else
+		printf("error=%s\n", what);
 	fflush(stdout);
 	return 1;
 }
@@ -85,6 +94,29 @@ static int serve(const char *ip, int port)
 	return c;
 }
 
+/* Binds fd to SM4J_PEER_BIND (ADDR:PORT) when set: a client with a 4-tuple chosen in advance. */
+static int bind_from_env(int fd)
+{
+	const char *at = getenv("SM4J_PEER_BIND");
+	struct sockaddr_storage ss;
+	char host[64];
+	const char *colon;
+	socklen_t len;
+	int one = 1;
+
+	if (!at)
+		return 0;
+	colon = strrchr(at, ':');
+	if (!colon || colon - at >= (long)sizeof(host))
+		return -1;
+	memcpy(host, at, colon - at);
+	host[colon - at] = 0;
+	if (addr_of(host, atoi(colon + 1), &ss, &len) < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	return bind(fd, (struct sockaddr *)&ss, len);
+}
+
 static int dial_quietly(const char *ip, int port, int announce)
 {
 	struct sockaddr_storage ss;
@@ -94,7 +126,7 @@ static int dial_quietly(const char *ip, int port, int announce)
 	if (family < 0)
 		return -1;
 	fd = socket(family, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
+	if (fd < 0 || bind_from_env(fd) < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
 		return -1;
 	/* The peer as getpeername reports it: a Service's VIP even when the kernel dialed an endpoint. */
 	if (announce) {
@@ -161,6 +193,53 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		close(fd);
+		return 0;
+	}
+	if (!strcmp(mode, "twin") && argc == 6) {
+		struct pollfd p[3];
+		long long got = 0;
+		int lfd = listener(argv[2], atoi(argv[3]), 4), c, a;
+
+		if (lfd < 0)
+			return fail("listen");
+		if (read(0, buf, sizeof(buf)) <= 0)
+			return fail("stdin");
+		snprintf(buf, sizeof(buf), "%s:%s", argv[4], argv[5]);
+		setenv("SM4J_PEER_BIND", buf, 1);
+		c = dial_quietly(argv[2], atoi(argv[3]), 0);
+		a = c < 0 ? -1 : accept(lfd, NULL, NULL);
+		if (a < 0)
+			return fail("connect");
+		memset(buf, 0, 65536);
+		if (full(c, buf, 65536, 0) < 0)
+			return fail("write");
+		printf("twin=1\n");
+		fflush(stdout);
+		p[0] = (struct pollfd){.fd = 0, .events = POLLIN};
+		p[1] = (struct pollfd){.fd = c, .events = POLLIN};
+		p[2] = (struct pollfd){.fd = a, .events = POLLIN};
+		for (;;) {
+			ssize_t n = 0;
+
+			if (poll(p, 3, -1) < 0)
+				return fail("poll");
+			if (p[0].revents) {
+				if (read(0, buf, sizeof(buf)) <= 0)
+					break;
+			}
+			for (int i = 1; i < 3; i++) {
+				if (p[i].revents & POLLIN) {
+					n = read(p[i].fd, buf, sizeof(buf));
+					if (n > 0)
+						got += n;
+					else
+						p[i].fd = -1;
+				}
+			}
+		}
+		printf("stolen=%lld\n", got > 65536 ? got - 65536 : 0);
+		printf("ok=1\n");
+		fflush(stdout);
 		return 0;
 	}
 	if (!strcmp(mode, "conn-server")) {

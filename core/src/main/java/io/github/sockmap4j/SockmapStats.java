@@ -25,13 +25,17 @@ import io.github.sockmap4j.internal.bpf.Counter;
  * @param peersNotLocal      clients of an opted-in port left out of the SOCKHASH because their
  *                           server's address is not of this node (as an agent that knows the
  *                           node's pods says): they would only miss
+ * @param keysTaken          sockets of an opted-in port left out of the SOCKHASH because a socket
+ *                           of another connection holds their key, or their peer's (the same
+ *                           4-tuple in another network namespace): they stay on TCP, and the other
+ *                           connection keeps its entries
  */
 public record SockmapStats(long socketsRegistered, long registerFailures, long messagesRedirected,
                            long bytesRedirected, long messagesPassed, long bytesPassed,
                            long socketsTainted, long boundHits, long resumes, long socketsInMap,
                            long servicesTranslated, long servicesNoLocal, long clientsUnregistered,
-                           long peersNotLocal) {
-    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long peersNotLocal, long keysTaken) {
+    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /**
      * From the kernel's counters as the pinned counter map holds them (its slots in order, summed
@@ -47,6 +51,7 @@ public record SockmapStats(long socketsRegistered, long registerFailures, long m
                 c[Counter.MSGS_PASSED.ordinal()], c[Counter.BYTES_PASSED.ordinal()],
                 c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
                 socketsInMap, c[Counter.SVC_TRANSLATED.ordinal()], c[Counter.SVC_NO_LOCAL.ordinal()],
-                c[Counter.CLIENT_UNREGISTERED.ordinal()], c[Counter.PEER_NOT_LOCAL.ordinal()]);
+                c[Counter.CLIENT_UNREGISTERED.ordinal()], c[Counter.PEER_NOT_LOCAL.ordinal()],
+                c[Counter.KEY_TAKEN.ordinal()]);
     }
 }

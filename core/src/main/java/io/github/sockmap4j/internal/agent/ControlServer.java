@@ -373,7 +373,7 @@ public final class ControlServer implements AutoCloseable {
                     LOG.info("Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
                     throw new RuleBook.Refused(no);
                 }
-                done = services.put(who.uid(), req.service(), policy.quota(who.uid()));
+                done = services.put(who.uid(), who.pid(), req.service(), policy.quota(who.uid()));
             } else {
                 done = services.remove(who.uid(), req.service().vip());
             }

@@ -2,6 +2,7 @@ package io.github.sockmap4j.internal.agent;
 
 import io.github.sockmap4j.internal.bpf.ServiceMap;
 import io.github.sockmap4j.internal.net.Cidr;
+import io.github.sockmap4j.internal.sys.NetnsCookie;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -54,9 +55,15 @@ public final class ServiceBook {
 
     /**
      * Puts {@code s} for {@code uid} (already checked against the policy file), refusing to
-     * replace another user's or to go past {@code quota} Services.
+     * replace another user's or to go past {@code quota} Services. A user's Service moves only
+     * that user's connects, root's every connect; one naming a loopback address only those in the
+     * network namespace of {@code pid}, the caller. Whoever puts a Service owns it from then on
+     * (root replacing a user's makes it root's). The owner is on file before the map changes: an
+     * agent killed in between leaves at worst an owner for a Service the map does not hold, which
+     * the next agent drops.
      */
-    public synchronized String put(int uid, ServiceMap.Service s, int quota) throws RuleBook.Refused, IOException {
+    public synchronized String put(int uid, long pid, ServiceMap.Service s, int quota)
+            throws RuleBook.Refused, IOException {
         sync();
         Integer owner = owners.get(s.vip());
         if (owner != null && owner != uid && uid != 0) {
@@ -71,11 +78,30 @@ public final class ServiceBook {
                         + "agent's policy file)");
             }
         }
-        map.put(s);
-        owners.put(s.vip(), owner != null && uid == 0 ? owner : uid);
+        ServiceMap.Scope scope;
+        try {
+            scope = ServiceMap.Scope.of(uid, s, ServiceMap.namespaceLocal(s) ? NetnsCookie.ofProcess(pid) : 0);
+        } catch (IOException e) {
+            throw new RuleBook.Refused("the Service " + AgentRequest.show(s.vip()) + " names a loopback address, "
+                    + "which is one namespace's: " + e.getMessage());
+        }
+        owners.put(s.vip(), uid);
         save();
+        try {
+            map.put(s, scope);
+        } catch (IOException | RuntimeException e) {
+            if (owner == null) {
+                owners.remove(s.vip());
+            } else {
+                owners.put(s.vip(), owner);
+            }
+            save();
+            throw e;
+        }
         return "service " + AgentRequest.show(s.vip()) + ": " + s.local().size() + " local, " + s.remote().size()
-                + " remote endpoint(s)" + (s.localOnly() ? ", local only" : "");
+                + " remote endpoint(s)" + (s.localOnly() ? ", local only" : "")
+                + (uid != 0 ? ", for uid " + uid + "'s connects" : "")
+                + (scope.netns() != 0 ? ", in the caller's network namespace" : "");
     }
 
     /** Removes the Service of {@code vip} if {@code uid} put it, or is root. */
@@ -100,7 +126,8 @@ public final class ServiceBook {
         sync();
         List<String> out = new ArrayList<>();
         for (ServiceMap.Service s : map.list()) {
-            out.add(describe(s) + " put by uid " + owners.getOrDefault(s.vip(), 0));
+            int owner = owners.getOrDefault(s.vip(), 0);
+            out.add(describe(s) + " put by uid " + owner + (owner != 0 ? " (moves its connects only)" : ""));
         }
         return out;
     }

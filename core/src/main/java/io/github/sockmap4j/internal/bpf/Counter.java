@@ -17,7 +17,8 @@ public enum Counter {
     SVC_TRANSLATED(9),
     SVC_NO_LOCAL(10),
     CLIENT_UNREGISTERED(11),
-    PEER_NOT_LOCAL(12);
+    PEER_NOT_LOCAL(12),
+    KEY_TAKEN(13);
 
     private final int index;
 

@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class Pins {
     /** SM4J_ABI_VERSION: a process refuses pins whose meta map holds another. */
-    public static final int ABI_VERSION = 11;
+    public static final int ABI_VERSION = 12;
     /** The pin that marks a directory as an agent's: its pins outlive every other process. */
     static final String AGENT_PIN = "agent";
     static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
@@ -135,6 +135,8 @@ public final class Pins {
                 for (Pin p : new Pin[] {Pin.SOCKS, Pin.RX, Pin.SLOTS, Pin.WATCH}) {
                     bpf.setMaxEntries(bpf.findMap(obj, p.objectName), maxSockets);
                 }
+                // A socket's proof outlives its SOCKHASH entry from close(2) to the end of TCP's close.
+                bpf.setMaxEntries(bpf.findMap(obj, "sm4j_pair"), 2 * maxSockets);
                 if (drain) {
                     bpf.setMaxEntries(bpf.findMap(obj, "sm4j_rxsock"), maxSockets);
                 }

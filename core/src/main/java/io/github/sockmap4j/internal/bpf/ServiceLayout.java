@@ -13,7 +13,8 @@ import java.lang.foreign.ValueLayout;
  *     __u32 count;        // ready endpoints in ep
  *     __u32 local_count;  // of them on this node, first
  *     __u32 flags;        // SM4J_SVC_LOCAL_ONLY
- *     __u32 pad;
+ *     __u32 owner;        // 0: every connect; uid + 1: only that uid's
+ *     __u64 netns;        // 0: every namespace; a namespace cookie: only connects made in it
  *     struct sm4j_endpoint ep[SM4J_SVC_ENDPOINTS];
  * };
  * struct sm4j_svc_sock {  // by socket cookie
@@ -36,7 +37,8 @@ public final class ServiceLayout {
             ValueLayout.JAVA_INT.withName("count"),
             ValueLayout.JAVA_INT.withName("local_count"),
             ValueLayout.JAVA_INT.withName("flags"),
-            ValueLayout.JAVA_INT.withName("pad"),
+            ValueLayout.JAVA_INT.withName("owner"),
+            ValueLayout.JAVA_LONG.withName("netns"),
             MemoryLayout.sequenceLayout(ENDPOINTS, ENDPOINT).withName("ep")).withName("sm4j_svc");
     public static final StructLayout SOCK = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
@@ -49,6 +51,8 @@ public final class ServiceLayout {
     public static final long COUNT = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("count"));
     public static final long LOCAL_COUNT = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("local_count"));
     public static final long FLAGS = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("flags"));
+    public static final long OWNER = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("owner"));
+    public static final long NETNS = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("netns"));
     public static final long EP = SERVICE.byteOffset(MemoryLayout.PathElement.groupElement("ep"));
 
     private ServiceLayout() {

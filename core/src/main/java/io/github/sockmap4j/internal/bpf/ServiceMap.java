@@ -4,6 +4,7 @@ import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.sys.NetnsCookie;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -48,6 +49,41 @@ public final class ServiceMap implements AutoCloseable {
         }
     }
 
+    /**
+     * Whose connects a Service moves: {@code ownerUid}'s only (-1: everyone's) and those made in
+     * the network namespace of cookie {@code netns} only (0: in every one).
+     */
+    public record Scope(int ownerUid, long netns) {
+        /** Every connect of the attached cgroups: root's Services and the Kubernetes feed's. */
+        public static final Scope EVERYONE = new Scope(-1, 0);
+
+        public Scope {
+            if (ownerUid < -1) {
+                throw new IllegalArgumentException("owner uid " + ownerUid);
+            }
+        }
+
+        /**
+         * The scope of {@code s} put by {@code uid} (0: root, for everyone), from a process in
+         * the namespace of cookie {@code callerNetns}: that namespace only when the Service names a
+         * loopback address, which is a different host in each namespace.
+         */
+        public static Scope of(int uid, Service s, long callerNetns) {
+            return new Scope(uid == 0 ? -1 : uid, namespaceLocal(s) ? callerNetns : 0);
+        }
+
+        /** Whether every connect of {@code uid} in namespace {@code netns} is moved. */
+        public boolean covers(int uid, long netns) {
+            return (ownerUid < 0 || ownerUid == uid) && (this.netns == 0 || this.netns == netns);
+        }
+    }
+
+    /** Whether {@code s} names a loopback address (its VIP or an endpoint): one per namespace. */
+    public static boolean namespaceLocal(Service s) {
+        return s.vip().getAddress().isLoopbackAddress() || Service.concat(s.local(), s.remote()).stream()
+                .anyMatch(e -> e.getAddress().isLoopbackAddress());
+    }
+
     private final Libbpf bpf;
     private final int fd;
 
@@ -66,13 +102,23 @@ public final class ServiceMap implements AutoCloseable {
         return new ServiceMap(bpf, Pin.SERVICES.open(bpf, pinDir));
     }
 
-    /** Adds {@code s} or replaces the Service of the same VIP and port. */
+    /**
+     * Adds {@code s} or replaces the Service of the same VIP and port, for every connect; one that
+     * names a loopback address, for connects in this thread's network namespace only.
+     */
     public void put(Service s) throws NativeIOException {
+        put(s, Scope.of(0, s, namespaceLocal(s) ? NetnsCookie.here() : 0));
+    }
+
+    /** Adds {@code s} or replaces the Service of the same VIP and port, moving the connects of {@code scope}. */
+    public void put(Service s, Scope scope) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment v = arena.allocate(ServiceLayout.SERVICE);
             v.set(ValueLayout.JAVA_INT, ServiceLayout.COUNT, s.local().size() + s.remote().size());
             v.set(ValueLayout.JAVA_INT, ServiceLayout.LOCAL_COUNT, s.local().size());
             v.set(ValueLayout.JAVA_INT, ServiceLayout.FLAGS, s.localOnly() ? ServiceLayout.LOCAL_ONLY : 0);
+            v.set(ValueLayout.JAVA_INT, ServiceLayout.OWNER, scope.ownerUid() + 1);
+            v.set(ValueLayout.JAVA_LONG, ServiceLayout.NETNS, scope.netns());
             int i = 0;
             for (InetSocketAddress e : Service.concat(s.local(), s.remote())) {
                 fillAddress(v.asSlice(ServiceLayout.EP + i * ServiceLayout.ENDPOINT.byteSize(),

@@ -50,7 +50,7 @@ public final class NetnsDiags implements AutoCloseable {
         int fd = SockDiag.openSocket();
         Ns own;
         try {
-            own = new Ns(inodeOf("thread-self"), cookieHere(), SockDiag.of(fd));
+            own = new Ns(inodeOf("thread-self"), NetnsCookie.here(), SockDiag.of(fd));
         } catch (IOException | RuntimeException e) {
             LibC.close(fd);
             throw e;
@@ -188,15 +188,6 @@ public final class NetnsDiags implements AutoCloseable {
         return Long.parseLong(link.substring(open + 1, close));
     }
 
-    private static long cookieHere() throws NativeIOException {
-        int fd = LibC.socket(LibC.AF_INET, LibC.SOCK_STREAM | LibC.SOCK_CLOEXEC, 0);
-        try {
-            return Sockets.netnsCookie(fd);
-        } finally {
-            LibC.close(fd);
-        }
-    }
-
     /** A sock_diag socket made in the namespace of {@code pid}, on a thread that enters it and ends. */
     private static Ns enter(long inode, long pid) throws IOException {
         int nsFd = LibC.open("/proc/" + pid + "/ns/net", LibC.O_RDONLY, 0);
@@ -207,7 +198,7 @@ public final class NetnsDiags implements AutoCloseable {
             Thread t = new Thread(() -> {
                 try {
                     LibC.setns(nsFd, LibC.CLONE_NEWNET);
-                    cookie[0] = cookieHere();
+                    cookie[0] = NetnsCookie.here();
                     diagFd[0] = SockDiag.openSocket();
                 } catch (IOException e) {
                     failed[0] = e;

@@ -1,0 +1,264 @@
+package io.github.sockmap4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.Await;
+import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.VethPods;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The attacks of docs/operations.md ("Security model"), each run as the unprivileged user it
+ * names, against an agent on a cgroup whose policy grants uid {@value #U1} ports on 127.0.0.0/8
+ * and uid {@value #U2} nothing: a grant holder's Service that would take root's and other users'
+ * connects, a loopback Service that would reach into other namespaces, and a user with no grant
+ * who rebuilds a live connection's 4-tuple in a user and network namespace of its own. Peers are
+ * C programs (src/test/c/peer.c) in the agent's cgroup.
+ */
+@Tag("kernel")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class SecurityModelTest {
+    /** A user with a grant: ports 47341-47342 on 127.0.0.0/8. */
+    static final int U1 = 65534;
+    /** A user with no grant. */
+    static final int U2 = 65533;
+    static final String A_ADDR = "10.77.0.1";
+    static final String B_ADDR = "10.77.0.2";
+
+    Path work;
+    Path peer;
+    Path cgroup;
+    /** A cgroup nothing is attached to. */
+    Path outside;
+    Path pins;
+    VethPods pods;
+    ChildJvm agent;
+
+    @BeforeAll
+    void start() throws Exception {
+        work = Files.createTempDirectory("sockmap4j-attack", PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-xr-x")));
+        peer = ChildJvm.compileC("src/test/c/peer.c", work.resolve("peer"));
+        Path policy = work.resolve("policy");
+        Files.writeString(policy, "uid " + U1 + " 47341,47342 127.0.0.0/8 0\n");
+        cgroup = TestKernel.newCgroup("attack");
+        outside = TestKernel.newCgroup("outside");
+        pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("attack"));
+        pods = VethPods.create("x", A_ADDR, B_ADDR);
+        agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+                "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", policy.toString()));
+        agent.expect("agent: ready", 60);
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        try {
+            if (agent != null) {
+                agent.close();
+            }
+        } finally {
+            try {
+                SockmapAdmin.removePins(pins);
+            } finally {
+                if (pods != null) {
+                    pods.close();
+                }
+                for (Path c : new Path[] {cgroup, outside}) {
+                    if (c != null) {
+                        Await.until("the peers left " + c, () -> Files.readString(c.resolve("cgroup.procs")).isBlank());
+                        Files.delete(c);
+                    }
+                }
+                if (work != null) {
+                    try (var files = Files.list(work)) {
+                        for (Path p : files.toList()) {
+                            Files.delete(p);
+                        }
+                    }
+                    Files.delete(work);
+                }
+            }
+        }
+    }
+
+    /** {@code command} as {@code uid} (no capabilities, no groups); root's when uid is 0. */
+    static List<String> as(int uid, List<String> command) {
+        List<String> all = new ArrayList<>();
+        if (uid != 0) {
+            all.addAll(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"));
+        }
+        all.addAll(command);
+        return all;
+    }
+
+    /** The peer program as {@code uid} in the agent's cgroup, in namespace {@code ns} when not null. */
+    ChildJvm peer(int uid, String ns, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        if (ns != null) {
+            cmd.addAll(List.of("ip", "netns", "exec", ns));
+        }
+        cmd.add(peer.toString());
+        cmd.addAll(List.of(args));
+        return ChildJvm.startInCgroup(cgroup, as(uid, cmd));
+    }
+
+    /** Sends each line to the agent as {@code uid}; its answers. */
+    List<String> agentCall(int uid, String... lines) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(peer.toString(), "agent-call",
+                SockmapAdmin.agentSocket(pins).toString()));
+        cmd.addAll(List.of(lines));
+        try (ChildJvm c = ChildJvm.start(as(uid, cmd))) {
+            List<String> answers = new ArrayList<>();
+            for (int i = 0; i < lines.length; i++) {
+                answers.add(c.expect("answer=", 30));
+            }
+            assertEquals(0, c.waitFor(30), c.output());
+            return answers;
+        }
+    }
+
+    /** {@code count} connections of {@code uid} to addr:port, one round trip each. */
+    void connect(int uid, String ns, String addr, int port, int count) throws Exception {
+        try (ChildJvm c = peer(uid, ns, "conn-client", addr, Integer.toString(port), Integer.toString(count))) {
+            assertEquals("1", c.expect("ok=", 30), c.output());
+            assertEquals(0, c.waitFor(30));
+        }
+    }
+
+    /** {@code command}, once {@code server} listens (its "port=" line): a client started before could be refused. */
+    static List<String> listening(ChildJvm server, List<String> command) throws InterruptedException {
+        server.expect("port=", 30);
+        return command;
+    }
+
+    /** How many connections a conn-server took, once its stdin closes. */
+    static int connections(ChildJvm server) throws InterruptedException {
+        server.closeInput();
+        int n = Integer.parseInt(server.expect("conns=", 30));
+        assertEquals(0, server.waitFor(30), server.output());
+        return n;
+    }
+
+    /**
+     * uid {@value #U1} puts a Service whose VIP is root's live server and whose endpoint is its own
+     * listener, both inside its grant: the agent takes it, and it moves uid {@value #U1}'s
+     * connects only. Root's and uid {@value #U2}'s connects to the VIP, IPv4 and dual-stack, still
+     * reach root's server (on 6a39524 they reached uid {@value #U1}'s listener).
+     */
+    @Test
+    void aGrantHoldersServiceMovesOnlyItsOwnConnects() throws Exception {
+        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "47341");
+             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "47342")) {
+            root.expect("port=", 30);
+            mine.expect("port=", 30);
+            String put = agentCall(U1, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0);
+            assertTrue(put.startsWith("OK service 127.0.0.1:47341") && put.contains("for uid " + U1 + "'s connects"),
+                    put);
+            try {
+                connect(0, null, "127.0.0.1", 47341, 3);
+                connect(0, null, "::ffff:127.0.0.1", 47341, 3);
+                connect(U2, null, "127.0.0.1", 47341, 3);
+                connect(U2, null, "::ffff:127.0.0.1", 47341, 3);
+                connect(U1, null, "127.0.0.1", 47341, 2);
+            } finally {
+                assertTrue(agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
+            }
+            assertEquals(12, connections(root), "every connect of root and uid " + U2 + " reached root's server");
+            assertEquals(2, connections(mine), "uid " + U1 + "'s own connects reached its endpoint");
+        }
+    }
+
+    /**
+     * Root puts a Service with a loopback VIP from the host's namespace: a client in a pod dialing
+     * its own 127.0.0.1 of that port reaches its own namespace's server (on 6a39524 the pod's
+     * connects went to the pod's 127.0.0.1 of the endpoint's port), the host's are moved.
+     */
+    @Test
+    void aLoopbackServiceMovesConnectsOfItsNamespaceOnly() throws Exception {
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47343 all 127.0.0.1:47344 -").get(0).startsWith("OK service"));
+        try (ChildJvm podVip = peer(0, pods.nsA, "conn-server", "127.0.0.1", "47343");
+             ChildJvm podEndpoint = peer(0, pods.nsA, "conn-server", "127.0.0.1", "47344");
+             ChildJvm hostEndpoint = peer(0, null, "conn-server", "127.0.0.1", "47344")) {
+            podVip.expect("port=", 30);
+            podEndpoint.expect("port=", 30);
+            hostEndpoint.expect("port=", 30);
+            connect(0, pods.nsA, "127.0.0.1", 47343, 3);
+            connect(0, null, "127.0.0.1", 47343, 2);
+            assertEquals(3, connections(podVip), "the pod's connects reached the pod's own server");
+            assertEquals(0, connections(podEndpoint));
+            assertEquals(2, connections(hostEndpoint), "the host's connects were moved to the endpoint");
+        } finally {
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47343").get(0).startsWith("OK removed"));
+        }
+    }
+
+    /**
+     * A live connection between two pods on a port root opted in (10.77.0.0/16), paused halfway
+     * through a 16 MiB stream. uid {@value #U2}, with no grant, makes a user and network namespace
+     * of its own ({@code unshare -Urn}), gives it both pods' addresses and connects the victim's
+     * exact 4-tuple, its listener in the agent's cgroup and its client in it or not. Its sockets are
+     * refused (counted as keys taken), the victim's stay in the map, it is sent no byte of the
+     * victim's, and the victim's stream resumes on the redirect with every byte in order.
+     */
+    @ParameterizedTest(name = "the attacker''s client in the cgroup: {0}")
+    @ValueSource(booleans = {true, false})
+    void aTupleRebuiltInAUserNamespaceGetsNoByteAndTakesNoEntry(boolean clientInCgroup) throws Exception {
+        int port = clientInCgroup ? 47331 : 47332;
+        int clientPort = 47398;
+        long total = 16L << 20;
+        assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", port + "/10.77.0.0/16").code());
+        try (ChildJvm server = peer(0, pods.nsB, "stream-server", B_ADDR, Integer.toString(port), Long.toString(total));
+             ChildJvm client = ChildJvm.startInCgroup(cgroup, listening(server, List.of("ip", "netns", "exec",
+                     pods.nsA, "env", "SM4J_PEER_BIND=" + A_ADDR + ":" + clientPort, peer.toString(), "step-client",
+                     B_ADDR, Integer.toString(port), Long.toString(total))))) {
+            client.expect("half=", 60);
+            SockmapStats before = SockmapAdmin.stats(pins);
+            assertTrue(before.bytesRedirected() > 0, "the victim's first half went through the redirect");
+            String script = "ip link set lo up && ip addr add " + A_ADDR + "/32 dev lo && ip addr add " + B_ADDR
+                    + "/32 dev lo && exec " + peer + " twin " + B_ADDR + " " + port + " " + A_ADDR + " " + clientPort;
+            try (ChildJvm attacker = ChildJvm.startInCgroup(cgroup, as(U2, List.of("unshare", "-Urn", "sh", "-c",
+                    script)))) {
+                attacker.expect("port=", 30);
+                if (!clientInCgroup) {
+                    // Its listener stays in the cgroup it was made in; its client is made outside.
+                    Files.writeString(outside.resolve("cgroup.procs"), Long.toString(attacker.pid()));
+                }
+                attacker.send("go");
+                attacker.expect("twin=", 30);
+                SockmapStats during = SockmapAdmin.stats(pins);
+                client.closeInput();
+                assertEquals("1", server.expect("ok=", 60), "every byte of the victim's, in order: " + server.output());
+                assertEquals("1", client.expect("ok=", 30), client.output());
+                attacker.closeInput();
+                assertEquals("0", attacker.expect("stolen=", 30), attacker.output());
+                SockmapStats after = SockmapAdmin.stats(pins);
+                assertTrue(after.bytesRedirected() > during.bytesRedirected(),
+                        "the victim's second half went through the redirect too: " + after);
+                assertEquals(clientInCgroup ? 2 : 1, during.keysTaken() - before.keysTaken(),
+                        "the attacker's sockets in the cgroup were refused: " + during);
+                assertEquals(before.socketsInMap(), during.socketsInMap(), "the victim's sockets stayed in the map");
+            }
+        } finally {
+            assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "deny", port + "/10.77.0.0/16").code());
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package io.github.sockmap4j.internal.sys;
+
+import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.net.Sockets;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The cookie of a network namespace (SO_NETNS_COOKIE, Linux 5.14+): what the programs compare with
+ * {@code bpf_get_netns_cookie}. A namespace is entered only on a short-lived thread of its own
+ * ({@code setns} moves just that thread), which ends there.
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+public final class NetnsCookie {
+    private NetnsCookie() {
+    }
+
+    /** The cookie of the namespace the calling thread is in. */
+    public static long here() throws NativeIOException {
+        int fd = LibC.socket(LibC.AF_INET, LibC.SOCK_STREAM | LibC.SOCK_CLOEXEC, 0);
+        try {
+            return Sockets.netnsCookie(fd);
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
+    /**
+     * The cookie of the namespace process {@code pid} is in (entering it needs CAP_SYS_ADMIN,
+     * unless it is this thread's own).
+     *
+     * @throws IOException naming the pid when it is gone or its namespace cannot be entered
+     */
+    public static long ofProcess(long pid) throws IOException {
+        Path ns = Path.of("/proc", Long.toString(pid), "ns", "net");
+        try {
+            if (Files.readSymbolicLink(ns).equals(Files.readSymbolicLink(Path.of("/proc/thread-self/ns/net")))) {
+                return here();
+            }
+        } catch (IOException e) {
+            throw new IOException("no network namespace of pid " + pid + " (" + e.getMessage() + "): has it exited?", e);
+        }
+        int nsFd = LibC.open(ns.toString(), LibC.O_RDONLY | LibC.O_CLOEXEC, 0);
+        long[] cookie = new long[1];
+        IOException[] failed = new IOException[1];
+        try {
+            Thread t = new Thread(() -> {
+                try {
+                    LibC.setns(nsFd, LibC.CLONE_NEWNET);
+                    cookie[0] = here();
+                } catch (IOException e) {
+                    failed[0] = e;
+                }
+            }, "sockmap4j-netns-" + pid);
+            t.setDaemon(true);
+            t.start();
+            t.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted entering the network namespace of pid " + pid, e);
+        } finally {
+            LibC.close(nsFd);
+        }
+        if (failed[0] != null) {
+            throw new IOException("cannot enter the network namespace of pid " + pid + ": " + failed[0].getMessage(),
+                    failed[0]);
+        }
+        return cookie[0];
+    }
+}
