@@ -114,8 +114,10 @@ final class Agent implements Callable<Integer> {
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
                      () -> pods == null || (pods.isSynced() && services.isSynced()))) {
             out.println("agent: ready, pins " + parent.pinDir + ", cgroups " + cgroups + ", rules " + agent.rules()
-                    + (http == null ? "" : ", metrics http://" + http.address().getHostString() + ":"
-                    + http.address().getPort() + "/metrics") + (pods == null ? "" : ", pods of node "
+                    + (http == null ? "" : http.address() != null ? ", metrics http://"
+                    + http.address().getHostString() + ":" + http.address().getPort() + "/metrics"
+                    : ", metrics not served yet on " + http.requested() + " (" + http.bindFailure()
+                    + "): trying again") + (pods == null ? "" : ", pods of node "
                     + kubernetes.nodeName + " and their Services"));
             out.flush();
             if (pods != null) {

@@ -10,6 +10,15 @@ import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.VethPods;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -52,6 +61,8 @@ class SecurityModelTest {
     Path pins;
     VethPods pods;
     ChildJvm agent;
+    /** The agent's base URL, http://ADDRESS:PORT. */
+    String http;
 
     @BeforeAll
     void start() throws Exception {
@@ -66,7 +77,8 @@ class SecurityModelTest {
         pods = VethPods.create("x", A_ADDR, B_ADDR);
         agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
                 "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", policy.toString()));
-        agent.expect("agent: ready", 60);
+        String ready = agent.expect("agent: ready", 60);
+        http = ready.substring(ready.indexOf("http://"), ready.indexOf("/metrics"));
     }
 
     @AfterAll
@@ -97,6 +109,82 @@ class SecurityModelTest {
                     Files.delete(work);
                 }
             }
+        }
+    }
+
+    /** GET {@code url}: its status and body. */
+    static HttpResponse<String> get(String url) throws IOException, InterruptedException {
+        try (HttpClient c = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()) {
+            return c.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+        }
+    }
+
+    /**
+     * Clients that send half a request and wait, as many as the server takes at once and more: the
+     * probes still answer at once, and the server closes each half request after its read timeout.
+     */
+    @Test
+    void halfRequestsStallNoProbe() throws Exception {
+        URI base = URI.create(http);
+        List<Socket> slow = new ArrayList<>();
+        try {
+            for (int i = 0; i < AgentHttp.MAX_CONNECTIONS / 2; i++) {
+                Socket s = new Socket(base.getHost(), base.getPort());
+                s.getOutputStream().write("GET /metrics HTTP/1.1\r\nHost: x\r\n".getBytes(StandardCharsets.US_ASCII));
+                slow.add(s);
+            }
+            HttpResponse<String> health = get(http + "/healthz");
+            assertEquals(200, health.statusCode(), health.body());
+            assertEquals(200, get(http + "/readyz").statusCode());
+            assertTrue(get(http + "/metrics").body().contains("sockmap4j_active 1.0"));
+            for (Socket s : slow) {
+                s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(AgentHttp.READ_TIMEOUT_SECONDS * 6L));
+                assertEquals(-1, s.getInputStream().read(), "a half request is closed after the read timeout");
+            }
+        } finally {
+            for (Socket s : slow) {
+                s.close();
+            }
+        }
+    }
+
+    /**
+     * An agent whose metrics port another process holds when it starts: its control plane comes up
+     * and serves (on 6a39524 the agent exited 1), it says the port is held, and it serves the
+     * probes once the port is free.
+     */
+    @Test
+    void aHeldMetricsPortKeepsTheControlPlaneUp() throws Exception {
+        Path cg = TestKernel.newCgroup("squat");
+        Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("squat"));
+        ServerSocket squatter = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        try {
+            int port = squatter.getLocalPort();
+            try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", dir.toString(),
+                    "agent", "--cgroup", cg.toString(), "--metrics-address", "127.0.0.1", "--metrics-port",
+                    Integer.toString(port)))) {
+                String ready = other.expect("agent: ready", 60);
+                assertTrue(ready.contains("metrics not served yet on") && ready.contains("trying again"), ready);
+                try (ChildJvm ping = ChildJvm.start(List.of(peer.toString(), "agent-call",
+                        SockmapAdmin.agentSocket(dir).toString(), "PING"))) {
+                    assertEquals("OK agent", ping.expect("answer=", 30), "the control socket serves");
+                }
+                squatter.close();
+                Await.until("the agent serves its probes once the port is free", Duration.ofSeconds(30), () -> {
+                    try {
+                        return get("http://127.0.0.1:" + port + "/healthz").statusCode() == 200;
+                    } catch (IOException e) {
+                        return false;
+                    }
+                });
+                other.terminate();
+                assertEquals(0, other.waitFor(30), other.output());
+            }
+        } finally {
+            squatter.close();
+            SockmapAdmin.removePins(dir);
+            Files.delete(cg);
         }
     }
 

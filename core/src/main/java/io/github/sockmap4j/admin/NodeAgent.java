@@ -229,6 +229,14 @@ public final class NodeAgent implements AutoCloseable {
         return book.owners(prefix);
     }
 
+    /**
+     * Whether its control plane lives: pins in place, watcher running, control socket thread
+     * accepting (or backing off from a failing accept, from which it recovers by itself).
+     */
+    public boolean isAlive() {
+        return !closed && !lost.isDone() && watcher.isRunning() && control.isRunning();
+    }
+
     /** Whether it works: pins in place, watcher running, control socket serving. */
     public boolean isReady() {
         return !closed && !lost.isDone() && watcher.isRunning() && control.isServing();
