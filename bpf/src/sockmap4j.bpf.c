@@ -168,6 +168,17 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	__u32 op = skops->op;
 	int ok;
 
+	if (op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
+		/*
+		 * A translated socket is told of its close from its SYN on: its sm4j_svcsock entry goes
+		 * then, also when the connect fails (refused, timed out) and it never is established.
+		 */
+		__u64 cookie = bpf_get_socket_cookie(skops);
+
+		if (bpf_map_lookup_elem(&sm4j_svcsock, &cookie))
+			bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+		return 1;
+	}
 	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
 	    op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
 	    op != BPF_SOCK_OPS_STATE_CB)
@@ -196,11 +207,6 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 
 	/* The server is the remote end for a connect(), the local end for an accept(). */
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
-		__u64 cookie = bpf_get_socket_cookie(skops);
-
-		/* A translated socket, registered or not, is told of its close: its entry goes then. */
-		if (bpf_map_lookup_elem(&sm4j_svcsock, &cookie))
-			bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
 		policy = policy_of(key.remote_ip, key.remote_port);
 		/*
 		 * A server on another node never registers here: the client's sends would only miss.

@@ -9,10 +9,13 @@
  *   peer step-client ADDR PORT TOTAL      the same, pausing halfway (prints half=1) until stdin closes
  *   peer sink-server ADDR PORT [FIRST]    accept one, read FIRST bytes (default 0) and then no more, until
  *                                         stdin closes
- *   peer agent-call SOCKET LINE...        send each line to a Unix socket, print each answer line
+ *   peer agent-call SOCKET LINE...        send each line to a Unix socket, print each answer line (all N
+ *                                         lines after a LIST's or SERVICES' OK N)
  *   peer conn-server ADDR PORT            accept connections until stdin closes, echo one 8-byte message on
  *                                         each and close it; prints conns=N at the end
  *   peer conn-client ADDR PORT COUNT      COUNT connections one after another, one 8-byte round trip each
+ *   peer refused-client ADDR PORT COUNT   COUNT connects one after another, each expected to fail;
+ *                                         prints refused=N, how many did
  *   peer twin ADDR PORT SRC_ADDR SRC_PORT  listen on ADDR:PORT; on a line from stdin connect to it from
  *                                         SRC_ADDR:SRC_PORT, accept, send 64 KiB from the client to the
  *                                         server (then prints twin=1); until stdin closes, read whatever either end
@@ -126,8 +129,15 @@ static int dial_quietly(const char *ip, int port, int announce)
 	if (family < 0)
 		return -1;
 	fd = socket(family, SOCK_STREAM, 0);
-	if (fd < 0 || bind_from_env(fd) < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
+	if (fd < 0)
 		return -1;
+	if (bind_from_env(fd) < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
 	/* The peer as getpeername reports it: a Service's VIP even when the kernel dialed an endpoint. */
 	if (announce) {
 		char host[64];
@@ -182,17 +192,39 @@ int main(int argc, char **argv)
 		if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0)
 			return fail("connect");
 		for (int i = 3; i < argc; i++) {
-			size_t len = 0;
+			/* LIST and SERVICES are answered OK N and then N lines: each printed as an answer. */
+			int listing = !strcmp(argv[i], "LIST") || !strcmp(argv[i], "SERVICES"), lines = 1;
 
 			if (write(fd, argv[i], strlen(argv[i])) < 0 || write(fd, "\n", 1) != 1)
 				return fail("write");
-			while (len < sizeof(buf) - 1 && read(fd, buf + len, 1) == 1 && buf[len] != '\n')
-				len++;
-			buf[len] = 0;
-			printf("answer=%s\n", buf);
-			fflush(stdout);
+			for (int l = 0; l < lines; l++) {
+				size_t len = 0;
+
+				while (len < sizeof(buf) - 1 && read(fd, buf + len, 1) == 1 && buf[len] != '\n')
+					len++;
+				buf[len] = 0;
+				printf("answer=%s\n", buf);
+				fflush(stdout);
+				if (l == 0 && listing && !strncmp(buf, "OK ", 3))
+					lines += atoi(buf + 3);
+			}
 		}
 		close(fd);
+		return 0;
+	}
+	if (!strcmp(mode, "refused-client") && argc == 5) {
+		int count = atoi(argv[4]), refused = 0;
+
+		for (int i = 0; i < count; i++) {
+			int c = dial_quietly(argv[2], atoi(argv[3]), 0);
+
+			if (c < 0)
+				refused++;
+			else
+				close(c);
+		}
+		printf("refused=%d\nok=1\n", refused);
+		fflush(stdout);
 		return 0;
 	}
 	if (!strcmp(mode, "twin") && argc == 6) {

@@ -224,6 +224,22 @@ class SecurityModelTest {
         }
     }
 
+    /** The lines of a LIST or SERVICES answer ({@code OK N}, then N lines) to {@code uid}. */
+    List<String> listed(int uid, String verb) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(peer.toString(), "agent-call",
+                SockmapAdmin.agentSocket(pins).toString(), verb));
+        try (ChildJvm c = ChildJvm.start(as(uid, cmd))) {
+            String head = c.expect("answer=", 30);
+            assertTrue(head.startsWith("OK "), head);
+            List<String> lines = new ArrayList<>();
+            for (int i = 0; i < Integer.parseInt(head.substring(3)); i++) {
+                lines.add(c.expect("answer=", 30));
+            }
+            assertEquals(0, c.waitFor(30), c.output());
+            return lines;
+        }
+    }
+
     /** {@code count} connections of {@code uid} to addr:port, one round trip each. */
     void connect(int uid, String ns, String addr, int port, int count) throws Exception {
         try (ChildJvm c = peer(uid, ns, "conn-client", addr, Integer.toString(port), Integer.toString(count))) {
@@ -297,6 +313,56 @@ class SecurityModelTest {
         } finally {
             assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47343").get(0).startsWith("OK removed"));
         }
+    }
+
+    /**
+     * Another user's rules and Services, and their holders' pids, are theirs: a user lists its own
+     * only (on 6a39524 every user listed every rule and Service with holders' uids and pids).
+     */
+    @Test
+    void aUserListsItsOwnRulesAndServicesOnly() throws Exception {
+        assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", "47345").code());
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47346 all 127.0.0.1:47347 -").get(0).startsWith("OK"));
+        try {
+            List<String> put = agentCall(U1, "ALLOW 47341 127.0.0.1 128 0", "SERVICE 127.0.0.1 47342 all "
+                    + "127.0.0.1:47341 -");
+            assertTrue(put.get(0).startsWith("OK") && put.get(1).startsWith("OK"), put.toString());
+            try {
+                List<String> rules = listed(U1, "LIST");
+                assertEquals(1, rules.size(), "uid " + U1 + " lists its own rule only: " + rules);
+                assertTrue(rules.get(0).contains("held by uid " + U1) && !rules.get(0).contains("uid 0"), rules.get(0));
+                List<String> services = listed(U1, "SERVICES");
+                assertEquals(1, services.size(), "and its own Service only: " + services);
+                assertTrue(services.get(0).startsWith("127.0.0.1:47342"), services.get(0));
+                assertEquals(List.of(), listed(U2, "LIST"), "uid " + U2 + " holds no rule");
+                assertEquals(List.of(), listed(U2, "SERVICES"), "nor a Service");
+                assertTrue(listed(0, "LIST").size() >= 2, "root lists every rule");
+                assertTrue(listed(0, "SERVICES").size() >= 2, "and every Service");
+            } finally {
+                assertEquals(List.of("OK denied 47341/127.0.0.1 (128 key bits)", "OK removed service 127.0.0.1:47342"),
+                        agentCall(U1, "DENY 47341 127.0.0.1 128", "UNSERVICE 127.0.0.1 47342"));
+            }
+        } finally {
+            assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "deny", "47345").code());
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47346").get(0).startsWith("OK removed"));
+        }
+    }
+
+    /**
+     * Connects to a Service whose endpoint refuses them: the kernel remembers no translated socket
+     * once they failed (on 6a39524 each left its entry until the LRU evicted it: 65,400 after
+     * 300,000 connects).
+     */
+    @Test
+    void connectsThatFailLeaveNoTranslatedSocket() throws Exception {
+        int before = SockmapAdmin.translatedSockets(pins);
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47348 all 127.0.0.1:47349 -").get(0).startsWith("OK"));
+        try (ChildJvm c = peer(0, null, "refused-client", "127.0.0.1", "47348", "1000")) {
+            assertEquals("1000", c.expect("refused=", 60), c.output());
+        } finally {
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47348").get(0).startsWith("OK removed"));
+        }
+        assertEquals(before, SockmapAdmin.translatedSockets(pins), "no entry of a failed connect is left");
     }
 
     /**

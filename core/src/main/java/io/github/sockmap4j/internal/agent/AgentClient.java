@@ -89,8 +89,21 @@ public final class AgentClient implements AutoCloseable {
 
     private void send(AgentRequest request) throws IOException {
         ByteBuffer out = ByteBuffer.wrap((request.format() + "\n").getBytes(StandardCharsets.UTF_8));
-        while (out.hasRemaining()) {
-            channel.write(out);
+        try {
+            while (out.hasRemaining()) {
+                channel.write(out);
+            }
+        } catch (IOException e) {
+            // The agent closed the connection (a limit, a timeout): it said why first.
+            String why;
+            try {
+                why = readLine(AgentRequest.MAX_LINE * 4);
+            } catch (IOException none) {
+                throw new IOException("cannot send to the sockmap4j agent at " + socket + " (" + e.getMessage()
+                        + "): it closed the connection", e);
+            }
+            throw new AgentRefusedException("the sockmap4j agent closed this connection: "
+                    + (why.startsWith("ERR ") ? why.substring(4) : why));
         }
     }
 

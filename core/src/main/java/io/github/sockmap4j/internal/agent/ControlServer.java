@@ -313,7 +313,7 @@ public final class ControlServer implements AutoCloseable {
             return "OK agent";
         }
         if (req.verb() == AgentRequest.Verb.LIST) {
-            return counted(book.describeAll());
+            return counted(book.describeFor(who.uid()));
         }
         switch (req.verb()) {
             case SERVICE, UNSERVICE, SERVICES -> {
@@ -360,7 +360,7 @@ public final class ControlServer implements AutoCloseable {
                         + "'sockmap4j down' and start the agent again");
             }
             if (req.verb() == AgentRequest.Verb.SERVICES) {
-                return counted(services.describeAll());
+                return counted(services.describeFor(who.uid()));
             }
             String owned = servicesOwnedBy;
             if (owned != null) {

@@ -370,11 +370,22 @@ public final class RuleBook {
 
     /** Each rule's text and its holders' uids and kinds, for status output. */
     public synchronized List<String> describeAll() {
+        return describeFor(0);
+    }
+
+    /**
+     * What {@code uid} may see of the rules: root every rule and every holder; another user only
+     * the rules it holds, with its own holds (who else opted in what, and their pids, is theirs).
+     */
+    public synchronized List<String> describeFor(int uid) {
         List<String> out = new ArrayList<>();
         for (Rule r : rules.values()) {
-            out.add(r.describe() + " bound " + Integer.toUnsignedString(r.bound) + " held by "
-                    + r.holders.stream().map(h -> "uid " + h.uid() + " (" + h.owner() + ")")
-                            .collect(Collectors.joining(", ")));
+            List<Holder> seen = r.holders.stream().filter(h -> uid == 0 || h.uid() == uid).toList();
+            if (!seen.isEmpty()) {
+                out.add(r.describe() + " bound " + Integer.toUnsignedString(r.bound) + " held by "
+                        + seen.stream().map(h -> "uid " + h.uid() + " (" + h.owner() + ")")
+                                .collect(Collectors.joining(", ")));
+            }
         }
         return out;
     }

@@ -123,11 +123,18 @@ public final class ServiceBook {
 
     /** Each Service, its endpoints and who put it. */
     public synchronized List<String> describeAll() throws IOException {
+        return describeFor(0);
+    }
+
+    /** What {@code uid} may see: root every Service, another user those it put. */
+    public synchronized List<String> describeFor(int uid) throws IOException {
         sync();
         List<String> out = new ArrayList<>();
         for (ServiceMap.Service s : map.list()) {
             int owner = owners.getOrDefault(s.vip(), 0);
-            out.add(describe(s) + " put by uid " + owner + (owner != 0 ? " (moves its connects only)" : ""));
+            if (uid == 0 || owner == uid) {
+                out.add(describe(s) + " put by uid " + owner + (owner != 0 ? " (moves its connects only)" : ""));
+            }
         }
         return out;
     }

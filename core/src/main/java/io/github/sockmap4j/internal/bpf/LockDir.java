@@ -27,15 +27,32 @@ public final class LockDir implements AutoCloseable {
 
     /** The lock directory of a pin directory (under /run/sockmap4j, or -Dsockmap4j.lockDir). */
     public static Path pathFor(Path pinDir) {
-        String name = pinDir.toAbsolutePath().normalize().toString().replace('/', '_');
         Path base = Path.of(System.getProperty("sockmap4j.lockDir", "/run/sockmap4j"));
-        return base.resolve(name);
+        return base.resolve(name(pinDir.toAbsolutePath().normalize().toString()));
+    }
+
+    /**
+     * One file name per pin directory, and a different one for each: '/' becomes '_', and '_' and
+     * '=' are escaped ("=_", "=="), so that /sys/fs/bpf/a and /sys/fs/bpf_a never share locks,
+     * journals or a control socket. The usual names read as before (/sys/fs/bpf/sockmap4j:
+     * _sys_fs_bpf_sockmap4j).
+     */
+    static String name(String absolutePinDir) {
+        StringBuilder b = new StringBuilder(absolutePinDir.length() + 8);
+        for (int i = 0; i < absolutePinDir.length(); i++) {
+            char c = absolutePinDir.charAt(i);
+            switch (c) {
+                case '/' -> b.append('_');
+                case '_' -> b.append("=_");
+                case '=' -> b.append("==");
+                default -> b.append(c);
+            }
+        }
+        return b.toString();
     }
 
     static LockDir forPinDir(Path pinDir) throws IOException {
-        String name = pinDir.toAbsolutePath().normalize().toString().replace('/', '_');
-        Path base = Path.of(System.getProperty("sockmap4j.lockDir", "/run/sockmap4j"));
-        return new LockDir(base.resolve(name));
+        return new LockDir(pathFor(pinDir));
     }
 
     private int openLock(String name) throws NativeIOException {
