@@ -33,6 +33,9 @@
 #ifndef EEXIST
 #define EEXIST 17
 #endif
+#ifndef EBUSY
+#define EBUSY 16
+#endif
 #ifndef SOCK_STREAM
 #define SOCK_STREAM 1
 #endif
@@ -98,6 +101,18 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 	st->last_seq = tp->write_seq;
 	st->policy_bound = policy->bound;
 	err = bpf_sock_hash_update(skops, &sm4j_socks, key, BPF_NOEXIST);
+	if (err == -EBUSY) {
+		/*
+		 * Another program's sockmap holds this socket with its own sk_msg program (an
+		 * observability agent's, say): one socket runs one. It stays on TCP under that
+		 * program, and user space is told which socket (sm4j_busy).
+		 */
+		struct sm4j_busy b = {.cookie = bpf_get_socket_cookie(skops), .when_ns = bpf_ktime_get_ns()};
+
+		bpf_map_update_elem(&sm4j_busy, key, &b, BPF_ANY);
+		count(SM4J_CTR_SOCKET_BUSY, 1);
+		return;
+	}
 	if (err) {
 		/* Another connection's socket holds the key, or the map is full: this one stays on TCP. */
 		count(err == -EEXIST ? SM4J_CTR_KEY_TAKEN : SM4J_CTR_REGISTER_FAILED, 1);

@@ -195,6 +195,16 @@ struct sm4j_pair {
 	__u32 rcv_nxt;
 };
 
+/*
+ * A socket another program's sockmap held when it was to be registered (sm4j_busy, by its key):
+ * the kernel gives a socket one sk_msg program, so it stays out of sm4j_socks, on TCP under the
+ * other program's verdict. Kept for user space to say which sockets (the least recent go first).
+ */
+struct sm4j_busy {
+	__u64 cookie;
+	__u64 when_ns; /* bpf_ktime_get_ns() at the refusal */
+};
+
 /* Indexes into the per-CPU counter array. */
 enum sm4j_counter {
 	SM4J_CTR_SOCKETS_REGISTERED = 0,
@@ -211,6 +221,7 @@ enum sm4j_counter {
 	SM4J_CTR_CLIENT_UNREGISTERED, /* an accepted socket left out of the map: its client did not register */
 	SM4J_CTR_PEER_NOT_LOCAL, /* a client left out of the map: its server's address is not of this node */
 	SM4J_CTR_KEY_TAKEN,     /* a socket left out of the map: its key, or its peer's, is another connection's */
+	SM4J_CTR_SOCKET_BUSY,   /* a socket left out of the map: another program's sockmap (its sk_msg) holds it */
 	SM4J_CTR_MAX,
 };
 

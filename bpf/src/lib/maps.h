@@ -112,6 +112,14 @@ struct {
 	__type(value, struct sm4j_pair);
 } sm4j_pair SEC(".maps");
 
+/* Sockets another program's sockmap held (struct sm4j_busy), the most recent 1,024. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct sm4j_sock_key);
+	__type(value, struct sm4j_busy);
+} sm4j_busy SEC(".maps");
+
 /* Written once by the loader: SM4J_ABI_VERSION of the program set pinned here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -29,13 +29,17 @@ import io.github.sockmap4j.internal.bpf.Counter;
  *                           of another connection holds their key, or their peer's (the same
  *                           4-tuple in another network namespace): they stay on TCP, and the other
  *                           connection keeps its entries
+ * @param socketsBusy        sockets of an opted-in port left out of the SOCKHASH because another
+ *                           program's sockmap held them (the kernel gives a socket one sk_msg
+ *                           program): they stay on TCP under that program
+ *                           ({@code SockmapAdmin.collisions} says which, and which programs)
  */
 public record SockmapStats(long socketsRegistered, long registerFailures, long messagesRedirected,
                            long bytesRedirected, long messagesPassed, long bytesPassed,
                            long socketsTainted, long boundHits, long resumes, long socketsInMap,
                            long servicesTranslated, long servicesNoLocal, long clientsUnregistered,
-                           long peersNotLocal, long keysTaken) {
-    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long peersNotLocal, long keysTaken, long socketsBusy) {
+    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     /**
      * From the kernel's counters as the pinned counter map holds them (its slots in order, summed
@@ -52,6 +56,6 @@ public record SockmapStats(long socketsRegistered, long registerFailures, long m
                 c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
                 socketsInMap, c[Counter.SVC_TRANSLATED.ordinal()], c[Counter.SVC_NO_LOCAL.ordinal()],
                 c[Counter.CLIENT_UNREGISTERED.ordinal()], c[Counter.PEER_NOT_LOCAL.ordinal()],
-                c[Counter.KEY_TAKEN.ordinal()]);
+                c[Counter.KEY_TAKEN.ordinal()], c[Counter.SOCKET_BUSY.ordinal()]);
     }
 }

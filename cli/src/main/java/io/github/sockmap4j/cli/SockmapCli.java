@@ -244,10 +244,12 @@ public final class SockmapCli {
                         "registered %d, in map %d, redirected %d msgs / %d B, by TCP %d msgs / %d B, bound hits %d, "
                                 + "resumes %d, tainted %d, register failures %d, accepted with no registered client %d, "
                                 + "clients of a server not on this node %d, keys another connection holds %d, "
+                                + "in another program's sockmap %d, "
                                 + "Service connects translated %d, without a local endpoint %d",
                         st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
                         st.messagesPassed(), st.bytesPassed(), st.boundHits(), st.resumes(), st.socketsTainted(),
-                        st.registerFailures(), st.clientsUnregistered(), st.peersNotLocal(), st.keysTaken(), st.servicesTranslated(),
+                        st.registerFailures(), st.clientsUnregistered(), st.peersNotLocal(), st.keysTaken(),
+                        st.socketsBusy(), st.servicesTranslated(),
                         st.servicesNoLocal()));
             }
             return 0;

@@ -3,6 +3,7 @@ package io.github.sockmap4j.admin;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
+import io.github.sockmap4j.internal.bpf.Collisions;
 import io.github.sockmap4j.internal.bpf.Rules;
 import io.github.sockmap4j.internal.sys.HostCheck;
 import io.github.sockmap4j.internal.agent.AgentPolicy;
@@ -13,6 +14,7 @@ import io.github.sockmap4j.internal.bpf.InFlightWatcher;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.LockDir;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
+import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.net.UnixListener;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -156,6 +158,8 @@ public final class NodeAgent implements AutoCloseable {
                     AgentRequest.socketPath(lockDir));
             NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, serviceMap, reaper);
             reaper.scheduleWithFixedDelay(agent::checkPins, 1, 1, TimeUnit.SECONDS);
+            agent.reportOtherSockops();
+            reaper.scheduleWithFixedDelay(agent::checkCollisions, 5, 5, TimeUnit.SECONDS);
             return agent;
         } catch (IOException | RuntimeException e) {
             if (control != null) {
@@ -275,6 +279,51 @@ public final class NodeAgent implements AutoCloseable {
                     + "hand): the fast path of " + options.cgroups() + " is off";
             LOG.error("sockmap4j agent: {}; not ready, stopping so that it can be started again", why);
             lost.complete(why);
+        }
+    }
+
+    /** Sockets of opted-in ports another program's sockmap held, when the last check saw them. */
+    private long busySeen;
+
+    /** Says once which other sock_ops programs run for the agent's cgroups (a sockmap user among them collides). */
+    private void reportOtherSockops() {
+        try {
+            List<String> others = new ArrayList<>();
+            for (Path cg : options.cgroups()) {
+                others.addAll(Collisions.otherSockopsPrograms(Libbpf.load(), options.pinDirectory(), cg));
+            }
+            if (!others.isEmpty()) {
+                LOG.info("sock_ops programs besides sockmap4j's run for {}: {}; one that puts sockets in a sockmap of "
+                        + "its own keeps those it registers first off the fast path (counted as socketsBusy)",
+                        options.cgroups(), others);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("Cannot list the sock_ops programs of {}: {}", options.cgroups(), e.toString());
+        }
+    }
+
+    /** Every few seconds: did another program's sockmap hold sockets of opted-in ports? Says which, and who. */
+    private void checkCollisions() {
+        if (closed || lost.isDone()) {
+            return;
+        }
+        try {
+            long busy = stats().socketsBusy();
+            if (busy <= busySeen) {
+                return;
+            }
+            List<Collisions.BusySocket> sockets = Collisions.busySockets(Libbpf.load(), options.pinDirectory());
+            List<String> others = new ArrayList<>();
+            for (Path cg : options.cgroups()) {
+                others.addAll(Collisions.otherSockopsPrograms(Libbpf.load(), options.pinDirectory(), cg));
+            }
+            LOG.warn("{} socket(s) of opted-in ports were already in another program's sockmap and stay on TCP under "
+                    + "that program's sk_msg (a socket runs one), e.g. {}; sock_ops programs besides sockmap4j's for "
+                    + "{}: {}", busy - busySeen, sockets.subList(0, Math.min(8, sockets.size())), options.cgroups(),
+                    others.isEmpty() ? "none found (attached elsewhere, or by a process's own sockmap update)" : others);
+            busySeen = busy;
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("Cannot read the sockets another sockmap held: {}", e.toString());
         }
     }
 

@@ -190,6 +190,23 @@ public final class SockmapAdmin {
     }
 
     /**
+     * Another program that puts sockets in a sockmap of its own on this node: which sockets of
+     * opted-in ports it held (they stay on TCP under its sk_msg program; the most recent first, up
+     * to 1,024), and which sock_ops programs besides sockmap4j's run for {@code cgroup} (on it, an
+     * ancestor or a cgroup below it), as "id N 'NAME' on CGROUP".
+     */
+    public record Collisions(java.util.List<String> sockets, java.util.List<String> programs) {
+    }
+
+    /** What {@link Collisions} says for the pin directory and {@code cgroup}. */
+    public static Collisions collisions(Path pinDirectory, Path cgroup) throws IOException {
+        java.util.List<String> sockets = io.github.sockmap4j.internal.bpf.Collisions.busySockets(libbpf(), pinDirectory)
+                .stream().map(Object::toString).toList();
+        return new Collisions(sockets,
+                io.github.sockmap4j.internal.bpf.Collisions.otherSockopsPrograms(libbpf(), pinDirectory, cgroup));
+    }
+
+    /**
      * How many sockets whose connect was translated to a Service's endpoint are open (the
      * kernel remembers each one's Service, for getpeername, until it closes; at most 65,536).
      */

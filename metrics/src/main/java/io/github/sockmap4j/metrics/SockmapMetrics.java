@@ -104,6 +104,8 @@ public final class SockmapMetrics implements MeterBinder {
                 SockmapStats::peersNotLocal);
         counter(r, "sockmap4j.keys.taken", "sockets left off the map: another connection's socket holds their key",
                 SockmapStats::keysTaken);
+        counter(r, "sockmap4j.sockets.busy", "sockets left off the map: another program's sockmap holds them",
+                SockmapStats::socketsBusy);
         counter(r, "sockmap4j.services.translated", "connects to a Service sent straight to an endpoint",
                 SockmapStats::servicesTranslated);
         counter(r, "sockmap4j.services.no.local", "connects to a Service in the map with no local endpoint",

@@ -18,7 +18,8 @@ public enum Counter {
     SVC_NO_LOCAL(10),
     CLIENT_UNREGISTERED(11),
     PEER_NOT_LOCAL(12),
-    KEY_TAKEN(13);
+    KEY_TAKEN(13),
+    SOCKET_BUSY(14);
 
     private final int index;
 

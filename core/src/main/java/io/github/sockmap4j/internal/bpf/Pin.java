@@ -23,6 +23,8 @@ enum Pin {
     SVC_SOCK("sm4j_svcsock", "svcsock", false),
     /** This node's address prefixes: where a registered socket's server may be (LocalPeersMap). */
     LOCAL("sm4j_local", "local", false),
+    /** Sockets another program's sockmap held when they were to be registered (Collisions). */
+    BUSY("sm4j_busy", "busy", false),
     META("sm4j_meta", "meta", false),
     SOCKOPS("sm4j_sockops", "prog_sockops", true),
     REDIRECT("sm4j_redirect", "prog_redirect", true),

@@ -166,6 +166,11 @@ public final class Libbpf {
         return l;
     }
 
+    /** libbpf's symbols, for the downcalls other classes of this package link (ProgQuery). */
+    SymbolLookup symbols() {
+        return lib;
+    }
+
     private static int ret(String op, int res) throws NativeIOException {
         if (res < 0) {
             throw new NativeIOException(op, -res);
