@@ -46,7 +46,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class SecurityModelTest {
-    /** A user with a grant: ports 47341-47342 on 127.0.0.0/8. */
+    /** A user with a grant: ports 47341-47342 on 127.0.0.0/8, bounds up to 1 MiB. */
     static final int U1 = 65534;
     /** A user with no grant. */
     static final int U2 = 65533;
@@ -70,7 +70,7 @@ class SecurityModelTest {
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = ChildJvm.compileC("src/test/c/peer.c", work.resolve("peer"));
         Path policy = work.resolve("policy");
-        Files.writeString(policy, "uid " + U1 + " 47341,47342 127.0.0.0/8 0\n");
+        Files.writeString(policy, "uid " + U1 + " 47341,47342 127.0.0.0/8 1048576\n");
         cgroup = TestKernel.newCgroup("attack");
         outside = TestKernel.newCgroup("outside");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("attack"));
@@ -312,6 +312,28 @@ class SecurityModelTest {
             assertEquals(2, connections(hostEndpoint), "the host's connects were moved to the endpoint");
         } finally {
             assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47343").get(0).startsWith("OK removed"));
+        }
+    }
+
+    /**
+     * A bound set low sends every stream to a server by TCP: a grant holder sets none on a port
+     * where another uid's server listens (on 6a39524 it set 1 byte on root's server), only on its
+     * own server's, and may still opt the port in with the receiver's own bound (0).
+     */
+    @Test
+    void aGrantHolderSetsNoBoundOnAnotherUsersServer() throws Exception {
+        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "47341");
+             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "47342")) {
+            root.expect("port=", 30);
+            mine.expect("port=", 30);
+            List<String> a = agentCall(U1, "ALLOW 47341 127.0.0.1 128 1", "ALLOW 47341 127.0.0.0 104 1",
+                    "ALLOW 47342 127.0.0.1 128 65536", "ALLOW 47341 127.0.0.1 128 0",
+                    "DENY 47342 127.0.0.1 128", "DENY 47341 127.0.0.1 128");
+            assertTrue(a.get(0).startsWith("ERR uid 0 listens on 127.0.0.1:47341: only root"), a.get(0));
+            assertTrue(a.get(1).startsWith("ERR uid 0 listens on 127.0.0.1:47341"), a.get(1));
+            assertTrue(a.get(2).startsWith("OK allowed 47342"), "its own server's bound: " + a.get(2));
+            assertTrue(a.get(3).startsWith("OK allowed 47341"), "the receiver's own bound: " + a.get(3));
+            assertTrue(a.get(4).startsWith("OK denied") && a.get(5).startsWith("OK denied"), a.toString());
         }
     }
 

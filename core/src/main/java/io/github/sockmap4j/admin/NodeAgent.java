@@ -6,6 +6,7 @@ import io.github.sockmap4j.SockmapUnavailableException;
 import io.github.sockmap4j.internal.bpf.Collisions;
 import io.github.sockmap4j.internal.bpf.Rules;
 import io.github.sockmap4j.internal.sys.HostCheck;
+import io.github.sockmap4j.internal.sys.Listeners;
 import io.github.sockmap4j.internal.agent.AgentPolicy;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.agent.ControlServer;
@@ -146,7 +147,9 @@ public final class NodeAgent implements AutoCloseable {
             io.github.sockmap4j.internal.agent.ServiceBook services = io.github.sockmap4j.internal.agent.ServiceBook
                     .load(serviceMap, lockDir.resolve("agent-services"));
             control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, services,
-                    agentPolicy, ControlServer.Limits.DEFAULT).start();
+                    agentPolicy, ControlServer.Limits.DEFAULT);
+            control.checkListeners((port, pid) -> Listeners.on(port, options.cgroups(), pid));
+            control.start();
             ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "sockmap4j-agent-reaper");
                 t.setDaemon(true);

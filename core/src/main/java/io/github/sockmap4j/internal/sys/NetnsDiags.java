@@ -124,22 +124,7 @@ public final class NetnsDiags implements AutoCloseable {
         if (cgroups.isEmpty()) {
             return;
         }
-        Map<Long, Long> present = new HashMap<>(); // namespace inode -> a pid in it
-        for (Path cg : cgroups) {
-            try (Stream<Path> dirs = Files.walk(cg)) {
-                for (Path dir : (Iterable<Path>) dirs.filter(Files::isDirectory)::iterator) {
-                    for (long pid : pids(dir)) {
-                        try {
-                            present.putIfAbsent(inodeOf(Long.toString(pid)), pid);
-                        } catch (IOException e) {
-                            // The process ended between the two reads.
-                        }
-                    }
-                }
-            } catch (IOException | java.io.UncheckedIOException e) {
-                LOG.debug("Walking {}: {}", cg, e.toString());
-            }
-        }
+        Map<Long, Long> present = namespaces(cgroups);
         Set<Long> stale = new HashSet<>(byInode.keySet());
         stale.removeAll(present.keySet());
         for (Long inode : stale) {
@@ -161,6 +146,30 @@ public final class NetnsDiags implements AutoCloseable {
         }
     }
 
+    /**
+     * The network namespaces the processes of {@code cgroups} (and of the cgroups below them) are
+     * in: each one's inode and a pid in it.
+     */
+    static Map<Long, Long> namespaces(List<Path> cgroups) {
+        Map<Long, Long> present = new HashMap<>();
+        for (Path cg : cgroups) {
+            try (Stream<Path> dirs = Files.walk(cg)) {
+                for (Path dir : (Iterable<Path>) dirs.filter(Files::isDirectory)::iterator) {
+                    for (long pid : pids(dir)) {
+                        try {
+                            present.putIfAbsent(inodeOf(Long.toString(pid)), pid);
+                        } catch (IOException e) {
+                            // The process ended between the two reads.
+                        }
+                    }
+                }
+            } catch (IOException | java.io.UncheckedIOException e) {
+                LOG.debug("Walking {}: {}", cg, e.toString());
+            }
+        }
+        return present;
+    }
+
     private void add(Ns ns) {
         byInode.put(ns.inode(), ns);
         byCookie.put(ns.cookie(), ns);
@@ -178,7 +187,7 @@ public final class NetnsDiags implements AutoCloseable {
     }
 
     /** The inode of {@code /proc/WHO/ns/net} (its link reads {@code net:[INODE]}). */
-    private static long inodeOf(String who) throws IOException {
+    static long inodeOf(String who) throws IOException {
         String link = Files.readSymbolicLink(Path.of("/proc", who, "ns", "net")).toString();
         int open = link.indexOf('[');
         int close = link.indexOf(']');
