@@ -168,7 +168,8 @@ class ControlSocketAbuseTest {
             assertTrue(half.startsWith("ERR half a line for " + l.lineSeconds() + " s"), half);
             c.send("wait 1");
             String idle = c.expect("answer=1 ", l.idleSeconds() + 30L);
-            assertTrue(idle.startsWith("ERR nothing sent for " + l.idleSeconds() + " s, holding no rule"), idle);
+            assertTrue(idle.startsWith(AgentRequest.IDLE_CLOSED + " nothing sent for " + l.idleSeconds()
+                    + " s, holding no rule"), idle);
             assertEquals("OK agent", send(c, 2, "PING"), "the connection holding a rule stays");
             assertTrue(send(c, 2, "DENY " + (port + 5) + " * 0").startsWith("OK"));
         }

@@ -17,7 +17,7 @@ import java.nio.file.Path;
  */
 public final class AgentClient implements AutoCloseable {
     private final Path socket;
-    private final SocketChannel channel;
+    private SocketChannel channel;
     private ByteBuffer in = ByteBuffer.allocate(AgentRequest.MAX_LINE * 4);
 
     private AgentClient(Path socket, SocketChannel channel) {
@@ -52,8 +52,42 @@ public final class AgentClient implements AutoCloseable {
      * @throws IOException with the agent's reason when it refused, or when the connection broke
      */
     public synchronized String call(AgentRequest request) throws IOException {
-        send(request);
-        return answer(request, readLine(AgentRequest.MAX_LINE * 4));
+        return answer(request, exchange(request));
+    }
+
+    /**
+     * Sends {@code request} and reads the first line back. An agent closes a connection that held
+     * no rule and sent nothing for a while ({@link AgentRequest#IDLE_CLOSED} first): this client
+     * then held nothing to lose, so it connects again and sends the request once more.
+     */
+    private String exchange(AgentRequest request) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            String line;
+            try {
+                send(request);
+                line = readLine(AgentRequest.MAX_LINE * 4);
+            } catch (ClosedByAgent e) {
+                line = e.line;
+            }
+            if (attempt == 0 && line.startsWith(AgentRequest.IDLE_CLOSED)) {
+                reconnect();
+                continue;
+            }
+            return line;
+        }
+    }
+
+    private void reconnect() throws IOException {
+        channel.close();
+        in.clear();
+        SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+        try {
+            ch.connect(UnixDomainSocketAddress.of(socket));
+        } catch (IOException e) {
+            ch.close();
+            throw new IOException("cannot reach the sockmap4j agent at " + socket + " again: " + e.getMessage(), e);
+        }
+        channel = ch;
     }
 
     /**
@@ -71,8 +105,7 @@ public final class AgentClient implements AutoCloseable {
      * @throws IOException with the agent's reason when it refused, or when the connection broke
      */
     public synchronized java.util.List<String> lines(AgentRequest request) throws IOException {
-        send(request);
-        String head = answer(request, readLine(AgentRequest.MAX_LINE * 4)).trim();
+        String head = answer(request, exchange(request)).trim();
         int n;
         try {
             n = Integer.parseInt(head);
@@ -102,8 +135,18 @@ public final class AgentClient implements AutoCloseable {
                 throw new IOException("cannot send to the sockmap4j agent at " + socket + " (" + e.getMessage()
                         + "): it closed the connection", e);
             }
-            throw new AgentRefusedException("the sockmap4j agent closed this connection: "
-                    + (why.startsWith("ERR ") ? why.substring(4) : why));
+            throw new ClosedByAgent(why);
+        }
+    }
+
+    /** The agent closed the connection before this request, saying {@code line}. */
+    private static final class ClosedByAgent extends IOException {
+        private static final long serialVersionUID = 1L;
+        final String line;
+
+        ClosedByAgent(String line) {
+            super(line);
+            this.line = line;
         }
     }
 

@@ -36,6 +36,12 @@ import java.util.stream.Collectors;
  */
 public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits, int bound,
                            ServiceMap.Service service) {
+    /**
+     * How the agent's line starts when it closes a connection that held no rule and sent nothing for
+     * its idle time: the client held nothing there, and may connect again.
+     */
+    public static final String IDLE_CLOSED = "ERR idle:";
+
     /** What a request asks. */
     public enum Verb { ALLOW, OPTIN, BOUND, DENY, LIST, SERVICE, UNSERVICE, SERVICES, PING }
 

@@ -257,6 +257,14 @@ public final class ControlServer implements AutoCloseable {
             } catch (IOException ignored) {
                 // It hung up already.
             }
+        } catch (UnixListener.IdleException e) {
+            LOG.debug("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
+            try {
+                conn.writeLine(AgentRequest.IDLE_CLOSED + " " + e.getMessage() + ": closing this connection (connect "
+                        + "again when there is something to ask)");
+            } catch (IOException ignored) {
+                // It hung up already, or takes nothing.
+            }
         } catch (UnixListener.TimedOutException e) {
             LOG.info("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
             try {

@@ -192,6 +192,15 @@ public final class UnixListener implements AutoCloseable {
         }
     }
 
+    /** A peer that holds nothing sent nothing past its idle time. */
+    public static final class IdleException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        IdleException(String what) {
+            super(what);
+        }
+    }
+
     /** One accepted connection (non-blocking underneath; reads wait with poll). */
     public static final class Connection implements AutoCloseable {
         private final int fd;
@@ -224,7 +233,8 @@ public final class UnixListener implements AutoCloseable {
          * @param lineNanos how long a line may take from its first byte to its newline
          * @param idleNanos how long the peer may send nothing while {@code holding} says false
          * @throws LineTooLongException past {@code maxLength}, with or without a newline
-         * @throws TimedOutException    past either time
+         * @throws TimedOutException    past the line time
+         * @throws IdleException        past the idle time, holding nothing
          */
         public String readLine(int maxLength, long lineNanos, long idleNanos, BooleanSupplier holding)
                 throws IOException {
@@ -253,7 +263,7 @@ public final class UnixListener implements AutoCloseable {
                 }
                 if (pending.isEmpty() && now - since > idleNanos) {
                     if (!holding.getAsBoolean()) {
-                        throw new TimedOutException("nothing sent for " + TimeUnit.NANOSECONDS.toSeconds(idleNanos)
+                        throw new IdleException("nothing sent for " + TimeUnit.NANOSECONDS.toSeconds(idleNanos)
                                 + " s, holding no rule");
                     }
                     since = now; // asked again after another idle time, not at every poll

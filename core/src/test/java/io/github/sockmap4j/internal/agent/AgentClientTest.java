@@ -61,4 +61,38 @@ class AgentClientTest {
             Files.deleteIfExists(path);
         }
     }
+
+    /**
+     * An agent closes a connection that held nothing and sent nothing for its idle time: the
+     * client's next request connects again and is answered (a library that opted in nothing for a
+     * while still can).
+     */
+    @Test
+    void aConnectionClosedIdleIsMadeAgainForTheNextRequest() throws Exception {
+        Path path = dir.resolve("agent3.sock");
+        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            server.bind(UnixDomainSocketAddress.of(path));
+            try (AgentClient client = AgentClient.connectIfRunning(path)) {
+                try (SocketChannel idle = server.accept()) {
+                    idle.write(ByteBuffer.wrap((AgentRequest.IDLE_CLOSED + " nothing sent for 30 s, holding no rule\n")
+                            .getBytes(StandardCharsets.US_ASCII)));
+                }
+                Thread agent = Thread.ofPlatform().start(() -> {
+                    try (SocketChannel again = server.accept()) {
+                        ByteBuffer b = ByteBuffer.allocate(64);
+                        while (b.position() == 0 || b.get(b.position() - 1) != '\n') {
+                            again.read(b);
+                        }
+                        again.write(ByteBuffer.wrap("OK agent\n".getBytes(StandardCharsets.US_ASCII)));
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                assertEquals("agent", client.call(AgentRequest.ping()));
+                agent.join();
+            }
+        } finally {
+            Files.deleteIfExists(path);
+        }
+    }
 }
