@@ -101,6 +101,13 @@ public final class NodeRttBench {
                 new Case("SockmapChannel, pod IP, redirected", pod1, ON_JVM, 1, true, true, "java.nio, pod IP, plain",
                         "sockmap"),
                 new Case("java.nio, pod IP, plain", pod1, OFF, 1, true, true, null, "nio"));
+        // -Dcases=NAME;NAME... (or SM4J_BENCH_CASES, names having spaces) runs only those cases; a case's
+        // plain baseline must be named too.
+        String only = System.getProperty("cases", System.getenv("SM4J_BENCH_CASES"));
+        if (only != null) {
+            List<String> names = List.of(only.split(";"));
+            cases = cases.stream().filter(c -> names.contains(c.name())).toList();
+        }
         Path cgroup = TestKernel.newCgroup("nodertt");
         Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodertt"));
         try (NodeBed bed = NodeBed.create("rt", 3)) {
@@ -130,7 +137,12 @@ public final class NodeRttBench {
                 + " (peers in separate pods, warmed up by %d round trips, a JVM by at least %d; medians of per-round"
                 + " p50/p99, µs)%n%n", rounds, iterations, size, iterations / 10, JVM_WARMUP);
         String plots = System.getProperty("plots");
-        for (PingPong.Placement placement : PingPong.Placement.values()) {
+        // -Dplacements=ANY,SAME_CPU... measures only those placements.
+        List<PingPong.Placement> placements = System.getProperty("placements") == null
+                ? List.of(PingPong.Placement.values())
+                : java.util.Arrays.stream(System.getProperty("placements").split(",")).map(PingPong.Placement::valueOf)
+                        .toList();
+        for (PingPong.Placement placement : placements) {
             Map<String, org.HdrHistogram.Histogram> all = io.github.sockmap4j.plots.Plots.series();
             for (String name : PLOTTED) {
                 all.put(name, new org.HdrHistogram.Histogram(TimeUnit.SECONDS.toNanos(10), 3));
@@ -167,9 +179,11 @@ public final class NodeRttBench {
                 System.out.printf(Locale.ROOT, "| %s | %.1f | %.1f | %s | %s | %d | %d |%n", c.name(), p50, p99, r50, r99,
                         k[0], k[1]);
             }
-            double java = Medians.of(figures.get("SockmapChannel, pod IP, redirected")[0]);
-            double c = Medians.of(figures.get("pod IP, redirected")[0]);
-            System.out.printf(Locale.ROOT, "SockmapChannel / C, redirected, p50: %.2f%n%n", java / c);
+            if (figures.containsKey("SockmapChannel, pod IP, redirected") && figures.containsKey("pod IP, redirected")) {
+                double java = Medians.of(figures.get("SockmapChannel, pod IP, redirected")[0]);
+                double c = Medians.of(figures.get("pod IP, redirected")[0]);
+                System.out.printf(Locale.ROOT, "SockmapChannel / C, redirected, p50: %.2f%n%n", java / c);
+            }
             if (plots != null) {
                 Path file = Path.of(plots, "node-rtt-" + RttBench.size(size).replace(" ", "") + "-"
                         + placement.name().toLowerCase(Locale.ROOT).replace('_', '-') + ".png");

@@ -38,7 +38,9 @@ public final class ServiceScaleBench {
         String pod1 = NodeBed.podAddress(1);
         Path cgroup = TestKernel.newCgroup("svcscale");
         Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("svcscale"));
-        try (NodeBed bed = NodeBed.create("ss", 2);
+        // The kernel counts each program's runs and run time meanwhile: what the programs cost a connect.
+        java.io.Closeable stats = SockmapAdmin.enableKernelRunStats();
+        try (stats; NodeBed bed = NodeBed.create("ss", 2);
              NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
             agent.hold("bench", List.of(new NodeAgent.Rule(PORT, null, 0, 0)));
             InetSocketAddress endpoint = new InetSocketAddress(InetAddress.ofLiteral(pod1), PORT);
@@ -79,6 +81,7 @@ public final class ServiceScaleBench {
                 row("pod 1's IP", "-", pod, few);
                 row("the VIP", "10", few, few);
                 row("the VIP", Integer.toString(many), lots, few);
+                programRuns(pins, 3L * rounds * connects);
             } finally {
                 acceptor.destroyForcibly();
                 acceptor.waitFor(10, TimeUnit.SECONDS);
@@ -90,6 +93,36 @@ public final class ServiceScaleBench {
             }
             Files.delete(cgroup);
         }
+    }
+
+    /**
+     * Each program's runs and run time over the whole run (bpftool's view of the pinned programs),
+     * and all of them per connect: the kernel side's own cost, free of the scheduling noise that
+     * the connect times carry.
+     */
+    private static void programRuns(Path pins, long connects) throws IOException, InterruptedException {
+        System.out.printf(Locale.ROOT, "%n| program | runs | ns per run | ns per connect (%d connects) |%n", connects);
+        System.out.println("|---|---:|---:|---:|");
+        long total = 0;
+        try (var files = Files.list(pins)) {
+            for (Path prog : files.filter(f -> f.getFileName().toString().startsWith("prog_")).sorted().toList()) {
+                Process p = new ProcessBuilder("bpftool", "-j", "prog", "show", "pinned", prog.toString())
+                        .redirectErrorStream(true).start();
+                String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                p.waitFor(30, TimeUnit.SECONDS);
+                long ns = field(out, "run_time_ns");
+                long runs = field(out, "run_cnt");
+                total += ns;
+                System.out.printf(Locale.ROOT, "| %s | %d | %.0f | %.0f |%n", prog.getFileName(), runs,
+                        runs == 0 ? 0.0 : (double) ns / runs, (double) ns / connects);
+            }
+        }
+        System.out.printf(Locale.ROOT, "| all | | | %.0f |%n", (double) total / connects);
+    }
+
+    private static long field(String json, String name) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + name + "\":(\\d+)").matcher(json);
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
     }
 
     private static void record(double[][] into, int round, long[] p) {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# What a change costs where nothing attacks: the 64 B ping-pong between pods (C peers, pod IP,
+# redirected and plain, every placement) and a connect to a Service VIP in the map (connect + first
+# round trip), measured by this tree and by REV's in turns, ROUNDS times, each run in a fresh
+# process; prints every run's rows, then the medians of both and their ratio (this tree / REV).
+# REV is built in a worktree with a Maven repository of its own (seeded from ~/.m2), so that
+# neither build sees the other's snapshot jars; both are removed at the end.
+# Usage: scripts/bench-against.sh REV [ROUNDS]     (e.g. scripts/bench-against.sh 6a39524 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+rev=${1:?usage: scripts/bench-against.sh REV [ROUNDS]}
+rounds=${2:-5}
+here=$(pwd)
+old=$(mktemp -d /tmp/sm4j-against.XXXXXX)
+out=$(mktemp -d /tmp/sm4j-against-out.XXXXXX)
+cleanup() {
+  git -C "$here" worktree remove --force "$old/tree" >/dev/null 2>&1 || true
+  rm -rf "$old"
+}
+trap cleanup EXIT
+git worktree add -q --detach "$old/tree" "$rev"
+# The same harness on both sides: this tree's NodeRttBench (case and placement filters) and
+# ServiceScaleBench (the programs' own run time per connect).
+cp bench/src/main/java/io/github/sockmap4j/bench/{NodeRttBench,ServiceScaleBench}.java \
+  "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/"
+cp -a ~/.m2/repository "$old/m2"
+mvn_b -q install -DskipTests
+(cd "$old/tree" && mvn_b -q -Dmaven.repo.local="$old/m2" install -DskipTests)
+enter_child_cgroup sockmap4j-bench
+
+export SM4J_BENCH_CASES="pod IP, redirected;pod IP, plain"
+run() { # DIR REPO LABEL N
+  local dir=$1 repo=$2 label=$3 n=$4
+  (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+    -classpath %classpath io.github.sockmap4j.bench.NodeRttBench 3 20000 64") > "$out/rtt-$label-$n.txt"
+  (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+    -classpath %classpath io.github.sockmap4j.bench.ServiceScaleBench 3 1000 20") > "$out/svc-$label-$n.txt"
+}
+for n in $(seq 1 "$rounds"); do
+  # Turns alternate which goes first: a drift in the machine falls on both.
+  if [ $((n % 2)) = 1 ]; then run "$here" ~/.m2/repository new "$n"; run "$old/tree" "$old/m2" old "$n";
+  else run "$old/tree" "$old/m2" old "$n"; run "$here" ~/.m2/repository new "$n"; fi
+  echo "turn $n of $rounds done"
+done
+
+# Rows: NodeRttBench "| pod IP, redirected | p50 | p99 |..." under each "placement X" line;
+# ServiceScaleBench "| the VIP | 10 | p50 | p99 |..." and "| pod 1's IP | - | p50 |...".
+metric() { # LABEL: prints "name value" lines, one a run and metric
+  local label=$1 f
+  for f in "$out"/rtt-"$label"-*.txt; do
+    awk -F'|' '/^placement /{pl=$0; sub(/^placement /,"",pl)} /^\| pod IP, redirected \|/{gsub(/ /,"",$3); print "rtt_redirected_p50_" pl, $3}
+               /^\| pod IP, plain \|/{gsub(/ /,"",$3); print "rtt_plain_p50_" pl, $3}' "$f"
+  done
+  for f in "$out"/svc-"$label"-*.txt; do
+    awk -F'|' '/^\| the VIP \| 10 \|/{gsub(/ /,"",$4); print "service_connect_p50", $4}
+               /^\| pod 1.s IP \|/{gsub(/ /,"",$4); print "pod_ip_connect_p50", $4}
+               /^\| all \|/{gsub(/ /,"",$5); print "programs_ns_per_connect", $5}
+               /^\| prog_sockops \|/{gsub(/ /,"",$4); print "sockops_ns_per_run", $4}
+               /^\| prog_connect4 \|/{gsub(/ /,"",$4); print "connect4_ns_per_run", $4}' "$f"
+  done
+}
+median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+echo
+echo "Runs: $out (rtt-*.txt, svc-*.txt)"
+echo "| metric (µs) | $rev (median of $rounds) | this tree (median of $rounds) | this / $rev |"
+echo "|---|---:|---:|---:|"
+metric new > "$out/new.tsv"
+metric old > "$out/old.tsv"
+for m in $(cut -d' ' -f1 "$out/new.tsv" | sort -u); do
+  a=$(awk -v m="$m" '$1==m {print $2}' "$out/old.tsv" | median)
+  b=$(awk -v m="$m" '$1==m {print $2}' "$out/new.tsv" | median)
+  awk -v m="$m" -v a="$a" -v b="$b" 'BEGIN {printf "| %s | %.2f | %.2f | %.3f |\n", m, a, b, b / a}'
+done
