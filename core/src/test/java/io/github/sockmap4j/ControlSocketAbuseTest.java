@@ -150,6 +150,36 @@ class ControlSocketAbuseTest {
     }
 
     /**
+     * Before, 16 uids with 16 connections each filled the 256 connections all users but root
+     * shared, and locked every other user out. Now 17 uids hold 16 each (two processes of 8) and an
+     * 18th uid is still served.
+     */
+    @Test
+    void seventeenUidsOfSixteenConnectionsLockNobodyOut() throws Exception {
+        List<ChildJvm> clients = new ArrayList<>();
+        try {
+            for (int u = 0; u < 17; u++) {
+                for (int half = 0; half < 2; half++) {
+                    ChildJvm c = client(USER + 100 + u, 0, 8, false);
+                    clients.add(c);
+                    assertEquals("8", c.expect("connected=", 30));
+                    for (int k = 0; k < 8; k++) {
+                        assertEquals("OK agent", send(c, k, "PING"), "uid " + (USER + 100 + u) + ", connection " + k);
+                    }
+                }
+            }
+            try (ChildJvm late = client(USER + 200, 0, 1, false)) {
+                late.expect("connected=", 30);
+                assertEquals("OK agent", send(late, 0, "PING"), "another user is still served");
+            }
+        } finally {
+            for (ChildJvm c : clients) {
+                c.close();
+            }
+        }
+    }
+
+    /**
      * Connections that cost a user nothing to keep are closed: one that leaves half a line for the
      * line time, one that sends nothing and holds no rule for the idle time. One that holds an
      * OPTIN rule stays, idle or not, and a line over the limit is refused even when its newline

@@ -113,18 +113,8 @@ class AgentTest {
                 if (pods != null) {
                     pods.close();
                 }
-                if (cgroup != null) {
-                    Await.until("the peers left " + cgroup, () -> Files.readString(cgroup.resolve("cgroup.procs")).isBlank());
-                    Files.delete(cgroup);
-                }
-                if (work != null) {
-                    try (var files = Files.list(work)) {
-                        for (Path p : files.toList()) {
-                            Files.delete(p);
-                        }
-                    }
-                    Files.delete(work);
-                }
+                Leftovers.removeCgroups(cgroup);
+                Leftovers.removeDirectory(work);
             }
         }
     }

@@ -1,6 +1,7 @@
 package io.github.sockmap4j.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static io.github.sockmap4j.testsupport.NodeBed.sh;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Await;
@@ -9,7 +10,6 @@ import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -94,31 +94,10 @@ class AnotherSockmapUserTest {
                 if (otherPins != null) {
                     sh("rm", "-rf", otherPins.toString());
                 }
-                for (Path c : new Path[] {inner, cgroup, parent}) {
-                    if (c != null && Files.exists(c)) {
-                        Await.until("the peers left " + c, () -> Files.readString(c.resolve("cgroup.procs")).isBlank());
-                        Files.delete(c);
-                    }
-                }
-                if (work != null) {
-                    try (var files = Files.list(work)) {
-                        for (Path p : files.toList()) {
-                            Files.delete(p);
-                        }
-                    }
-                    Files.delete(work);
-                }
+                Leftovers.removeCgroups(inner, cgroup, parent);
+                Leftovers.removeDirectory(work);
             }
         }
-    }
-
-    static String sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
-        return out;
     }
 
     void attachOther(Path cg) throws IOException, InterruptedException {

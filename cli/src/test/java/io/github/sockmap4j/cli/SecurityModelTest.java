@@ -94,20 +94,8 @@ class SecurityModelTest {
                 if (pods != null) {
                     pods.close();
                 }
-                for (Path c : new Path[] {cgroup, outside}) {
-                    if (c != null) {
-                        Await.until("the peers left " + c, () -> Files.readString(c.resolve("cgroup.procs")).isBlank());
-                        Files.delete(c);
-                    }
-                }
-                if (work != null) {
-                    try (var files = Files.list(work)) {
-                        for (Path p : files.toList()) {
-                            Files.delete(p);
-                        }
-                    }
-                    Files.delete(work);
-                }
+                Leftovers.removeCgroups(cgroup, outside);
+                Leftovers.removeDirectory(work);
             }
         }
     }
@@ -312,6 +300,25 @@ class SecurityModelTest {
             assertEquals(2, connections(hostEndpoint), "the host's connects were moved to the endpoint");
         } finally {
             assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47343").get(0).startsWith("OK removed"));
+        }
+    }
+
+    /**
+     * Whoever replaces a Service owns it: root replacing a user's makes it root's, which the user
+     * may then neither replace nor remove (on 6a39524 the owner stayed the user).
+     */
+    @Test
+    void rootReplacingAUsersServiceOwnsIt() throws Exception {
+        assertTrue(agentCall(U1, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK"));
+        try {
+            assertTrue(agentCall(0, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK"));
+            List<String> listed = listed(0, "SERVICES");
+            assertTrue(listed.stream().anyMatch(l -> l.startsWith("127.0.0.1:47341") && l.endsWith("put by uid 0")),
+                    listed.toString());
+            String no = agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0);
+            assertTrue(no.startsWith("ERR the Service 127.0.0.1:47341 was put by uid 0"), no);
+        } finally {
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
         }
     }
 

@@ -6,6 +6,8 @@ import io.github.sockmap4j.internal.net.Sockets;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The cookie of a network namespace (SO_NETNS_COOKIE, Linux 5.14+): what the programs compare with
@@ -43,14 +45,33 @@ public final class NetnsCookie {
         } catch (IOException e) {
             throw new IOException("no network namespace of pid " + pid + " (" + e.getMessage() + "): has it exited?", e);
         }
-        int nsFd = LibC.open(ns.toString(), LibC.O_RDONLY | LibC.O_CLOEXEC, 0);
-        long[] cookie = new long[1];
+        try {
+            return inNamespaceOf(pid, NetnsCookie::here);
+        } catch (IOException e) {
+            throw new IOException("cannot enter the network namespace of pid " + pid + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Work that may fail with an IOException. */
+    @FunctionalInterface
+    public interface IoSupplier<T> {
+        T get() throws IOException;
+    }
+
+    /**
+     * What {@code what} returns, run on a short-lived thread that first enters the network
+     * namespace of {@code pid} (setns on /proc/PID/ns/net moves only that thread) and then ends:
+     * no thread of the caller's is left in another namespace. Sockets made there stay of it.
+     */
+    public static <T> T inNamespaceOf(long pid, IoSupplier<T> what) throws IOException {
+        int nsFd = LibC.open("/proc/" + pid + "/ns/net", LibC.O_RDONLY | LibC.O_CLOEXEC, 0);
+        List<T> result = new ArrayList<>(1);
         IOException[] failed = new IOException[1];
         try {
             Thread t = new Thread(() -> {
                 try {
                     LibC.setns(nsFd, LibC.CLONE_NEWNET);
-                    cookie[0] = here();
+                    result.add(what.get());
                 } catch (IOException e) {
                     failed[0] = e;
                 }
@@ -65,9 +86,8 @@ public final class NetnsCookie {
             LibC.close(nsFd);
         }
         if (failed[0] != null) {
-            throw new IOException("cannot enter the network namespace of pid " + pid + ": " + failed[0].getMessage(),
-                    failed[0]);
+            throw failed[0];
         }
-        return cookie[0];
+        return result.get(0);
     }
 }

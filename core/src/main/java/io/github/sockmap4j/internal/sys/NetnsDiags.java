@@ -199,33 +199,11 @@ public final class NetnsDiags implements AutoCloseable {
 
     /** A sock_diag socket made in the namespace of {@code pid}, on a thread that enters it and ends. */
     private static Ns enter(long inode, long pid) throws IOException {
-        int nsFd = LibC.open("/proc/" + pid + "/ns/net", LibC.O_RDONLY, 0);
-        long[] cookie = new long[1];
-        int[] diagFd = {-1};
-        IOException[] failed = new IOException[1];
-        try {
-            Thread t = new Thread(() -> {
-                try {
-                    LibC.setns(nsFd, LibC.CLONE_NEWNET);
-                    cookie[0] = NetnsCookie.here();
-                    diagFd[0] = SockDiag.openSocket();
-                } catch (IOException e) {
-                    failed[0] = e;
-                }
-            }, "sockmap4j-netns-" + inode);
-            t.setDaemon(true);
-            t.start();
-            t.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted entering the network namespace of pid " + pid, e);
-        } finally {
-            LibC.close(nsFd);
-        }
-        if (failed[0] != null) {
-            throw failed[0];
-        }
-        return new Ns(inode, cookie[0], SockDiag.of(diagFd[0]));
+        long[] made = NetnsCookie.inNamespaceOf(pid, () -> {
+            long cookie = NetnsCookie.here();
+            return new long[] {cookie, SockDiag.openSocket()};
+        });
+        return new Ns(inode, made[0], SockDiag.of((int) made[1]));
     }
 
     @Override
