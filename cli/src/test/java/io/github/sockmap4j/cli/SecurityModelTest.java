@@ -9,6 +9,7 @@ import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.VethPods;
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.internal.bpf.LockDir;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -75,8 +76,12 @@ class SecurityModelTest {
         outside = TestKernel.newCgroup("outside");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("attack"));
         pods = VethPods.create("x", A_ADDR, B_ADDR);
+        startAgent();
+    }
+
+    void startAgent() throws Exception {
         agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
-                "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", policy.toString()));
+                "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", work.resolve("policy").toString()));
         String ready = agent.expect("agent: ready", 60);
         http = ready.substring(ready.indexOf("http://"), ready.indexOf("/metrics"));
     }
@@ -315,6 +320,29 @@ class SecurityModelTest {
             List<String> listed = listed(0, "SERVICES");
             assertTrue(listed.stream().anyMatch(l -> l.startsWith("127.0.0.1:47341") && l.endsWith("put by uid 0")),
                     listed.toString());
+            String no = agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0);
+            assertTrue(no.startsWith("ERR the Service 127.0.0.1:47341 was put by uid 0"), no);
+        } finally {
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
+        }
+    }
+
+    /**
+     * An agent killed between its owner file and its map write leaves the file saying a user owns a
+     * Service the map holds otherwise (here: root's, put since). The next agent gives it to root: the
+     * user may not remove it (on 6a39524, a stale owner line let the user replace root's Service).
+     */
+    @Test
+    void aStaleOwnerLineGivesAUserNothing() throws Exception {
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK"));
+        try {
+            agent.terminate();
+            assertEquals(0, agent.waitFor(30), agent.output());
+            agent.close();
+            // The owner line as 6a39524 wrote it, and as it is written now for another Service.
+            Files.writeString(LockDir.pathFor(pins).resolve("agent-services"), U1 + "\t127.0.0.1\t47341\n"
+                    + U1 + "\t127.0.0.1\t47341\t127.0.0.1:47341 local=127.0.0.1:47341 remote=-\n");
+            startAgent();
             String no = agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0);
             assertTrue(no.startsWith("ERR the Service 127.0.0.1:47341 was put by uid 0"), no);
         } finally {

@@ -17,9 +17,11 @@ import java.util.Map;
 /**
  * Who put each Service the agent's control socket put in the Service map: only they, or root,
  * replace or remove it. Kept in a root-only file next to the locks ({@code agent-services}, one
- * {@code UID VIP PORT} a line, rewritten whole at each change: Services are few next to rules),
- * so the next agent adopts it; a Service the map holds and the file does not (put by root without
- * an agent, or by the Kubernetes feed) is root's.
+ * {@code UID VIP PORT SERVICE} a line, SERVICE as {@link #describe} writes it, rewritten whole at
+ * each change: Services are few next to rules), so the next agent adopts it. A user owns a Service
+ * only while the map holds the very Service it put: one the map holds and the file does not, or
+ * holds otherwise (put by root without an agent, by the Kubernetes feed, or after an agent died
+ * between its file and its map write), is root's.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
@@ -28,6 +30,8 @@ public final class ServiceBook {
     private final Path file;
     /** The owner's uid of each Service in the map, by VIP and port. */
     private final Map<InetSocketAddress, Integer> owners = new LinkedHashMap<>();
+    /** What each user's Service was when it put it ({@link #describe}): it owns only that. */
+    private final Map<InetSocketAddress, String> put = new LinkedHashMap<>();
 
     private ServiceBook(ServiceMap map, Path file) {
         this.map = map;
@@ -37,18 +41,17 @@ public final class ServiceBook {
     /** Adopts the Services of {@code map}, with their owners from {@code file} when there is one. */
     public static ServiceBook load(ServiceMap map, Path file) throws IOException {
         ServiceBook b = new ServiceBook(map, file);
-        Map<InetSocketAddress, Integer> onFile = new LinkedHashMap<>();
         if (Files.exists(file)) {
             for (String line : Files.readAllLines(file)) {
                 String[] f = line.split("\t");
-                if (f.length == 3) {
-                    onFile.put(new InetSocketAddress(Cidr.literal(f[1]), Integer.parseInt(f[2])), Integer.parseInt(f[0]));
+                if (f.length == 4) {
+                    InetSocketAddress vip = new InetSocketAddress(Cidr.literal(f[1]), Integer.parseInt(f[2]));
+                    b.owners.put(vip, Integer.parseInt(f[0]));
+                    b.put.put(vip, f[3]);
                 }
             }
         }
-        for (ServiceMap.Service s : map.list()) {
-            b.owners.put(s.vip(), onFile.getOrDefault(s.vip(), 0));
-        }
+        b.sync();
         b.save();
         return b;
     }
@@ -85,15 +88,19 @@ public final class ServiceBook {
             throw new RuleBook.Refused("the Service " + AgentRequest.show(s.vip()) + " names a loopback address, "
                     + "which is one namespace's: " + e.getMessage());
         }
+        String before = put.get(s.vip());
         owners.put(s.vip(), uid);
+        put.put(s.vip(), describe(s));
         save();
         try {
             map.put(s, scope);
         } catch (IOException | RuntimeException e) {
             if (owner == null) {
                 owners.remove(s.vip());
+                put.remove(s.vip());
             } else {
                 owners.put(s.vip(), owner);
+                put.put(s.vip(), before);
             }
             save();
             throw e;
@@ -115,9 +122,11 @@ public final class ServiceBook {
             throw new RuleBook.Refused("the Service " + AgentRequest.show(vip) + " was put by uid " + owner
                     + ": only they, or root, may remove it");
         }
-        map.remove(vip);
+        // Off file first: an agent killed in between leaves a Service without a user owner (root's).
         owners.remove(vip);
+        put.remove(vip);
         save();
+        map.remove(vip);
         return "removed service " + AgentRequest.show(vip);
     }
 
@@ -145,15 +154,28 @@ public final class ServiceBook {
                 + AgentRequest.endpoints(s.remote()) + (s.localOnly() ? " local-only" : "");
     }
 
-    /** Follows what others did to the map (the Kubernetes feed, root writing it directly). */
+    /**
+     * Follows what others did to the map (the Kubernetes feed, root writing it directly): a
+     * Service no longer in the map has no owner, and one the map holds otherwise than its user put
+     * it is root's.
+     */
     private void sync() throws IOException {
         Map<InetSocketAddress, Integer> now = new LinkedHashMap<>();
+        Map<InetSocketAddress, String> nowPut = new LinkedHashMap<>();
         for (ServiceMap.Service s : map.list()) {
-            now.put(s.vip(), owners.getOrDefault(s.vip(), 0));
+            String what = describe(s);
+            if (what.equals(put.get(s.vip()))) {
+                now.put(s.vip(), owners.getOrDefault(s.vip(), 0));
+                nowPut.put(s.vip(), what);
+            } else {
+                now.put(s.vip(), 0);
+            }
         }
-        if (!now.equals(owners)) {
+        if (!now.equals(owners) || !nowPut.equals(put)) {
             owners.clear();
             owners.putAll(now);
+            put.clear();
+            put.putAll(nowPut);
             save();
         }
     }
@@ -161,9 +183,9 @@ public final class ServiceBook {
     private void save() throws IOException {
         StringBuilder sb = new StringBuilder();
         owners.forEach((vip, uid) -> {
-            if (uid != 0) {
+            if (uid != 0 && put.containsKey(vip)) {
                 sb.append(uid).append('\t').append(vip.getAddress().getHostAddress()).append('\t').append(vip.getPort())
-                        .append('\n');
+                        .append('\t').append(put.get(vip)).append('\n');
             }
         });
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
