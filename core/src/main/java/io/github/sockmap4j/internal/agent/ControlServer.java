@@ -2,7 +2,6 @@ package io.github.sockmap4j.internal.agent;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.bpf.SockKeyLayout;
 import io.github.sockmap4j.internal.net.UnixListener;
 import io.github.sockmap4j.internal.sys.Listeners;
 import java.io.IOException;
@@ -358,51 +357,20 @@ public final class ControlServer implements AutoCloseable {
         }
     }
 
-    /**
-     * Who listens where (a port and a requester's pid: listeners in its namespace and in those of
-     * the agent's cgroups), for the bound rule below; null: not checked.
-     */
-    private volatile BiFunction<Integer, Long, List<Listeners.Listener>> listeners;
+    /** The bound rule for users' servers (see {@link ForeignServers}); null: not checked. */
+    private volatile ForeignServers foreignServers;
 
-    /** From now on, a user's bound on a port another uid listens on is refused (see {@link #foreignListener}). */
-    public void checkListeners(BiFunction<Integer, Long, List<Listeners.Listener>> who) {
-        listeners = who;
+    /**
+     * From now on, a user's bound on a port another uid listens on is refused; {@code listeners}
+     * gives who listens on a port, in the namespace of a requester's pid and those the agent watches.
+     */
+    public void checkListeners(BiFunction<Integer, Long, List<Listeners.Listener>> listeners) {
+        foreignServers = new ForeignServers(listeners);
     }
 
-    /**
-     * A bound sets how much may be redirected to a server unread: set low, every stream to it goes by
-     * TCP. So a user other than root sets a bound (other than the receiver's own, 0) only on a port
-     * where no other uid's server listens within the rule's network; null when it may.
-     */
     private String foreignListener(UnixListener.Credentials who, AgentRequest req) {
-        BiFunction<Integer, Long, List<Listeners.Listener>> l = listeners;
-        if (l == null || who.uid() == 0 || req.bound() == 0) {
-            return null;
-        }
-        for (Listeners.Listener s : l.apply(req.port(), (long) who.pid())) {
-            if (s.uid() != who.uid() && covers(req, s.address())) {
-                return "uid " + s.uid() + " listens on " + AgentRequest.show(new java.net.InetSocketAddress(s.address(),
-                        s.port())) + ": only root, or a rule with bound 0 (the receiver's own), may set the bound of "
-                        + "another user's server";
-            }
-        }
-        return null;
-    }
-
-    /** Whether a server listening on {@code address} falls under the rule's network (a wildcard one always). */
-    private static boolean covers(AgentRequest req, java.net.InetAddress address) {
-        if (req.network() == null || address.isAnyLocalAddress()) {
-            return true;
-        }
-        byte[] a = SockKeyLayout.mapped(address);
-        byte[] n = SockKeyLayout.mapped(req.network());
-        for (int bit = 0; bit < req.keyBits(); bit++) {
-            int mask = 0x80 >>> (bit % 8);
-            if ((a[bit / 8] & mask) != (n[bit / 8] & mask)) {
-                return false;
-            }
-        }
-        return true;
+        ForeignServers f = foreignServers;
+        return f == null ? null : f.refusal(who.uid(), who.pid(), req);
     }
 
     /** The answer to LIST and SERVICES: {@code OK N}, then the N lines. */

@@ -1,0 +1,55 @@
+package io.github.sockmap4j.internal.agent;
+
+import io.github.sockmap4j.internal.bpf.SockKeyLayout;
+import io.github.sockmap4j.internal.sys.Listeners;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.function.BiFunction;
+
+/**
+ * A bound sets how much may be redirected to a server unread: set low, every stream to it goes by
+ * TCP. So a user other than root sets a bound (other than the receiver's own, 0) only on a port
+ * where no other uid's server listens within the rule's network.
+ *
+ * <p><b>Note:</b> this class is threadsafe.
+ */
+final class ForeignServers {
+    /** Who listens on a port, in the namespace of a requester's pid and those the agent watches. */
+    private final BiFunction<Integer, Long, List<Listeners.Listener>> listeners;
+
+    ForeignServers(BiFunction<Integer, Long, List<Listeners.Listener>> listeners) {
+        this.listeners = listeners;
+    }
+
+    /** Null when {@code uid} (process {@code pid}) may ask for {@code req}'s bound, else why not. */
+    String refusal(int uid, long pid, AgentRequest req) {
+        if (uid == 0 || req.bound() == 0) {
+            return null;
+        }
+        for (Listeners.Listener s : listeners.apply(req.port(), pid)) {
+            if (s.uid() != uid && covers(req, s.address())) {
+                return "uid " + s.uid() + " listens on " + AgentRequest.show(new InetSocketAddress(s.address(),
+                        s.port())) + ": only root, or a rule with bound 0 (the receiver's own), may set the bound of "
+                        + "another user's server";
+            }
+        }
+        return null;
+    }
+
+    /** Whether a server listening on {@code address} falls under the rule's network (a wildcard one always). */
+    static boolean covers(AgentRequest req, InetAddress address) {
+        if (req.network() == null || address.isAnyLocalAddress()) {
+            return true;
+        }
+        byte[] a = SockKeyLayout.mapped(address);
+        byte[] n = SockKeyLayout.mapped(req.network());
+        for (int bit = 0; bit < req.keyBits(); bit++) {
+            int mask = 0x80 >>> (bit % 8);
+            if ((a[bit / 8] & mask) != (n[bit / 8] & mask)) {
+                return false;
+            }
+        }
+        return true;
+    }
+}

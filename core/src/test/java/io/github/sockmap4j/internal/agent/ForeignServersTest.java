@@ -1,0 +1,43 @@
+package io.github.sockmap4j.internal.agent;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.internal.sys.Listeners;
+import java.net.InetAddress;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The bound rule for other users' servers, on listeners given by hand: no root needed. */
+class ForeignServersTest {
+    static final int PORT = 7050;
+
+    static ForeignServers listening(Listeners.Listener... l) {
+        return new ForeignServers((port, pid) -> port == PORT ? List.of(l) : List.of());
+    }
+
+    static AgentRequest allow(String network, int keyBits, int bound) throws Exception {
+        return new AgentRequest(AgentRequest.Verb.ALLOW, PORT, network == null ? null : InetAddress.ofLiteral(network),
+                keyBits, bound, null);
+    }
+
+    @Test
+    void anotherUsersServerKeepsItsBound() throws Exception {
+        ForeignServers root = listening(new Listeners.Listener(0, InetAddress.ofLiteral("127.0.0.1"), PORT));
+        String no = root.refusal(1000, 1, allow("127.0.0.1", 128, 1));
+        assertTrue(no != null && no.startsWith("uid 0 listens on 127.0.0.1:7050"), no);
+        assertTrue(root.refusal(1000, 1, allow("127.0.0.0", 104, 1)) != null, "a network that covers it");
+        assertTrue(root.refusal(1000, 1, allow(null, 0, 1)) != null, "any address");
+        assertNull(root.refusal(1000, 1, allow("10.0.0.0", 104, 1)), "a network that does not");
+        assertNull(root.refusal(1000, 1, allow("127.0.0.1", 128, 0)), "the receiver's own bound");
+        assertNull(root.refusal(0, 1, allow("127.0.0.1", 128, 1)), "root");
+    }
+
+    @Test
+    void aWildcardListenerIsUnderEveryNetworkAndOnesOwnIsNot() throws Exception {
+        ForeignServers any = listening(new Listeners.Listener(0, InetAddress.ofLiteral("::"), PORT));
+        assertTrue(any.refusal(1000, 1, allow("10.0.0.0", 104, 1)) != null);
+        ForeignServers mine = listening(new Listeners.Listener(1000, InetAddress.ofLiteral("0.0.0.0"), PORT));
+        assertNull(mine.refusal(1000, 1, allow("127.0.0.1", 128, 65536)), "its own server");
+    }
+}
