@@ -103,19 +103,13 @@ class AgentTest {
     @AfterAll
     void stop() throws Exception {
         try {
-            if (agent != null) {
-                agent.close();
-            }
+            Leftovers.removeAgent(agent, pins);
         } finally {
-            try {
-                SockmapAdmin.removePins(pins);
-            } finally {
-                if (pods != null) {
-                    pods.close();
-                }
-                Leftovers.removeCgroups(cgroup);
-                Leftovers.removeDirectory(work);
+            if (pods != null) {
+                pods.close();
             }
+            Leftovers.removeCgroups(cgroup);
+            Leftovers.removeDirectory(work);
         }
     }
 

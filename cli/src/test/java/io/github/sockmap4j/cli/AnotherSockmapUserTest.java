@@ -79,24 +79,18 @@ class AnotherSockmapUserTest {
     @AfterAll
     void stop() throws Exception {
         try {
-            if (agent != null) {
-                agent.close();
-            }
+            Leftovers.removeAgent(agent, pins);
         } finally {
-            try {
-                SockmapAdmin.removePins(pins);
-            } finally {
-                for (Path cg : new Path[] {parent, inner}) {
-                    if (cg != null) {
-                        detachOther(cg);
-                    }
+            for (Path cg : new Path[] {parent, inner}) {
+                if (cg != null) {
+                    detachOther(cg);
                 }
-                if (otherPins != null) {
-                    sh("rm", "-rf", otherPins.toString());
-                }
-                Leftovers.removeCgroups(inner, cgroup, parent);
-                Leftovers.removeDirectory(work);
             }
+            if (otherPins != null) {
+                sh("rm", "-rf", otherPins.toString());
+            }
+            Leftovers.removeCgroups(inner, cgroup, parent);
+            Leftovers.removeDirectory(work);
         }
     }
 

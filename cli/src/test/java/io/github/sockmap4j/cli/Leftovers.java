@@ -1,6 +1,8 @@
 package io.github.sockmap4j.cli;
 
 import io.github.sockmap4j.Await;
+import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -8,6 +10,17 @@ import java.nio.file.Path;
 /** What a test made and removes at its end, also when it failed: cgroups once their peers left, work directories. */
 final class Leftovers {
     private Leftovers() {
+    }
+
+    /** Ends the agent process, then removes its pins (also when ending it failed). */
+    static void removeAgent(ChildJvm agent, Path pins) throws IOException {
+        try {
+            if (agent != null) {
+                agent.close();
+            }
+        } finally {
+            SockmapAdmin.removePins(pins);
+        }
     }
 
     /** Removes each cgroup that exists (children first: list them so), once every process left it. */

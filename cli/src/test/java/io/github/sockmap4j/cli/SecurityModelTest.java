@@ -89,19 +89,13 @@ class SecurityModelTest {
     @AfterAll
     void stop() throws Exception {
         try {
-            if (agent != null) {
-                agent.close();
-            }
+            Leftovers.removeAgent(agent, pins);
         } finally {
-            try {
-                SockmapAdmin.removePins(pins);
-            } finally {
-                if (pods != null) {
-                    pods.close();
-                }
-                Leftovers.removeCgroups(cgroup, outside);
-                Leftovers.removeDirectory(work);
+            if (pods != null) {
+                pods.close();
             }
+            Leftovers.removeCgroups(cgroup, outside);
+            Leftovers.removeDirectory(work);
         }
     }
 
