@@ -189,7 +189,9 @@ public final class ControlServer implements AutoCloseable {
         synchronized (perUid) {
             int mine = perUid.getOrDefault(uid, 0);
             int process = perPid.getOrDefault(pid, 0);
-            if (uid != 0 && process >= limits.connectionsPerProcess()) {
+            // pid 0: a peer in a pid namespace the agent cannot see into (an agent without hostPID); its
+            // processes cannot be told apart, so only the uid's limit counts for them.
+            if (uid != 0 && pid != 0 && process >= limits.connectionsPerProcess()) {
                 no = "process " + pid + " (uid " + uid + ") has " + process + " connections to the agent open, its "
                         + "limit: close one first";
             } else if (uid != 0 && mine >= limits.connectionsPerUid()) {
