@@ -17,6 +17,7 @@ out=$(mktemp -d /tmp/sm4j-against-out.XXXXXX)
 cleanup() {
   git -C "$here" worktree remove --force "$old/tree" >/dev/null 2>&1 || true
   rm -rf "$old"
+  git -C "$here" worktree prune
 }
 trap cleanup EXIT
 git worktree add -q --detach "$old/tree" "$rev"
@@ -28,6 +29,8 @@ cp -a ~/.m2/repository "$old/m2"
 mvn_b -q install -DskipTests
 (cd "$old/tree" && mvn_b -q -Dmaven.repo.local="$old/m2" install -DskipTests)
 enter_child_cgroup sockmap4j-bench
+# enter_child_cgroup's trap moves the shell back; the worktree and its repository go too.
+trap 'rc=$?; cleanup; leave_child_cgroup "$rc"' EXIT
 
 export SM4J_BENCH_CASES="pod IP, redirected;pod IP, plain"
 run() { # DIR REPO LABEL N
