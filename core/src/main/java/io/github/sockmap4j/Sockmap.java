@@ -70,6 +70,8 @@ public final class Sockmap implements AutoCloseable {
     private volatile boolean closed;
     /** Set once at open: why this process's own sockets are not covered, null when they are. */
     private String outside;
+    /** Set once at open: what the start-up probe found FIONREAD to count. */
+    private Fionread fionread = Fionread.NOT_PROBED;
 
     private Sockmap(SockmapConfig config, KernelSockmap kernel, String cause, Throwable causeException) {
         this(config, kernel, cause, causeException, null);
@@ -202,20 +204,45 @@ public final class Sockmap implements AutoCloseable {
         } catch (IOException e) {
             return inactive(config, "setting up the kernel objects failed: " + e.getMessage(), e);
         }
+        KernelProbe.Result probed = new KernelProbe.Result(null, Fionread.NOT_PROBED);
         if (config.probe()) {
-            String failed = KernelProbe.runIfInside(kernel);
-            if (failed != null) {
+            probed = KernelProbe.runIfInside(kernel);
+            if (probed.failure() != null) {
                 try {
                     kernel.close();
                 } catch (IOException e) {
                     LOG.warn("Closing after a failed probe: {}", e.toString());
                 }
-                return inactive(config, failed, null);
+                return inactive(config, probed.failure(), null);
             }
+            logFionread(probed.fionread());
         }
         Sockmap s = new Sockmap(config, kernel, null, null);
+        s.fionread = probed.fionread();
         s.outside = Cgroups.whyOutside(kernel.cgroupDir());
         return s;
+    }
+
+    private static void logFionread(Fionread f) {
+        switch (f) {
+            case TCP_BYTES_ONLY -> LOG.info("This kernel's FIONREAD does not count redirected bytes: "
+                    + "InputStream.available() of a java.net.Socket on an opted-in port says 0 while redirected "
+                    + "data waits (reads return it; sockmap4j's channels and its Netty transport do not use FIONREAD)");
+            case REDIRECTED_BYTES_ONLY, NO_BYTES -> LOG.warn("This kernel's FIONREAD says 0 for TCP bytes queued to a "
+                    + "registered socket: InputStream.available() of a java.net.Socket on an opted-in port, and any "
+                    + "FIONREAD user, sees 0 while TCP data waits (reads return it)");
+            default -> {
+            }
+        }
+    }
+
+    /**
+     * What FIONREAD ({@code InputStream.available()} of a {@code java.net.Socket}) counts for a
+     * registered socket on this kernel, as the start-up probe measured it;
+     * {@link Fionread#NOT_PROBED} when it did not run.
+     */
+    public Fionread fionread() {
+        return fionread;
     }
 
     /** Why a fast path set up here does not cover this process's own connections, or null. */

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.internal.bpf;
 
+import io.github.sockmap4j.Fionread;
 import io.github.sockmap4j.internal.ffi.EpollEvent;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
@@ -13,36 +14,48 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 
 /**
- * The start-up self-test (docs/kernel.md, "Wake-ups and FIONREAD"): one loopback connection through the fast
- * path, checking what kernels have broken before. Both ends must be registered, the bytes must
- * be counted as redirected, FIONREAD must report them, and an edge-triggered epoll must wake.
+ * The start-up self-test (docs/kernel.md, "Wake-ups and FIONREAD"): one loopback connection
+ * through the fast path, checking what kernels have broken before. Both ends must be registered,
+ * redirected bytes must arrive whole and in order, counted as redirected, and wake an
+ * edge-triggered epoll each time they arrive; any of that missing turns the fast path off. What
+ * FIONREAD counts on a registered socket is measured too, for redirected bytes and for TCP bytes
+ * (the sender taken out of the map), and reported as a {@link Fionread}: the library's channels do
+ * not use it, so it decides nothing by itself.
  */
 public final class KernelProbe {
     private static final int TIMEOUT_MS = 2000;
+    private static final int SIZE = 64;
+
+    /** What the probe found: {@code failure} is null when the fast path works. */
+    public record Result(String failure, Fionread fionread) {
+        static Result failed(String why) {
+            return new Result(why, Fionread.NOT_PROBED);
+        }
+    }
 
     private KernelProbe() {
     }
 
     /**
      * {@link #run} when this process is in the attached cgroup (elsewhere its own connections are
-     * not registered, so there is nothing to probe): null when it passed or was skipped.
+     * not registered, so there is nothing to probe).
      */
-    public static String runIfInside(KernelSockmap kernel) {
+    public static Result runIfInside(KernelSockmap kernel) {
         try {
             java.util.Optional<java.nio.file.Path> own = Cgroups.ownCgroupDir();
             if (own.isEmpty() || !own.get().startsWith(kernel.cgroupDir())) {
                 org.slf4j.LoggerFactory.getLogger(KernelProbe.class)
                         .debug("Start-up probe skipped: this process is not in {}", kernel.cgroupDir());
-                return null;
+                return new Result(null, Fionread.NOT_PROBED);
             }
         } catch (IOException e) {
-            return e.getMessage();
+            return Result.failed(e.getMessage());
         }
         return run(kernel);
     }
 
-    /** Runs the probe; returns null when the fast path works, else why it does not. */
-    public static String run(KernelSockmap kernel) {
+    /** Runs the probe. */
+    public static Result run(KernelSockmap kernel) {
         int server = -1;
         int client = -1;
         int accepted = -1;
@@ -62,10 +75,10 @@ public final class KernelProbe {
                 throw new NativeIOException("connect", -r);
             }
             if (!Sockets.await(client, LibC.POLLOUT, TIMEOUT_MS)) {
-                return "probe: loopback connect timed out";
+                return Result.failed("probe: loopback connect timed out");
             }
             if (!Sockets.await(server, LibC.POLLIN, TIMEOUT_MS)) {
-                return "probe: loopback accept timed out";
+                return Result.failed("probe: loopback accept timed out");
             }
             accepted = LibC.tryAccept(server);
             if (accepted < 0) {
@@ -75,47 +88,48 @@ public final class KernelProbe {
             InetSocketAddress cl = Sockets.localAddress(client);
             if (kernel.lookupSocket(lo, cl.getPort(), lo, port, netns) != Sockets.cookie(client)
                     || kernel.lookupSocket(lo, port, lo, cl.getPort(), netns) != Sockets.cookie(accepted)) {
-                return "probe: the sockops program did not register a loopback connection "
-                        + "(is this process in cgroup " + kernel.cgroupDir() + "?)";
+                return Result.failed("probe: the sockops program did not register a loopback connection "
+                        + "(is this process in cgroup " + kernel.cgroupDir() + "?)");
             }
-
             epfd = LibC.epollCreate();
             int c = LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_ADD, accepted, LibC.EPOLLIN | LibC.EPOLLET);
             if (c < 0) {
                 throw new NativeIOException("epoll_ctl", -c);
             }
+            Probe p = new Probe(arena, client, accepted, epfd);
+
+            // Redirected bytes, twice: the second edge comes after the first was read.
             long before = kernel.counters()[Counter.MSGS_REDIRECTED.ordinal()];
-            MemorySegment msg = arena.allocate(64);
-            msg.fill((byte) 0x5a);
-            long sent = LibC.trySend(client, msg, 0);
-            if (sent != 64) {
-                return "probe: send returned " + sent;
-            }
-            MemorySegment events = arena.allocate(EpollEvent.SIZE * 4, 4);
-            int n = LibC.tryEpollWait(epfd, events, TIMEOUT_MS);
-            if (n <= 0 || (EpollEvent.events(events, 0) & LibC.EPOLLIN) == 0) {
-                return "probe: no edge-triggered epoll wake-up for redirected data "
-                        + "(a kernel bug: 929e30f93125 without its fix 04af4efde58a, see 'Wake-ups and FIONREAD' in "
-                        + "sockmap4j's docs/kernel.md; kernel " + System.getProperty("os.version") + ")";
+            String failed = p.sendAndWake((byte) 0x5a, "redirected");
+            if (failed != null) {
+                return Result.failed(failed);
             }
             if (kernel.counters()[Counter.MSGS_REDIRECTED.ordinal()] == before) {
-                return "probe: the sk_msg program did not redirect a message between two registered sockets";
+                return Result.failed("probe: the sk_msg program did not redirect a message between two registered "
+                        + "sockets");
             }
-            int queued = LibC.fionread(accepted);
-            if (queued != 64) {
-                return "probe: FIONREAD reports " + queued + " bytes with 64 redirected bytes queued "
-                        + "(kernel bug 929e30f93125 without its fix 04af4efde58a, see 'Wake-ups and FIONREAD' in "
-                        + "sockmap4j's docs/kernel.md; kernel "
-                        + System.getProperty("os.version") + ")";
+            int redirectedCount = LibC.fionread(accepted);
+            if ((failed = p.receive((byte) 0x5a, "redirected")) != null
+                    || (failed = p.sendAndWake((byte) 0x5b, "redirected, the second message,")) != null
+                    || (failed = p.receive((byte) 0x5b, "redirected")) != null) {
+                return Result.failed(failed);
             }
-            MemorySegment in = arena.allocate(128);
-            long got = LibC.tryRecv(accepted, in, 0);
-            if (got != 64 || in.asSlice(0, 64).mismatch(msg) != -1) {
-                return "probe: received " + got + " bytes, not the 64 sent";
+
+            // TCP bytes into the registered receiver: the sender leaves the map, so its sends skip
+            // the verdict.
+            if (!kernel.removeSocket(lo, cl.getPort(), lo, port, netns)) {
+                return Result.failed("probe: could not take the probe's client out of the socket map");
             }
-            return null;
+            if ((failed = p.sendAndWake((byte) 0x5c, "TCP")) != null) {
+                return Result.failed(failed);
+            }
+            int tcpCount = LibC.fionread(accepted);
+            if ((failed = p.receive((byte) 0x5c, "TCP")) != null) {
+                return Result.failed(failed);
+            }
+            return new Result(null, classify(redirectedCount, tcpCount));
         } catch (IOException e) {
-            return "probe failed: " + e.getMessage();
+            return Result.failed("probe failed: " + e.getMessage());
         } finally {
             LibC.close(epfd);
             LibC.close(accepted);
@@ -124,6 +138,52 @@ public final class KernelProbe {
             if (rule != null) {
                 kernel.optOut(rule);
             }
+        }
+    }
+
+    /** What FIONREAD said with {@code SIZE} redirected, then {@code SIZE} TCP bytes queued. */
+    static Fionread classify(int redirectedCount, int tcpCount) {
+        boolean redirected = redirectedCount == SIZE;
+        boolean tcp = tcpCount == SIZE;
+        return redirected && tcp ? Fionread.ALL_BYTES
+                : tcp ? Fionread.TCP_BYTES_ONLY
+                : redirected ? Fionread.REDIRECTED_BYTES_ONLY
+                : Fionread.NO_BYTES;
+    }
+
+    /** One probe connection: a client sending {@code SIZE} bytes at a time, an accepted socket under an edge-triggered epoll. */
+    private record Probe(Arena arena, int client, int accepted, int epfd) {
+        /** Sends one message of {@code fill} bytes; null when the receiver's epoll woke for it. */
+        String sendAndWake(byte fill, String what) throws IOException {
+            MemorySegment msg = arena.allocate(SIZE);
+            msg.fill(fill);
+            long sent = LibC.trySend(client, msg, 0);
+            if (sent != SIZE) {
+                return "probe: send returned " + sent;
+            }
+            MemorySegment events = arena.allocate(EpollEvent.SIZE * 4, 4);
+            int n = LibC.tryEpollWait(epfd, events, TIMEOUT_MS);
+            if (n <= 0 || (EpollEvent.events(events, 0) & LibC.EPOLLIN) == 0) {
+                return "probe: this kernel (" + System.getProperty("os.version") + ") did not wake an "
+                        + "edge-triggered epoll within " + TIMEOUT_MS + " ms for " + what + " bytes queued to a "
+                        + "registered socket: readers like Netty's would stall (docs/kernel.md, 'Wake-ups and "
+                        + "FIONREAD')";
+            }
+            return null;
+        }
+
+        /** Reads back the message of {@code fill} bytes; null when it arrived whole. */
+        String receive(byte fill, String what) throws IOException {
+            MemorySegment in = arena.allocate(2 * SIZE);
+            long got = LibC.tryRecv(accepted, in, 0);
+            MemorySegment expected = arena.allocate(SIZE);
+            expected.fill(fill);
+            if (got != SIZE || in.asSlice(0, SIZE).mismatch(expected) != -1) {
+                return "probe: this kernel (" + System.getProperty("os.version") + ") returned " + got + " bytes "
+                        + (got == SIZE ? "that differ from" : "instead of") + " the " + SIZE + " " + what
+                        + " bytes sent to a registered socket";
+            }
+            return null;
         }
     }
 }

@@ -210,6 +210,19 @@ public final class KernelSockmap implements AutoCloseable {
     }
 
     /**
+     * Takes the socket under this key out of the SOCKHASH (the kernel's close-time cleanup does
+     * that otherwise): its sends go by TCP from then on. The start-up probe's way of putting TCP
+     * bytes into a socket that stays registered. True when an entry was removed.
+     */
+    public boolean removeSocket(InetAddress local, int localPort, InetAddress remote, int remotePort, long netns) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(SockKeyLayout.LAYOUT);
+            SockKeyLayout.fill(key, local, localPort, remote, remotePort, netns);
+            return bpf.tryMapDelete(fds.socks(), key) == 0;
+        }
+    }
+
+    /**
      * The connected socket {@code fd} as the kernel keys it: its addresses, with the endpoint a
      * translated connect went to as its peer (getpeername reports the Service it dialed, which
      * names no socket), its namespace and cookie. Two system calls and a map lookup.
