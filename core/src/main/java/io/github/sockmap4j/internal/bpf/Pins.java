@@ -115,10 +115,14 @@ public final class Pins {
             return;
         }
         try {
-            create(bpf, dir, maxSockets, OBJECT_RESOURCE);
+            Libbpf.expectingFailure(() -> {
+                create(bpf, dir, maxSockets, OBJECT_RESOURCE);
+                return null;
+            });
         } catch (DrainUnloadable e) {
             LOG.info("This kernel refuses the sockmap4j programs' drain check ({}); loading them without it: a "
-                    + "sender held on TCP resumes on a watcher's estimate only", e.getMessage());
+                    + "sender held on TCP resumes on a watcher's estimate only (the verifier's log is at DEBUG "
+                    + "on io.github.sockmap4j.libbpf)", e.getMessage());
             create(bpf, dir, maxSockets, NODRAIN_RESOURCE);
         }
     }

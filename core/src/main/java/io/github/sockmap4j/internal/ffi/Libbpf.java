@@ -479,6 +479,29 @@ public final class Libbpf {
      * them) go to SLF4J instead. The callback gets a va_list, which vsnprintf formats.
      */
     private static MethodHandle vsnprintf;
+    /** Set on a thread whose load may fail as expected (a first try with a fallback): warnings go to DEBUG. */
+    private static final ThreadLocal<Boolean> EXPECTING_FAILURE = ThreadLocal.withInitial(() -> false);
+
+    /**
+     * Runs {@code load} with libbpf's warnings (the verifier's log of a refused program among
+     * them) at DEBUG rather than WARN: for a first try whose failure the caller handles and
+     * reports itself.
+     */
+    public static <T, E extends Exception> T expectingFailure(ThrowingSupplier<T, E> load) throws E {
+        boolean was = EXPECTING_FAILURE.get();
+        EXPECTING_FAILURE.set(true);
+        try {
+            return load.get();
+        } finally {
+            EXPECTING_FAILURE.set(was);
+        }
+    }
+
+    /** A supplier that may throw {@code E}. */
+    @FunctionalInterface
+    public interface ThrowingSupplier<T, E extends Exception> {
+        T get() throws E;
+    }
 
     private static void installPrintCallback(SymbolLookup lib) {
         try {
@@ -502,7 +525,7 @@ public final class Libbpf {
             int n = (int) vsnprintf.invokeExact(buf, 4096L, format.reinterpret(Long.MAX_VALUE), args);
             if (n > 0) {
                 String msg = buf.getString(0).stripTrailing();
-                if (level == 0) {
+                if (level == 0 && !EXPECTING_FAILURE.get()) {
                     LOG.warn("{}", msg);
                 } else {
                     LOG.debug("{}", msg);
