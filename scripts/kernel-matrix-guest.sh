@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Inside a kernel-vm guest (scripts/kernel-matrix.sh starts it): runs the test classes of the
+# matrix with the JUnit console launcher on the class paths the host prepared, the fast path
+# required, as scripts/test.sh runs them on the host. Arguments: smoke|full, the matrix directory.
+set -uo pipefail
+MODE=$1
+MATRIX=$2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+JAVA_HOME=${JAVA_HOME:-$(ls -d /usr/lib/jvm/*25* 2>/dev/null | head -1)}
+
+# The test classes of each module; docs/kernel.md ("Other kernels") says what each covers.
+SMOKE_NETTY=(--select-class io.github.sockmap4j.netty.KernelSmokeTest
+             --select-method 'io.github.sockmap4j.netty.grpc.GrpcFastPathTest#unary')
+FULL_CORE=(FastPathChannelTest OrderingTest CreditFlowTest ProcessBoundaryTest NetnsTest NoDrainObjectTest
+           xdp.XdpFilterTest)
+FULL_NETTY=(netty.KernelSmokeTest netty.NettyFastPathTest netty.grpc.GrpcFastPathTest netty.grpc.GrpcServiceVipTest)
+
+launch() { # MODULE SELECTORS...
+  local module=$1; shift
+  echo "== $module: $*"
+  (cd "$ROOT/$module" && "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -Dsockmap4j.require=true \
+    -Dsockmap4j.kernelTests=true -XX:TieredStopAtLevel=1 -cp "$(cat "$MATRIX/$module.cp")" \
+    org.junit.platform.console.ConsoleLauncher execute --disable-banner --disable-ansi-colors \
+    --details=tree --fail-if-no-tests --config=junit.jupiter.extensions.autodetection.enabled=true \
+    --reports-dir="$SM4J_VM_OUT/reports-$module" "$@")
+}
+
+status=0
+if [ "$MODE" = smoke ]; then
+  launch netty-transport "${SMOKE_NETTY[@]}" || status=$?
+else
+  sel=(); for c in "${FULL_NETTY[@]}"; do sel+=(--select-class "io.github.sockmap4j.$c"); done
+  launch netty-transport "${sel[@]}" || status=$?
+  sel=(); for c in "${FULL_CORE[@]}"; do sel+=(--select-class "io.github.sockmap4j.$c"); done
+  launch core "${sel[@]}" || status=$?
+fi
+exit "$status"
