@@ -11,8 +11,19 @@ import java.util.concurrent.locks.LockSupport;
  * what was awaited.
  */
 public final class Await {
+    /**
+     * How much longer every wait of the tests may take: {@code sockmap4j.test.waitScale}, 1 unless
+     * set (the kernel matrix sets it for guests under emulation, which run code 10-20x slower).
+     */
+    public static final long SCALE = Math.max(1, Long.getLong("sockmap4j.test.waitScale", 1));
+
     /** What tests wait for unless they say otherwise. */
     public static final Duration DEFAULT = Duration.ofSeconds(10);
+
+    /** {@code seconds} times {@link #SCALE}. */
+    public static long scaled(long seconds) {
+        return seconds * SCALE;
+    }
 
     /** A condition that may throw while checked. */
     @FunctionalInterface
@@ -30,7 +41,7 @@ public final class Await {
 
     public static void until(String what, Duration timeout, Condition condition) throws InterruptedException {
         if (!holdsWithin(timeout, condition)) {
-            throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting until " + what);
+            throw new AssertionError("timed out after " + timeout.toMillis() * SCALE + " ms waiting until " + what);
         }
     }
 
@@ -39,7 +50,7 @@ public final class Await {
      * A checked exception from the condition fails the test with it as the cause.
      */
     public static boolean holdsWithin(Duration timeout, Condition condition) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long deadline = System.nanoTime() + timeout.toNanos() * SCALE;
         long park = TimeUnit.MICROSECONDS.toNanos(50);
         for (int spins = 0; ; spins++) {
             if (check(condition)) {

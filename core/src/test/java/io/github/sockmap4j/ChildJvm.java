@@ -88,13 +88,13 @@ public final class ChildJvm implements AutoCloseable {
 
     /** The next line starting with {@code prefix}, within the timeout. */
     public String expect(String prefix, long seconds) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Await.scaled(seconds));
         while (true) {
             long left = deadline - System.nanoTime();
             String line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
             if (line == null) {
-                throw new AssertionError("no line starting with '" + prefix + "' within " + seconds + " s; output: "
-                        + output());
+                throw new AssertionError("no line starting with '" + prefix + "' within " + Await.scaled(seconds)
+                        + " s; output: " + output());
             }
             if (line.startsWith(prefix)) {
                 return line.substring(prefix.length());
@@ -118,9 +118,9 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     public int waitFor(long seconds) throws InterruptedException {
-        if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+        if (!process.waitFor(Await.scaled(seconds), TimeUnit.SECONDS)) {
             process.destroyForcibly();
-            throw new AssertionError("child did not exit within " + seconds + " s; output: " + output());
+            throw new AssertionError("child did not exit within " + Await.scaled(seconds) + " s; output: " + output());
         }
         return process.exitValue();
     }
