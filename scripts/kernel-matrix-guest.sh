@@ -37,11 +37,13 @@ status=0
 if [ "$MODE" = smoke ]; then
   launch netty-transport "${SMOKE_NETTY[@]}" || status=$?
 else
-  selectors() { for c in "$@"; do case "$c" in *'#'*) echo --select-method "io.github.sockmap4j.$c" ;;
-                                             *) echo --select-class "io.github.sockmap4j.$c" ;; esac; done; }
-  mapfile -t sel < <(selectors "${FULL_NETTY[@]}" | tr ' ' '\n')
+  sel=() # a name with '#' is a method
+  for c in "${FULL_NETTY[@]}"; do [[ $c == *'#'* ]] && sel+=(--select-method "io.github.sockmap4j.$c") \
+                                                   || sel+=(--select-class "io.github.sockmap4j.$c"); done
   launch netty-transport "${sel[@]}" || status=$?
-  mapfile -t sel < <(selectors "${FULL_CORE[@]}" | tr ' ' '\n')
+  sel=()
+  for c in "${FULL_CORE[@]}"; do [[ $c == *'#'* ]] && sel+=(--select-method "io.github.sockmap4j.$c") \
+                                                  || sel+=(--select-class "io.github.sockmap4j.$c"); done
   launch core "${sel[@]}" || status=$?
 fi
 exit "$status"
