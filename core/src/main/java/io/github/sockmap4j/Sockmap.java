@@ -215,25 +215,11 @@ public final class Sockmap implements AutoCloseable {
                 }
                 return inactive(config, probed.failure(), null);
             }
-            logFionread(probed.fionread());
         }
         Sockmap s = new Sockmap(config, kernel, null, null);
         s.fionread = probed.fionread();
         s.outside = Cgroups.whyOutside(kernel.cgroupDir());
         return s;
-    }
-
-    private static void logFionread(Fionread f) {
-        switch (f) {
-            case TCP_BYTES_ONLY -> LOG.info("This kernel's FIONREAD does not count redirected bytes: "
-                    + "InputStream.available() of a java.net.Socket on an opted-in port says 0 while redirected "
-                    + "data waits (reads return it; sockmap4j's channels and its Netty transport do not use FIONREAD)");
-            case REDIRECTED_BYTES_ONLY, NO_BYTES -> LOG.warn("This kernel's FIONREAD says 0 for TCP bytes queued to a "
-                    + "registered socket: InputStream.available() of a java.net.Socket on an opted-in port, and any "
-                    + "FIONREAD user, sees 0 while TCP data waits (reads return it)");
-            default -> {
-            }
-        }
     }
 
     /**

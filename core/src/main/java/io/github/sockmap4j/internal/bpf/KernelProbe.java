@@ -51,7 +51,26 @@ public final class KernelProbe {
         } catch (IOException e) {
             return Result.failed(e.getMessage());
         }
-        return run(kernel);
+        Result r = run(kernel);
+        if (r.failure() == null) {
+            log(r.fionread());
+        }
+        return r;
+    }
+
+    /** What a user of {@code available()} should know about this kernel, at start. */
+    private static void log(Fionread f) {
+        org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(io.github.sockmap4j.Sockmap.class);
+        switch (f) {
+            case TCP_BYTES_ONLY -> log.info("This kernel's FIONREAD does not count redirected bytes: "
+                    + "InputStream.available() of a java.net.Socket on an opted-in port says 0 while redirected "
+                    + "data waits (reads return it; sockmap4j's channels and its Netty transport do not use FIONREAD)");
+            case REDIRECTED_BYTES_ONLY, NO_BYTES -> log.warn("This kernel's FIONREAD says 0 for TCP bytes queued to a "
+                    + "registered socket: InputStream.available() of a java.net.Socket on an opted-in port, and any "
+                    + "FIONREAD user, sees 0 while TCP data waits (reads return it)");
+            default -> {
+            }
+        }
     }
 
     /** Runs the probe. */
