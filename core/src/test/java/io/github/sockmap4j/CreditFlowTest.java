@@ -337,7 +337,7 @@ class CreditFlowTest {
         }
 
         void assertFailsWithin1s(long since, String event) throws Exception {
-            Throwable t = failure.get(10, TimeUnit.SECONDS);
+            Throwable t = failure.get(Await.scaled(10), TimeUnit.SECONDS);
             long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - since);
             System.out.printf("credit: the writer got %s %d ms after %s%n", t, millis, event);
             assertInstanceOf(IOException.class, t);
@@ -345,10 +345,10 @@ class CreditFlowTest {
         }
     }
 
-    /** Writes until a write fails; the failure (null if none within 30 s, which fails the test). */
+    /** Writes until a write fails; the failure (null if none within 30 s, scaled, which fails the test). */
     static Throwable writeUntilFailure(SockmapChannel writer) {
         ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Await.scaled(30));
         try {
             while (System.nanoTime() < deadline) {
                 b.clear();

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Await;
+import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.Fionread;
 import io.github.sockmap4j.OptIn;
 import io.github.sockmap4j.Sockmap;
@@ -23,7 +25,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
@@ -136,13 +137,7 @@ class KernelSmokeTest {
 
     @Test
     void aCPingPongIsRedirected(@TempDir Path work) throws Exception {
-        Path peer = Path.of("..", "cli", "src", "test", "c", "peer.c");
-        assertTrue(Files.exists(peer), "peer.c at " + peer.toAbsolutePath());
-        Path exe = work.resolve("peer");
-        Process cc = new ProcessBuilder("cc", "-O2", "-o", exe.toString(), peer.toString()).redirectErrorStream(true)
-                .start();
-        String ccOut = new String(cc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(0, cc.waitFor(), ccOut);
+        Path exe = ChildJvm.compileC("../cli/src/test/c/peer.c", work.resolve("peer"));
 
         Sockmap s = Sockmap.global();
         SockmapStats before = s.stats();
@@ -157,11 +152,11 @@ class KernelSmokeTest {
                 Process client = new ProcessBuilder(exe.toString(), "pp-client", "127.0.0.1", Integer.toString(port),
                         Integer.toString(ROUND_TRIPS), Integer.toString(SIZE)).redirectErrorStream(true).start();
                 String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                assertTrue(client.waitFor(120, TimeUnit.SECONDS), "client still running: " + out);
+                assertTrue(client.waitFor(Await.scaled(120), TimeUnit.SECONDS), "client still running: " + out);
                 assertEquals(0, client.exitValue(), out);
                 assertTrue(out.contains("ok=1"), out);
             }
-            assertTrue(server.waitFor(60, TimeUnit.SECONDS), "server still running");
+            assertTrue(server.waitFor(Await.scaled(60), TimeUnit.SECONDS), "server still running");
         } finally {
             server.destroyForcibly().waitFor();
         }
