@@ -9,9 +9,10 @@
 # The guest sees the host's file system read-only (virtio-9p) under a RAM overlay, so the command
 # runs what the host built, from the same directory, and may write anywhere (lost at power-off);
 # $SM4J_VM_OUT is a directory the host keeps (--out DIR, else a temporary one removed at the
-# end). /sys/fs/bpf, cgroup v2, /tmp and /run are fresh; the kernel's own modules are at
-# /lib/modules; only loopback exists (no network card). The command's output is printed as it
-# runs; the exit status is the command's, 124 on timeout, 125 when the guest never ran it.
+# end). /sys/fs/bpf, cgroup v2 and /run are fresh, /tmp is the host's under the overlay; the
+# guest kernel's modules are at /lib/modules; only loopback exists (no network card). The
+# command's output is printed as it runs; the exit status is the command's, 124 on timeout, 125
+# when the guest never ran it.
 #
 # Emulated (TCG, no KVM here), one host thread for all vCPUs: the JVM crashed at compiled-code
 # entry in 10 of 30 runs under multi-threaded TCG, 0 of 20 this way. Cost: boot to the command
@@ -45,7 +46,7 @@ if [ "$(id -u)" != 0 ]; then echo "kernel-vm: needs root (apt, the guest runs as
 
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx insmod || need+=(busybox-static)
+[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -x insmod >/dev/null || need+=(busybox-static)
 command -v depmod >/dev/null || need+=(kmod)
 command -v xz >/dev/null || need+=(xz-utils)
 command -v zstd >/dev/null || need+=(zstd)
