@@ -103,6 +103,16 @@ public final class SockmapNetty {
     }
 
     /**
+     * The transport over {@link Sockmap#global()}, looked up as each channel is made: what the
+     * static factories use.
+     *
+     * @return the global transport
+     */
+    public static SockmapNetty global() {
+        return GLOBAL;
+    }
+
+    /**
      * The transport over {@code sockmap} instead of {@link Sockmap#global()}.
      *
      * @param sockmap the fast path its channels opt in to and are accelerated by
@@ -264,6 +274,18 @@ public final class SockmapNetty {
     public static boolean isHoldingForCredit(Channel ch) {
         HoldForCredit h = ch.pipeline().get(HoldForCredit.class);
         return h != null && h.holding();
+    }
+
+    /**
+     * Whether {@code ch} was made by this transport's factories: a socket channel with the
+     * transport's handlers in its pipeline, or a server channel that opts its port in. Stock
+     * channels of the same class (what a framework makes when it picks a class by itself) are not.
+     *
+     * @param ch any channel
+     * @return whether it is one of the transport's
+     */
+    public static boolean isTransportChannel(Channel ch) {
+        return ch.pipeline().get(PublishReads.NAME) != null || ch.pipeline().get(OptInOnBind.class) != null;
     }
 
     /** Whether a server channel made by {@link #serverChannelFactory()} has its port opted in. */
