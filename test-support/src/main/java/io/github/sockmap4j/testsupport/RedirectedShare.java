@@ -57,6 +57,14 @@ public final class RedirectedShare {
         }
     }
 
+    /** No send found the in-flight bound reached: the writers held back for credit instead. */
+    public void assertNoBoundHits(String what) {
+        long hits = boundHits();
+        if (hits != 0) {
+            throw new AssertionError(what + ": " + hits + " sends found the in-flight bound reached and went by TCP");
+        }
+    }
+
     /** Not one byte was redirected: what a stock channel's connection shows. */
     public void assertNone(String what) {
         long redirected = redirectedBytes();
