@@ -11,8 +11,7 @@ import org.springframework.boot.diagnostics.FailureAnalysis;
 class SockmapFailureAnalyzer extends AbstractFailureAnalyzer<SockmapUnavailableException> {
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, SockmapUnavailableException cause) {
-        return new FailureAnalysis("The sockmap fast path is required (sockmap4j.require=true) but is not there: "
-                + cause.getMessage(),
+        return new FailureAnalysis("The sockmap fast path is required (sockmap4j.require=true): " + cause.getMessage(),
                 "Run the service where the fast path works: Linux 6.1 or newer with BPF, cgroup v2 and bpffs "
                         + "(/sys/fs/bpf), and either CAP_BPF (or CAP_SYS_ADMIN) and CAP_NET_ADMIN, or a sockmap4j node agent "
                         + "serving the pin directory (sockmap4j.pin-dir). To start on plain TCP instead, set "
