@@ -56,19 +56,83 @@ final class HoldForCredit extends ChannelDuplexHandler {
         this.serverSide = serverSide;
     }
 
+    /**
+     * How long after the connect a write looks for the credit again when there was none at the
+     * connect: the peer's end enters the socket map as the kernel takes the handshake's last
+     * ACK, which can come after this end's connect completed; without a second look, a write
+     * larger than the bound found no credit and went past the bound by TCP.
+     */
+    static final long LATE_CREDIT_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** Whether the credit was looked for once. */
+    private boolean looked;
+    /** Until when ({@link System#nanoTime()}) a write without credit looks for it again; 0 once done. */
+    private long lookUntil;
+
+    /**
+     * Quick ACKs on for the handshake, whatever the channel's options say: with them off (Vert.x's
+     * default sets TCP_QUICKACK to false on every client socket), Linux delays the handshake's
+     * last ACK until the first data or the delayed-ACK timer, and the server's end enters the
+     * socket map only then, after this end's first write went without credit. The option only
+     * times TCP's ACKs, which redirected data does not produce; the kernel clears it again as it
+     * sees fit.
+     */
     @Override
-    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+    public void connect(ChannelHandlerContext ctx, java.net.SocketAddress remote, java.net.SocketAddress local,
+                        ChannelPromise promise) {
         if (ctx.channel() instanceof EpollSocketChannel ch) {
             try {
-                credit = sockets.writeCredit(ch.fd().intValue(), serverSide);
-            } catch (java.io.IOException | RuntimeException e) {
-                LOG.debug("{} writes without credit: {}", ch, e.toString());
-            }
-            if (credit != null) {
-                held = new PendingWriteQueue(ctx);
+                ch.config().setTcpQuickAck(true);
+            } catch (RuntimeException e) {
+                LOG.debug("{}: quick ACKs stay as set: {}", ch, e.toString());
             }
         }
+        ctx.connect(remote, local, promise);
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        look(ctx);
         ctx.fireChannelActive();
+    }
+
+    /**
+     * The first look for the credit: at the connect, or at the first write where this handler
+     * did not see the connect (a handler put first after it swallowed the event).
+     */
+    private void look(ChannelHandlerContext ctx) {
+        if (looked || !(ctx.channel() instanceof EpollSocketChannel)) {
+            return;
+        }
+        looked = true;
+        if (resolve(ctx) == null) {
+            lookUntil = System.nanoTime() + LATE_CREDIT_NANOS;
+        }
+    }
+
+    /** Looks the credit up in the kernel's maps; null when this connection has none (yet). */
+    private WriteCredit resolve(ChannelHandlerContext ctx) {
+        EpollSocketChannel ch = (EpollSocketChannel) ctx.channel();
+        try {
+            credit = sockets.writeCredit(ch.fd().intValue(), serverSide);
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.debug("{} writes without credit: {}", ch, e.toString());
+        }
+        if (credit != null) {
+            if (held == null) {
+                held = new PendingWriteQueue(ctx);
+            }
+            lookUntil = 0;
+        }
+        return credit;
+    }
+
+    /** At a write without credit, within {@link #LATE_CREDIT_NANOS} of the connect: the credit, if there is one now. */
+    private WriteCredit lateCredit(ChannelHandlerContext ctx) {
+        if (System.nanoTime() - lookUntil > 0 || !ctx.channel().isActive()) {
+            lookUntil = 0;
+            return null;
+        }
+        return resolve(ctx);
     }
 
     /** Whether writes are held for credit now: from any thread (for tests and diagnostics). */
@@ -85,12 +149,18 @@ final class HoldForCredit extends ChannelDuplexHandler {
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (!looked && ctx.channel().isActive()) {
+            look(ctx);
+        }
         WriteCredit c = credit;
+        long size = size(msg);
+        if (c == null && lookUntil != 0) {
+            c = lateCredit(ctx);
+        }
         if (c == null) {
             ctx.write(msg, promise);
             return;
         }
-        long size = size(msg);
         if (held.isEmpty() && c.released()) {
             c.sent(Math.max(0, size)); // still reading nothing: the kernel's bound decides
             ctx.write(msg, promise);
@@ -289,9 +359,35 @@ final class HoldForCredit extends ChannelDuplexHandler {
         ctx.fireChannelInactive();
     }
 
+    /**
+     * Taken out of the pipeline of an open channel (Vert.x's HTTP client clears the pipeline of a
+     * new connection but for its TLS handler): sends what it held, as at a close, and puts a
+     * successor first that goes on with the same credit. A closed channel's handlers just go.
+     */
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        if (ctx.channel().isActive() && ctx.pipeline().get(HoldForCredit.class) == null) {
+            if (heldNow()) {
+                drain(ctx, true);
+            }
+            ctx.flush();
+            cancelRetry();
+            HoldForCredit next = new HoldForCredit(sockets, serverSide);
+            next.looked = looked;
+            next.credit = credit;
+            next.lookUntil = lookUntil;
+            ctx.pipeline().addFirst(NAME, next);
+            return;
+        }
         failHeld();
+    }
+
+    /** A successor put back into an open channel's pipeline holds in a queue of its own. */
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        if (credit != null && held == null) {
+            held = new PendingWriteQueue(ctx);
+        }
     }
 
     private void failHeld() {

@@ -22,6 +22,7 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
     private final RawSockets sockets;
     private final boolean serverSide;
     private ReadCounter counter;
+    private boolean begun;
 
     PublishReads(RawSockets sockets, boolean serverSide) {
         this.sockets = sockets;
@@ -30,15 +31,22 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) throws Exception {
-        if (ctx.channel() instanceof EpollSocketChannel ch) {
-            try {
-                counter = sockets.readCounter(ch.fd().intValue(), serverSide);
-            } catch (java.io.IOException | RuntimeException e) {
-                LOG.debug("{} publishes no reads: {}", ch, e.toString());
-            }
-            sockets.recordConnection(ch.fd().intValue(), bound());
-        }
+        begin(ctx);
         ctx.fireChannelActive();
+    }
+
+    /** At the connect, or at the first read where this handler did not see the connect. */
+    private void begin(ChannelHandlerContext ctx) {
+        if (begun || !(ctx.channel() instanceof EpollSocketChannel ch)) {
+            return;
+        }
+        begun = true;
+        try {
+            counter = sockets.readCounter(ch.fd().intValue(), serverSide);
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.debug("{} publishes no reads: {}", ch, e.toString());
+        }
+        sockets.recordConnection(ch.fd().intValue(), bound());
     }
 
     /** The bound this channel sets as a receiver, or -1 when it publishes nothing. */
@@ -49,6 +57,9 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+        if (!begun) {
+            begin(ctx);
+        }
         ReadCounter c = counter;
         if (c != null && msg instanceof ByteBuf buf && buf.isReadable()) {
             c.onRead(buf.readableBytes());
@@ -62,8 +73,26 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
         ctx.fireChannelInactive();
     }
 
+    /**
+     * Taken out of the pipeline of an open channel (Vert.x's HTTP client clears the pipeline of a
+     * new connection but for its TLS handler): puts a successor back, after {@link HoldForCredit}
+     * or first, counting on from this one's count. A closed channel's handlers just go.
+     */
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        ReadCounter c = counter;
+        if (ctx.channel().isActive() && ctx.pipeline().get(PublishReads.class) == null) {
+            counter = null;
+            PublishReads next = new PublishReads(sockets, serverSide);
+            next.begun = begun;
+            next.counter = c;
+            if (ctx.pipeline().get(HoldForCredit.NAME) != null) {
+                ctx.pipeline().addAfter(HoldForCredit.NAME, NAME, next);
+            } else {
+                ctx.pipeline().addFirst(NAME, next);
+            }
+            return;
+        }
         release();
     }
 
