@@ -74,6 +74,16 @@ public class SockmapAutoConfiguration {
     }
 
     @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.web.server.context.WebServerInitializedEvent")
+    static class WebServers {
+        /** Spring MVC on Tomcat or Jetty: their ports, opted in once listening. */
+        @Bean
+        SockmapWebServerPorts sockmapWebServerPorts(Sockmap sockmap) {
+            return new SockmapWebServerPorts(sockmap);
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
     static class Health {
         @Bean
