@@ -17,7 +17,8 @@ restore_stats() {
 trap restore_stats EXIT
 
 mvn_b verify -Pkernel -Dsockmap4j.require=true "$@"
-# The whole suite (no arguments): also a new user's project, built from the README alone.
+# The whole suite (no arguments): also a new user's projects, built from the README alone.
 if [ "$#" = 0 ]; then
   ./scripts/new-user.sh
+  ./scripts/framework-examples.sh
 fi
