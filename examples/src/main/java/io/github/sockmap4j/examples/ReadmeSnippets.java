@@ -1,5 +1,6 @@
 package io.github.sockmap4j.examples;
 
+import io.github.sockmap4j.OptIn;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.SockmapServerChannel;
@@ -10,7 +11,15 @@ import io.grpc.ManagedChannel;
 import io.grpc.Server;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
+import io.github.sockmap4j.reactor.SockmapLoopResources;
+import io.github.sockmap4j.vertx.SockmapVertx;
+import io.vertx.core.Vertx;
 import java.io.IOException;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.HttpResources;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.resources.LoopResources;
 import java.net.InetSocketAddress;
 
 /**
@@ -28,6 +37,27 @@ final class ReadmeSnippets {
             SockmapChannel ch = (SockmapChannel) server.accept();
             ch.isAccelerated();                              // checked against the kernel's map
         }
+    }
+
+    static void reactorNetty(java.util.function.BiFunction<? super reactor.netty.http.server.HttpServerRequest,
+                                     ? super reactor.netty.http.server.HttpServerResponse,
+                                     ? extends org.reactivestreams.Publisher<Void>> handler) {
+        LoopResources loops = SockmapLoopResources.create("my-service");
+        DisposableServer server = HttpServer.create().runOn(loops).port(8080).handle(handler).bindNow();
+        HttpClient client = HttpClient.create().runOn(loops);
+        HttpResources.set(loops);   // or the default of every HttpServer and HttpClient that names none
+        server.disposeNow();
+        client.warmup().block();
+    }
+
+    static void vertx() {
+        Vertx vertx = Vertx.builder().withTransport(SockmapVertx.transport()).build();
+        vertx.close();
+    }
+
+    static void blockingServer() throws IOException {
+        OptIn optIn = Sockmap.global().optIn(8080);   // until optIn.close()
+        optIn.close();
     }
 
     static void grpc(int port, BindableService myService) throws IOException {
