@@ -67,6 +67,10 @@ final class HoldForCredit extends ChannelDuplexHandler {
     private boolean looked;
     /** Until when ({@link System#nanoTime()}) a write without credit looks for it again; 0 once done. */
     private long lookUntil;
+    /** Second looks left: each is a few system calls, on a connection that may never have credit. */
+    private int looksLeft = 16;
+    /** Bytes written before the credit was found: they count as sent once it is. */
+    private long sentWithout;
 
     /**
      * Quick ACKs on for the handshake, whatever the channel's options say: with them off (Vert.x's
@@ -128,11 +132,15 @@ final class HoldForCredit extends ChannelDuplexHandler {
 
     /** At a write without credit, within {@link #LATE_CREDIT_NANOS} of the connect: the credit, if there is one now. */
     private WriteCredit lateCredit(ChannelHandlerContext ctx) {
-        if (System.nanoTime() - lookUntil > 0 || !ctx.channel().isActive()) {
+        if (System.nanoTime() - lookUntil > 0 || --looksLeft < 0 || !ctx.channel().isActive()) {
             lookUntil = 0;
             return null;
         }
-        return resolve(ctx);
+        WriteCredit c = resolve(ctx);
+        if (c != null && sentWithout > 0) {
+            c.sent(sentWithout); // the receiver counts them as read when it reads them
+        }
+        return c;
     }
 
     /** Whether writes are held for credit now: from any thread (for tests and diagnostics). */
@@ -156,6 +164,9 @@ final class HoldForCredit extends ChannelDuplexHandler {
         long size = size(msg);
         if (c == null && lookUntil != 0) {
             c = lateCredit(ctx);
+            if (c == null && size > 0 && lookUntil != 0) {
+                sentWithout += size;
+            }
         }
         if (c == null) {
             ctx.write(msg, promise);
@@ -376,6 +387,8 @@ final class HoldForCredit extends ChannelDuplexHandler {
             next.looked = looked;
             next.credit = credit;
             next.lookUntil = lookUntil;
+            next.looksLeft = looksLeft;
+            next.sentWithout = sentWithout;
             ctx.pipeline().addFirst(NAME, next);
             return;
         }
