@@ -1,0 +1,54 @@
+package io.github.sockmap4j.vertx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.SockmapUnavailableException;
+import io.vertx.core.Vertx;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code sockmap4j.require=true} with the fast path off (the cgroup named does not exist): a
+ * Vert.x HTTP server on the transport does not listen, and says why. In a child JVM, since the
+ * setting is process-wide; needs no privileges.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RequiredVertxTest {
+    @Test
+    void aRequiredFastPathThatIsOffFailsTheListenWithTheReason() throws Exception {
+        List<String> cmd = new ArrayList<>(ChildJvm.javaCommand(Main.class));
+        cmd.add(1, "-Dsockmap4j.require=true");
+        cmd.add(1, "-Dsockmap4j.cgroup=/sys/fs/cgroup/no-such-sockmap4j-cgroup");
+        try (ChildJvm child = ChildJvm.start(cmd)) {
+            String server = child.expect("server=", 60);
+            assertEquals(0, child.waitFor(30), child.output());
+            assertTrue(server.contains(SockmapUnavailableException.class.getSimpleName()), () -> child.output());
+            assertTrue(server.contains("no-such-sockmap4j-cgroup") || server.contains("missing privileges"),
+                    () -> "names the cause: " + child.output());
+        }
+    }
+
+    public static final class Main {
+        public static void main(String[] args) throws Exception {
+            Vertx vertx = Vertx.builder().withTransport(SockmapVertx.transport()).build();
+            try {
+                vertx.createHttpServer().requestHandler(r -> r.response().end()).listen(0, "127.0.0.1")
+                        .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                System.out.println("server=listening on plain TCP");
+            } catch (java.util.concurrent.ExecutionException e) {
+                StringBuilder causes = new StringBuilder();
+                for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+                    causes.append(c.getClass().getSimpleName()).append(": ").append(c.getMessage()).append("; ");
+                }
+                System.out.println("server=refused " + causes);
+            } finally {
+                vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+}
