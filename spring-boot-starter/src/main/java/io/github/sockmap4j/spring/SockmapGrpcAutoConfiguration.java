@@ -44,10 +44,8 @@ public class SockmapGrpcAutoConfiguration {
                     LOG.info("The gRPC server listens on a Unix domain socket: it stays off the sockmap fast path");
                     return;
                 }
-                SockmapGrpc.configure(builder, transport, loops, loops);
-                if (bound > 0) {
-                    builder.channelFactory(transport.serverChannels(bound));
-                }
+                builder.channelFactory(transport.serverChannels(bound)).bossEventLoopGroup(loops)
+                        .workerEventLoopGroup(loops);
                 LOG.info("The gRPC server runs on the sockmap fast path ({})", transport);
             };
         }
