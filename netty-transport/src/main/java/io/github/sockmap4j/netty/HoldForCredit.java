@@ -370,9 +370,37 @@ final class HoldForCredit extends ChannelDuplexHandler {
         ctx.fireChannelInactive();
     }
 
+    /**
+     * Taken out of the pipeline of an open channel (Vert.x's HTTP client clears the pipeline of a
+     * new connection but for its TLS handler): sends what it held, as at a close, and puts a
+     * successor first that goes on with the same credit. A closed channel's handlers just go.
+     */
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        if (ctx.channel().isActive() && ctx.pipeline().get(HoldForCredit.class) == null) {
+            if (heldNow()) {
+                drain(ctx, true);
+            }
+            ctx.flush();
+            cancelRetry();
+            HoldForCredit next = new HoldForCredit(sockets, serverSide);
+            next.looked = looked;
+            next.credit = credit;
+            next.lookUntil = lookUntil;
+            next.looksLeft = looksLeft;
+            next.sentWithout = sentWithout;
+            ctx.pipeline().addFirst(NAME, next);
+            return;
+        }
         failHeld();
+    }
+
+    /** A successor put back into an open channel's pipeline holds in a queue of its own. */
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        if (credit != null && held == null) {
+            held = new PendingWriteQueue(ctx);
+        }
     }
 
     private void failHeld() {

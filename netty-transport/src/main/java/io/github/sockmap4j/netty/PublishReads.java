@@ -73,8 +73,26 @@ final class PublishReads extends ChannelInboundHandlerAdapter {
         ctx.fireChannelInactive();
     }
 
+    /**
+     * Taken out of the pipeline of an open channel (Vert.x's HTTP client clears the pipeline of a
+     * new connection but for its TLS handler): puts a successor back, after {@link HoldForCredit}
+     * or first, counting on from this one's count. A closed channel's handlers just go.
+     */
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        ReadCounter c = counter;
+        if (ctx.channel().isActive() && ctx.pipeline().get(PublishReads.class) == null) {
+            counter = null;
+            PublishReads next = new PublishReads(sockets, serverSide);
+            next.begun = begun;
+            next.counter = c;
+            if (ctx.pipeline().get(HoldForCredit.NAME) != null) {
+                ctx.pipeline().addAfter(HoldForCredit.NAME, NAME, next);
+            } else {
+                ctx.pipeline().addFirst(NAME, next);
+            }
+            return;
+        }
         release();
     }
 

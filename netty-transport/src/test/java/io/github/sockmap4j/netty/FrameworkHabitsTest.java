@@ -1,5 +1,7 @@
 package io.github.sockmap4j.netty;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.testsupport.RedirectedShare;
@@ -8,6 +10,7 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
@@ -18,6 +21,8 @@ import io.netty.channel.socket.SocketChannel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -29,7 +34,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * What frameworks do to the channels they are given, done here with plain Netty: a client
- * socket with quick ACKs off (Vert.x's default). A first write larger than the in-flight bound
+ * socket with quick ACKs off (Vert.x's default), and a pipeline cleared after the connect but
+ * for its TLS handler (Vert.x's HTTP client). A first write larger than the in-flight bound
  * stays on the redirect all the same.
  */
 @Tag("kernel")
@@ -79,6 +85,57 @@ class FrameworkHabitsTest {
             } finally {
                 client.close().sync();
             }
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    @Test
+    void aClearedPipelineGetsTheTransportsHandlersBack() throws Exception {
+        CompletableFuture<Void> all = new CompletableFuture<>();
+        Channel server = sink(all);
+        try {
+            Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            try {
+                // As Vert.x's HTTP client does once connected: every handler but TLS goes.
+                client.eventLoop().submit(() -> {
+                    List<ChannelHandler> all2 = new ArrayList<>();
+                    client.pipeline().forEach(e -> {
+                        if (!(e.getValue() instanceof io.netty.handler.ssl.SslHandler)) {
+                            all2.add(e.getValue());
+                        }
+                    });
+                    all2.forEach(client.pipeline()::remove);
+                    client.pipeline().addLast("codec", new ChannelInboundHandlerAdapter());
+                }).sync();
+                List<String> names = client.pipeline().names();
+                assertEquals(List.of(HoldForCredit.NAME, PublishReads.NAME, "codec"), names.subList(0, 3), names::toString);
+                assertTrue(SockmapNetty.isTransportChannel(client));
+                RedirectedShare share = RedirectedShare.start(Sockmap.global());
+                client.writeAndFlush(Unpooled.wrappedBuffer(new byte[SIZE])).sync();
+                all.get(30, TimeUnit.SECONDS);
+                share.assertRedirected(0.99, SIZE, "cleared pipeline");
+                share.assertNoBoundHits("cleared pipeline");
+            } finally {
+                client.close().sync();
+            }
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    @Test
+    void aClosedChannelsHandlersStayGone() throws Exception {
+        CompletableFuture<Void> all = new CompletableFuture<>();
+        Channel server = sink(all);
+        try {
+            Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+            client.close().sync();
+            client.eventLoop().submit(() -> { }).sync(); // the pipeline's teardown has run
+            assertTrue(client.pipeline().names().stream().noneMatch(n -> n.startsWith("sockmap4j-")),
+                    () -> client.pipeline().names().toString());
         } finally {
             server.close().sync();
         }

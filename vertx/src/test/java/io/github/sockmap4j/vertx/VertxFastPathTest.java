@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.testsupport.ConnectionEvents;
 import io.github.sockmap4j.testsupport.RedirectedShare;
+import io.vertx.core.Context;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
@@ -23,6 +25,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import jdk.jfr.consumer.RecordedEvent;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
@@ -49,6 +52,17 @@ class VertxFastPathTest {
         return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
+    /**
+     * One client call, chained on a Vert.x context. Chained from the test's thread, a response's
+     * {@code body()} can be asked for after Vert.x has delivered that body: 3 to 6 calls in 100 of
+     * a 64 KiB echo on Vert.x's own epoll transport then never completed, none on a context.
+     */
+    private static <T> T call(Context context, Supplier<Future<T>> call) throws Exception {
+        Promise<T> done = Promise.promise();
+        context.runOnContext(v -> call.get().onComplete(done));
+        return await(done.future());
+    }
+
     private static byte[] random(int n) {
         byte[] b = new byte[n];
         new Random(n).nextBytes(b);
@@ -57,15 +71,9 @@ class VertxFastPathTest {
 
     private static void witness(Kind kind, RedirectedShare share, List<RecordedEvent> connections, long sent,
                                 String what) {
-        witness(kind, share, connections, sent, what, 2);
-    }
-
-    /** {@code ends}: how many ends of the connection keep the transport's handlers (events). */
-    private static void witness(Kind kind, RedirectedShare share, List<RecordedEvent> connections, long sent,
-                                String what, int ends) {
         if (kind == Kind.SOCKMAP) {
             share.assertRedirected(0.99, sent, what);
-            assertTrue(connections.size() >= ends, () -> what + ": " + ends + " ends the transport's: " + connections);
+            assertTrue(connections.size() >= 2, () -> what + ": both ends were the transport's: " + connections);
             assertTrue(connections.stream().allMatch(e -> e.getBoolean("accelerated")), connections::toString);
         } else {
             share.assertNone(what);
@@ -107,7 +115,7 @@ class VertxFastPathTest {
 
     @ParameterizedTest
     @EnumSource(Kind.class)
-    void httpServerServesHttpClient64BytesAnd64KiBAndAStream(Kind kind) throws Exception {
+    void httpServerServesHttpClient64BytesAnd256KiBAndAStream(Kind kind) throws Exception {
         Vertx vertx = kind.vertx();
         try {
             int chunks = 2048;
@@ -128,25 +136,22 @@ class VertxFastPathTest {
             RedirectedShare share = RedirectedShare.start(Sockmap.global());
             HttpClient client = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true),
                     new io.vertx.core.http.PoolOptions().setHttp1MaxSize(1));
+            Context context = vertx.getOrCreateContext();
             long sent = 0;
-            // Request bodies under the receiver's bound: Vert.x's HTTP client clears the transport's
-            // handlers off its connections, so its writes do not wait for credit (docs/frameworks.md).
-            for (int size : new int[] {64, 64 << 10}) {
+            for (int size : new int[] {64, 256 << 10}) {
                 byte[] body = random(size);
-                Buffer back = await(client.request(new RequestOptions().setMethod(HttpMethod.POST)
+                Buffer back = call(context, () -> client.request(new RequestOptions().setMethod(HttpMethod.POST)
                                 .setHost("127.0.0.1").setPort(server.actualPort()).setURI("/echo"))
                         .compose(r -> r.send(Buffer.buffer(body))).compose(r -> r.body()));
                 assertArrayEquals(body, back.getBytes());
                 sent += 2L * size;
             }
-            Buffer streamed = await(client.request(HttpMethod.GET, server.actualPort(), "127.0.0.1", "/stream")
+            Buffer streamed = call(context, () -> client.request(HttpMethod.GET, server.actualPort(), "127.0.0.1", "/stream")
                     .compose(r -> r.send()).compose(r -> r.body()));
             assertEquals(chunks * chunk.length, streamed.length());
             sent += (long) chunks * chunk.length;
             await(client.close());
-            // Vert.x's HTTP client clears its connections' pipelines after the connect (all but TLS):
-            // the server's end keeps the transport's handlers, the client's end is redirected without them.
-            witness(kind, share, connections.stop(), sent, kind + " HttpServer", 1);
+            witness(kind, share, connections.stop(), sent, kind + " HttpServer");
             if (kind == Kind.SOCKMAP) {
                 share.assertNoBoundHits("HttpServer stream");
             }
