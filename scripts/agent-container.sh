@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# The node agent as an operator runs it: the container from scripts/image.sh's archive, started by
-# podman privileged with the host's network, PIDs, bpffs, cgroup2 and /run/sockmap4j (what the
-# DaemonSet's pod asks for), attached to a child cgroup made for the run. Then, as the kubelet
-# would, /healthz and /readyz until ready; two peers in that cgroup (C programs that know nothing
-# of sockmap4j) on a port the agent opted in: a 64 MiB stream and a ping-pong, byte-checked by the
-# peers, at least 99% redirected by the kernel's counters; 'podman kill' of the agent in the
-# middle of a second ping-pong, which finishes byte-exact and on the path; a new container that
-# adopts the pins and is ready. Removes the containers, the image, the pins, the cgroup and the
-# lock directory at the end, also on failure.
-# Usage: agent-container.sh   (builds the image first when target/image has none)
+# The node agent as an operator runs it, on this machine as a one-node cluster:
+# - the agent container from scripts/image.sh's archive, started by podman as the DaemonSet's pod
+#   asks (privileged, the host's network and PIDs, bpffs, cgroup2 and /run/sockmap4j mounted),
+#   attached to the cgroup the run's pods live under; /healthz and /readyz probed as the kubelet
+#   would, until ready;
+# - two podman pods, each with a network namespace of its own (podman's "none" network, then a
+#   veth into a "node" namespace made for the run that routes between them: no podman network, so
+#   nothing in the host's netfilter): "jvm", a JVM service of plain java.net sockets
+#   (cli/src/test/jvm-peer), and "c", C clients (cli/src/test/c/peer.c); neither knows sockmap4j;
+# - the pods' ports opted in through the agent for each pod's address only, as the pod reconciler
+#   does from the annotation; a 64 MiB stream from the JVM pod to the C pod and a 20,000 x 1 KiB
+#   ping-pong from the C pod to the JVM pod, byte-checked by both, at least 99% redirected by the
+#   kernel's counters; a 64 MiB stream the other way, a C writer flat out to the JVM reader,
+#   byte-checked, its share printed (not held: docs/in-flight-bound.md);
+# - 'podman kill' of the agent in the middle of a 1,000,000 x 1 KiB ping-pong, which finishes
+#   byte-exact and on the path; a new agent container that adopts the pins and is ready.
+# Removes the containers, pods, the images it loaded or podman built, the pins, the namespaces, the
+# cgroups (in every hierarchy) and the lock directory at the end, also on failure.
+# Usage: agent-container.sh [--no-build]   (builds the image with scripts/image.sh first, unless
+# --no-build and target/image has one)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -16,47 +26,68 @@ source scripts/env.sh
 export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
 version=$(sed -n 's:.*<version>\(.*\)</version>.*:\1:p' pom.xml | head -1)
 archive=target/image/sockmap4j-agent-$version.tar
-[ -s "$archive" ] || ./scripts/image.sh
-for tool in podman runc; do
-  command -v "$tool" >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y "$tool" >/dev/null
+if [ "${1:-}" != --no-build ] || [ ! -s "$archive" ]; then ./scripts/image.sh; fi
+for tool in podman runc catatonit; do
+  command -v "$tool" >/dev/null || [ -x "/usr/libexec/podman/$tool" ] \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y "$tool" >/dev/null
 done
 id=$$
-work=target/agent-container
-mkdir -p "$work"
+work=$repo/target/agent-container
+rm -rf "$work"; mkdir -p "$work"
 gcc -O2 -Wall -o "$work/peer" cli/src/test/c/peer.c
-cg=$CGROUP2/sockmap4j-ctr-$id
+"${JAVA_HOME:-/usr}/bin/javac" --release 21 -d "$work" cli/src/test/jvm-peer/JvmPeer.java
+
+# podman's settings for this run only: runc (crun refuses this machine's hybrid cgroups), limits
+# the host allows; the pods' pause container runs with them too.
+cat >"$work/containers.conf" <<EOF
+[containers]
+default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+EOF
+export CONTAINERS_CONF=$work/containers.conf
+
+run=sockmap4j-ctr-$id         # every container's cgroup parent, in every hierarchy
+cg=$CGROUP2/$run/pods         # the agent attaches here; the pods live under it
 pins=/sys/fs/bpf/sockmap4j-ctr-$id
+node=sm4j-ctr-$id-node        # the node's network namespace: routes between the pods
 port_metrics=$((19000 + id % 1000))
 image=localhost/sockmap4j/agent:$version
-names=()
+pause_before=$(podman images -q --filter reference=localhost/podman-pause 2>/dev/null || true)
+names=() pods=()
 cleanup() {
   local rc=$?
-  for n in "${names[@]}"; do podman rm -f "$n" >/dev/null 2>&1 || true; done
-  for p in $(cat "$work"/*.pid 2>/dev/null); do kill "$p" 2>/dev/null || true; done
-  rm -f "$work"/*.pid
-  for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
-  rmdir "$cg" 2>/dev/null || true
-  podman run --rm --runtime runc --privileged --ulimit nofile=$(ulimit -Hn):$(ulimit -Hn) --ulimit nproc=4096:4096 \
+  for p in "${pods[@]}"; do podman pod rm -f -t 0 "$p" >/dev/null 2>&1 || true; done
+  for n in "${names[@]}"; do podman rm -f -t 0 "$n" >/dev/null 2>&1 || true; done
+  podman run --rm --privileged --cgroup-parent "/$run/agent" \
     -v /sys/fs/bpf:/sys/fs/bpf -v /run/sockmap4j:/run/sockmap4j "$image" --pin-dir="$pins" down --force \
     >/dev/null 2>&1 || true
   rm -rf "/run/sockmap4j/$(echo "$pins" | tr / _)" 2>/dev/null || true
+  ip netns delete "$node" 2>/dev/null || true
+  for h in /sys/fs/cgroup/*/"$run" /sys/fs/cgroup/"$run"; do
+    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
   podman rmi -f "$image" "docker.io/sockmap4j/agent:$version" >/dev/null 2>&1 || true
+  [ -z "$pause_before" ] && podman rmi -f $(podman images -q --filter reference=localhost/podman-pause) \
+    >/dev/null 2>&1 || true
   [ -e "$pins" ] && echo "pins left in $pins" && rc=1
+  ls -d /sys/fs/cgroup/*/"$run" /sys/fs/cgroup/"$run" 2>/dev/null && echo "cgroups left" && rc=1
   exit $rc
 }
 trap cleanup EXIT
-mkdir "$cg"
+mkdir -p "$cg"
 podman load -q -i "$archive" >/dev/null
 podman tag "docker.io/sockmap4j/agent:$version" "$image" 2>/dev/null || true
 
 # What a DaemonSet pod of deploy/kubernetes/daemonset.yaml becomes here (podman run rather than
 # 'podman kube play': 4.3 takes no DaemonSet, ignores hostPID, refuses the spec.nodeName fieldRef).
-run_opts=(--runtime runc --privileged --network host --pid host
-  --ulimit nofile=$(ulimit -Hn):$(ulimit -Hn) --ulimit nproc=4096:4096
+agent_opts=(--privileged --network host --pid host --cgroup-parent "/$run/agent"
   -v /sys/fs/bpf:/sys/fs/bpf:rshared -v /sys/fs/cgroup:/sys/fs/cgroup -v /run/sockmap4j:/run/sockmap4j)
-start_agent() { # NAME
+agent=
+start_agent() { # NAME: the agent now
+  agent=$1
   names+=("$1")
-  podman run -d --name "$1" "${run_opts[@]}" "$image" --pin-dir="$pins" agent --cgroup="$cg" \
+  podman run -d --name "$1" "${agent_opts[@]}" "$image" --pin-dir="$pins" agent --cgroup="$cg" \
     --metrics-port=$port_metrics >/dev/null
 }
 probe() { # PATH: the HTTP status the agent answers, 000 when it does not
@@ -69,55 +100,87 @@ until_ready() { # NAME: as the kubelet's readiness probe, every 0.5 s, for up to
   done
   podman logs "$1" | tail -20; echo "$1: not ready in 60 s"; return 1
 }
-cli() { podman exec "${names[-1]}" /opt/sockmap4j/bin/sockmap4j --pin-dir="$pins" "$@"; }
+cli() { podman exec "$agent" /opt/sockmap4j/bin/sockmap4j --pin-dir="$pins" "$@"; }
 counters() { # "redirected passed" bytes, from the kernel's counters
   cli --json stats | tr -d ' \n' | sed -n 's/.*"bytesRedirected":\([0-9]*\).*"bytesPassed":\([0-9]*\).*/\1 \2/p'
-}
-in_cg() { # OUTPUT PID-FILE ARGS...: the peer in the run's cgroup, in the background
-  local out=$1 pidf=$2; shift 2
-  sh -c 'echo $$ > "$0/cgroup.procs"; shift; exec "$@"' "$cg" - "$work/peer" "$@" >"$out" 2>&1 &
-  echo $! >"$pidf"
-}
-wait_line() { # FILE PATTERN: the first line matching, within 30 s
-  for _ in $(seq 300); do grep -m1 -E "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  cat "$1"; echo "no '$2' in $1"; return 1
 }
 share() { # NAME BEFORE AFTER: at least 99% of the bytes in between redirected
   local r=$(( $(cut -d' ' -f1 <<<"$3") - $(cut -d' ' -f1 <<<"$2") )) p=$(( $(cut -d' ' -f2 <<<"$3") - $(cut -d' ' -f2 <<<"$2") ))
   if [ "$r" -gt 0 ] && [ $((r * 100)) -ge $((99 * (r + p))) ]; then echo "$1: $r bytes redirected, $p by TCP"
-  else echo "$1: expected >= 99% redirected, got $r redirected and $p by TCP"; return 1; fi
+  else echo "$1: expected >= 99% redirected, got $r redirected and $p by TCP"; cli stats; podman logs "$agent" 2>&1 | tail -20
+    return 1; fi
 }
-server() { # NAME KIND ARGS...: a peer server on port 0, opted in through the agent; prints its port
-  in_cg "$work/$1.out" "$work/$1.pid" "$2" 127.0.0.1 0 "${@:3}"
-  local port; port=$(wait_line "$work/$1.out" '^port=' | cut -d= -f2)
-  cli allow "$port" >/dev/null
-  echo "$port"
+log_line() { # CONTAINER PATTERN: the first line of its output matching, within 30 s
+  for _ in $(seq 300); do podman logs "$1" 2>&1 | grep -m1 -E "$2" && return 0; sleep 0.1; done
+  podman logs "$1" 2>&1 | tail -20; echo "no '$2' from $1"; return 1
 }
-client_done() { # NAME: waits for the client, which must print ok=1
-  wait "$(cat "$work/$1.pid")" || true
-  grep -q '^ok=1' "$work/$1.out" || { cat "$work/$1.out"; echo "$1 failed"; return 1; }
+
+# Two pods, each in a network namespace of its own, wired to the node: 10.251.N.2 via 10.251.N.1.
+ip netns add "$node"
+ip netns exec "$node" sysctl -qw net.ipv4.ip_forward=1
+ip -n "$node" link set lo up
+n=0
+for pod in jvm c; do
+  n=$((n + 1))
+  name=sockmap4j-ctr-$id-$pod
+  pods+=("$name")
+  podman pod create --name "$name" --network none --cgroup-parent "/$run/pods" >/dev/null
+  podman pod start "$name" >/dev/null
+  infra=$(podman inspect -f '{{.State.Pid}}' "$(podman pod inspect -f '{{.InfraContainerID}}' "$name")")
+  ip -n "$node" link add "s$id$pod" type veth peer name eth0 netns "$infra"
+  ip -n "$node" addr add "10.251.$n.1/24" dev "s$id$pod"
+  ip -n "$node" link set "s$id$pod" up
+  nsenter -t "$infra" -n sh -c "ip link set lo up && ip addr add 10.251.$n.2/24 dev eth0 \
+    && ip link set eth0 up && ip route add default via 10.251.$n.1"
+done
+jvm_ip=10.251.1.2 c_ip=10.251.2.2
+in_pod() { # POD NAME ARGS...: a container of the image in the pod, the run's binaries at /work
+  names+=("$2")
+  podman run -d --pod "sockmap4j-ctr-$id-$1" --name "$2" -v "$work:/work:ro" --entrypoint "$3" \
+    "$image" "${@:4}" >/dev/null
+}
+client_done() { # NAME: the C client's container exits 0 having printed ok=1
+  local rc; rc=$(podman wait "$1")
+  [ "$rc" = 0 ] && podman logs "$1" 2>&1 | grep -q '^ok=1' || { podman logs "$1" 2>&1 | tail; echo "$1 failed"; return 1; }
 }
 
 start_agent sockmap4j-agent-$id-a
 until_ready sockmap4j-agent-$id-a
+in_pod jvm sockmap4j-ctr-$id-service java -cp /work JvmPeer serve 7070 7071
+log_line sockmap4j-ctr-$id-service '^listening' >/dev/null
+cli allow "7070/$jvm_ip/32" "7071/$jvm_ip/32" "7072/$c_ip/32" >/dev/null
+echo "pod jvm ($jvm_ip): a JVM service on 7070 (echo) and 7071 (stream sink); pod c ($c_ip): 7072; opted in through the agent"
+
 before=$(counters)
-p=$(server stream-server stream-server $((64 << 20)))
-in_cg "$work/stream-client.out" "$work/stream-client.pid" stream-client 127.0.0.1 "$p" $((64 << 20))
-client_done stream-client
-p=$(server pp-server pp-server)
-in_cg "$work/pp-client.out" "$work/pp-client.pid" pp-client 127.0.0.1 "$p" 20000 1024
-client_done pp-client
-share "64 MiB stream and 20,000 x 1 KiB ping-pong" "$before" "$(counters)"
+in_pod c sockmap4j-ctr-$id-sink /work/peer stream-server 0.0.0.0 7072 $((64 << 20))
+log_line sockmap4j-ctr-$id-sink '^port=' >/dev/null
+in_pod jvm sockmap4j-ctr-$id-stream java -cp /work JvmPeer stream "$c_ip" 7072 $((64 << 20))
+client_done sockmap4j-ctr-$id-sink
+client_done sockmap4j-ctr-$id-stream
+share "pod jvm -> pod c: 64 MiB stream (a JVM writer, a C reader)" "$before" "$(counters)"
+before=$(counters)
+in_pod c sockmap4j-ctr-$id-pp /work/peer pp-client "$jvm_ip" 7070 20000 1024
+client_done sockmap4j-ctr-$id-pp
+share "pod c -> pod jvm: 20,000 x 1 KiB ping-pong" "$before" "$(counters)"
+# The other way, the C writer flat out and a JVM reader that keeps up less: after a bound hit the
+# writer stays on TCP until its reader has read everything (docs/in-flight-bound.md). Said, not held.
+before=$(counters)
+in_pod c sockmap4j-ctr-$id-stream2 /work/peer stream-client "$jvm_ip" 7071 $((64 << 20))
+client_done sockmap4j-ctr-$id-stream2
+log_line sockmap4j-ctr-$id-service "^stream (ok bytes=$((64 << 20))|bad)" | grep -q ok
+after=$(counters)
+echo "pod c -> pod jvm: 64 MiB stream (a C writer flat out, a JVM reader), byte-exact:" \
+  "$(( $(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before") )) bytes redirected," \
+  "$(( $(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before") )) by TCP"
 
 # The agent killed under an open connection: the kernel keeps redirecting it without the agent.
-p=$(server pp2-server pp-server)
-in_cg "$work/pp2-client.out" "$work/pp2-client.pid" pp-client 127.0.0.1 "$p" 200000 1024
-wait_line "$work/pp2-client.out" '^peer=' >/dev/null
+in_pod c sockmap4j-ctr-$id-pp2 /work/peer pp-client "$jvm_ip" 7070 1000000 1024
+log_line sockmap4j-ctr-$id-pp2 '^peer=' >/dev/null
 before=$(counters)
 podman kill sockmap4j-agent-$id-a >/dev/null
-echo "agent killed (podman kill) during a 200,000 x 1 KiB ping-pong"
+echo "agent killed (podman kill) during a 1,000,000 x 1 KiB ping-pong"
 start_agent sockmap4j-agent-$id-b
-client_done pp2-client
+client_done sockmap4j-ctr-$id-pp2
 until_ready sockmap4j-agent-$id-b
 podman logs sockmap4j-agent-$id-b 2>&1 | grep -m1 -o '[0-9]* rules adopted' || true
 share "ping-pong across the agent's kill and restart" "$before" "$(counters)"
