@@ -319,6 +319,49 @@ class AgentTest {
         assertEquals(0, cli("deny", "47204", "47205", "47206").code());
     }
 
+    /**
+     * An agent whose pinned maps differ from the running set's (another ABI) starts over that set:
+     * the set is retired, not refused. The open connection, half-way through a checked stream,
+     * finishes byte-exact on the retired set; the retired programs leave the cgroup; rules carry
+     * over; a new connection is redirected by the new set; once the old connection closes, no pin of
+     * the old ABI is left. The older version is played by the running agent's own pins with an
+     * older ABI number written into their meta map: the retire reads nothing else of a set.
+     */
+    @Test
+    @Order(4)
+    void anUpgradeAcrossAnAbiChangeRetiresTheOldPinsAndLosesNothing() throws Exception {
+        assertEquals(0, cli("allow", "47207").code());
+        long total = 512L << 20;
+        try (ChildJvm server = peer(null, "stream-server", "127.0.0.1", "47207", Long.toString(total));
+             ChildJvm client = listening(server).peer(null, "step-client", "127.0.0.1", "47207", Long.toString(total))) {
+            client.expect("half=", 60);
+            List<String> before = sh("bpftool", "cgroup", "show", cgroup.toString()).lines()
+                    .filter(l -> l.contains("sm4j_sockops")).toList();
+            assertEquals(1, before.size(), "one sockops program attached: " + before);
+            stopAgent();
+            int older = Pins.ABI_VERSION - 1;
+            sh("bpftool", "map", "update", "pinned", pins.resolve("meta").toString(), "key", "0", "0", "0", "0",
+                    "value", Integer.toString(older & 0xff), Integer.toString((older >> 8) & 0xff), "0", "0");
+            startAgent();
+            List<Path> retired = Pins.retiredSets(pins);
+            assertEquals(1, retired.size(), "the older set retired: " + retired);
+            assertTrue(retired.get(0).getFileName().toString().startsWith("retired-abi-" + older + "-"), retired::toString);
+            List<String> after = sh("bpftool", "cgroup", "show", cgroup.toString()).lines()
+                    .filter(l -> l.contains("sm4j_sockops")).toList();
+            assertEquals(1, after.size(), "only the new set's sockops program attached: " + after);
+            assertFalse(after.equals(before), "a program of the new set: " + before + " then " + after);
+            assertTrue(cli("rules").out().contains("47207"), "the rule carried over: " + cli("rules").out());
+            // A connection made now: the new set's programs, its counters.
+            assertTrue(pingPong(null, null, "127.0.0.1", 47207, 2_000) >= 0.99, "a new connection redirected");
+            client.closeInput();
+            assertEquals("1", server.expect("ok=", 120), "every byte of the old connection, in order: " + server.output());
+            assertEquals("1", client.expect("ok=", 30), client.output());
+        }
+        Await.until("the retired set removed once its connection closed", Duration.ofSeconds(10),
+                () -> Pins.retiredSets(pins).isEmpty());
+        assertEquals(0, cli("deny", "47207").code());
+    }
+
     /** Lines to the agent's control socket from a process of uid nobody; the answers. */
     List<String> asNobody(String... lines) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + NOBODY, "--regid=" + NOBODY,

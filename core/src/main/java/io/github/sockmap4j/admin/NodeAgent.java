@@ -14,6 +14,7 @@ import io.github.sockmap4j.internal.agent.RuleBook;
 import io.github.sockmap4j.internal.bpf.InFlightWatcher;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.LockDir;
+import io.github.sockmap4j.internal.bpf.Pins;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.net.UnixListener;
@@ -125,6 +126,7 @@ public final class NodeAgent implements AutoCloseable {
         ControlServer control = null;
         io.github.sockmap4j.internal.bpf.ServiceMap serviceMap = null;
         try {
+            List<Path> retiredBefore = Pins.retiredSets(options.pinDirectory());
             for (Path cg : options.cgroups()) {
                 SockmapConfig config = SockmapConfig.builder().pinDirectory(options.pinDirectory()).cgroup(cg)
                         .maxSockets(options.maxSockets()).allowRootCgroup(options.allowRootCgroup()).build();
@@ -134,15 +136,22 @@ public final class NodeAgent implements AutoCloseable {
                     throw new SockmapUnavailableException("the agent cannot start: " + target.cause(), null);
                 }
                 KernelSockmap k = KernelSockmap.open(host.bpf(), options.pinDirectory(), target.cgroup(),
-                        options.maxSockets());
+                        options.maxSockets(), true);
                 kernels.add(k);
                 k.markAgentOwned();
+            }
+            // Pins of another version were retired: this version's programs are attached now, so the
+            // retired ones leave the cgroups (their connections stay on their maps until they close).
+            boolean retiredNow = !retiredBefore.containsAll(Pins.retiredSets(options.pinDirectory()));
+            int detached = Pins.detachRetired(options.pinDirectory());
+            if (detached > 0) {
+                LOG.info("sockmap4j agent: detached {} cgroup links of retired pins", detached);
             }
             revokeGrants(options.pinDirectory());
             watcher = new InFlightWatcher(kernels.get(0).inFlight(), options.cgroups()).start();
             policy = PolicyMap.open(host.bpf(), options.pinDirectory());
             Path lockDir = LockDir.pathFor(options.pinDirectory());
-            RuleBook book = RuleBook.load(policy, lockDir.resolve("agent-rules"));
+            RuleBook book = RuleBook.load(policy, lockDir.resolve("agent-rules"), retiredNow);
             serviceMap = io.github.sockmap4j.internal.bpf.ServiceMap.open(host.bpf(), options.pinDirectory());
             io.github.sockmap4j.internal.agent.ServiceBook services = io.github.sockmap4j.internal.agent.ServiceBook
                     .load(serviceMap, lockDir.resolve("agent-services"));
@@ -163,6 +172,7 @@ public final class NodeAgent implements AutoCloseable {
             reaper.scheduleWithFixedDelay(agent::checkPins, 1, 1, TimeUnit.SECONDS);
             agent.reportOtherSockops();
             reaper.scheduleWithFixedDelay(agent::checkCollisions, 5, 5, TimeUnit.SECONDS);
+            reaper.scheduleWithFixedDelay(agent::reapRetired, 0, 1, TimeUnit.SECONDS);
             return agent;
         } catch (IOException | RuntimeException e) {
             if (control != null) {
@@ -282,6 +292,18 @@ public final class NodeAgent implements AutoCloseable {
                     + "hand): the fast path of " + options.cgroups() + " is off";
             LOG.error("sockmap4j agent: {}; not ready, stopping so that it can be started again", why);
             lost.complete(why);
+        }
+    }
+
+    /** Removes the retired pins of another version whose last connection closed ({@link Pins#reapRetired}). */
+    private void reapRetired() {
+        if (closed) {
+            return;
+        }
+        try {
+            Pins.reapRetired(Libbpf.load(), options.pinDirectory());
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("sockmap4j agent: cannot look at the retired pins in {}: {}", options.pinDirectory(), e.toString());
         }
     }
 

@@ -105,6 +105,14 @@ public final class RuleBook {
 
     /** Adopts the rules of {@code policy}, with their holders from {@code file} when there is one. */
     public static RuleBook load(PolicyMap policy, Path file) throws IOException {
+        return load(policy, file, false);
+    }
+
+    /**
+     * The same; {@code restore}: the policy map was made anew (the pins of another version were
+     * retired), and the journal's live rules are put back into it rather than taken as removed.
+     */
+    public static RuleBook load(PolicyMap policy, Path file, boolean restore) throws IOException {
         RuleBook b = new RuleBook(policy, file);
         Set<String> inMap = new java.util.HashSet<>(policy.keysHex());
         if (Files.exists(file)) {
@@ -118,7 +126,11 @@ public final class RuleBook {
                 int bits = Integer.parseInt(f[5]);
                 PolicyRule key = policy.rule(port, net, bits);
                 if (!inMap.contains(key.prefixHex())) {
-                    continue; // removed from the map while no agent ran
+                    if (!restore) {
+                        continue; // removed from the map while no agent ran
+                    }
+                    policy.put(key, Integer.parseInt(f[6]));
+                    inMap.add(key.prefixHex());
                 }
                 Rule r = b.rules.computeIfAbsent(key.prefixHex(),
                         k -> new Rule(port, net, bits, key, Integer.parseInt(f[6])));

@@ -58,6 +58,15 @@ public final class KernelSockmap implements AutoCloseable {
      * to {@code cgroupDir}.
      */
     public static KernelSockmap open(Libbpf bpf, Path pinDir, Path cgroupDir, int maxSockets) throws IOException {
+        return open(bpf, pinDir, cgroupDir, maxSockets, false);
+    }
+
+    /**
+     * The same; {@code agent}: the caller owns the directory, and pins of another ABI version
+     * are retired, not refused ({@link Pins#retire}).
+     */
+    public static KernelSockmap open(Libbpf bpf, Path pinDir, Path cgroupDir, int maxSockets, boolean agent)
+            throws IOException {
         Path cg = cgroupDir.toAbsolutePath().normalize();
         Cgroups.checkV2(cg);
         long cgroupId = Cgroups.id(cg);
@@ -72,7 +81,7 @@ public final class KernelSockmap implements AutoCloseable {
             locks.joinUsers(cgroupId);
             checkPinDirectory(pinDir, Ownership.ensureDirectory(pinDir, "pin directory", 0750));
             ours = true;
-            fds = Pins.openOrCreate(bpf, pinDir, maxSockets);
+            fds = Pins.openOrCreate(bpf, pinDir, maxSockets, agent);
             Pins.attachCgroup(bpf, pinDir, cg, cgroupId, fds.cgroupPrograms());
             return new KernelSockmap(bpf, pinDir, cg, cgroupId, locks, fds);
         } catch (IOException | RuntimeException e) {

@@ -16,6 +16,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalInt;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,6 +47,8 @@ public final class Pins {
     /** The same programs built with SM4J_NO_DRAIN, for kernels that refuse the other. */
     static final String NODRAIN_RESOURCE = "sockmap4j-nodrain.bpf.o";
     private static final String LINK_PREFIX = "link_cgroup_";
+    /** The subdirectories the pins of another ABI version are moved to ({@link #retire}). */
+    static final String RETIRED_PREFIX = "retired-abi-";
     private static final Logger LOG = LoggerFactory.getLogger(Pins.class);
 
     private Pins() {
@@ -53,6 +56,24 @@ public final class Pins {
 
     /** Opens the pins of {@code dir}, creating them first when there are none. Under the setup lock. */
     static PinnedObjects openOrCreate(Libbpf bpf, Path dir, int maxSockets) throws IOException {
+        return openOrCreate(bpf, dir, maxSockets, false);
+    }
+
+    /**
+     * The same; {@code retireOtherAbi} (the node agent, the directory's owner): pins of another
+     * ABI version are retired ({@link #retire}) and new ones made, instead of being refused.
+     */
+    static PinnedObjects openOrCreate(Libbpf bpf, Path dir, int maxSockets, boolean retireOtherAbi)
+            throws IOException {
+        // The meta pin first: a set of another version may have other pins, which must not be taken
+        // for an interrupted setup and removed.
+        OptionalInt abi = pinnedAbi(bpf, dir);
+        if (abi.isPresent() && abi.getAsInt() != ABI_VERSION) {
+            if (!retireOtherAbi) {
+                throw otherAbi(dir, abi.getAsInt());
+            }
+            retire(dir, abi.getAsInt());
+        }
         int present = 0;
         for (Pin p : Pin.values()) {
             present += Files.exists(dir.resolve(p.fileName)) ? 1 : 0;
@@ -87,11 +108,139 @@ public final class Pins {
             }
             int abi = val.get(ValueLayout.JAVA_INT, 0);
             if (abi != ABI_VERSION) {
-                throw new IOException("the pins in " + dir + " come from another sockmap4j version (ABI "
-                        + abi + ", this library has " + ABI_VERSION + "): stop the processes using them, "
-                        + "or set -Dsockmap4j.pinDir to another directory");
+                throw otherAbi(dir, abi);
             }
         }
+    }
+
+    private static IOException otherAbi(Path dir, int abi) {
+        return new IOException("the pins in " + dir + " come from another sockmap4j version (ABI " + abi
+                + ", this library has " + ABI_VERSION + "): where a node agent owns them, start the agent of this "
+                + "version there first (it retires them and makes new ones); otherwise stop the processes using "
+                + "them, or set -Dsockmap4j.pinDir to another directory");
+    }
+
+    /** The ABI version in the meta pin of {@code dir}; empty when it has none. */
+    static OptionalInt pinnedAbi(Libbpf bpf, Path dir) throws IOException {
+        int fd = bpf.tryGetPinned(Pin.META.path(dir));
+        if (fd < 0) {
+            if (-fd == Errno.ENOENT) {
+                return OptionalInt.empty();
+            }
+            throw new NativeIOException("bpf_obj_get", -fd, Pin.META.path(dir));
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment val = arena.allocate(ValueLayout.JAVA_INT);
+            int r = bpf.tryMapLookup(fd, key, val);
+            if (r < 0) {
+                throw new NativeIOException("bpf_map_lookup_elem(meta)", -r, dir.toString());
+            }
+            return OptionalInt.of(val.get(ValueLayout.JAVA_INT, 0));
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
+    /**
+     * Moves every pin of {@code dir} into a subdirectory of its own, {@code retired-abi-N-K}, so
+     * that a set of this version can be made in {@code dir}. Nothing of the old set changes: its
+     * programs stay attached to the cgroups until {@link #detachRetired} unpins their links, and
+     * the sockets in its SOCKHASH stay redirected, with their unread bytes, by its own verdict
+     * until they close; {@link #reapRetired} then removes the set. Under the setup lock.
+     *
+     * @return the directory the set went to
+     */
+    static Path retire(Path dir, int abi) throws IOException {
+        Path to;
+        int k = 1;
+        while (Files.exists(to = dir.resolve(RETIRED_PREFIX + abi + "-" + k))) {
+            k++;
+        }
+        Files.createDirectory(to);
+        int n = 0;
+        try (var entries = Files.list(dir)) {
+            for (Path p : (Iterable<Path>) entries::iterator) {
+                if (!Files.isDirectory(p)) {
+                    Files.move(p, to.resolve(p.getFileName())); // rename(2): the pinned object is the same
+                    n++;
+                }
+            }
+        }
+        LOG.info("Retired the {} pins of sockmap4j ABI {} in {} to {}: their connections stay redirected by their "
+                + "own programs until they close; new connections get this version's (ABI {})", n, abi, dir, to,
+                ABI_VERSION);
+        return to;
+    }
+
+    /** The retired sets of {@code dir} ({@link #retire}), oldest first. */
+    public static List<Path> retiredSets(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (var entries = Files.list(dir)) {
+            return entries.filter(p -> Files.isDirectory(p) && p.getFileName().toString().startsWith(RETIRED_PREFIX))
+                    .sorted().toList();
+        }
+    }
+
+    /**
+     * Unpins the cgroup links of every retired set: their programs leave the cgroups, so no new
+     * socket enters a retired map. Called once this version's programs are attached.
+     *
+     * @return how many links were unpinned
+     */
+    public static int detachRetired(Path dir) throws IOException {
+        int n = 0;
+        for (Path set : retiredSets(dir)) {
+            n += unpinLinks(set);
+        }
+        return n;
+    }
+
+    /**
+     * Removes each retired set whose SOCKHASH no longer holds a socket: the kernel takes a socket
+     * out of every socket map as it closes, so an empty one had its last connection end. A set's
+     * cgroup links go first ({@link #detachRetired}), so its map only empties.
+     *
+     * @return the sets removed
+     */
+    public static List<Path> reapRetired(Libbpf bpf, Path dir) throws IOException {
+        List<Path> removed = new ArrayList<>();
+        for (Path set : retiredSets(dir)) {
+            unpinLinks(set);
+            if (registeredIn(bpf, set) == 0) {
+                removeSet(set);
+                removed.add(set);
+                LOG.info("Removed the retired sockmap4j pins {}: their last connection closed", set);
+            }
+        }
+        return removed;
+    }
+
+    /** The sockets in a retired set's SOCKHASH (its {@code socks} pin); 0 when it has none. */
+    static int registeredIn(Libbpf bpf, Path set) throws IOException {
+        int fd = bpf.tryGetPinned(Pin.SOCKS.path(set));
+        if (fd < 0) {
+            if (-fd == Errno.ENOENT) {
+                return 0;
+            }
+            throw new NativeIOException("bpf_obj_get", -fd, Pin.SOCKS.path(set));
+        }
+        try {
+            return countKeys(bpf, fd, bpf.mapInfo(fd).keySize());
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
+    private static void removeSet(Path set) throws IOException {
+        try (var entries = Files.list(set)) {
+            for (Path p : (Iterable<Path>) entries::iterator) {
+                Files.deleteIfExists(p);
+            }
+        }
+        Files.deleteIfExists(set);
     }
 
     /** The load of the object with the drain check failed: the caller loads the one without. */
@@ -351,7 +500,14 @@ public final class Pins {
         LockDir locks = LockDir.forPinDir(dir);
         locks.lockSetup();
         try {
-            int n = unpinLinks(dir);
+            int n = 0;
+            for (Path set : retiredSets(dir)) {
+                try (var files = Files.list(set)) {
+                    n += (int) files.count();
+                }
+                removeSet(set);
+            }
+            n += unpinLinks(dir);
             n += Files.deleteIfExists(dir.resolve(AGENT_PIN)) ? 1 : 0;
             for (Pin p : Pin.values()) {
                 n += Files.deleteIfExists(dir.resolve(p.fileName)) ? 1 : 0;
