@@ -14,7 +14,10 @@
 #   kernel's counters; a 64 MiB stream the other way, a C writer flat out to the JVM reader,
 #   byte-checked, its share printed (not held: docs/in-flight-bound.md);
 # - 'podman kill' of the agent in the middle of a 1,000,000 x 1 KiB ping-pong, which finishes
-#   byte-exact and on the path; a new agent container that adopts the pins and is ready.
+#   byte-exact and on the path; a new agent container that adopts the pins and is ready;
+# - a rolling update across an ABI change ('podman stop', the pins marked an older version's, a
+#   new container that retires them): an open ping-pong finishes byte-exact, a new one is
+#   redirected, the retired set goes once its connection closed.
 # Removes the containers, pods, the images it loaded or podman built, the pins, the namespaces, the
 # cgroups (in every hierarchy) and the lock directory at the end, also on failure.
 # Usage: agent-container.sh [--no-build]   (builds the image with scripts/image.sh first, unless
@@ -184,4 +187,30 @@ client_done sockmap4j-ctr-$id-pp2
 until_ready sockmap4j-agent-$id-b
 podman logs sockmap4j-agent-$id-b 2>&1 | grep -m1 -o '[0-9]* rules adopted' || true
 share "ping-pong across the agent's kill and restart" "$before" "$(counters)"
+
+# A rolling update across a change of the pinned maps' ABI: 'podman stop' (SIGTERM, as the kubelet
+# does), the pins made an older version's (their meta map's ABI number lowered: the retire reads
+# nothing else of a set), a new container, which retires them. The open ping-pong finishes
+# byte-exact on the retired set; a new connection is on the new set; the retired set goes once
+# the old connection closed.
+in_pod c sockmap4j-ctr-$id-pp3 /work/peer pp-client "$jvm_ip" 7070 1000000 1024
+log_line sockmap4j-ctr-$id-pp3 '^peer=' >/dev/null
+podman stop -t 30 "$agent" >/dev/null
+abi=$(bpftool -j map lookup pinned "$pins/meta" key 0 0 0 0 | sed -n 's/.*"value":\["0x\([0-9a-f]*\)".*/\1/p')
+older=$(( 16#$abi - 1 ))
+bpftool map update pinned "$pins/meta" key 0 0 0 0 value "$older" 0 0 0
+echo "agent stopped (podman stop) during a 1,000,000 x 1 KiB ping-pong; pins marked ABI $older (this one's: $((16#$abi)))"
+start_agent sockmap4j-agent-$id-c
+until_ready sockmap4j-agent-$id-c
+[ -d "$pins/retired-abi-$older-1" ] || { podman logs "$agent" 2>&1 | tail; echo "no retired set in $pins"; exit 1; }
+podman logs "$agent" 2>&1 | grep -m1 -o 'Retired the [0-9]* pins of sockmap4j ABI [0-9]*' || true
+before=$(counters)
+in_pod c sockmap4j-ctr-$id-pp4 /work/peer pp-client "$jvm_ip" 7070 20000 1024
+client_done sockmap4j-ctr-$id-pp4
+share "a connection made after the upgrade: 20,000 x 1 KiB ping-pong" "$before" "$(counters)"
+client_done sockmap4j-ctr-$id-pp3
+echo "the ping-pong open across the upgrade: byte-exact"
+for _ in $(seq 100); do [ -d "$pins/retired-abi-$older-1" ] || break; sleep 0.1; done
+[ ! -d "$pins/retired-abi-$older-1" ] || { echo "the retired set stayed after its connection closed"; exit 1; }
+echo "retired set removed once its connection closed"
 echo "agent container: ok"
