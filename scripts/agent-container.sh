@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The node agent as an operator runs it, on this machine as a one-node cluster:
-# - the agent container from scripts/image.sh's archive, started by podman as the DaemonSet's pod
-#   asks (privileged, the host's network and PIDs, bpffs, cgroup2 and /run/sockmap4j mounted),
-#   attached to the cgroup the run's pods live under; /healthz and /readyz probed as the kubelet
-#   would, until ready;
+# - the agent container from scripts/image.sh's archive, started by podman with the pod template of
+#   deploy/kubernetes/daemonset.yaml turned into 'podman run' arguments (scripts/podman-args.py,
+#   which prints what it replaced or ignored): privileged, the host's network and PIDs, bpffs,
+#   cgroup2, /run/sockmap4j and the policy ConfigMap mounted, the memory limit; attached to the
+#   cgroup the run's pods live under; /healthz and /readyz probed as the kubelet would, until ready;
 # - two podman pods, each with a network namespace of its own (podman's "none" network, then a
 #   veth into a "node" namespace made for the run that routes between them: no podman network, so
 #   nothing in the host's netfilter): "jvm", a JVM service of plain java.net sockets
@@ -82,16 +83,18 @@ mkdir -p "$cg"
 podman load -q -i "$archive" >/dev/null
 podman tag "docker.io/sockmap4j/agent:$version" "$image" 2>/dev/null || true
 
-# What a DaemonSet pod of deploy/kubernetes/daemonset.yaml becomes here (podman run rather than
-# 'podman kube play': 4.3 takes no DaemonSet, ignores hostPID, refuses the spec.nodeName fieldRef).
-agent_opts=(--privileged --network host --pid host --cgroup-parent "/$run/agent"
-  -v /sys/fs/bpf:/sys/fs/bpf:rshared -v /sys/fs/cgroup:/sys/fs/cgroup -v /run/sockmap4j:/run/sockmap4j)
+# The pod of deploy/kubernetes/daemonset.yaml as 'podman run' arguments (podman-args.py: 'podman kube
+# play' 4.3 takes no DaemonSet, ignores hostPID, refuses the spec.nodeName fieldRef); it says which
+# fields it replaced or ignored, and what that changes.
+python3 -c 'import yaml' 2>/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y python3-yaml >/dev/null
+mapfile -t agent_args < <(python3 scripts/podman-args.py deploy/kubernetes/daemonset.yaml \
+  deploy/kubernetes/policy.yaml "$work" "$image" "$pins" "$cg" "$port_metrics" "/$run/agent")
+[ "${#agent_args[@]}" -gt 1 ] || { echo "podman-args.py failed"; exit 1; }
 agent=
 start_agent() { # NAME: the agent now
   agent=$1
   names+=("$1")
-  podman run -d --name "$1" "${agent_opts[@]}" "$image" --pin-dir="$pins" agent --cgroup="$cg" \
-    --metrics-port=$port_metrics >/dev/null
+  podman run -d --name "$1" "${agent_args[@]}" >/dev/null
 }
 probe() { # PATH: the HTTP status the agent answers, 000 when it does not
   curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$port_metrics$1" || true
