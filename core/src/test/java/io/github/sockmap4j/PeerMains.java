@@ -1,7 +1,6 @@
 package io.github.sockmap4j;
 
 import io.github.sockmap4j.admin.PolicyClient;
-import io.github.sockmap4j.admin.NodeAgent;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.InetAddress;
@@ -14,7 +13,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 
 /** Programs the tests run in a second process. Each prints key=value lines. */
-final class PeerMains {
+public final class PeerMains {
     private PeerMains() {
     }
 
@@ -192,7 +191,10 @@ final class PeerMains {
     }
 
     /** Opts a port in through PolicyClient (run without privileges); prints opted= or error=. */
-    static final class UnprivilegedOptIn {
+    public static final class UnprivilegedOptIn {
+        private UnprivilegedOptIn() {
+        }
+
         public static void main(String[] args) throws Exception {
             System.out.println("uid=" + java.nio.file.Files.getAttribute(java.nio.file.Path.of("/proc/self"), "unix:uid"));
             try (PolicyClient client = PolicyClient.open(Path.of(args[0]));
@@ -210,7 +212,10 @@ final class PeerMains {
      * args[1] in, prints active=, cause= and opted= (or error=), and holds the opt-in until a line
      * arrives on stdin.
      */
-    static final class UnprivilegedLibraryOptIn {
+    public static final class UnprivilegedLibraryOptIn {
+        private UnprivilegedLibraryOptIn() {
+        }
+
         public static void main(String[] args) throws Exception {
             try (Sockmap s = Sockmap.open(SockmapConfig.builder().pinDirectory(Path.of(args[0]))
                     .required(args.length > 2).build())) {
@@ -250,45 +255,6 @@ final class PeerMains {
                 System.out.println("bound=" + ch.inFlightBound());
                 System.out.println("read=" + got);
                 new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
-            }
-        }
-    }
-
-    /**
-     * A node agent of pin directory args[0] attached to cgroup args[1] (policy file args[2], or
-     * "-"). Prints fds= (its open descriptors once started), then ready=true|false at every change
-     * of {@link NodeAgent#isReady()}, and stops on a line "quit".
-     */
-    static final class AgentProcess {
-        public static void main(String[] args) throws Exception {
-            Path policy = args[2].equals("-") ? null : Path.of(args[2]);
-            try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(Path.of(args[0]),
-                    java.util.List.of(Path.of(args[1])), policy, 1024, false))) {
-                try (var fds = java.nio.file.Files.list(Path.of("/proc/self/fd"))) {
-                    System.out.println("fds=" + fds.count());
-                }
-                Thread watch = new Thread(() -> {
-                    boolean last = !agent.isReady();
-                    while (true) {
-                        boolean now = agent.isReady();
-                        if (now != last) {
-                            System.out.println("ready=" + now);
-                            last = now;
-                        }
-                        try {
-                            Thread.sleep(20);
-                        } catch (InterruptedException e) {
-                            return;
-                        }
-                    }
-                }, "readiness");
-                watch.setDaemon(true);
-                watch.start();
-                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-                String line;
-                while ((line = in.readLine()) != null && !line.equals("quit")) {
-                    // wait
-                }
             }
         }
     }

@@ -86,6 +86,14 @@ public final class TestKernel implements AutoCloseable {
         }
     }
 
+    /** Whether the kernel's policy map holds a rule for {@code port} (bpftool's dump, a witness of its own). */
+    public boolean policyHas(int port) throws Exception {
+        String dump = Bpftool.run("-j", "map", "dump", "pinned", pinDir.resolve("policy").toString());
+        // the raw key holds the port big-endian at bytes 4..5
+        String hex = String.format("\"0x%02x\",\"0x%02x\"", port >>> 8, port & 0xff);
+        return dump.contains(hex);
+    }
+
     @Override
     public void close() throws IOException {
         try {

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.bench;
 
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.net.InetAddress;

@@ -2,7 +2,7 @@ package io.github.sockmap4j.bench;
 
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testsupport.NodeBed;
 import java.io.BufferedReader;

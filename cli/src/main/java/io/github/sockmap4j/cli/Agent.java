@@ -2,7 +2,10 @@ package io.github.sockmap4j.cli;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.AgentHttp;
+import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.agent.kubernetes.PodRules;
+import io.github.sockmap4j.agent.kubernetes.ServiceRules;
 import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

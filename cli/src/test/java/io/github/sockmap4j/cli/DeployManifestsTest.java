@@ -1,5 +1,6 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.agent.kubernetes.PodRules;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -17,7 +18,7 @@ import io.fabric8.kubernetes.api.model.apps.DaemonSet;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
-import io.github.sockmap4j.internal.agent.AgentPolicy;
+import io.github.sockmap4j.agent.control.AgentPolicy;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.agent.kubernetes.PodRules;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,7 +9,7 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;

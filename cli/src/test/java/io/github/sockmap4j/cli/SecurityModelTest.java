@@ -1,5 +1,6 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.agent.AgentHttp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,5 +1,7 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.agent.kubernetes.ServiceRules;
+import io.github.sockmap4j.agent.kubernetes.PodRules;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,7 +12,7 @@ import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

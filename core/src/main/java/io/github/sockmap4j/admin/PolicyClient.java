@@ -255,7 +255,7 @@ public final class PolicyClient implements AutoCloseable {
         java.util.List<String> out = new java.util.ArrayList<>();
         try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
             for (ServiceMap.Service s : m.list()) {
-                out.add(io.github.sockmap4j.internal.agent.ServiceBook.describe(s));
+                out.add(AgentRequest.describe(s));
             }
         }
         return out;

@@ -1,6 +1,5 @@
 package io.github.sockmap4j.metrics;
 
-import io.github.sockmap4j.admin.NodeAgent;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.xdp.XdpFilter;
@@ -39,33 +38,28 @@ public final class SockmapMetrics implements MeterBinder {
 
     private final Supplier<SockmapStats> source;
     private final BooleanSupplier active;
-    private final NodeAgent agent;
     private final List<XdpFilter> filters;
     private SockmapStats cached;
     private long cachedAt;
 
     public SockmapMetrics(Sockmap sockmap, XdpFilter... filters) {
         // Active means this process's own connections are covered, not only that the kernel side is set up.
-        this(sockmap::stats, sockmap::isActive, null, filters);
+        this(sockmap::stats, sockmap::isActive, filters);
     }
 
-    private SockmapMetrics(Supplier<SockmapStats> source, BooleanSupplier active, NodeAgent agent,
-                           XdpFilter... filters) {
+    private SockmapMetrics(Supplier<SockmapStats> source, BooleanSupplier active, XdpFilter... filters) {
         this.source = source;
         this.active = active;
-        this.agent = agent;
         this.filters = List.of(filters);
     }
 
     /**
-     * The node agent's meters: the pin directory's counters as above ({@code sockmap4j.active} is 1
-     * while the agent is ready), and {@code sockmap4j.agent.namespaces} (network namespaces the
-     * in-flight watcher looks in), {@code sockmap4j.agent.estimates} (receivers' estimates it
-     * raised), {@code sockmap4j.agent.rules} (rules in the policy map),
-     * {@code sockmap4j.agent.requests} tagged {@code outcome} (control socket requests).
+     * A pin directory's counters read by {@code source} (the node agent's, which owns no
+     * {@link Sockmap}); {@code sockmap4j.active} is {@code active}. The agent's own meters are the
+     * agent module's.
      */
-    public static SockmapMetrics forAgent(NodeAgent agent) {
-        return new SockmapMetrics(agent::stats, agent::isReady, agent);
+    public static SockmapMetrics of(Supplier<SockmapStats> source, BooleanSupplier active) {
+        return new SockmapMetrics(source, active);
     }
 
     private synchronized SockmapStats stats() {
@@ -118,18 +112,6 @@ public final class SockmapMetrics implements MeterBinder {
                 .description("time this process's writers waited for credit").baseUnit("seconds").register(r);
         Gauge.builder("sockmap4j.active", active, a -> a.getAsBoolean() ? 1 : 0)
                 .description("1 when the fast path is active").strongReference(true).register(r);
-        if (agent != null) {
-            Gauge.builder("sockmap4j.agent.namespaces", agent, NodeAgent::watchedNamespaces)
-                    .description("network namespaces the in-flight watcher looks in").strongReference(true).register(r);
-            FunctionCounter.builder("sockmap4j.agent.estimates", agent, NodeAgent::watcherEstimates)
-                    .description("read estimates or bounds the watcher raised").register(r);
-            Gauge.builder("sockmap4j.agent.rules", agent, NodeAgent::rules)
-                    .description("rules in the policy map").strongReference(true).register(r);
-            FunctionCounter.builder("sockmap4j.agent.requests", agent, a -> a.controlRequests() - a.controlRefusals())
-                    .description("control socket requests").tags("outcome", "done").register(r);
-            FunctionCounter.builder("sockmap4j.agent.requests", agent, NodeAgent::controlRefusals)
-                    .description("control socket requests").tags("outcome", "refused").register(r);
-        }
         for (XdpFilter f : filters) {
             xdp(r, f, "passed", c -> c.passed());
             xdp(r, f, "dropped", c -> c.dropped());

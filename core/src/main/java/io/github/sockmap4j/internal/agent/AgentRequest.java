@@ -98,6 +98,12 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
         return new AgentRequest(Verb.UNSERVICE, 0, null, 0, 0, new ServiceMap.Service(vip, List.of(), List.of(), false));
     }
 
+    /** A Service as the control socket's SERVICES lists it ("VIP local=... remote=..."). */
+    public static String describe(io.github.sockmap4j.internal.bpf.ServiceMap.Service s) {
+        return show(s.vip()) + " local=" + endpoints(s.local()) + " remote=" + endpoints(s.remote())
+                + (s.localOnly() ? " local-only" : "");
+    }
+
     /** {@code ADDRESS:PORT}, {@code [IPV6]:PORT}. */
     public static String show(InetSocketAddress a) {
         String h = a.getAddress().getHostAddress();

@@ -8,7 +8,7 @@ import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testsupport.NodeBed;
 import io.grpc.CallOptions;

@@ -1,5 +1,6 @@
-package io.github.sockmap4j.internal.agent;
+package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.internal.agent.AgentRequest;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;

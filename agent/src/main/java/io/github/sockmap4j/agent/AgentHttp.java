@@ -1,7 +1,6 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.admin.NodeAgent;
-import io.github.sockmap4j.metrics.SockmapMetrics;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.bootstrap.ServerBootstrap;
@@ -52,17 +51,17 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
-final class AgentHttp implements AutoCloseable {
+public final class AgentHttp implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AgentHttp.class);
-    static final int READ_TIMEOUT_SECONDS = 5;
-    static final int MAX_CONNECTIONS = 64;
+    public static final int READ_TIMEOUT_SECONDS = 5;
+    public static final int MAX_CONNECTIONS = 64;
     static final int RETRY_SECONDS = 2;
 
     private final InetSocketAddress address;
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     private final PrometheusMeterRegistry registry;
     /** Kept: the registry's function counters hold it weakly. */
-    private final SockmapMetrics metrics;
+    private final AgentMetrics metrics;
     private final NodeAgent agent;
     private final BooleanSupplier extraReadiness;
     private final AtomicInteger open = new AtomicInteger();
@@ -75,7 +74,7 @@ final class AgentHttp implements AutoCloseable {
         this.agent = agent;
         this.extraReadiness = extraReadiness;
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        this.metrics = SockmapMetrics.forAgent(agent);
+        this.metrics = new AgentMetrics(agent);
         metrics.bindTo(registry);
     }
 
@@ -83,7 +82,7 @@ final class AgentHttp implements AutoCloseable {
      * Serves on {@code address}, or, when it cannot bind there now, keeps trying in the background
      * ({@link #bindFailure()} says why meanwhile).
      */
-    static AgentHttp start(InetSocketAddress address, NodeAgent agent, BooleanSupplier extraReadiness) {
+    public static AgentHttp start(InetSocketAddress address, NodeAgent agent, BooleanSupplier extraReadiness) {
         AgentHttp http = new AgentHttp(address, agent, extraReadiness);
         http.bind(true);
         return http;
@@ -140,18 +139,18 @@ final class AgentHttp implements AutoCloseable {
     }
 
     /** Why it does not serve yet (its port held by another process), or null once it does. */
-    String bindFailure() {
+    public String bindFailure() {
         return bound == null ? bindFailure : null;
     }
 
     /** The address it serves on, or null while it cannot bind. */
-    InetSocketAddress address() {
+    public InetSocketAddress address() {
         Channel c = bound;
         return c == null ? null : (InetSocketAddress) c.localAddress();
     }
 
     /** The address asked for. */
-    InetSocketAddress requested() {
+    public InetSocketAddress requested() {
         return address;
     }
 

@@ -1,8 +1,12 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.agent;
 
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.PeerMains;
+import io.github.sockmap4j.Await;
+import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.admin.NodeAgent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -160,7 +164,7 @@ class UnprivilegedOptInTest {
         try (ChildJvm child = unprivileged(port)) {
             assertEquals("65534", child.expect("uid=", 60));
             assertEquals(Integer.toString(port), child.expect("opted=", 30));
-            assertTrue(LifecycleTest.policyHas(kernel, port), "the port is in the kernel's policy");
+            assertTrue(kernel.policyHas(port), "the port is in the kernel's policy");
             // A server on that port in the attached cgroup now takes the fast path.
             try (ServerSocketChannel server = ServerSocketChannel.open()) {
                 server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
@@ -175,6 +179,6 @@ class UnprivilegedOptInTest {
             child.send("quit");
             assertEquals(0, child.waitFor(30));
         }
-        assertTrue(!LifecycleTest.policyHas(kernel, port), "its close opted the port out");
+        assertTrue(!kernel.policyHas(port), "its close opted the port out");
     }
 }

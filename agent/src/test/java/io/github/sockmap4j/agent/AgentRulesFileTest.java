@@ -1,8 +1,8 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.agent;
 
+import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.admin.NodeAgent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

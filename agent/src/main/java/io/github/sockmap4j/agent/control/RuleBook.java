@@ -1,5 +1,6 @@
-package io.github.sockmap4j.internal.agent;
+package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
 import io.github.sockmap4j.internal.net.Cidr;

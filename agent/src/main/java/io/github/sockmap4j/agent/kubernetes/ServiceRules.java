@@ -1,4 +1,4 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent.kubernetes;
 
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServicePort;
@@ -8,7 +8,7 @@ import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.net.Inet4Address;
@@ -45,12 +45,12 @@ import org.slf4j.LoggerFactory;
  * <p><b>Note:</b> this class is threadsafe: the two informers call back on their own threads,
  * and every change goes through one lock.
  */
-final class ServiceRules implements AutoCloseable {
-    static final String PORTS_ANNOTATION = "sockmap4j.io/ports";
+public final class ServiceRules implements AutoCloseable {
+    public static final String PORTS_ANNOTATION = "sockmap4j.io/ports";
     /** {@code "true"}: every connection to a local endpoint, whatever the Service's own policy says. */
     static final String PREFER_LOCAL_ANNOTATION = "sockmap4j.io/prefer-local";
-    static final String OWNER_PREFIX = "svc:";
-    static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+    public static final String OWNER_PREFIX = "svc:";
+    public static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
     private static final Logger LOG = LoggerFactory.getLogger(ServiceRules.class);
 
     private final NodeAgent agent;
@@ -105,7 +105,7 @@ final class ServiceRules implements AutoCloseable {
      * Watches with {@code client}; writes the Service map of {@code pinDir} (the agent's) and
      * holds rules in {@code agent}.
      */
-    static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName) {
+    public static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName) {
         return new ServiceRules(agent, pinDir, client, nodeName, null);
     }
 
@@ -113,7 +113,7 @@ final class ServiceRules implements AutoCloseable {
      * As {@link #start(NodeAgent, Path, KubernetesClient, String)}, also opting in the Service
      * ports whose local endpoints' pods ask for it by their annotation, as {@code pods} sees them.
      */
-    static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName, PodRules pods) {
+    public static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName, PodRules pods) {
         return new ServiceRules(agent, pinDir, client, nodeName, pods);
     }
 
@@ -138,12 +138,12 @@ final class ServiceRules implements AutoCloseable {
     }
 
     /** Whether both first lists are in and the map has been made to match them. */
-    boolean isSynced() {
+    public boolean isSynced() {
         return synced.isDone();
     }
 
     /** Completes once both first lists are in and the map has been made to match them. */
-    java.util.concurrent.CompletableFuture<Void> synced() {
+    public java.util.concurrent.CompletableFuture<Void> synced() {
         return synced;
     }
 

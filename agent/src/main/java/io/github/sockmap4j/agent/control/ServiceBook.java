@@ -1,5 +1,6 @@
-package io.github.sockmap4j.internal.agent;
+package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.ServiceMap;
 import io.github.sockmap4j.internal.net.Cidr;
 import io.github.sockmap4j.internal.sys.NetnsCookie;
@@ -17,7 +18,7 @@ import java.util.Map;
 /**
  * Who put each Service the agent's control socket put in the Service map: only they, or root,
  * replace or remove it. Kept in a root-only file next to the locks ({@code agent-services}, one
- * {@code UID VIP PORT SERVICE} a line, SERVICE as {@link #describe} writes it, rewritten whole at
+ * {@code UID VIP PORT SERVICE} a line, SERVICE as {@link AgentRequest#describe} writes it, rewritten whole at
  * each change: Services are few next to rules), so the next agent adopts it. A user owns a Service
  * only while the map holds the very Service it put: one the map holds and the file does not, or
  * holds otherwise (put by root without an agent, by the Kubernetes feed, or after an agent died
@@ -90,7 +91,7 @@ public final class ServiceBook {
         }
         String before = put.get(s.vip());
         owners.put(s.vip(), uid);
-        put.put(s.vip(), describe(s));
+        put.put(s.vip(), AgentRequest.describe(s));
         save();
         try {
             map.put(s, scope);
@@ -142,16 +143,10 @@ public final class ServiceBook {
         for (ServiceMap.Service s : map.list()) {
             int owner = owners.getOrDefault(s.vip(), 0);
             if (uid == 0 || owner == uid) {
-                out.add(describe(s) + " put by uid " + owner + (owner != 0 ? " (moves its connects only)" : ""));
+                out.add(AgentRequest.describe(s) + " put by uid " + owner + (owner != 0 ? " (moves its connects only)" : ""));
             }
         }
         return out;
-    }
-
-    /** A Service as {@code service list} shows it: {@code VIP:PORT local=... remote=... [local-only]}. */
-    public static String describe(ServiceMap.Service s) {
-        return AgentRequest.show(s.vip()) + " local=" + AgentRequest.endpoints(s.local()) + " remote="
-                + AgentRequest.endpoints(s.remote()) + (s.localOnly() ? " local-only" : "");
     }
 
     /**
@@ -163,7 +158,7 @@ public final class ServiceBook {
         Map<InetSocketAddress, Integer> now = new LinkedHashMap<>();
         Map<InetSocketAddress, String> nowPut = new LinkedHashMap<>();
         for (ServiceMap.Service s : map.list()) {
-            String what = describe(s);
+            String what = AgentRequest.describe(s);
             if (what.equals(put.get(s.vip()))) {
                 now.put(s.vip(), owners.getOrDefault(s.vip(), 0));
                 nowPut.put(s.vip(), what);

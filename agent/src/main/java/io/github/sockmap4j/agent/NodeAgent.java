@@ -1,16 +1,17 @@
-package io.github.sockmap4j.admin;
+package io.github.sockmap4j.agent;
 
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.internal.bpf.Collisions;
 import io.github.sockmap4j.internal.bpf.Rules;
 import io.github.sockmap4j.internal.sys.HostCheck;
 import io.github.sockmap4j.internal.sys.Listeners;
-import io.github.sockmap4j.internal.agent.AgentPolicy;
+import io.github.sockmap4j.agent.control.AgentPolicy;
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.agent.ControlServer;
-import io.github.sockmap4j.internal.agent.RuleBook;
+import io.github.sockmap4j.agent.control.ControlServer;
+import io.github.sockmap4j.agent.control.RuleBook;
 import io.github.sockmap4j.internal.bpf.InFlightWatcher;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.LockDir;
@@ -153,7 +154,7 @@ public final class NodeAgent implements AutoCloseable {
             Path lockDir = LockDir.pathFor(options.pinDirectory());
             RuleBook book = RuleBook.load(policy, lockDir.resolve("agent-rules"), retiredNow);
             serviceMap = io.github.sockmap4j.internal.bpf.ServiceMap.open(host.bpf(), options.pinDirectory());
-            io.github.sockmap4j.internal.agent.ServiceBook services = io.github.sockmap4j.internal.agent.ServiceBook
+            io.github.sockmap4j.agent.control.ServiceBook services = io.github.sockmap4j.agent.control.ServiceBook
                     .load(serviceMap, lockDir.resolve("agent-services"));
             control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, services,
                     agentPolicy, ControlServer.Limits.DEFAULT);

@@ -1,14 +1,15 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.agent;
 
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.admin.NodeAgent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.agent.ControlServer;
+import io.github.sockmap4j.agent.control.ControlServer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;
@@ -298,7 +299,7 @@ class ControlSocketAbuseTest {
     void anAgentOutOfFileDescriptorsIsNotReadyThenServesAgain() throws Exception {
         Path cg = TestKernel.newCgroup("control-fds");
         Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("control-fds"));
-        try (ChildJvm a = ChildJvm.start(ChildJvm.javaCommand(PeerMains.AgentProcess.class, dir.toString(),
+        try (ChildJvm a = ChildJvm.start(ChildJvm.javaCommand(AgentProcess.class, dir.toString(),
                 cg.toString(), "-"))) {
             int fds = Integer.parseInt(a.expect("fds=", 60));
             assertEquals("true", a.expect("ready=", 30));

@@ -1,11 +1,11 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent.kubernetes;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodIP;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
-import io.github.sockmap4j.admin.NodeAgent;
+import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Note:</b> this class is threadsafe (the informer calls back on one thread).
  */
-final class PodRules implements AutoCloseable {
-    static final String DEFAULT_ANNOTATION = "sockmap4j.io/ports";
+public final class PodRules implements AutoCloseable {
+    public static final String DEFAULT_ANNOTATION = "sockmap4j.io/ports";
     static final String BOUND_ANNOTATION = "sockmap4j.io/bound";
     static final String OWNER_PREFIX = "pod:";
     private static final Logger LOG = LoggerFactory.getLogger(PodRules.class);
@@ -69,7 +69,7 @@ final class PodRules implements AutoCloseable {
      * With a client of the caller's (who closes it). {@code serverSideFilter} false lists every pod and keeps this
      * node's here (fabric8's mock server does not filter on spec.nodeName; an API server does).
      */
-    static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
+    public static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
                           boolean serverSideFilter) {
         return new PodRules(agent, client, nodeName, annotation, serverSideFilter, null);
     }
@@ -80,7 +80,7 @@ final class PodRules implements AutoCloseable {
      * addresses and its pods' IPs, once the first list is in: a client of a server elsewhere
      * then stays off the map.
      */
-    static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
+    public static PodRules start(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
                           boolean serverSideFilter, Path pinDir) {
         return new PodRules(agent, client, nodeName, annotation, serverSideFilter, pinDir);
     }
@@ -124,12 +124,12 @@ final class PodRules implements AutoCloseable {
     }
 
     /** Whether the first list of pods has been applied. */
-    boolean isSynced() {
+    public boolean isSynced() {
         return synced.isDone();
     }
 
     /** Completes once the first list of pods has been applied. */
-    java.util.concurrent.CompletableFuture<Void> synced() {
+    public java.util.concurrent.CompletableFuture<Void> synced() {
         return synced;
     }
 
@@ -178,12 +178,12 @@ final class PodRules implements AutoCloseable {
     }
 
     /** The rules a pod asks for now; empty without the annotation or pod IPs. */
-    List<NodeAgent.Rule> rulesOf(Pod p) {
+    public List<NodeAgent.Rule> rulesOf(Pod p) {
         return rulesOf(p, nodeName, annotation);
     }
 
     /** The rules a pod of node {@code nodeName} asks for with {@code annotation}. */
-    static List<NodeAgent.Rule> rulesOf(Pod p, String nodeName, String annotation) {
+    public static List<NodeAgent.Rule> rulesOf(Pod p, String nodeName, String annotation) {
         if (p.getSpec() == null || !nodeName.equals(p.getSpec().getNodeName())) {
             return List.of(); // the server's field selector should have left it out; another node's pod
         }
