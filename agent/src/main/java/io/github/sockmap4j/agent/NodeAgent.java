@@ -211,7 +211,7 @@ public final class NodeAgent implements AutoCloseable {
 
     /** The agent is the only writer of the policy map: a group grant made by {@code up --group} goes. */
     private static void revokeGrants(Path pinDir) throws IOException {
-        Path pin = pinDir.resolve("policy");
+        Path pin = Pins.policyPin(pinDir);
         Set<PosixFilePermission> perms = Files.getPosixFilePermissions(pin);
         if (perms.contains(PosixFilePermission.GROUP_WRITE) || perms.contains(PosixFilePermission.OTHERS_WRITE)) {
             LOG.warn("The policy map {} was writable by its group ({}); the agent makes it root-only: opt in through "
@@ -278,14 +278,10 @@ public final class NodeAgent implements AutoCloseable {
         }
         List<Path> gone = new ArrayList<>();
         Path dir = options.pinDirectory();
-        for (Path p : List.of(dir.resolve("agent"), dir.resolve("policy"), dir.resolve("socks"))) {
-            if (!Files.exists(p)) {
-                gone.add(p);
-            }
-        }
+        gone.addAll(Pins.agentPinsMissing(dir));
         for (KernelSockmap k : kernels) {
             if (!k.isAttached()) {
-                gone.add(dir.resolve("link_cgroup_" + k.cgroupId()));
+                gone.add(Pins.linkPin(dir, k.cgroupId()));
             }
         }
         if (!gone.isEmpty()) {

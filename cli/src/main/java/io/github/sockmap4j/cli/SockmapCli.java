@@ -189,20 +189,19 @@ public final class SockmapCli {
             SockmapStats stats = SockmapAdmin.stats(parent.pinDir);
             String mode = up ? "agent" : stats != null ? "service" : "none";
             List<String> links = new ArrayList<>();
-            if (Files.isDirectory(parent.pinDir)) {
-                try (var entries = Files.list(parent.pinDir)) {
-                    entries.map(p -> p.getFileName().toString()).filter(n -> n.matches("link_cgroup_\\d+")) // one per cgroup: its sockops link
-                            .map(n -> n.substring("link_cgroup_".length())).sorted().forEach(links::add);
-                }
-            }
+            SockmapAdmin.attachedCgroups(parent.pinDir).forEach(id -> links.add(Long.toString(id)));
+            List<String> retired = new ArrayList<>();
+            SockmapAdmin.retiredSets(parent.pinDir).forEach(p -> retired.add(p.getFileName().toString()));
             up |= stats != null;
             if (parent.json) {
                 out.println(json("up", up, "mode", mode, "pinDir", parent.pinDir.toString(),
-                        "kernel", System.getProperty("os.version"), "cgroupIds", links, "stats", stats));
+                        "kernel", System.getProperty("os.version"), "cgroupIds", links, "retired", retired, "stats", stats));
             } else {
                 out.println((up ? "up" : "not up") + (up ? " (" + (mode.equals("agent") ? "pinned by 'up' or an agent"
                         : "pinned by a service's Sockmap") + ")" : "") + ": pins " + parent.pinDir + ", kernel "
-                        + System.getProperty("os.version") + ", attached to cgroup ids " + links);
+                        + System.getProperty("os.version") + ", attached to cgroup ids " + links
+                        + (retired.isEmpty() ? "" : ", retired sets of another version waiting for their connections "
+                        + "to close: " + retired));
             }
             return up ? 0 : NOT_UP;
         }

@@ -346,6 +346,9 @@ class AgentTest {
             List<Path> retired = Pins.retiredSets(pins);
             assertEquals(1, retired.size(), "the older set retired: " + retired);
             assertTrue(retired.get(0).getFileName().toString().startsWith("retired-abi-" + older + "-"), retired::toString);
+            String status = cli("status").out();
+            assertTrue(status.contains("retired sets of another version") && status.contains("retired-abi-" + older),
+                    "status says what waits: " + status);
             List<String> after = sh("bpftool", "cgroup", "show", cgroup.toString()).lines()
                     .filter(l -> l.contains("sm4j_sockops")).toList();
             assertEquals(1, after.size(), "only the new set's sockops program attached: " + after);

@@ -96,7 +96,7 @@ public final class PolicyClient implements AutoCloseable {
         } catch (java.nio.file.attribute.UserPrincipalNotFoundException e) {
             throw new IOException("no group named '" + group + "' on this host ('getent group' lists them)", e);
         }
-        Path policy = pinDirectory.resolve("policy");
+        Path policy = io.github.sockmap4j.internal.bpf.Pins.policyPin(pinDirectory);
         if (!Files.exists(policy)) {
             throw new IOException("no policy map pinned in " + pinDirectory + ": open the fast path there first");
         }

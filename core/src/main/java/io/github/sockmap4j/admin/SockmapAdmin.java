@@ -93,6 +93,19 @@ public final class SockmapAdmin {
         return Pins.isAgentOwned(pinDirectory);
     }
 
+    /** The ids of the cgroups the pins of {@code pinDirectory} attach their sockops program to, sorted. */
+    public static java.util.List<Long> attachedCgroups(Path pinDirectory) throws IOException {
+        return Pins.attachedCgroups(pinDirectory);
+    }
+
+    /**
+     * The sets of another sockmap4j version an agent retired in {@code pinDirectory} and has not
+     * removed yet: each waits for its last connection to close (docs/operations.md, "Upgrades").
+     */
+    public static java.util.List<Path> retiredSets(Path pinDirectory) throws IOException {
+        return Pins.retiredSets(pinDirectory);
+    }
+
     /**
      * The counters of a pin directory read from its pins, attaching nothing; null when nothing
      * is pinned there.

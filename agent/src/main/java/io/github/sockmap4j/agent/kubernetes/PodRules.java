@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * <p><b>Note:</b> this class is threadsafe (the informer calls back on one thread).
  */
 public final class PodRules implements AutoCloseable {
-    public static final String DEFAULT_ANNOTATION = "sockmap4j.io/ports";
+    public static final String DEFAULT_ANNOTATION = PortsAnnotation.NAME;
     static final String BOUND_ANNOTATION = "sockmap4j.io/bound";
     static final String OWNER_PREFIX = "pod:";
     private static final Logger LOG = LoggerFactory.getLogger(PodRules.class);
@@ -147,17 +147,7 @@ public final class PodRules implements AutoCloseable {
         if (p == null || p.getSpec() == null || !nodeName.equals(p.getSpec().getNodeName())) {
             return false;
         }
-        Map<String, String> ann = p.getMetadata().getAnnotations();
-        String ports = ann == null ? null : ann.get(annotation);
-        if (ports == null) {
-            return false;
-        }
-        for (String s : ports.split(",")) {
-            if (s.trim().equals(Integer.toString(port))) {
-                return true;
-            }
-        }
-        return false;
+        return PortsAnnotation.of(p.getMetadata().getAnnotations(), annotation).names(port, null);
     }
 
     private static String owner(Pod p) {
@@ -188,8 +178,8 @@ public final class PodRules implements AutoCloseable {
             return List.of(); // the server's field selector should have left it out; another node's pod
         }
         Map<String, String> ann = p.getMetadata().getAnnotations();
-        String ports = ann == null ? null : ann.get(annotation);
-        if (ports == null || ports.isBlank()) {
+        PortsAnnotation ports = PortsAnnotation.of(ann, annotation);
+        if (ports.isEmpty()) {
             return List.of();
         }
         Set<InetAddress> ips = podIps(p);
@@ -203,15 +193,14 @@ public final class PodRules implements AutoCloseable {
                     throw new IllegalArgumentException("a bound is 0 or more bytes: " + b);
                 }
             }
-            for (String s : ports.split(",")) {
-                int port = Integer.parseInt(s.trim());
+            for (int port : ports.ports()) {
                 for (InetAddress ip : ips) {
                     rules.add(new NodeAgent.Rule(port, ip, ip.getAddress().length * 8, bound));
                 }
             }
         } catch (IllegalArgumentException e) {
             LOG.warn("Pod {} has a bad {} or {} annotation ('{}', '{}'): {}; it stays on TCP", owner(p), annotation,
-                    BOUND_ANNOTATION, ports, b, e.getMessage());
+                    BOUND_ANNOTATION, ann.get(annotation), b, e.getMessage());
             return List.of();
         }
         return rules;

@@ -46,7 +46,7 @@ import org.slf4j.LoggerFactory;
  * and every change goes through one lock.
  */
 public final class ServiceRules implements AutoCloseable {
-    public static final String PORTS_ANNOTATION = "sockmap4j.io/ports";
+    public static final String PORTS_ANNOTATION = PortsAnnotation.NAME;
     /** {@code "true"}: every connection to a local endpoint, whatever the Service's own policy says. */
     static final String PREFER_LOCAL_ANNOTATION = "sockmap4j.io/prefer-local";
     public static final String OWNER_PREFIX = "svc:";
@@ -271,26 +271,18 @@ public final class ServiceRules implements AutoCloseable {
      * is opted in as well when {@code pods} says a ready local endpoint's pod lists its port.
      */
     static Entries entriesOf(Service svc, List<EndpointSlice> slices, String nodeName, PodPorts pods) {
-        Map<String, String> ann = svc.getMetadata().getAnnotations();
-        String ports = ann == null ? null : ann.get(PORTS_ANNOTATION);
-        if ((pods == PodPorts.NONE && (ports == null || ports.isBlank())) || svc.getSpec() == null
+        PortsAnnotation wanted = PortsAnnotation.of(svc.getMetadata().getAnnotations(), PORTS_ANNOTATION);
+        if ((pods == PodPorts.NONE && wanted.isEmpty()) || svc.getSpec() == null
                 || svc.getSpec().getPorts() == null) {
             return Entries.NONE;
         }
         String key = keyOf(svc);
-        Set<String> wanted = new HashSet<>();
-        for (String p : ports == null ? new String[0] : ports.split(",")) {
-            if (!p.isBlank()) {
-                wanted.add(p.trim());
-            }
-        }
         boolean localOnly = localOnly(svc);
         boolean affinity = "ClientIP".equals(svc.getSpec().getSessionAffinity());
         List<SockmapAdmin.Service> entries = new ArrayList<>();
         Set<NodeAgent.Rule> rules = new LinkedHashSet<>();
         for (ServicePort sp : svc.getSpec().getPorts()) {
-            boolean annotated = wanted.contains(String.valueOf(sp.getPort()))
-                    || (sp.getName() != null && wanted.contains(sp.getName()));
+            boolean annotated = wanted.names(sp.getPort(), sp.getName());
             if (sp.getProtocol() != null && !"TCP".equals(sp.getProtocol())) {
                 if (annotated) {
                     LOG.warn("Service {} port {}: {} is not TCP; it stays with kube-proxy", key, sp.getPort(),

@@ -99,6 +99,14 @@ public final class Pins {
     }
 
     private static void checkAbi(Libbpf bpf, Path dir, int metaFd) throws IOException {
+        int abi = abiOf(bpf, dir, metaFd);
+        if (abi != ABI_VERSION) {
+            throw otherAbi(dir, abi);
+        }
+    }
+
+    /** The ABI version the meta map {@code metaFd} of {@code dir} holds. */
+    private static int abiOf(Libbpf bpf, Path dir, int metaFd) throws IOException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
             MemorySegment val = arena.allocate(ValueLayout.JAVA_INT);
@@ -106,10 +114,7 @@ public final class Pins {
             if (r < 0) {
                 throw new NativeIOException("bpf_map_lookup_elem(meta)", -r, dir.toString());
             }
-            int abi = val.get(ValueLayout.JAVA_INT, 0);
-            if (abi != ABI_VERSION) {
-                throw otherAbi(dir, abi);
-            }
+            return val.get(ValueLayout.JAVA_INT, 0);
         }
     }
 
@@ -129,14 +134,8 @@ public final class Pins {
             }
             throw new NativeIOException("bpf_obj_get", -fd, Pin.META.path(dir));
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
-            MemorySegment val = arena.allocate(ValueLayout.JAVA_INT);
-            int r = bpf.tryMapLookup(fd, key, val);
-            if (r < 0) {
-                throw new NativeIOException("bpf_map_lookup_elem(meta)", -r, dir.toString());
-            }
-            return OptionalInt.of(val.get(ValueLayout.JAVA_INT, 0));
+        try {
+            return OptionalInt.of(abiOf(bpf, dir, fd));
         } finally {
             LibC.close(fd);
         }
@@ -389,6 +388,33 @@ public final class Pins {
 
     static String linkName(long cgroupId) {
         return LINK_PREFIX + cgroupId;
+    }
+
+    /** The pin of the link that attaches the sockops program to the cgroup {@code cgroupId}. */
+    public static Path linkPin(Path dir, long cgroupId) {
+        return dir.resolve(linkName(cgroupId));
+    }
+
+    /** The policy map's pin. */
+    public static Path policyPin(Path dir) {
+        return dir.resolve(Pin.POLICY.fileName);
+    }
+
+    /** Of the pins an agent's directory cannot do without (its mark, the policy map, the SOCKHASH), those gone. */
+    public static List<Path> agentPinsMissing(Path dir) {
+        return java.util.stream.Stream.of(dir.resolve(AGENT_PIN), policyPin(dir), dir.resolve(Pin.SOCKS.fileName))
+                .filter(p -> !Files.exists(p)).toList();
+    }
+
+    /** The ids of the cgroups the sockops program of {@code dir} is attached to (one link pin each), sorted. */
+    public static List<Long> attachedCgroups(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (var entries = Files.list(dir)) {
+            return entries.map(p -> p.getFileName().toString()).filter(n -> n.matches(LINK_PREFIX + "\\d+"))
+                    .map(n -> Long.parseLong(n.substring(LINK_PREFIX.length()))).sorted().toList();
+        }
     }
 
     private static void unpinObjects(Path dir) throws IOException {
