@@ -225,7 +225,7 @@ public final class NodeAgent implements AutoCloseable {
      * {@code rules}: rules it held and no longer lists go unless someone else holds them too.
      * An empty list releases everything it held.
      */
-    public void hold(String owner, List<Rule> rules) {
+    public void hold(Owner owner, List<Rule> rules) {
         List<AgentRequest> wanted = new ArrayList<>();
         for (Rule r : rules) {
             wanted.add(new AgentRequest(AgentRequest.Verb.ALLOW, r.port(), r.network(),
@@ -243,8 +243,8 @@ public final class NodeAgent implements AutoCloseable {
     }
 
     /** The owners starting with {@code prefix} that hold a rule now (after a restart: those adopted). */
-    public Set<String> owners(String prefix) {
-        return book.owners(prefix);
+    public Set<Owner> owners(Owner.Kind kind) {
+        return book.owners(kind);
     }
 
     /**

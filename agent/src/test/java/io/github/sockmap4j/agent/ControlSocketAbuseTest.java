@@ -282,7 +282,7 @@ class ControlSocketAbuseTest {
             byte[] a = {10, (byte) (i >> 8), (byte) i, 1};
             many.add(new NodeAgent.Rule(9000, InetAddress.getByAddress(a), 32, 0));
         }
-        agent.hold("test:many", many);
+        agent.hold(Owner.named("test-many"), many);
         try {
             List<String> listed;
             try (PolicyClient client = PolicyClient.open(pins)) {
@@ -290,7 +290,7 @@ class ControlSocketAbuseTest {
             }
             assertEquals(n, listed.stream().filter(r -> r.contains("test:many")).count(), "rules listed");
         } finally {
-            agent.hold("test:many", List.of());
+            agent.hold(Owner.named("test-many"), List.of());
         }
         assertEquals(0, agent.rules());
     }

@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.github.sockmap4j.Await;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -220,7 +221,7 @@ class ServiceRulesTest {
 
         client.resource(service(null, "Local")).update();
         awaitMap("the annotation removed: nothing", Set.of());
-        Await.until("its rules released", Duration.ofSeconds(10), () -> agent.owners(ServiceRules.OWNER_PREFIX).isEmpty());
+        Await.until("its rules released", Duration.ofSeconds(10), () -> agent.owners(Owner.Kind.SERVICE).isEmpty());
 
         // The endpoint's pod opts its port in by its own annotation: the Service port targeting it follows.
         client.resource(pod("16334")).create();
@@ -236,7 +237,7 @@ class ServiceRulesTest {
         awaitMap("the Service deleted: nothing", Set.of());
         client.resource(slice4(NODE, true)).delete();
         client.resource(slice6()).delete();
-        Await.until("no rules left", Duration.ofSeconds(10), () -> agent.owners(ServiceRules.OWNER_PREFIX).isEmpty());
-        assertEquals(Set.of(), agent.owners(ServiceRules.OWNER_PREFIX).stream().collect(Collectors.toSet()));
+        Await.until("no rules left", Duration.ofSeconds(10), () -> agent.owners(Owner.Kind.SERVICE).isEmpty());
+        assertEquals(Set.of(), agent.owners(Owner.Kind.SERVICE).stream().collect(Collectors.toSet()));
     }
 }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
@@ -217,7 +218,7 @@ public final class ControlServer implements AutoCloseable {
             conn.close();
             return;
         }
-        String id = "conn:" + ids.incrementAndGet();
+        Owner id = Owner.connection(ids.incrementAndGet());
         open.add(conn);
         try {
             Thread t = new Thread(() -> serve(conn, id), "sockmap4j-agent-" + id);
@@ -240,7 +241,7 @@ public final class ControlServer implements AutoCloseable {
         }
     }
 
-    private void serve(UnixListener.Connection conn, String id) {
+    private void serve(UnixListener.Connection conn, Owner id) {
         UnixListener.Credentials who = conn.peer();
         try {
             String line;
@@ -308,7 +309,7 @@ public final class ControlServer implements AutoCloseable {
     }
 
     /** The answer to one request line: one line, or for LIST a count and that many lines. */
-    String answer(UnixListener.Credentials who, String id, String line) {
+    String answer(UnixListener.Credentials who, Owner id, String line) {
         requests.incrementAndGet();
         if (!allowedNow(who.uid())) {
             refused.incrementAndGet();

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
@@ -40,15 +41,8 @@ import org.slf4j.LoggerFactory;
 public final class RuleBook {
     private static final Logger LOG = LoggerFactory.getLogger(RuleBook.class);
 
-    /** The persistent holder kind of a user's ALLOW. */
-    static final String USER = "user";
-
-    /**
-     * One holder of a rule: {@code owner} is {@value #USER}, {@code conn:N} (a live connection),
-     * {@code pid:P} (a connection of an earlier agent, held while process P lives) or
-     * {@code pod:NS/NAME}.
-     */
-    record Holder(int uid, String owner, long pid) {
+    /** One holder of a rule: {@code uid} asked for it, {@code pid} its process where it has one. */
+    record Holder(int uid, Owner owner, long pid) {
     }
 
     /** A rule as the map has it, and its holders. */
@@ -135,10 +129,10 @@ public final class RuleBook {
                 }
                 Rule r = b.rules.computeIfAbsent(key.prefixHex(),
                         k -> new Rule(port, net, bits, key, Integer.parseInt(f[6])));
-                String owner = f[1];
+                Owner owner = Owner.parse(f[1]);
                 long pid = Long.parseLong(f[2]);
-                if (owner.startsWith("conn:")) {
-                    owner = "pid:" + pid; // that connection ended with the previous agent
+                if (owner.kind() == Owner.Kind.CONNECTION) {
+                    owner = Owner.process(pid); // that connection ended with the previous agent
                 }
                 r.holders.add(new Holder(Integer.parseInt(f[0]), owner, pid));
             }
@@ -146,7 +140,7 @@ public final class RuleBook {
         for (String hex : inMap) {
             if (!b.rules.containsKey(hex)) {
                 Rule r = decode(policy, hex);
-                r.holders.add(new Holder(0, USER, 0));
+                r.holders.add(new Holder(0, Owner.USER, 0));
                 b.rules.put(hex, r);
             }
         }
@@ -187,9 +181,9 @@ public final class RuleBook {
      * Carries out an ALLOW, OPTIN, BOUND or DENY of {@code uid} (already checked against the
      * policy file) and returns what was done.
      *
-     * @param connection the requester's connection ("conn:N"), for OPTIN
+     * @param connection the requester's connection, for OPTIN
      */
-    public synchronized String apply(int uid, long pid, String connection, AgentRequest req)
+    public synchronized String apply(int uid, long pid, Owner connection, AgentRequest req)
             throws Refused, IOException {
         return apply(uid, pid, connection, req, Integer.MAX_VALUE);
     }
@@ -198,13 +192,13 @@ public final class RuleBook {
      * As {@link #apply(int, long, String, AgentRequest)}, refusing an ALLOW or OPTIN that would
      * make {@code uid} hold more than {@code quota} rules.
      */
-    public synchronized String apply(int uid, long pid, String connection, AgentRequest req, int quota)
+    public synchronized String apply(int uid, long pid, Owner connection, AgentRequest req, int quota)
             throws Refused, IOException {
         PolicyRule key = policy.rule(req.port(), req.network(), req.keyBits());
         Rule r = rules.get(key.prefixHex());
         switch (req.verb()) {
             case ALLOW, OPTIN -> {
-                String owner = req.verb() == AgentRequest.Verb.ALLOW ? USER : connection;
+                Owner owner = req.verb() == AgentRequest.Verb.ALLOW ? Owner.USER : connection;
                 boolean holdsIt = r != null && r.holders.stream().anyMatch(h -> h.uid() == uid);
                 if (uid != 0 && !holdsIt) {
                     int held = heldBy(uid);
@@ -250,8 +244,8 @@ public final class RuleBook {
                 boolean removed = uid == 0
                         ? r.holders.removeIf(h -> true)
                         : r.holders.removeIf(h -> h.uid() == uid
-                                && (h.owner().equals(USER) || h.owner().equals(connection)
-                                || h.owner().equals("pid:" + pid)));
+                                && (h.owner().equals(Owner.USER) || h.owner().equals(connection)
+                                || h.owner().equals(Owner.process(pid))));
                 if (!removed) {
                     throw new Refused("the rule for " + r.describe() + " was made by uid "
                             + r.holders.stream().map(h -> Integer.toString(h.uid())).distinct()
@@ -284,13 +278,13 @@ public final class RuleBook {
     }
 
     /** A connection ended: its OPTIN rules go, unless someone else holds them too. */
-    public synchronized void connectionClosed(String connection) {
+    public synchronized void connectionClosed(Owner connection) {
         dropHolders(h -> h.owner().equals(connection));
     }
 
     /** Drops the holders left by processes that have exited (see {@link #load}). */
     public synchronized void reapDeadProcesses() {
-        dropHolders(h -> h.owner().startsWith("pid:") && !Files.exists(Path.of("/proc/" + h.pid())));
+        dropHolders(h -> h.owner().kind() == Owner.Kind.PROCESS && !Files.exists(Path.of("/proc/" + h.pid())));
     }
 
     /**
@@ -298,7 +292,7 @@ public final class RuleBook {
      * the agent made them from what it was told to), dropping what it held before and no longer
      * wants. Errors of one rule (a full map) are logged and the others still applied.
      */
-    public synchronized void hold(String owner, List<AgentRequest> wanted) {
+    public synchronized void hold(Owner owner, List<AgentRequest> wanted) {
         Set<String> keep = wanted.stream().map(w -> policy.rule(w.port(), w.network(), w.keyBits()).prefixHex())
                 .collect(Collectors.toSet());
         dropHolders(h -> h.owner().equals(owner), keep);
@@ -324,14 +318,14 @@ public final class RuleBook {
     }
 
     /** Whether {@code owner} (a connection's id) holds any rule now. */
-    public synchronized boolean holds(String owner) {
+    public synchronized boolean holds(Owner owner) {
         return rules.values().stream().anyMatch(r -> r.holders.stream().anyMatch(h -> h.owner().equals(owner)));
     }
 
-    /** Owners of the given prefix (e.g. "pod:") that hold anything. */
-    public synchronized Set<String> owners(String prefix) {
+    /** The owners of {@code kind} that hold anything. */
+    public synchronized Set<Owner> owners(Owner.Kind kind) {
         return rules.values().stream().flatMap(r -> r.holders.stream()).map(Holder::owner)
-                .filter(o -> o.startsWith(prefix)).collect(Collectors.toSet());
+                .filter(o -> o.kind() == kind).collect(Collectors.toSet());
     }
 
     private void dropHolders(java.util.function.Predicate<Holder> which) {

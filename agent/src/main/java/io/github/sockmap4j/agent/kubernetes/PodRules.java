@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
@@ -31,7 +32,6 @@ import org.slf4j.LoggerFactory;
 public final class PodRules implements AutoCloseable {
     public static final String DEFAULT_ANNOTATION = PortsAnnotation.NAME;
     static final String BOUND_ANNOTATION = "sockmap4j.io/bound";
-    static final String OWNER_PREFIX = "pod:";
     private static final Logger LOG = LoggerFactory.getLogger(PodRules.class);
 
     private final NodeAgent agent;
@@ -150,16 +150,16 @@ public final class PodRules implements AutoCloseable {
         return PortsAnnotation.of(p.getMetadata().getAnnotations(), annotation).names(port, null);
     }
 
-    private static String owner(Pod p) {
-        return OWNER_PREFIX + p.getMetadata().getNamespace() + "/" + p.getMetadata().getName();
+    private static Owner owner(Pod p) {
+        return Owner.pod(p.getMetadata().getNamespace(), p.getMetadata().getName());
     }
 
     private void releaseGone() {
-        Set<String> present = new HashSet<>();
+        Set<Owner> present = new HashSet<>();
         for (Pod p : informer.getStore().list()) {
             present.add(owner(p));
         }
-        for (String o : agent.owners(OWNER_PREFIX)) {
+        for (Owner o : agent.owners(Owner.Kind.POD)) {
             if (!present.contains(o)) {
                 agent.hold(o, List.of());
                 LOG.info("Released the rules of {}: no longer on this node", o);

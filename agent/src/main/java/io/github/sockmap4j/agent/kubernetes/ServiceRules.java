@@ -9,6 +9,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.net.Inet4Address;
@@ -49,7 +50,6 @@ public final class ServiceRules implements AutoCloseable {
     public static final String PORTS_ANNOTATION = PortsAnnotation.NAME;
     /** {@code "true"}: every connection to a local endpoint, whatever the Service's own policy says. */
     static final String PREFER_LOCAL_ANNOTATION = "sockmap4j.io/prefer-local";
-    public static final String OWNER_PREFIX = "svc:";
     public static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
     private static final Logger LOG = LoggerFactory.getLogger(ServiceRules.class);
 
@@ -177,7 +177,7 @@ public final class ServiceRules implements AutoCloseable {
             List<NodeAgent.Rule> before = heldRules.getOrDefault(key, List.of());
             Set<NodeAgent.Rule> during = new LinkedHashSet<>(before);
             during.addAll(want.rules());
-            agent.hold(OWNER_PREFIX + key, List.copyOf(during));
+            agent.hold(Owner.service(key), List.copyOf(during));
             Map<InetSocketAddress, SockmapAdmin.Service> had = applied.getOrDefault(key, Map.of());
             Map<InetSocketAddress, SockmapAdmin.Service> now = new HashMap<>();
             for (SockmapAdmin.Service s : want.services()) {
@@ -206,7 +206,7 @@ public final class ServiceRules implements AutoCloseable {
             } else {
                 applied.put(key, now);
             }
-            agent.hold(OWNER_PREFIX + key, want.rules());
+            agent.hold(Owner.service(key), want.rules());
             if (want.rules().isEmpty()) {
                 heldRules.remove(key);
             } else {
@@ -236,11 +236,11 @@ public final class ServiceRules implements AutoCloseable {
             } catch (IOException e) {
                 LOG.warn("The Service map could not be read ({}); entries nothing accounts for stay", e.getMessage());
             }
-            Set<String> present = new HashSet<>();
+            Set<Owner> present = new HashSet<>();
             for (Service s : services.getStore().list()) {
-                present.add(OWNER_PREFIX + keyOf(s));
+                present.add(Owner.service(keyOf(s)));
             }
-            for (String o : agent.owners(OWNER_PREFIX)) {
+            for (Owner o : agent.owners(Owner.Kind.SERVICE)) {
                 if (!present.contains(o)) {
                     agent.hold(o, List.of());
                 }
