@@ -3,6 +3,7 @@ package io.github.sockmap4j.agent;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
+import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.internal.bpf.Collisions;
 import io.github.sockmap4j.internal.bpf.Rules;
@@ -72,15 +73,6 @@ public final class NodeAgent implements AutoCloseable {
                 throw new IllegalArgumentException("the agent needs a cgroup to attach to (--cgroup)");
             }
             cgroups = List.copyOf(cgroups);
-        }
-    }
-
-    /** A rule the agent holds for an owner (see {@link #hold}); prefixBits 0 and a null network: any address. */
-    public record Rule(int port, InetAddress network, int prefixBits, int bound) {
-        public Rule {
-            Rules.checkPort(port);
-            Rules.checkBound(bound);
-            Rules.keyBits(network, prefixBits);
         }
     }
 

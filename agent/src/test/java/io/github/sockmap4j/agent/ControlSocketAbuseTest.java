@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent;
 
+import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.admin.PolicyClient;
@@ -277,10 +278,10 @@ class ControlSocketAbuseTest {
     @Test
     void everyRuleIsListedHoweverManyThereAre() throws Exception {
         int n = 5000;
-        List<NodeAgent.Rule> many = new ArrayList<>();
+        List<Rule> many = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             byte[] a = {10, (byte) (i >> 8), (byte) i, 1};
-            many.add(new NodeAgent.Rule(9000, InetAddress.getByAddress(a), 32, 0));
+            many.add(new Rule(9000, InetAddress.getByAddress(a), 32, 0));
         }
         agent.hold(Owner.named("test-many"), many);
         try {

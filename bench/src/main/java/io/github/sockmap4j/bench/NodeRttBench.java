@@ -1,5 +1,6 @@
 package io.github.sockmap4j.bench;
 
+import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.agent.NodeAgent;
@@ -115,7 +116,7 @@ public final class NodeRttBench {
             bed.service(VIP_OFF, OFF, pod1 + ":" + OFF);
             bed.service(VIP_MAPPED, ON, pod1 + ":" + ON);
             try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
-                agent.hold(io.github.sockmap4j.agent.Owner.named("bench"), List.of(new NodeAgent.Rule(ON, null, 0, 0)));
+                agent.hold(io.github.sockmap4j.agent.Owner.named("bench"), List.of(new Rule(ON, null, 0, 0)));
                 SockmapAdmin.putService(pins, new SockmapAdmin.Service(new InetSocketAddress(
                         InetAddress.ofLiteral(VIP_MAPPED), ON), List.of(new InetSocketAddress(
                         InetAddress.ofLiteral(pod1), ON)), List.of(), false));

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.bench;
 
+import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
@@ -42,7 +43,7 @@ public final class ServiceScaleBench {
         java.io.Closeable stats = SockmapAdmin.enableKernelRunStats();
         try (stats; NodeBed bed = NodeBed.create("ss", 2);
              NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
-            agent.hold(io.github.sockmap4j.agent.Owner.named("bench"), List.of(new NodeAgent.Rule(PORT, null, 0, 0)));
+            agent.hold(io.github.sockmap4j.agent.Owner.named("bench"), List.of(new Rule(PORT, null, 0, 0)));
             InetSocketAddress endpoint = new InetSocketAddress(InetAddress.ofLiteral(pod1), PORT);
             SockmapAdmin.putService(pins, new SockmapAdmin.Service(new InetSocketAddress(InetAddress.ofLiteral(VIP), PORT),
                     List.of(endpoint), List.of(), false));

@@ -1,6 +1,7 @@
 package io.github.sockmap4j.cli;
 
 import io.github.sockmap4j.admin.PolicyClient;
+import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapConfig;
@@ -69,38 +70,6 @@ public final class SockmapCli {
             return FAILED;
         });
         return cl.execute(args);
-    }
-
-    /** A port with an optional server CIDR: 8080, 8080/10.0.0.0/8, 8080/fd00::/8. */
-    record Target(int port, InetAddress network, int bits) {
-        @Override
-        public String toString() {
-            return network == null ? Integer.toString(port) : port + "/" + network.getHostAddress() + "/" + bits;
-        }
-
-        static Target parse(String s) {
-            String[] p = s.split("/", 2);
-            int port;
-            try {
-                port = Integer.parseInt(p[0]);
-            } catch (NumberFormatException e) {
-                throw new CommandLine.TypeConversionException("not a port: '" + p[0] + "' (expected PORT or "
-                        + "PORT/CIDR, e.g. 8080 or 8080/10.0.0.0/8)");
-            }
-            if (port < 1 || port > 65535) {
-                throw new CommandLine.TypeConversionException("port must be 1..65535: " + port);
-            }
-            if (p.length == 1) {
-                return new Target(port, null, 0);
-            }
-            try {
-                SockmapAdmin.Network cidr = SockmapAdmin.Network.parse(p[1]);
-                return new Target(port, cidr.address(), cidr.prefixBits());
-            } catch (IllegalArgumentException e) {
-                throw new CommandLine.TypeConversionException(e.getMessage() + " (expected PORT or PORT/CIDR, e.g. "
-                        + "8080 or 8080/10.0.0.0/8)");
-            }
-        }
     }
 
     /** An in-flight bound in bytes: 0 (each receiver's) or more. */
@@ -263,8 +232,8 @@ public final class SockmapCli {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
-        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = TargetConverter.class)
-        List<Target> targets;
+        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = RuleConverter.class)
+        List<Rule> targets;
 
         @Option(names = "--bound", defaultValue = "0", converter = BoundConverter.class,
                 description = "in-flight bound in bytes (0: the receiver's)")
@@ -273,8 +242,8 @@ public final class SockmapCli {
         @Override
         public Integer call() throws IOException {
             try (PolicyClient c = PolicyClient.open(parent.pinDir)) {
-                for (Target t : targets) {
-                    c.allow(t.port(), t.network(), t.bits(), bound);
+                for (Rule t : targets) {
+                    c.allow(t.withBound(bound));
                 }
             }
             spec.commandLine().getOut().println("allowed " + targets.size() + " rule(s)");
@@ -290,19 +259,19 @@ public final class SockmapCli {
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;
 
-        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = TargetConverter.class)
-        List<Target> targets;
+        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = RuleConverter.class)
+        List<Rule> targets;
 
         @Override
         public Integer call() throws IOException {
             int denied = 0;
             List<String> missing = new ArrayList<>();
             try (PolicyClient c = PolicyClient.open(parent.pinDir)) {
-                for (Target t : targets) {
-                    if (c.deny(t.port(), t.network(), t.bits())) {
+                for (Rule t : targets) {
+                    if (c.deny(t)) {
                         denied++;
                     } else {
-                        missing.add(t.toString());
+                        missing.add(t.target());
                     }
                 }
             }
@@ -414,10 +383,14 @@ public final class SockmapCli {
         }
     }
 
-    static final class TargetConverter implements CommandLine.ITypeConverter<Target> {
+    static final class RuleConverter implements CommandLine.ITypeConverter<Rule> {
         @Override
-        public Target convert(String value) {
-            return Target.parse(value);
+        public Rule convert(String value) {
+            try {
+                return Rule.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
         }
     }
 }

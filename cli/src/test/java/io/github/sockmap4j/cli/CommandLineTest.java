@@ -1,5 +1,6 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.admin.Rule;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -25,25 +26,25 @@ class CommandLineTest {
 
     @Test
     void aPortAloneMatchesEveryServerAddress() {
-        SockmapCli.Target t = SockmapCli.Target.parse("8080");
+        Rule t = Rule.parse("8080");
         assertEquals(8080, t.port());
         assertNull(t.network());
     }
 
     @Test
     void aPortWithACidr() throws Exception {
-        SockmapCli.Target t = SockmapCli.Target.parse("8080/10.1.0.0/16");
+        Rule t = Rule.parse("8080/10.1.0.0/16");
         assertEquals(InetAddress.getByName("10.1.0.0"), t.network());
-        assertEquals(16, t.bits());
-        assertEquals(128, SockmapCli.Target.parse("9090/fd00::1").bits(), "a bare address is one host");
+        assertEquals(16, t.prefixBits());
+        assertEquals(128, Rule.parse("9090/fd00::1").prefixBits(), "a bare address is one host");
     }
 
     @Test
     void notAPortSaysWhatIsExpected() {
-        CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
-                () -> SockmapCli.Target.parse("http"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Rule.parse("http"));
         assertTrue(e.getMessage().contains("expected PORT or PORT/CIDR"), e.getMessage());
-        e = assertThrows(CommandLine.TypeConversionException.class, () -> SockmapCli.Target.parse("70000"));
+        e = assertThrows(IllegalArgumentException.class, () -> Rule.parse("70000"));
         assertTrue(e.getMessage().contains("1..65535"), e.getMessage());
     }
 
@@ -93,8 +94,8 @@ class CommandLineTest {
         Result r = run("allow", "8080/10.0.0.0/33");
         assertEquals(2, r.code());
         assertTrue(r.err().contains("prefix must be 0..32 for 10.0.0.0"), r.err());
-        CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
-                () -> SockmapCli.Target.parse("9090/fd00::/129"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Rule.parse("9090/fd00::/129"));
         assertTrue(e.getMessage().contains("0..128"), e.getMessage());
     }
 

@@ -169,6 +169,16 @@ public final class PolicyClient implements AutoCloseable {
         };
     }
 
+    /** {@link #allow(int, InetAddress, int, int)} for {@code rule}. */
+    public void allow(Rule rule) throws IOException {
+        allow(rule.port(), rule.network(), rule.prefixBits(), rule.bound());
+    }
+
+    /** {@link #deny(int, InetAddress, int)} for {@code rule}'s port and network. */
+    public boolean deny(Rule rule) throws IOException {
+        return deny(rule.port(), rule.network(), rule.prefixBits());
+    }
+
     /**
      * Opts a server port in for good (until {@link #deny}): for an agent or an operator, where
      * {@link #optIn} ties the entry to the returned handle.

@@ -46,7 +46,7 @@ public final class RuleBook {
     }
 
     /** A rule as the map has it, and its holders. */
-    static final class Rule {
+    static final class Entry {
         final int port;
         final InetAddress network;
         final int keyBits;
@@ -54,7 +54,7 @@ public final class RuleBook {
         int bound;
         final List<Holder> holders = new ArrayList<>();
 
-        Rule(int port, InetAddress network, int keyBits, PolicyRule key, int bound) {
+        Entry(int port, InetAddress network, int keyBits, PolicyRule key, int bound) {
             this.port = port;
             this.network = network;
             this.keyBits = keyBits;
@@ -78,7 +78,7 @@ public final class RuleBook {
 
     private final PolicyMap policy;
     private final Path file;
-    private final Map<String, Rule> rules = new LinkedHashMap<>();
+    private final Map<String, Entry> rules = new LinkedHashMap<>();
     /*
      * The file is a journal: a change appends what it added ("+" and a holder's line) and removed
      * ("-"), so that a request costs what it changed, not a rewrite of every rule (2.5 MB at 65,536
@@ -127,8 +127,8 @@ public final class RuleBook {
                     policy.put(key, Integer.parseInt(f[6]));
                     inMap.add(key.prefixHex());
                 }
-                Rule r = b.rules.computeIfAbsent(key.prefixHex(),
-                        k -> new Rule(port, net, bits, key, Integer.parseInt(f[6])));
+                Entry r = b.rules.computeIfAbsent(key.prefixHex(),
+                        k -> new Entry(port, net, bits, key, Integer.parseInt(f[6])));
                 Owner owner = Owner.parse(f[1]);
                 long pid = Long.parseLong(f[2]);
                 if (owner.kind() == Owner.Kind.CONNECTION) {
@@ -139,7 +139,7 @@ public final class RuleBook {
         }
         for (String hex : inMap) {
             if (!b.rules.containsKey(hex)) {
-                Rule r = decode(policy, hex);
+                Entry r = decode(policy, hex);
                 r.holders.add(new Holder(0, Owner.USER, 0));
                 b.rules.put(hex, r);
             }
@@ -165,7 +165,7 @@ public final class RuleBook {
     }
 
     /** A rule from its map key (prefixlen, big-endian port, v4-mapped address). */
-    private static Rule decode(PolicyMap policy, String hex) throws IOException {
+    private static Entry decode(PolicyMap policy, String hex) throws IOException {
         ByteBuffer k = ByteBuffer.wrap(HexFormat.of().parseHex(hex)).order(ByteOrder.nativeOrder());
         int bits = k.getInt(0) - 16;
         int port = ((k.get(4) & 0xff) << 8) | (k.get(5) & 0xff);
@@ -174,7 +174,7 @@ public final class RuleBook {
         InetAddress net = bits == 0 ? null : InetAddress.getByAddress(addr); // v4-mapped comes back as IPv4
         PolicyRule key = policy.rule(port, net, bits);
         long bound = policy.boundOf(key);
-        return new Rule(port, net, bits, key, (int) bound);
+        return new Entry(port, net, bits, key, (int) bound);
     }
 
     /**
@@ -189,13 +189,13 @@ public final class RuleBook {
     }
 
     /**
-     * As {@link #apply(int, long, String, AgentRequest)}, refusing an ALLOW or OPTIN that would
+     * As {@link #apply(int, long, Owner, AgentRequest)}, refusing an ALLOW or OPTIN that would
      * make {@code uid} hold more than {@code quota} rules.
      */
     public synchronized String apply(int uid, long pid, Owner connection, AgentRequest req, int quota)
             throws Refused, IOException {
         PolicyRule key = policy.rule(req.port(), req.network(), req.keyBits());
-        Rule r = rules.get(key.prefixHex());
+        Entry r = rules.get(key.prefixHex());
         switch (req.verb()) {
             case ALLOW, OPTIN -> {
                 Owner owner = req.verb() == AgentRequest.Verb.ALLOW ? Owner.USER : connection;
@@ -210,7 +210,7 @@ public final class RuleBook {
                 }
                 if (r == null) {
                     policy.put(key, req.bound());
-                    r = new Rule(req.port(), req.network(), req.keyBits(), key, req.bound());
+                    r = new Entry(req.port(), req.network(), req.keyBits(), key, req.bound());
                     rules.put(key.prefixHex(), r);
                 } else if (r.bound != req.bound()) {
                     checkSoleHolder(uid, r, "change its bound");
@@ -265,7 +265,7 @@ public final class RuleBook {
         return req.port() + (req.network() == null ? "" : "/" + req.network().getHostAddress());
     }
 
-    private static void checkSoleHolder(int uid, Rule r, String what) throws Refused {
+    private static void checkSoleHolder(int uid, Entry r, String what) throws Refused {
         if (uid == 0) {
             return;
         }
@@ -298,11 +298,11 @@ public final class RuleBook {
         dropHolders(h -> h.owner().equals(owner), keep);
         for (AgentRequest w : wanted) {
             PolicyRule key = policy.rule(w.port(), w.network(), w.keyBits());
-            Rule r = rules.get(key.prefixHex());
+            Entry r = rules.get(key.prefixHex());
             try {
                 if (r == null) {
                     policy.put(key, w.bound());
-                    r = new Rule(w.port(), w.network(), w.keyBits(), key, w.bound());
+                    r = new Entry(w.port(), w.network(), w.keyBits(), key, w.bound());
                     rules.put(key.prefixHex(), r);
                 }
                 Holder h = new Holder(0, owner, 0);
@@ -334,7 +334,7 @@ public final class RuleBook {
 
     private void dropHolders(java.util.function.Predicate<Holder> which, Set<String> except) {
         boolean changed = false;
-        for (Rule r : List.copyOf(rules.values())) {
+        for (Entry r : List.copyOf(rules.values())) {
             if (except.contains(r.key.prefixHex())) {
                 continue;
             }
@@ -349,7 +349,7 @@ public final class RuleBook {
         }
     }
 
-    private void dropIfUnheld(Rule r) {
+    private void dropIfUnheld(Entry r) {
         if (r.holders.isEmpty()) {
             policy.tryRemove(r.key);
             rules.remove(r.key.prefixHex());
@@ -359,7 +359,7 @@ public final class RuleBook {
     /** How many rules {@code uid} holds (by any of its holders). */
     private int heldBy(int uid) {
         int n = 0;
-        for (Rule r : rules.values()) {
+        for (Entry r : rules.values()) {
             for (Holder h : r.holders) {
                 if (h.uid() == uid) {
                     n++;
@@ -386,7 +386,7 @@ public final class RuleBook {
      */
     public synchronized List<String> describeFor(int uid) {
         List<String> out = new ArrayList<>();
-        for (Rule r : rules.values()) {
+        for (Entry r : rules.values()) {
             List<Holder> seen = r.holders.stream().filter(h -> uid == 0 || h.uid() == uid).toList();
             if (!seen.isEmpty()) {
                 out.add(r.describe() + " bound " + Integer.toUnsignedString(r.bound) + " held by "
@@ -397,12 +397,12 @@ public final class RuleBook {
         return out;
     }
 
-    private static String line(Rule r, Holder h) {
+    private static String line(Entry r, Holder h) {
         return h.uid() + "\t" + h.owner() + "\t" + h.pid() + "\t" + r.port + "\t"
                 + (r.network == null ? "*" : r.network.getHostAddress()) + "\t" + r.keyBits + "\t" + r.bound;
     }
 
-    private static Set<String> lines(Rule r) {
+    private static Set<String> lines(Entry r) {
         Set<String> out = new LinkedHashSet<>();
         for (Holder h : r.holders) {
             out.add(line(r, h));
@@ -415,7 +415,7 @@ public final class RuleBook {
         StringBuilder sb = new StringBuilder();
         int appended = 0;
         for (String key : dirty) {
-            Rule r = rules.get(key);
+            Entry r = rules.get(key);
             Set<String> before = persisted.getOrDefault(key, Set.of());
             Set<String> now = r == null ? Set.of() : lines(r);
             for (String l : before) {
@@ -461,7 +461,7 @@ public final class RuleBook {
         StringBuilder sb = new StringBuilder();
         persisted.clear();
         liveLines = 0;
-        for (Map.Entry<String, Rule> e : rules.entrySet()) {
+        for (Map.Entry<String, Entry> e : rules.entrySet()) {
             Set<String> now = lines(e.getValue());
             persisted.put(e.getKey(), now);
             liveLines += now.size();

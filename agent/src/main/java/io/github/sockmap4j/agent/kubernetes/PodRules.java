@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.kubernetes;
 
+import io.github.sockmap4j.admin.Rule;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodIP;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -168,12 +169,12 @@ public final class PodRules implements AutoCloseable {
     }
 
     /** The rules a pod asks for now; empty without the annotation or pod IPs. */
-    public List<NodeAgent.Rule> rulesOf(Pod p) {
+    public List<Rule> rulesOf(Pod p) {
         return rulesOf(p, nodeName, annotation);
     }
 
     /** The rules a pod of node {@code nodeName} asks for with {@code annotation}. */
-    public static List<NodeAgent.Rule> rulesOf(Pod p, String nodeName, String annotation) {
+    public static List<Rule> rulesOf(Pod p, String nodeName, String annotation) {
         if (p.getSpec() == null || !nodeName.equals(p.getSpec().getNodeName())) {
             return List.of(); // the server's field selector should have left it out; another node's pod
         }
@@ -185,7 +186,7 @@ public final class PodRules implements AutoCloseable {
         Set<InetAddress> ips = podIps(p);
         int bound = 0;
         String b = ann.get(BOUND_ANNOTATION);
-        List<NodeAgent.Rule> rules = new ArrayList<>();
+        List<Rule> rules = new ArrayList<>();
         try {
             if (b != null && !b.isBlank()) {
                 bound = Integer.parseInt(b.trim());
@@ -195,7 +196,7 @@ public final class PodRules implements AutoCloseable {
             }
             for (int port : ports.ports()) {
                 for (InetAddress ip : ips) {
-                    rules.add(new NodeAgent.Rule(port, ip, ip.getAddress().length * 8, bound));
+                    rules.add(new Rule(port, ip, ip.getAddress().length * 8, bound));
                 }
             }
         } catch (IllegalArgumentException e) {
@@ -252,7 +253,7 @@ public final class PodRules implements AutoCloseable {
         }
 
         private void apply(Pod p) {
-            List<NodeAgent.Rule> rules = rulesOf(p);
+            List<Rule> rules = rulesOf(p);
             agent.hold(owner(p), rules);
             if (!rules.isEmpty()) {
                 LOG.info("Pod {}: {} rules", owner(p), rules.size());

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.kubernetes;
 
+import io.github.sockmap4j.admin.Rule;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServicePort;
 import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
@@ -63,7 +64,7 @@ public final class ServiceRules implements AutoCloseable {
     /** The map entries each Service ({@code NAMESPACE/NAME}) has put, by VIP and port. */
     private final Map<String, Map<InetSocketAddress, SockmapAdmin.Service>> applied = new HashMap<>();
     /** The rules each Service holds now. */
-    private final Map<String, List<NodeAgent.Rule>> heldRules = new HashMap<>();
+    private final Map<String, List<Rule>> heldRules = new HashMap<>();
     private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
     /** Which pods of this node opt a port in by their own annotation. */
@@ -174,8 +175,8 @@ public final class ServiceRules implements AutoCloseable {
             Entries want = svc == null ? Entries.NONE : entriesOf(svc, mine, nodeName, pods);
             // The endpoints' ports are opted in before a connect can be sent to them, and released
             // only once no entry sends connects there: rules held then, and those left let go after.
-            List<NodeAgent.Rule> before = heldRules.getOrDefault(key, List.of());
-            Set<NodeAgent.Rule> during = new LinkedHashSet<>(before);
+            List<Rule> before = heldRules.getOrDefault(key, List.of());
+            Set<Rule> during = new LinkedHashSet<>(before);
             during.addAll(want.rules());
             agent.hold(Owner.service(key), List.copyOf(during));
             Map<InetSocketAddress, SockmapAdmin.Service> had = applied.getOrDefault(key, Map.of());
@@ -252,7 +253,7 @@ public final class ServiceRules implements AutoCloseable {
     }
 
     /** What one Service asks for: its map entries and the rules of its local endpoints. */
-    record Entries(List<SockmapAdmin.Service> services, List<NodeAgent.Rule> rules) {
+    record Entries(List<SockmapAdmin.Service> services, List<Rule> rules) {
         static final Entries NONE = new Entries(List.of(), List.of());
     }
 
@@ -280,7 +281,7 @@ public final class ServiceRules implements AutoCloseable {
         boolean localOnly = localOnly(svc);
         boolean affinity = "ClientIP".equals(svc.getSpec().getSessionAffinity());
         List<SockmapAdmin.Service> entries = new ArrayList<>();
-        Set<NodeAgent.Rule> rules = new LinkedHashSet<>();
+        Set<Rule> rules = new LinkedHashSet<>();
         for (ServicePort sp : svc.getSpec().getPorts()) {
             boolean annotated = wanted.names(sp.getPort(), sp.getName());
             if (sp.getProtocol() != null && !"TCP".equals(sp.getProtocol())) {
@@ -315,7 +316,7 @@ public final class ServiceRules implements AutoCloseable {
                     continue;
                 }
                 for (InetSocketAddress e : local) {
-                    rules.add(new NodeAgent.Rule(e.getPort(), e.getAddress(), e.getAddress().getAddress().length * 8, 0));
+                    rules.add(new Rule(e.getPort(), e.getAddress(), e.getAddress().getAddress().length * 8, 0));
                 }
             }
         }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.kubernetes;
 
+import io.github.sockmap4j.admin.Rule;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -53,7 +54,7 @@ class ServiceEntriesTest {
         ServiceRules.Entries e = of(svc("5432").build(), slice("10.244.0.2@me", "10.244.9.2@other", "10.244.9.3@other!"));
         assertEquals(List.of(new SockmapAdmin.Service(at("10.96.1.1", 5432), List.of(at("10.244.0.2", 15432)),
                 List.of(at("10.244.9.2", 15432)), false)), e.services(), "not-ready endpoints are left out");
-        assertEquals(List.of(new NodeAgent.Rule(15432, InetAddress.ofLiteral("10.244.0.2"), 32, 0)), e.rules());
+        assertEquals(List.of(new Rule(15432, InetAddress.ofLiteral("10.244.0.2"), 32, 0)), e.rules());
     }
 
     @Test
@@ -112,7 +113,7 @@ class ServiceEntriesTest {
                 pod2);
         assertEquals(List.of(new SockmapAdmin.Service(at("10.96.1.1", 5432), List.of(at("10.244.0.2", 15432)),
                 List.of(at("10.244.9.2", 15432)), false)), e.services());
-        assertEquals(List.of(new NodeAgent.Rule(15432, InetAddress.ofLiteral("10.244.0.2"), 32, 0)), e.rules());
+        assertEquals(List.of(new Rule(15432, InetAddress.ofLiteral("10.244.0.2"), 32, 0)), e.rules());
         assertEquals(ServiceRules.Entries.NONE, ServiceRules.entriesOf(svc(null).build(),
                 List.of(slice("10.244.0.2@me!", "10.244.9.2@other")), "me", pod2), "its pod not ready");
         assertEquals(ServiceRules.Entries.NONE, ServiceRules.entriesOf(svc(null).build(),
