@@ -289,7 +289,7 @@ class ControlSocketAbuseTest {
             try (PolicyClient client = PolicyClient.open(pins)) {
                 listed = client.rules();
             }
-            assertEquals(n, listed.stream().filter(r -> r.contains("test:many")).count(), "rules listed");
+            assertEquals(n, listed.stream().filter(r -> r.contains("test-many")).count(), "rules listed");
         } finally {
             agent.hold(Owner.named("test-many"), List.of());
         }

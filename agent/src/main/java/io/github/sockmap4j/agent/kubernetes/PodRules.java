@@ -30,12 +30,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Note:</b> this class is threadsafe (the informer calls back on one thread).
  */
-public final class PodRules implements AutoCloseable {
+public final class PodRules extends Reconciler {
     public static final String DEFAULT_ANNOTATION = PortsAnnotation.NAME;
     static final String BOUND_ANNOTATION = "sockmap4j.io/bound";
     private static final Logger LOG = LoggerFactory.getLogger(PodRules.class);
 
-    private final NodeAgent agent;
     private final String annotation;
     private final String nodeName;
     private final SharedIndexInformer<Pod> informer;
@@ -44,26 +43,26 @@ public final class PodRules implements AutoCloseable {
     private Set<SockmapAdmin.Network> localPeers = Set.of();
     /** Told of every pod added, changed or deleted, after its rules (ServiceRules: Services that pods opt in). */
     private final List<java.util.function.Consumer<Pod>> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
-    private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
     private PodRules(NodeAgent agent, KubernetesClient client, String nodeName, String annotation,
                      boolean serverSideFilter, Path pinDir) {
-        this.agent = agent;
+        super(agent, Owner.Kind.POD);
         this.pinDir = pinDir;
         this.annotation = annotation;
         this.nodeName = nodeName;
         var all = client.pods().inAnyNamespace();
         this.informer = (serverSideFilter ? all.withField("spec.nodeName", nodeName) : all).inform(new Handler(), 0);
-        // Owners an earlier agent left that are no longer on this node: released once the first list is in.
-        informer.start().whenComplete((v, e) -> {
-            if (e == null) {
-                releaseGone();
-                updateLocalPeers();
-                synced.complete(null);
-            } else {
-                LOG.warn("Listing the pods of node {} failed; retrying: {}", nodeName, e.toString());
-            }
-        });
+        whenListed(informer.start(), "the pods of node " + nodeName);
+    }
+
+    @Override
+    protected void listed() {
+        updateLocalPeers();
+    }
+
+    @Override
+    protected boolean stillListed(Owner owner) {
+        return informer.getStore().getByKey(owner.name()) != null;
     }
 
     /**
@@ -124,16 +123,6 @@ public final class PodRules implements AutoCloseable {
         return new SockmapAdmin.Network(a, a.getAddress().length * 8);
     }
 
-    /** Whether the first list of pods has been applied. */
-    public boolean isSynced() {
-        return synced.isDone();
-    }
-
-    /** Completes once the first list of pods has been applied. */
-    public java.util.concurrent.CompletableFuture<Void> synced() {
-        return synced;
-    }
-
     /** Calls {@code listener} with each pod added, changed or deleted from now on, on the informer's thread. */
     void onChange(java.util.function.Consumer<Pod> listener) {
         listeners.add(listener);
@@ -153,19 +142,6 @@ public final class PodRules implements AutoCloseable {
 
     private static Owner owner(Pod p) {
         return Owner.pod(p.getMetadata().getNamespace(), p.getMetadata().getName());
-    }
-
-    private void releaseGone() {
-        Set<Owner> present = new HashSet<>();
-        for (Pod p : informer.getStore().list()) {
-            present.add(owner(p));
-        }
-        for (Owner o : agent.owners(Owner.Kind.POD)) {
-            if (!present.contains(o)) {
-                agent.hold(o, List.of());
-                LOG.info("Released the rules of {}: no longer on this node", o);
-            }
-        }
     }
 
     /** The rules a pod asks for now; empty without the annotation or pod IPs. */
@@ -246,7 +222,7 @@ public final class PodRules implements AutoCloseable {
         public void onDelete(Pod p, boolean finalStateUnknown) {
             agent.hold(owner(p), List.of());
             LOG.info("Pod {} is gone: its rules released", owner(p));
-            if (synced.isDone()) {
+            if (isSynced()) {
                 updateLocalPeers();
             }
             listeners.forEach(l -> l.accept(p));
@@ -258,7 +234,7 @@ public final class PodRules implements AutoCloseable {
             if (!rules.isEmpty()) {
                 LOG.info("Pod {}: {} rules", owner(p), rules.size());
             }
-            if (synced.isDone()) {
+            if (isSynced()) {
                 updateLocalPeers(); // before the first list is in, every address stays local
             }
             listeners.forEach(l -> l.accept(p));

@@ -47,14 +47,13 @@ import org.slf4j.LoggerFactory;
  * <p><b>Note:</b> this class is threadsafe: the two informers call back on their own threads,
  * and every change goes through one lock.
  */
-public final class ServiceRules implements AutoCloseable {
+public final class ServiceRules extends Reconciler {
     public static final String PORTS_ANNOTATION = PortsAnnotation.NAME;
     /** {@code "true"}: every connection to a local endpoint, whatever the Service's own policy says. */
     static final String PREFER_LOCAL_ANNOTATION = "sockmap4j.io/prefer-local";
     public static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
     private static final Logger LOG = LoggerFactory.getLogger(ServiceRules.class);
 
-    private final NodeAgent agent;
     private final Path pinDir;
     private final String nodeName;
     private final SharedIndexInformer<Service> services;
@@ -65,7 +64,6 @@ public final class ServiceRules implements AutoCloseable {
     private final Map<String, Map<InetSocketAddress, SockmapAdmin.Service>> applied = new HashMap<>();
     /** The rules each Service holds now. */
     private final Map<String, List<Rule>> heldRules = new HashMap<>();
-    private final java.util.concurrent.CompletableFuture<Void> synced = new java.util.concurrent.CompletableFuture<>();
 
     /** Which pods of this node opt a port in by their own annotation. */
     @FunctionalInterface
@@ -76,7 +74,7 @@ public final class ServiceRules implements AutoCloseable {
     }
 
     private ServiceRules(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName, PodRules podRules) {
-        this.agent = agent;
+        super(agent, Owner.Kind.SERVICE);
         this.pinDir = pinDir;
         this.nodeName = nodeName;
         this.pods = podRules == null ? PodPorts.NONE : podRules::optsIn;
@@ -93,13 +91,7 @@ public final class ServiceRules implements AutoCloseable {
             // Service is first applied; one changed after is told here.
             podRules.onChange(this::podChanged);
         }
-        services.start().thenCombine(slices.start(), (a, b) -> null).whenComplete((v, e) -> {
-            if (e == null) {
-                reconcile();
-            } else {
-                LOG.warn("Listing Services and EndpointSlices failed; retrying: {}", e.toString());
-            }
-        });
+        whenListed(services.start().thenCombine(slices.start(), (a, b) -> null), "Services and EndpointSlices");
     }
 
     /**
@@ -136,16 +128,6 @@ public final class ServiceRules implements AutoCloseable {
         var ref = e.getTargetRef();
         return ref != null && "Pod".equals(ref.getKind()) && name.equals(ref.getName())
                 && ns.equals(ref.getNamespace() == null ? sliceNs : ref.getNamespace());
-    }
-
-    /** Whether both first lists are in and the map has been made to match them. */
-    public boolean isSynced() {
-        return synced.isDone();
-    }
-
-    /** Completes once both first lists are in and the map has been made to match them. */
-    public java.util.concurrent.CompletableFuture<Void> synced() {
-        return synced;
     }
 
     private static String keyOf(Service s) {
@@ -218,9 +200,10 @@ public final class ServiceRules implements AutoCloseable {
 
     /**
      * Once both informers have listed: every listed Service applied (their handlers may not have
-     * run yet), then entries and rules nothing accounts for go.
+     * run yet), then map entries nothing accounts for go.
      */
-    private void reconcile() {
+    @Override
+    protected void listed() {
         synchronized (lock) {
             for (Service s : services.getStore().list()) {
                 update(keyOf(s));
@@ -237,19 +220,14 @@ public final class ServiceRules implements AutoCloseable {
             } catch (IOException e) {
                 LOG.warn("The Service map could not be read ({}); entries nothing accounts for stay", e.getMessage());
             }
-            Set<Owner> present = new HashSet<>();
-            for (Service s : services.getStore().list()) {
-                present.add(Owner.service(keyOf(s)));
-            }
-            for (Owner o : agent.owners(Owner.Kind.SERVICE)) {
-                if (!present.contains(o)) {
-                    agent.hold(o, List.of());
-                }
-            }
             LOG.info("Services and EndpointSlices listed: {} annotated Service(s) with a local endpoint in the Service map",
                     applied.size());
         }
-        synced.complete(null);
+    }
+
+    @Override
+    protected boolean stillListed(Owner owner) {
+        return services.getStore().getByKey(owner.name()) != null;
     }
 
     /** What one Service asks for: its map entries and the rules of its local endpoints. */
