@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.bpf.RetiredSets;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -45,7 +46,7 @@ class OtherAbiPinsTest {
             try (var files = Files.list(k.pinDir)) {
                 assertEquals(pins, files.map(p -> p.getFileName().toString()).sorted().toList(), "pins left as they were");
             }
-            assertTrue(Pins.retiredSets(k.pinDir).isEmpty(), "nothing retired by a library process");
+            assertTrue(RetiredSets.list(k.pinDir).isEmpty(), "nothing retired by a library process");
             int own = Pins.ABI_VERSION;
             Bpftool.run("map", "update", "pinned", k.pinDir.resolve("meta").toString(), "key", "0", "0", "0", "0",
                     "value", Integer.toString(own & 0xff), Integer.toString((own >> 8) & 0xff), "0", "0");

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent;
 
+import io.github.sockmap4j.internal.bpf.RetiredSets;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
@@ -21,7 +22,6 @@ import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.net.UnixListener;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
@@ -119,7 +119,7 @@ public final class NodeAgent implements AutoCloseable {
         ControlServer control = null;
         io.github.sockmap4j.internal.bpf.ServiceMap serviceMap = null;
         try {
-            List<Path> retiredBefore = Pins.retiredSets(options.pinDirectory());
+            List<Path> retiredBefore = RetiredSets.list(options.pinDirectory());
             for (Path cg : options.cgroups()) {
                 SockmapConfig config = SockmapConfig.builder().pinDirectory(options.pinDirectory()).cgroup(cg)
                         .maxSockets(options.maxSockets()).allowRootCgroup(options.allowRootCgroup()).build();
@@ -135,8 +135,8 @@ public final class NodeAgent implements AutoCloseable {
             }
             // Pins of another version were retired: this version's programs are attached now, so the
             // retired ones leave the cgroups (their connections stay on their maps until they close).
-            boolean retiredNow = !retiredBefore.containsAll(Pins.retiredSets(options.pinDirectory()));
-            int detached = Pins.detachRetired(options.pinDirectory());
+            boolean retiredNow = !retiredBefore.containsAll(RetiredSets.list(options.pinDirectory()));
+            int detached = RetiredSets.detach(options.pinDirectory());
             if (detached > 0) {
                 LOG.info("sockmap4j agent: detached {} cgroup links of retired pins", detached);
             }
@@ -290,7 +290,7 @@ public final class NodeAgent implements AutoCloseable {
             return;
         }
         try {
-            Pins.reapRetired(Libbpf.load(), options.pinDirectory());
+            RetiredSets.reap(Libbpf.load(), options.pinDirectory());
         } catch (IOException | RuntimeException e) {
             LOG.warn("sockmap4j agent: cannot look at the retired pins in {}: {}", options.pinDirectory(), e.toString());
         }

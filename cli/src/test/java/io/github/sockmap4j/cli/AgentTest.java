@@ -1,5 +1,7 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.internal.bpf.ObjectLoader;
+import io.github.sockmap4j.internal.bpf.RetiredSets;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -343,7 +345,7 @@ class AgentTest {
             sh("bpftool", "map", "update", "pinned", pins.resolve("meta").toString(), "key", "0", "0", "0", "0",
                     "value", Integer.toString(older & 0xff), Integer.toString((older >> 8) & 0xff), "0", "0");
             startAgent();
-            List<Path> retired = Pins.retiredSets(pins);
+            List<Path> retired = RetiredSets.list(pins);
             assertEquals(1, retired.size(), "the older set retired: " + retired);
             assertTrue(retired.get(0).getFileName().toString().startsWith("retired-abi-" + older + "-"), retired::toString);
             String status = cli("status").out();
@@ -361,7 +363,7 @@ class AgentTest {
             assertEquals("1", client.expect("ok=", 30), client.output());
         }
         Await.until("the retired set removed once its connection closed", Duration.ofSeconds(10),
-                () -> Pins.retiredSets(pins).isEmpty());
+                () -> RetiredSets.list(pins).isEmpty());
         assertEquals(0, cli("deny", "47207").code());
     }
 
@@ -524,9 +526,9 @@ class AgentTest {
             long unread = redirected - first;
             System.out.printf(Locale.ROOT, "agent: receiver that stopped after %d MiB (writer at %d MB/s): %d B "
                             + "redirected, %d B by TCP, at least %d redirected B unread (ceiling %d)%n", first >> 20,
-                    pace, redirected, held.bytesPassed() - before.bytesPassed(), unread, Pins.watchCeiling());
+                    pace, redirected, held.bytesPassed() - before.bytesPassed(), unread, ObjectLoader.watchCeiling());
             assertTrue(redirected > first / 2, "the redirect carried most of what was read: " + redirected);
-            assertTrue(unread <= Pins.watchCeiling(), "unread redirected bytes within tcp_rmem's maximum: " + unread);
+            assertTrue(unread <= ObjectLoader.watchCeiling(), "unread redirected bytes within tcp_rmem's maximum: " + unread);
             assertTrue(writer.isAlive(), "the writer is blocked, not failed");
         }
         assertEquals(0, cli("deny", "47209").code());

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.admin;
 
+import io.github.sockmap4j.internal.bpf.RetiredSets;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
@@ -103,7 +104,7 @@ public final class SockmapAdmin {
      * removed yet: each waits for its last connection to close (docs/operations.md, "Upgrades").
      */
     public static java.util.List<Path> retiredSets(Path pinDirectory) throws IOException {
-        return Pins.retiredSets(pinDirectory);
+        return RetiredSets.list(pinDirectory);
     }
 
     /**

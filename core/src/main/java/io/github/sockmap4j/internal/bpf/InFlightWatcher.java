@@ -150,7 +150,7 @@ public final class InFlightWatcher implements AutoCloseable {
 
     private void loop() {
         Map<String, Seen> seen = new HashMap<>();
-        int ceiling = Pins.watchCeiling();
+        int ceiling = ObjectLoader.watchCeiling();
         try (NetnsDiags diags = cgroups.isEmpty() ? NetnsDiags.ownNamespace() : NetnsDiags.ofCgroups(cgroups)) {
             long refreshed = System.nanoTime();
             long look = LOOK_NANOS;

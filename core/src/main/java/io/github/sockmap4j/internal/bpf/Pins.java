@@ -5,16 +5,13 @@ import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
-import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
 import org.slf4j.Logger;
@@ -43,12 +40,7 @@ public final class Pins {
     public static final int ABI_VERSION = 12;
     /** The pin that marks a directory as an agent's: its pins outlive every other process. */
     static final String AGENT_PIN = "agent";
-    static final String OBJECT_RESOURCE = "sockmap4j.bpf.o";
-    /** The same programs built with SM4J_NO_DRAIN, for kernels that refuse the other. */
-    static final String NODRAIN_RESOURCE = "sockmap4j-nodrain.bpf.o";
     private static final String LINK_PREFIX = "link_cgroup_";
-    /** The subdirectories the pins of another ABI version are moved to ({@link #retire}). */
-    static final String RETIRED_PREFIX = "retired-abi-";
     private static final Logger LOG = LoggerFactory.getLogger(Pins.class);
 
     private Pins() {
@@ -72,7 +64,7 @@ public final class Pins {
             if (!retireOtherAbi) {
                 throw otherAbi(dir, abi.getAsInt());
             }
-            retire(dir, abi.getAsInt());
+            RetiredSets.retire(dir, abi.getAsInt());
         }
         int present = 0;
         for (Pin p : Pin.values()) {
@@ -85,7 +77,7 @@ public final class Pins {
             present = 0;
         }
         if (present == 0) {
-            create(bpf, dir, maxSockets);
+            ObjectLoader.create(bpf, dir, maxSockets);
         }
         PinnedObjects fds = PinnedObjects.open(bpf, dir);
         try {
@@ -138,211 +130,6 @@ public final class Pins {
             return OptionalInt.of(abiOf(bpf, dir, fd));
         } finally {
             LibC.close(fd);
-        }
-    }
-
-    /**
-     * Moves every pin of {@code dir} into a subdirectory of its own, {@code retired-abi-N-K}, so
-     * that a set of this version can be made in {@code dir}. Nothing of the old set changes: its
-     * programs stay attached to the cgroups until {@link #detachRetired} unpins their links, and
-     * the sockets in its SOCKHASH stay redirected, with their unread bytes, by its own verdict
-     * until they close; {@link #reapRetired} then removes the set. Under the setup lock.
-     *
-     * @return the directory the set went to
-     */
-    static Path retire(Path dir, int abi) throws IOException {
-        Path to;
-        int k = 1;
-        while (Files.exists(to = dir.resolve(RETIRED_PREFIX + abi + "-" + k))) {
-            k++;
-        }
-        Files.createDirectory(to);
-        int n = 0;
-        try (var entries = Files.list(dir)) {
-            for (Path p : (Iterable<Path>) entries::iterator) {
-                if (!Files.isDirectory(p)) {
-                    Files.move(p, to.resolve(p.getFileName())); // rename(2): the pinned object is the same
-                    n++;
-                }
-            }
-        }
-        LOG.info("Retired the {} pins of sockmap4j ABI {} in {} to {}: their connections stay redirected by their "
-                + "own programs until they close; new connections get this version's (ABI {})", n, abi, dir, to,
-                ABI_VERSION);
-        return to;
-    }
-
-    /** The retired sets of {@code dir} ({@link #retire}), oldest first. */
-    public static List<Path> retiredSets(Path dir) throws IOException {
-        if (!Files.isDirectory(dir)) {
-            return List.of();
-        }
-        try (var entries = Files.list(dir)) {
-            return entries.filter(p -> Files.isDirectory(p) && p.getFileName().toString().startsWith(RETIRED_PREFIX))
-                    .sorted().toList();
-        }
-    }
-
-    /**
-     * Unpins the cgroup links of every retired set: their programs leave the cgroups, so no new
-     * socket enters a retired map. Called once this version's programs are attached.
-     *
-     * @return how many links were unpinned
-     */
-    public static int detachRetired(Path dir) throws IOException {
-        int n = 0;
-        for (Path set : retiredSets(dir)) {
-            n += unpinLinks(set);
-        }
-        return n;
-    }
-
-    /**
-     * Removes each retired set whose SOCKHASH no longer holds a socket: the kernel takes a socket
-     * out of every socket map as it closes, so an empty one had its last connection end. A set's
-     * cgroup links go first ({@link #detachRetired}), so its map only empties.
-     *
-     * @return the sets removed
-     */
-    public static List<Path> reapRetired(Libbpf bpf, Path dir) throws IOException {
-        List<Path> removed = new ArrayList<>();
-        for (Path set : retiredSets(dir)) {
-            unpinLinks(set);
-            if (registeredIn(bpf, set) == 0) {
-                removeSet(set);
-                removed.add(set);
-                LOG.info("Removed the retired sockmap4j pins {}: their last connection closed", set);
-            }
-        }
-        return removed;
-    }
-
-    /** The sockets in a retired set's SOCKHASH (its {@code socks} pin); 0 when it has none. */
-    static int registeredIn(Libbpf bpf, Path set) throws IOException {
-        int fd = bpf.tryGetPinned(Pin.SOCKS.path(set));
-        if (fd < 0) {
-            if (-fd == Errno.ENOENT) {
-                return 0;
-            }
-            throw new NativeIOException("bpf_obj_get", -fd, Pin.SOCKS.path(set));
-        }
-        try {
-            return countKeys(bpf, fd, bpf.mapInfo(fd).keySize());
-        } finally {
-            LibC.close(fd);
-        }
-    }
-
-    private static void removeSet(Path set) throws IOException {
-        try (var entries = Files.list(set)) {
-            for (Path p : (Iterable<Path>) entries::iterator) {
-                Files.deleteIfExists(p);
-            }
-        }
-        Files.deleteIfExists(set);
-    }
-
-    /** The load of the object with the drain check failed: the caller loads the one without. */
-    private static final class DrainUnloadable extends IOException {
-        private static final long serialVersionUID = 1L;
-
-        DrainUnloadable(IOException cause) {
-            super(cause.getMessage(), cause);
-        }
-    }
-
-    /**
-     * Loads the embedded object and pins its maps and programs in {@code dir}. Where the kernel
-     * refuses it (no untrusted kptrs, before 6.3), it loads the one built without the drain check
-     * (SM4J_NO_DRAIN): senders held on TCP then resume on a watcher's estimate only, and
-     * -Dsockmap4j.drain=false chooses that one everywhere.
-     */
-    static void create(Libbpf bpf, Path dir, int maxSockets) throws IOException {
-        if (!Boolean.parseBoolean(System.getProperty("sockmap4j.drain", "true"))) {
-            create(bpf, dir, maxSockets, NODRAIN_RESOURCE);
-            return;
-        }
-        try {
-            Libbpf.expectingFailure(() -> {
-                create(bpf, dir, maxSockets, OBJECT_RESOURCE);
-                return null;
-            });
-        } catch (DrainUnloadable e) {
-            LOG.info("This kernel refuses the sockmap4j programs' drain check ({}); loading them without it: a "
-                    + "sender held on TCP resumes on a watcher's estimate only (the verifier's log is at DEBUG "
-                    + "on io.github.sockmap4j.libbpf)", e.getMessage());
-            create(bpf, dir, maxSockets, NODRAIN_RESOURCE);
-        }
-    }
-
-    private static void create(Libbpf bpf, Path dir, int maxSockets, String resource) throws IOException {
-        boolean drain = resource.equals(OBJECT_RESOURCE);
-        byte[] elf = embeddedObject(resource);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buf = arena.allocate(elf.length, 8);
-            MemorySegment.copy(elf, 0, buf, ValueLayout.JAVA_BYTE, 0, elf.length);
-            MemorySegment obj = bpf.openObject(buf);
-            List<Pin> pinned = new ArrayList<>();
-            try {
-                for (Pin p : new Pin[] {Pin.SOCKS, Pin.RX, Pin.SLOTS, Pin.WATCH}) {
-                    bpf.setMaxEntries(bpf.findMap(obj, p.objectName), maxSockets);
-                }
-                // A socket's proof outlives its SOCKHASH entry from close(2) to the end of TCP's close.
-                bpf.setMaxEntries(bpf.findMap(obj, "sm4j_pair"), 2 * maxSockets);
-                if (drain) {
-                    bpf.setMaxEntries(bpf.findMap(obj, "sm4j_rxsock"), maxSockets);
-                }
-                // The programs read their configuration as constants: no lookup per message.
-                MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
-                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_BOUND, defaultWatchBound());
-                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_CEILING, watchCeiling());
-                bpf.setInitialValue(bpf.findMap(obj, Pin.CONFIG.objectName), cfg);
-                try {
-                    bpf.loadObject(obj);
-                } catch (NativeIOException e) {
-                    throw drain ? new DrainUnloadable(e) : e;
-                }
-                int socks = bpf.mapFd(bpf.findMap(obj, Pin.SOCKS.objectName));
-                int redirect = bpf.programFd(bpf.findProgram(obj, Pin.REDIRECT.objectName));
-                bpf.progAttach(redirect, socks, Libbpf.BPF_SK_MSG_VERDICT);
-                // Every address may be a local peer until an agent that knows the node's pods says which.
-                LocalPeersMap.allowEverywhere(bpf, bpf.mapFd(bpf.findMap(obj, Pin.LOCAL.objectName)));
-                MemorySegment key = arena.allocate(ValueLayout.JAVA_INT);
-                MemorySegment val = arena.allocateFrom(ValueLayout.JAVA_INT, ABI_VERSION);
-                int r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.META.objectName)), key, val, Libbpf.BPF_ANY);
-                if (r < 0) {
-                    throw new NativeIOException("bpf_map_update_elem(meta)", -r);
-                }
-                for (Pin p : Pin.values()) {
-                    int fd = p.program ? bpf.programFd(bpf.findProgram(obj, p.objectName))
-                            : bpf.mapFd(bpf.findMap(obj, p.objectName));
-                    bpf.pin(fd, p.path(dir));
-                    pinned.add(p);
-                }
-            } catch (IOException | RuntimeException e) {
-                for (Pin p : pinned) {
-                    Files.deleteIfExists(dir.resolve(p.fileName));
-                }
-                throw e;
-            } finally {
-                bpf.closeObject(obj);
-            }
-        }
-        LOG.debug("Loaded the sockmap4j programs ({}) and pinned them in {}", resource, dir);
-    }
-
-    /** The compiled BPF object embedded in this jar. */
-    public static byte[] embeddedObject() throws IOException {
-        return embeddedObject(OBJECT_RESOURCE);
-    }
-
-    private static byte[] embeddedObject(String resource) throws IOException {
-        try (InputStream in = Pins.class.getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IOException("the BPF object " + resource
-                        + " is missing from the sockmap4j-core jar (a broken build)");
-            }
-            return in.readAllBytes();
         }
     }
 
@@ -423,7 +210,7 @@ public final class Pins {
         }
     }
 
-    private static int unpinLinks(Path dir) throws IOException {
+    static int unpinLinks(Path dir) throws IOException {
         int n = 0;
         try (var entries = Files.list(dir)) {
             for (Path p : (Iterable<Path>) entries::iterator) {
@@ -527,11 +314,11 @@ public final class Pins {
         locks.lockSetup();
         try {
             int n = 0;
-            for (Path set : retiredSets(dir)) {
+            for (Path set : RetiredSets.list(dir)) {
                 try (var files = Files.list(set)) {
                     n += (int) files.count();
                 }
-                removeSet(set);
+                RetiredSets.remove(set);
             }
             n += unpinLinks(dir);
             n += Files.deleteIfExists(dir.resolve(AGENT_PIN)) ? 1 : 0;
@@ -569,31 +356,6 @@ public final class Pins {
                 prev = a;
             }
             return n;
-        }
-    }
-
-    /**
-     * The first bound of a receiver that publishes nothing: net.ipv4.tcp_rmem's default, the
-     * receive buffer TCP gives a socket before autotuning (131072 where unset).
-     */
-    static int defaultWatchBound() {
-        return tcpRmem(1, 131072);
-    }
-
-    /**
-     * The largest bound a receiver that publishes nothing grows to: net.ipv4.tcp_rmem's maximum,
-     * the largest receive buffer TCP's autotuning gives (6 MiB where unset).
-     */
-    public static int watchCeiling() {
-        return tcpRmem(2, 6 << 20);
-    }
-
-    private static int tcpRmem(int field, int otherwise) {
-        try (var in = Files.newInputStream(Path.of("/proc/sys/net/ipv4/tcp_rmem"))) {
-            String[] f = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim().split("\\s+");
-            return Integer.parseInt(f[field]);
-        } catch (IOException | RuntimeException e) {
-            return otherwise;
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.internal.flow;
 
+import io.github.sockmap4j.internal.bpf.ObjectLoader;
 import io.github.sockmap4j.internal.bpf.InFlightMaps;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.Pins;
@@ -23,7 +24,7 @@ final class ReadSlotRegistry {
     private final KernelSockmap kernel;
     private final InFlightMaps maps;
     private final Set<ReadPublisher> publishers = ConcurrentHashMap.newKeySet();
-    private final int tcpRmemMax = Pins.watchCeiling();
+    private final int tcpRmemMax = ObjectLoader.watchCeiling();
 
     ReadSlotRegistry(KernelSockmap kernel) {
         this.kernel = kernel;

@@ -41,7 +41,7 @@ class LayoutTest {
 
     @BeforeAll
     static void readBtf() throws Exception {
-        sockmapBtf = Btf.ofResource(Pins.class, Pins.OBJECT_RESOURCE);
+        sockmapBtf = Btf.ofResource(ObjectLoader.class, ObjectLoader.OBJECT_RESOURCE);
         xdpBtf = Btf.ofResource(io.github.sockmap4j.xdp.XdpFilter.class, "xdp_filter.bpf.o");
     }
 
