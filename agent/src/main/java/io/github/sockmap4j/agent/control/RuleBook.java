@@ -11,11 +11,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -77,25 +73,14 @@ public final class RuleBook {
     }
 
     private final PolicyMap policy;
-    private final Path file;
     private final Map<String, Entry> rules = new LinkedHashMap<>();
-    /*
-     * The file is a journal: a change appends what it added ("+" and a holder's line) and removed
-     * ("-"), so that a request costs what it changed, not a rewrite of every rule (2.5 MB at 65,536
-     * rules). Once the journal holds more lines than COMPACT_MIN plus twice the live ones, it is
-     * rewritten as the live lines alone (a temporary file renamed over it).
-     */
-    static final int COMPACT_MIN = 4096;
-    /** What the file says now, by rule key: each holder's line. */
-    private final Map<String, Set<String>> persisted = new HashMap<>();
+    private final RuleJournal journal;
     /** Rules changed since the last save. */
     private final Set<String> dirty = new LinkedHashSet<>();
-    private int liveLines;
-    private int journalLines;
 
     private RuleBook(PolicyMap policy, Path file) {
         this.policy = policy;
-        this.file = file;
+        this.journal = new RuleJournal(file);
     }
 
     /** Adopts the rules of {@code policy}, with their holders from {@code file} when there is one. */
@@ -110,32 +95,30 @@ public final class RuleBook {
     public static RuleBook load(PolicyMap policy, Path file, boolean restore) throws IOException {
         RuleBook b = new RuleBook(policy, file);
         Set<String> inMap = new java.util.HashSet<>(policy.keysHex());
-        if (Files.exists(file)) {
-            for (String line : replay(Files.readAllLines(file))) {
-                String[] f = line.split("\t");
-                if (f.length != 7) {
-                    continue;
-                }
-                InetAddress net = f[4].equals("*") ? null : Cidr.literal(f[4]);
-                int port = Integer.parseInt(f[3]);
-                int bits = Integer.parseInt(f[5]);
-                PolicyRule key = policy.rule(port, net, bits);
-                if (!inMap.contains(key.prefixHex())) {
-                    if (!restore) {
-                        continue; // removed from the map while no agent ran
-                    }
-                    policy.put(key, Integer.parseInt(f[6]));
-                    inMap.add(key.prefixHex());
-                }
-                Entry r = b.rules.computeIfAbsent(key.prefixHex(),
-                        k -> new Entry(port, net, bits, key, Integer.parseInt(f[6])));
-                Owner owner = Owner.parse(f[1]);
-                long pid = Long.parseLong(f[2]);
-                if (owner.kind() == Owner.Kind.CONNECTION) {
-                    owner = Owner.process(pid); // that connection ended with the previous agent
-                }
-                r.holders.add(new Holder(Integer.parseInt(f[0]), owner, pid));
+        for (String line : b.journal.live()) {
+            String[] f = line.split("\t");
+            if (f.length != 7) {
+                continue;
             }
+            InetAddress net = f[4].equals("*") ? null : Cidr.literal(f[4]);
+            int port = Integer.parseInt(f[3]);
+            int bits = Integer.parseInt(f[5]);
+            PolicyRule key = policy.rule(port, net, bits);
+            if (!inMap.contains(key.prefixHex())) {
+                if (!restore) {
+                    continue; // removed from the map while no agent ran
+                }
+                policy.put(key, Integer.parseInt(f[6]));
+                inMap.add(key.prefixHex());
+            }
+            Entry r = b.rules.computeIfAbsent(key.prefixHex(),
+                    k -> new Entry(port, net, bits, key, Integer.parseInt(f[6])));
+            Owner owner = Owner.parse(f[1]);
+            long pid = Long.parseLong(f[2]);
+            if (owner.kind() == Owner.Kind.CONNECTION) {
+                owner = Owner.process(pid); // that connection ended with the previous agent
+            }
+            r.holders.add(new Holder(Integer.parseInt(f[0]), owner, pid));
         }
         for (String hex : inMap) {
             if (!b.rules.containsKey(hex)) {
@@ -147,21 +130,6 @@ public final class RuleBook {
         b.reapDeadProcesses();
         b.compact();
         return b;
-    }
-
-    /** The live lines of a journal: "+" adds a line, "-" removes it, a bare line (a snapshot) adds it. */
-    static Set<String> replay(List<String> journal) {
-        Set<String> live = new LinkedHashSet<>();
-        for (String l : journal) {
-            if (l.startsWith("+\t")) {
-                live.add(l.substring(2));
-            } else if (l.startsWith("-\t")) {
-                live.remove(l.substring(2));
-            } else if (!l.isEmpty()) {
-                live.add(l);
-            }
-        }
-        return live;
     }
 
     /** A rule from its map key (prefixlen, big-endian port, v4-mapped address). */
@@ -410,77 +378,29 @@ public final class RuleBook {
         return out;
     }
 
-    /** Appends what the dirty rules changed, or compacts the journal once it has grown. */
+    /** Has the journal record what the dirty rules changed. */
     private void save() {
-        StringBuilder sb = new StringBuilder();
-        int appended = 0;
+        Map<String, Set<String>> changed = new LinkedHashMap<>();
         for (String key : dirty) {
             Entry r = rules.get(key);
-            Set<String> before = persisted.getOrDefault(key, Set.of());
-            Set<String> now = r == null ? Set.of() : lines(r);
-            for (String l : before) {
-                if (!now.contains(l)) {
-                    sb.append("-\t").append(l).append('\n');
-                    appended++;
-                }
-            }
-            for (String l : now) {
-                if (!before.contains(l)) {
-                    sb.append("+\t").append(l).append('\n');
-                    appended++;
-                }
-            }
-            liveLines += now.size() - before.size();
-            if (now.isEmpty()) {
-                persisted.remove(key);
-            } else {
-                persisted.put(key, now);
-            }
+            changed.put(key, r == null ? Set.of() : lines(r));
         }
         dirty.clear();
-        if (appended == 0) {
-            return;
-        }
-        journalLines += appended;
-        if (journalLines > COMPACT_MIN + 2L * liveLines) {
-            compact();
-            return;
-        }
-        try {
-            Files.writeString(file, sb, StandardOpenOption.APPEND); // created root-only by compact()
-        } catch (java.nio.file.NoSuchFileException gone) {
-            compact();
-        } catch (IOException e) {
-            LOG.warn("Cannot save the agent's rules to {} (a restarted agent would count them as root's): {}",
-                    file, e.toString());
-        }
+        journal.save(changed, this::allLines);
     }
 
-    /** Rewrites the file as the live lines alone. */
+    /** Rewrites the journal as the live lines alone. */
     private void compact() {
-        StringBuilder sb = new StringBuilder();
-        persisted.clear();
-        liveLines = 0;
-        for (Map.Entry<String, Entry> e : rules.entrySet()) {
-            Set<String> now = lines(e.getValue());
-            persisted.put(e.getKey(), now);
-            liveLines += now.size();
-            for (String l : now) {
-                sb.append(l).append('\n');
-            }
-        }
         dirty.clear();
-        journalLines = liveLines;
-        try {
-            Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-            Files.deleteIfExists(tmp);
-            Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-            Files.writeString(tmp, sb);
-            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            LOG.warn("Cannot save the agent's rules to {} (a restarted agent would count them as root's): {}",
-                    file, e.toString());
+        journal.compact(allLines());
+    }
+
+    private Map<String, Set<String>> allLines() {
+        Map<String, Set<String>> all = new LinkedHashMap<>();
+        for (Map.Entry<String, Entry> e : rules.entrySet()) {
+            all.put(e.getKey(), lines(e.getValue()));
         }
+        return all;
     }
 
     @Override
