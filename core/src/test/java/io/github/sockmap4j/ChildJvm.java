@@ -50,6 +50,35 @@ public final class ChildJvm implements AutoCloseable {
         return cp != null ? cp : System.getProperty("java.class.path");
     }
 
+    /** The cgroup {@link #requiredWhereOff} names: it does not exist, so the fast path is off. */
+    public static final String NO_CGROUP = "/sys/fs/cgroup/no-such-sockmap4j-cgroup";
+
+    /**
+     * {@code main} in a child JVM where the fast path is required ({@code sockmap4j.require=true})
+     * and off (its cgroup, {@link #NO_CGROUP}, does not exist). A child, since the setting is
+     * process-wide; it needs no privileges.
+     */
+    public static ChildJvm requiredWhereOff(Class<?> main) throws IOException {
+        List<String> cmd = new java.util.ArrayList<>(javaCommand(main));
+        cmd.add(1, "-Dsockmap4j.require=true");
+        cmd.add(1, "-Dsockmap4j.cgroup=" + NO_CGROUP);
+        return start(cmd);
+    }
+
+    /** Whether {@code text} names why the fast path is off there: the missing cgroup, or missing privileges. */
+    public static boolean namesOffCause(String text) {
+        return text.contains("no-such-sockmap4j-cgroup") || text.contains("missing privileges");
+    }
+
+    /** {@code t} and its causes, "Class: message; " each: what a child prints for the test to read. */
+    public static String causes(Throwable t) {
+        StringBuilder out = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            out.append(c.getClass().getSimpleName()).append(": ").append(c.getMessage()).append("; ");
+        }
+        return out.toString();
+    }
+
     /** The java command line running {@code main} with this JVM's test class path. */
     public static List<String> javaCommand(Class<?> main, String... args) {
         List<String> cmd = new ArrayList<>(List.of(java(), "--enable-native-access=ALL-UNNAMED",

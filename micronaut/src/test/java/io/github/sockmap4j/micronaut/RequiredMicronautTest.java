@@ -7,8 +7,6 @@ import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.SockmapUnavailableException;
 import io.micronaut.context.ApplicationContext;
 import io.micronaut.runtime.server.EmbeddedServer;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -23,14 +21,11 @@ import org.junit.jupiter.api.Timeout;
 class RequiredMicronautTest {
     @Test
     void aRequiredFastPathThatIsOffFailsTheStartWithTheReason() throws Exception {
-        List<String> cmd = new ArrayList<>(ChildJvm.javaCommand(Main.class));
-        cmd.add(1, "-Dsockmap4j.require=true");
-        cmd.add(1, "-Dsockmap4j.cgroup=/sys/fs/cgroup/no-such-sockmap4j-cgroup");
-        try (ChildJvm child = ChildJvm.start(cmd)) {
+        try (ChildJvm child = ChildJvm.requiredWhereOff(Main.class)) {
             String server = child.expect("server=", 60);
             assertEquals(0, child.waitFor(30), child.output());
             assertTrue(server.contains(SockmapUnavailableException.class.getSimpleName()), () -> child.output());
-            assertTrue(server.contains("no-such-sockmap4j-cgroup") || server.contains("missing privileges"),
+            assertTrue(ChildJvm.namesOffCause(server),
                     () -> "names the cause: " + child.output());
         }
     }
@@ -43,11 +38,7 @@ class RequiredMicronautTest {
                     "micronaut.server.netty.parent.transport", "sockmap"))) {
                 System.out.println("server=started on plain TCP at " + server.getPort());
             } catch (RuntimeException e) {
-                StringBuilder causes = new StringBuilder();
-                for (Throwable c = e; c != null; c = c.getCause()) {
-                    causes.append(c.getClass().getSimpleName()).append(": ").append(c.getMessage()).append("; ");
-                }
-                System.out.println("server=refused " + causes);
+                System.out.println("server=refused " + ChildJvm.causes(e));
             }
         }
     }

@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.SockmapUnavailableException;
 import io.vertx.core.Vertx;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,14 +19,11 @@ import org.junit.jupiter.api.Timeout;
 class RequiredVertxTest {
     @Test
     void aRequiredFastPathThatIsOffFailsTheListenWithTheReason() throws Exception {
-        List<String> cmd = new ArrayList<>(ChildJvm.javaCommand(Main.class));
-        cmd.add(1, "-Dsockmap4j.require=true");
-        cmd.add(1, "-Dsockmap4j.cgroup=/sys/fs/cgroup/no-such-sockmap4j-cgroup");
-        try (ChildJvm child = ChildJvm.start(cmd)) {
+        try (ChildJvm child = ChildJvm.requiredWhereOff(Main.class)) {
             String server = child.expect("server=", 60);
             assertEquals(0, child.waitFor(30), child.output());
             assertTrue(server.contains(SockmapUnavailableException.class.getSimpleName()), () -> child.output());
-            assertTrue(server.contains("no-such-sockmap4j-cgroup") || server.contains("missing privileges"),
+            assertTrue(ChildJvm.namesOffCause(server),
                     () -> "names the cause: " + child.output());
         }
     }
@@ -41,11 +36,7 @@ class RequiredVertxTest {
                         .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 System.out.println("server=listening on plain TCP");
             } catch (java.util.concurrent.ExecutionException e) {
-                StringBuilder causes = new StringBuilder();
-                for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
-                    causes.append(c.getClass().getSimpleName()).append(": ").append(c.getMessage()).append("; ");
-                }
-                System.out.println("server=refused " + causes);
+                System.out.println("server=refused " + ChildJvm.causes(e.getCause()));
             } finally {
                 vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
             }

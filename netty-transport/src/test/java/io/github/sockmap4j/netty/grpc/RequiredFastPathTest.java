@@ -15,8 +15,6 @@ import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ServerCalls;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -31,17 +29,14 @@ class RequiredFastPathTest {
 
     @Test
     void nothingServesOrConnectsOnPlainTcpWhenTheFastPathIsRequired() throws Exception {
-        List<String> cmd = new ArrayList<>(ChildJvm.javaCommand(Main.class));
-        cmd.add(1, "-Dsockmap4j.require=true");
-        cmd.add(1, "-Dsockmap4j.cgroup=/sys/fs/cgroup/no-such-sockmap4j-cgroup");
-        try (ChildJvm child = ChildJvm.start(cmd)) {
+        try (ChildJvm child = ChildJvm.requiredWhereOff(Main.class)) {
             String server = child.expect("server=", 60);
             String client = child.expect("client=", 60);
             assertEquals(0, child.waitFor(30), child.output());
             assertTrue(server.startsWith("refused " + SockmapUnavailableException.class.getName()),
                     () -> "server.start(): " + child.output());
             // The cause: the cgroup named here, or (without privileges) what is missing.
-            assertTrue(server.contains("no-such-sockmap4j-cgroup") || server.contains("missing privileges"),
+            assertTrue(ChildJvm.namesOffCause(server),
                     () -> "names the cause: " + child.output());
             assertTrue(client.startsWith("refused"), () -> "the call: " + child.output());
             assertTrue(client.contains(SockmapUnavailableException.class.getSimpleName()),
