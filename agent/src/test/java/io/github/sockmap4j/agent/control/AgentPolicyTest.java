@@ -34,9 +34,14 @@ class AgentPolicyTest {
         assertNull(POLICY.refusal(1000, Set.of(1000), allow(8080, "fd00::1", 128, 1)));
         String port = POLICY.refusal(1000, Set.of(1000), allow(8081, "10.1.2.3", 32, 0));
         assertTrue(port.contains("uid 1000 may not opt in port 8081") && port.contains(FILE.toString()), port);
-        assertNotNull(POLICY.refusal(1000, Set.of(1000), allow(8080, "11.0.0.1", 32, 0)), "outside its networks");
-        assertNotNull(POLICY.refusal(1000, Set.of(1000), allow(8080, "10.0.0.0", 7, 0)), "wider than its network");
-        assertNotNull(POLICY.refusal(1000, Set.of(1000), allow(8080, null, 0, 0)), "any address needs '*'");
+        String outside = POLICY.refusal(1000, Set.of(1000), allow(8080, "11.0.0.1", 32, 0));
+        assertTrue(outside != null && outside.contains("may not opt in port 8080 for 11.0.0.1 (128 key bits)"),
+                "outside its networks: " + outside);
+        String wider = POLICY.refusal(1000, Set.of(1000), allow(8080, "10.0.0.0", 7, 0));
+        assertTrue(wider != null && wider.contains("may not opt in port 8080 for 10.0.0.0 (103 key bits)"),
+                "wider than its network: " + wider);
+        String any = POLICY.refusal(1000, Set.of(1000), allow(8080, null, 0, 0));
+        assertTrue(any != null && any.contains("may not opt in port 8080 for any address"), "any address needs '*': " + any);
         String bound = POLICY.refusal(1000, Set.of(1000), allow(8080, "10.1.2.3", 32, 4194305));
         assertTrue(bound.contains("bounds up to 4194304"), bound);
     }
