@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import static io.github.sockmap4j.ChildJvm.sh;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -53,14 +54,6 @@ public final class VethPods implements AutoCloseable {
         List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", ns));
         full.addAll(command);
         return full;
-    }
-
-    static void sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
     }
 
     /** Deletes both namespaces; a veth end goes with its namespace, and its peer with it. */

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.bench;
 
+import static io.github.sockmap4j.testsupport.NodeBed.sh;
 import io.github.sockmap4j.xdp.XdpFilter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -18,15 +19,6 @@ import java.util.concurrent.TimeUnit;
  */
 public final class XdpBench {
     private XdpBench() {
-    }
-
-    static String sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
-        return out;
     }
 
     static long udpNoPorts() throws IOException {
@@ -124,6 +116,5 @@ public final class XdpBench {
             sh("ip", "netns", "delete", ns);
         }
     }
-
 
 }

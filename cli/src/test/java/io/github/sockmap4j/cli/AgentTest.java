@@ -1,5 +1,6 @@
 package io.github.sockmap4j.cli;
 
+import static io.github.sockmap4j.testsupport.NodeBed.sh;
 import io.github.sockmap4j.internal.bpf.ObjectLoader;
 import io.github.sockmap4j.internal.bpf.RetiredSets;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -113,15 +114,6 @@ class AgentTest {
             Leftovers.removeCgroups(cgroup);
             Leftovers.removeDirectory(work);
         }
-    }
-
-    static String sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
-        return out;
     }
 
     /** Once {@code server} listens (its "port=" line): a client started before could be refused. */

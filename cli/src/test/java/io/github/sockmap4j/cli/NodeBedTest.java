@@ -76,7 +76,7 @@ class NodeBedTest {
         work = Files.createTempDirectory("sockmap4j-nodebed", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        AgentTest.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        NodeBed.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         cgroup = TestKernel.newCgroup("nodebed");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodebed"));
         bed = NodeBed.create("nb", 3);
@@ -208,7 +208,7 @@ class NodeBedTest {
     }
 
     long natPackets(String tool, String chain) throws Exception {
-        String out = AgentTest.sh(NodeBed.in(bed.node, List.of(tool, "-w", "-t", "nat", "-L", chain, "-v",
+        String out = NodeBed.sh(NodeBed.in(bed.node, List.of(tool, "-w", "-t", "nat", "-L", chain, "-v",
                 "-x", "-n")).toArray(String[]::new));
         Matcher m = Pattern.compile("(?m)^\\s*(\\d+)\\s+\\d+\\s+DNAT").matcher(out);
         assertTrue(m.find(), out);

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.testsupport.NodeBed;
 import io.github.sockmap4j.agent.kubernetes.PodRules;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -60,7 +61,7 @@ class PodRulesTest {
         work = Files.createTempDirectory("sockmap4j-pods", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        AgentTest.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        NodeBed.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         cgroup = TestKernel.newCgroup("kubepods");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("pods"));
         vethPods = VethPods.create("k", DB_ADDR, APP_ADDR);

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.cli;
 
+import static io.github.sockmap4j.testsupport.NodeBed.sh;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -165,12 +166,4 @@ class SockmapCliTest {
         }
     }
 
-    static String sh(String... cmd) throws Exception {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        if (!p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed: " + out);
-        }
-        return out;
-    }
 }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.xdp;
 
+import static io.github.sockmap4j.ChildJvm.sh;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -38,15 +39,6 @@ class XdpFilterTest {
     final String hereV6 = "fd00:5a:" + Integer.toHexString(net) + "::1";
     final String thereV6 = "fd00:5a:" + Integer.toHexString(net) + "::2";
     Path probe;
-
-    static String sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
-        return out;
-    }
 
     @BeforeAll
     void setUp() throws Exception {
