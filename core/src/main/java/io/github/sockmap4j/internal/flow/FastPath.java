@@ -48,14 +48,10 @@ public final class FastPath implements AutoCloseable {
      */
     public static FastPath of(Object sockmap) {
         Objects.requireNonNull(sockmap, "sockmap");
+        // Set by Sockmap's static initializer, which has run before any Sockmap exists.
         Function<Object, FastPath> a = access;
         if (a == null) {
-            try {
-                Class.forName("io.github.sockmap4j.Sockmap", true, FastPath.class.getClassLoader());
-            } catch (ClassNotFoundException e) {
-                throw new IllegalStateException(e);
-            }
-            a = access;
+            throw new IllegalArgumentException("not a Sockmap: " + sockmap.getClass().getName());
         }
         return a.apply(sockmap);
     }
