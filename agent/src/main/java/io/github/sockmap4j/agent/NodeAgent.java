@@ -118,6 +118,12 @@ public final class NodeAgent implements AutoCloseable {
         PolicyMap policy = null;
         ControlServer control = null;
         io.github.sockmap4j.internal.bpf.ServiceMap serviceMap = null;
+        // Before anything of the directory is touched: an agent of another version would retire the
+        // pins a running one uses (a DaemonSet surging a second pod onto the node, two units by mistake).
+        if (SockmapAdmin.agentRunning(options.pinDirectory())) {
+            throw new IOException("another sockmap4j agent serves " + options.pinDirectory() + " ("
+                    + SockmapAdmin.agentSocket(options.pinDirectory()) + " answers): stop it first");
+        }
         try {
             List<Path> retiredBefore = RetiredSets.list(options.pinDirectory());
             for (Path cg : options.cgroups()) {

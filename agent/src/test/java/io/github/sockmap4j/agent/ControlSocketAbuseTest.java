@@ -6,6 +6,7 @@ import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.internal.agent.AgentClient;
@@ -273,6 +274,21 @@ class ControlSocketAbuseTest {
             assertTrue(other.startsWith("ERR uid " + (USER + 1) + " may not opt in port " + (a - 1)),
                     "the group's grant, and no more: " + other);
         }
+    }
+
+    @Test
+    void aSecondAgentOfTheDirectoryIsRefusedBeforeItTouchesThePins() throws Exception {
+        List<String> before;
+        try (var files = Files.list(pins)) {
+            before = files.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+        IOException e = assertThrows(IOException.class,
+                () -> NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), policy, 1024, false)).close());
+        assertTrue(e.getMessage().contains("another sockmap4j agent serves " + pins), e.getMessage());
+        try (var files = Files.list(pins)) {
+            assertEquals(before, files.map(p -> p.getFileName().toString()).sorted().toList(), "the pins as they were");
+        }
+        assertTrue(agent.isReady(), "the running agent serves on");
     }
 
     @Test
