@@ -1,10 +1,12 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.ffi.Epoll;
 import io.github.sockmap4j.internal.ffi.EpollEvent;
 import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.flow.ChannelCredit;
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.flow.ChannelCredit;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -19,7 +21,6 @@ import java.nio.channels.Selector;
 import java.nio.channels.spi.AbstractSelectableChannel;
 import java.nio.channels.spi.AbstractSelectionKey;
 import java.nio.channels.spi.AbstractSelector;
-import java.util.AbstractSet;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -57,14 +58,14 @@ final class EpollSelector extends AbstractSelector {
 
     EpollSelector(SockmapSelectorProvider provider) throws IOException {
         super(provider);
-        epfd = LibC.epollCreate();
+        epfd = Epoll.epollCreate();
         try {
-            wakeFd = LibC.eventfd();
+            wakeFd = Epoll.eventfd();
         } catch (NativeIOException e) {
             LibC.close(epfd);
             throw e;
         }
-        int r = LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_ADD, wakeFd, LibC.EPOLLIN);
+        int r = Epoll.tryEpollCtl(epfd, Linux.EPOLL_CTL_ADD, wakeFd, Linux.EPOLLIN);
         if (r < 0) {
             LibC.close(wakeFd);
             LibC.close(epfd);
@@ -87,7 +88,7 @@ final class EpollSelector extends AbstractSelector {
         Key(AbstractSelectableChannel channel, Selectable selectable) {
             this.channel = channel;
             this.selectable = selectable;
-            this.fd = selectable.fd();
+            this.fd = selectable.socket().intValue();
         }
 
         @Override
@@ -144,19 +145,19 @@ final class EpollSelector extends AbstractSelector {
         int ev = 0;
         int ops = k.interest;
         if ((ops & (SelectionKey.OP_READ | SelectionKey.OP_ACCEPT)) != 0) {
-            ev |= LibC.EPOLLIN | LibC.EPOLLRDHUP;
+            ev |= Linux.EPOLLIN | Linux.EPOLLRDHUP;
         }
         if ((ops & SelectionKey.OP_CONNECT) != 0
                 || (ops & SelectionKey.OP_WRITE) != 0 && !k.heldForCredit) {
-            ev |= LibC.EPOLLOUT;
+            ev |= Linux.EPOLLOUT;
         }
         int r;
         if (ev == 0) {
             // An fd in epoll reports EPOLLHUP whatever it asked for: leave it out instead.
-            r = k.inEpoll ? LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_DEL, k.fd, 0) : 0;
+            r = k.inEpoll ? Epoll.tryEpollCtl(epfd, Linux.EPOLL_CTL_DEL, k.fd, 0) : 0;
             k.inEpoll = false;
         } else {
-            r = LibC.tryEpollCtl(epfd, k.inEpoll ? LibC.EPOLL_CTL_MOD : LibC.EPOLL_CTL_ADD, k.fd, ev);
+            r = Epoll.tryEpollCtl(epfd, k.inEpoll ? Linux.EPOLL_CTL_MOD : Linux.EPOLL_CTL_ADD, k.fd, ev);
             k.inEpoll = r == 0;
         }
         if (r < 0 && -r != Errno.ENOENT && -r != Errno.EBADF) {
@@ -241,7 +242,7 @@ final class EpollSelector extends AbstractSelector {
                 try {
                     begin();
                     do {
-                        n = LibC.tryEpollWait(epfd, events, timeout);
+                        n = Epoll.tryEpollWait(epfd, events, timeout);
                     } while (n == -Errno.EINTR && !Thread.currentThread().isInterrupted());
                 } finally {
                     end();
@@ -374,7 +375,7 @@ final class EpollSelector extends AbstractSelector {
                         keysHeldForCredit--;
                     }
                     if (k.inEpoll) {
-                        LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_DEL, k.fd, 0);
+                        Epoll.tryEpollCtl(epfd, Linux.EPOLL_CTL_DEL, k.fd, 0);
                         k.inEpoll = false;
                     }
                     keys.remove(k);
@@ -420,45 +421,6 @@ final class EpollSelector extends AbstractSelector {
             arena.close();
         } finally {
             selectLock.unlock();
-        }
-    }
-
-    /** The selected-key set: callers may remove keys, never add them (Selector's contract). */
-    private static final class RemoveOnlySet extends AbstractSet<SelectionKey> {
-        private final Set<SelectionKey> backing;
-
-        RemoveOnlySet(Set<SelectionKey> backing) {
-            this.backing = backing;
-        }
-
-        @Override
-        public Iterator<SelectionKey> iterator() {
-            return backing.iterator();
-        }
-
-        @Override
-        public int size() {
-            return backing.size();
-        }
-
-        @Override
-        public boolean remove(Object o) {
-            return backing.remove(o);
-        }
-
-        @Override
-        public boolean contains(Object o) {
-            return backing.contains(o);
-        }
-
-        @Override
-        public void clear() {
-            backing.clear();
-        }
-
-        @Override
-        public boolean add(SelectionKey k) {
-            throw new UnsupportedOperationException("keys cannot be added to the selected-key set");
         }
     }
 }

@@ -55,10 +55,6 @@ public final class Sockmap implements AutoCloseable {
     private static boolean exitHookAdded;
     private static boolean exiting;
 
-    static {
-        FastPath.access(s -> ((Sockmap) s).fastPath());
-    }
-
     private final SockmapConfig config;
     private final KernelSockmap kernel;
     /** The kernel side as channels use it; null when {@link #kernel} is. */
@@ -309,8 +305,15 @@ public final class Sockmap implements AutoCloseable {
         return kernelOpen() ? Optional.of(kernel.cgroupDir()) : Optional.empty();
     }
 
-    /** The kernel side as channels and integrations use it; null unless the kernel side is open. */
-    FastPath fastPath() {
+    /**
+     * The kernel side as channels, {@link io.github.sockmap4j.spi.RawSockets} and
+     * {@link io.github.sockmap4j.admin.SockmapAdmin} use it; null unless the kernel side is open.
+     * Not API: its type is in a package the module does not export.
+     *
+     * @return the open fast path, or null
+     */
+    @SuppressWarnings("exports")
+    public FastPath fastPath() {
         return kernelOpen() ? fastPath : null;
     }
 

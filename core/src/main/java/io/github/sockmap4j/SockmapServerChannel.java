@@ -1,18 +1,15 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.net.NativeFd;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import io.github.sockmap4j.internal.net.SocketOptions;
-import io.github.sockmap4j.internal.net.Sockets;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.SocketAddress;
 import java.net.SocketOption;
 import java.nio.channels.AlreadyBoundException;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.NotYetBoundException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.ServerSocketChannel;
@@ -33,27 +30,24 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class SockmapServerChannel extends ServerSocketChannel {
     private final Sockmap sockmap;
     private final ReentrantLock acceptLock = new ReentrantLock();
-    private final Object stateLock = new Object();
-    private final int fd;
-    /** The fd, closed by the last of: close(), an accept in progress, the last selector. */
-    private final NativeFd nativeFd;
+    /** The socket, and the state lock (the object itself) that guards the fields below. */
+    private final ChannelSocket io;
+    private final NativeSocket socket;
     private InetSocketAddress local;
     private OptIn optIn;
-    /** Whether the application fixed SO_RCVBUF; accepted sockets inherit it. */
-    private volatile boolean rcvbufSet;
 
     SockmapServerChannel(SelectorProvider provider, Sockmap sockmap) throws IOException {
         super(provider);
         this.sockmap = sockmap;
-        this.fd = Sockets.newStreamSocket();
-        this.nativeFd = new NativeFd(fd, () -> { });
+        NativeSocket s = NativeSocket.newStream();
         try {
-            LibC.setsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_REUSEADDR, 1);
-            LibC.setNonBlocking(fd, false); // new channels are in blocking mode
+            s.setInt(Linux.SOL_SOCKET, Linux.SO_REUSEADDR, 1);
         } catch (NativeIOException e) {
-            LibC.close(fd);
+            s.closeNow();
             throw e;
         }
+        this.socket = s.blockingOrClose(); // new channels are in blocking mode
+        this.io = new ChannelSocket(this, socket, SocketOptions.SERVER_OPTIONS, false, () -> { });
     }
 
     /** A new server channel over the process-wide {@link Sockmap#global()}. */
@@ -67,29 +61,27 @@ public final class SockmapServerChannel extends ServerSocketChannel {
 
     /** What a selector uses of this channel. */
     Selectable selectable() {
-        return new Selectable(fd, this::translateReadyOps, this::kill, () -> false, () -> true);
+        return new Selectable(socket, this::translateReadyOps, io::kill, () -> false, () -> true);
     }
 
     /** Whether this server's port is opted in to the fast path in the kernel. */
     public boolean isOptedIn() {
-        synchronized (stateLock) {
+        synchronized (io) {
             return optIn != null && optIn.active();
         }
     }
 
     @Override
     public ServerSocketChannel bind(SocketAddress addr, int backlog) throws IOException {
-        synchronized (stateLock) {
-            if (!isOpen()) {
-                throw new ClosedChannelException();
-            }
+        synchronized (io) {
+            io.ensureOpen();
             if (local != null) {
                 throw new AlreadyBoundException();
             }
             InetSocketAddress isa = addr == null ? new InetSocketAddress(0) : SocketOptions.checkAddress(addr);
-            Sockets.bind(fd, isa);
-            LibC.listen(fd, backlog < 1 ? 128 : backlog);
-            local = Sockets.localAddress(fd);
+            socket.bind(isa);
+            socket.listen(backlog < 1 ? 128 : backlog);
+            local = socket.localAddress();
             optIn = isa.getAddress().isAnyLocalAddress()
                     ? sockmap.optIn(local.getPort())
                     : sockmap.optIn(local.getPort(), local.getAddress(),
@@ -102,14 +94,12 @@ public final class SockmapServerChannel extends ServerSocketChannel {
     public SocketChannel accept() throws IOException {
         acceptLock.lock();
         try {
-            synchronized (stateLock) {
-                if (!isOpen()) {
-                    throw new ClosedChannelException();
-                }
+            synchronized (io) {
+                io.ensureOpen();
                 if (local == null) {
                     throw new NotYetBoundException();
                 }
-                nativeFd.enter();
+                socket.enter();
             }
             boolean blocking = isBlocking();
             boolean completed = false;
@@ -117,36 +107,26 @@ public final class SockmapServerChannel extends ServerSocketChannel {
                 begin(); // accept4(2) waits on a blocking fd; close() wakes it with shutdown(2)
             }
             try {
-                while (true) {
-                    if (blocking && !isOpen()) {
-                        return null;
-                    }
-                    int afd = LibC.tryAccept(fd);
-                    if (afd >= 0) {
+                while (!blocking || isOpen()) {
+                    NativeSocket accepted = socket.acceptNow();
+                    if (accepted != null) {
                         completed = true;
-                        return new SockmapChannel(provider(), sockmap, afd, true, rcvbufSet);
+                        return new SockmapChannel(provider(), sockmap, accepted, true, io.rcvbufSet());
                     }
-                    int err = -afd;
-                    if (err == Errno.EINTR || err == Errno.ECONNABORTED) {
-                        continue;
-                    }
-                    if (err == Errno.EAGAIN && !blocking) {
+                    if (!blocking) {
                         completed = true;
                         return null;
                     }
-                    if (err != Errno.EAGAIN) {
-                        if (!isOpen()) {
-                            throw new java.nio.channels.AsynchronousCloseException();
-                        }
-                        throw new NativeIOException("accept4", err);
-                    }
-                    Sockets.await(fd, LibC.POLLIN, -1);
+                    socket.await(Linux.POLLIN, -1);
                 }
+                return null;
+            } catch (NativeIOException e) {
+                if (!isOpen()) {
+                    throw new java.nio.channels.AsynchronousCloseException();
+                }
+                throw e;
             } finally {
-                synchronized (stateLock) {
-                    nativeFd.exit();
-                }
-                kill();
+                io.exit();
                 if (blocking) {
                     end(completed && isOpen());
                 }
@@ -158,10 +138,8 @@ public final class SockmapServerChannel extends ServerSocketChannel {
 
     @Override
     public SocketAddress getLocalAddress() throws IOException {
-        synchronized (stateLock) {
-            if (!isOpen()) {
-                throw new ClosedChannelException();
-            }
+        synchronized (io) {
+            io.ensureOpen();
             return local;
         }
     }
@@ -174,35 +152,22 @@ public final class SockmapServerChannel extends ServerSocketChannel {
 
     @Override
     public <T> ServerSocketChannel setOption(SocketOption<T> name, T value) throws IOException {
-        synchronized (stateLock) {
-            if (!isOpen()) {
-                throw new ClosedChannelException();
-            }
-            SocketOptions.setOption(fd, SocketOptions.SERVER_OPTIONS, name, value);
-            if (name == java.net.StandardSocketOptions.SO_RCVBUF) {
-                rcvbufSet = true;
-            }
-        }
+        io.setOption(name, value);
         return this;
     }
 
     @Override
     public <T> T getOption(SocketOption<T> name) throws IOException {
-        synchronized (stateLock) {
-            if (!isOpen()) {
-                throw new ClosedChannelException();
-            }
-            return SocketOptions.getOption(fd, SocketOptions.SERVER_OPTIONS, name);
-        }
+        return io.getOption(name);
     }
 
     @Override
     public Set<SocketOption<?>> supportedOptions() {
-        return SocketOptions.SERVER_OPTIONS;
+        return io.supportedOptions();
     }
 
     private int translateReadyOps(int events, int interest) {
-        if ((events & (LibC.EPOLLIN | LibC.EPOLLERR | LibC.EPOLLHUP)) != 0) {
+        if ((events & (Linux.EPOLLIN | Linux.EPOLLERR | Linux.EPOLLHUP)) != 0) {
             return interest & SelectionKey.OP_ACCEPT;
         }
         return 0;
@@ -210,37 +175,24 @@ public final class SockmapServerChannel extends ServerSocketChannel {
 
     @Override
     protected void implConfigureBlocking(boolean block) throws IOException {
-        synchronized (stateLock) {
-            if (!isOpen()) {
-                throw new ClosedChannelException();
-            }
-            LibC.setNonBlocking(fd, !block);
-        }
+        io.configureBlocking(block);
     }
 
     @Override
     protected void implCloseSelectableChannel() throws IOException {
-        synchronized (stateLock) {
+        boolean listening;
+        synchronized (io) {
             if (optIn != null) {
                 optIn.close();
             }
-            if (!nativeFd.isClosed() && local != null) {
-                Sockets.wakeWaiters(fd); // on a listening socket: a thread waiting to accept
-            }
+            listening = local != null;
         }
-        kill();
-    }
-
-    /** Closes the fd once closed, out of every selector and out of accept. */
-    void kill() {
-        synchronized (stateLock) {
-            nativeFd.closeIfUnused(!isOpen() && !isRegistered());
-        }
+        io.closed(listening); // a thread waiting to accept, on a listening socket
     }
 
     @Override
     public String toString() {
-        synchronized (stateLock) {
+        synchronized (io) {
             return "SockmapServerChannel[" + (isOpen() ? (local == null ? "unbound" : local.toString()) : "closed")
                     + (isOptedIn() ? ", opted in" : "") + "]";
         }

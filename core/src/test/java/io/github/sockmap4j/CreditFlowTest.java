@@ -248,7 +248,7 @@ class CreditFlowTest {
                         while (!done.get()) {
                             // The watcher grows the bound with the reader's rate; it only grows.
                             long queued = KernelQueues.peerReceiveMemory(port)[0];
-                            for (var w : io.github.sockmap4j.internal.flow.FastPath.of(sockmap).kernel().inFlight().watched()) {
+                            for (var w : sockmap.fastPath().kernel().inFlight().watched()) {
                                 maxBound.accumulateAndGet(Integer.toUnsignedLong(w.bound()), Math::max);
                             }
                             maxQueued.accumulateAndGet(queued, Math::max);

@@ -366,7 +366,7 @@ class InFlightBoundTest {
     /** The largest bound the verdict holds for any watched receiver now (the test's one connection). */
     private long largestWatchedBound() {
         long b = 0;
-        for (var w : io.github.sockmap4j.internal.flow.FastPath.of(sockmap).kernel().inFlight().watched()) {
+        for (var w : sockmap.fastPath().kernel().inFlight().watched()) {
             b = Math.max(b, w.bound());
         }
         return b;

@@ -5,7 +5,6 @@ import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
-import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.sys.HostCheck;
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
@@ -43,7 +42,7 @@ public final class SockmapAdmin {
     public static void up(SockmapConfig config) throws IOException {
         HostCheck.mountBpffs(config.pinDirectory());
         try (Sockmap s = Sockmap.open(config.toBuilder().required(true).build())) {
-            FastPath.of(s).kernel().markAgentOwned();
+            s.fastPath().kernel().markAgentOwned();
         }
     }
 

@@ -5,6 +5,7 @@ import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.flow.PeerCredit;
 import io.github.sockmap4j.internal.flow.ReadPublisher;
 import io.github.sockmap4j.internal.jfr.ConnectionEvent;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import java.io.IOException;
 import java.util.Objects;
 
@@ -55,8 +56,8 @@ public final class RawSockets {
      * @throws IOException when {@code fd} is not a connected socket
      */
     public ReadCounter readCounter(int fd, boolean serverSide) throws IOException {
-        FastPath fp = FastPath.of(sockmap);
-        ReadPublisher p = fp == null ? null : fp.claimReadSlot(fd, serverSide, false);
+        FastPath fp = sockmap.fastPath();
+        ReadPublisher p = fp == null ? null : fp.claimReadSlot(NativeSocket.borrowed(fd), serverSide, false);
         return p == null ? null : new ReadCounter(p);
     }
 
@@ -72,8 +73,8 @@ public final class RawSockets {
      * @throws IOException when {@code fd} is not a connected socket
      */
     public WriteCredit writeCredit(int fd, boolean serverSide) throws IOException {
-        FastPath fp = FastPath.of(sockmap);
-        PeerCredit c = fp == null ? null : fp.writeCredit(fd, serverSide);
+        FastPath fp = sockmap.fastPath();
+        PeerCredit c = fp == null ? null : fp.writeCredit(NativeSocket.borrowed(fd), serverSide);
         return c == null ? null : new WriteCredit(c);
     }
 
@@ -86,8 +87,8 @@ public final class RawSockets {
      * @return false too when the fast path is off or {@code fd} is not a connected socket
      */
     public boolean isAccelerated(int fd) {
-        FastPath fp = FastPath.of(sockmap);
-        return fp != null && fp.isAccelerated(fd);
+        FastPath fp = sockmap.fastPath();
+        return fp != null && fp.isAccelerated(NativeSocket.borrowed(fd));
     }
 
     /**
@@ -99,6 +100,6 @@ public final class RawSockets {
      * @param bound the in-flight bound it sets as a receiver, -1 for none
      */
     public void recordConnection(int fd, int bound) {
-        ConnectionEvent.record(FastPath.of(sockmap), fd, bound);
+        ConnectionEvent.record(sockmap.fastPath(), NativeSocket.borrowed(fd), bound);
     }
 }

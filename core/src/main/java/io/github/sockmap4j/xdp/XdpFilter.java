@@ -6,6 +6,7 @@ import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import io.github.sockmap4j.internal.sys.Capabilities;
 import java.io.IOException;
 import java.io.InputStream;
@@ -104,7 +105,7 @@ public final class XdpFilter implements AutoCloseable {
             throw new IOException("attaching XDP needs CAP_BPF (or CAP_SYS_ADMIN) and CAP_NET_ADMIN: run as root or "
                     + "grant them");
         }
-        int ifindex = LibC.ifNameToIndex(ifname);
+        int ifindex = SysCalls.ifNameToIndex(ifname);
         if (ifindex == 0) {
             throw new IOException("no interface '" + ifname + "' in this network namespace ('ip link' lists them)");
         }
@@ -237,7 +238,7 @@ public final class XdpFilter implements AutoCloseable {
         }
     }
 
-    private void update(int fd, String map, MemorySegment key, String name, Action action) throws IOException {
+    private void update(int mapFd, String map, MemorySegment key, String name, Action action) throws IOException {
         ensureOpen();
         Integer id = ruleIds.get(name);
         boolean fresh = id == null;
@@ -251,7 +252,7 @@ public final class XdpFilter implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment val = arena.allocate(XdpLayout.RULE);
             XdpLayout.fillRule(val, action.wire, id);
-            check(map, bpf.tryMapUpdate(fd, key, val, Libbpf.BPF_ANY));
+            check(map, bpf.tryMapUpdate(mapFd, key, val, Libbpf.BPF_ANY));
         }
         if (fresh) {
             ids.set(id);
@@ -259,9 +260,9 @@ public final class XdpFilter implements AutoCloseable {
         }
     }
 
-    private void remove(int fd, MemorySegment key, String name) throws IOException {
+    private void remove(int mapFd, MemorySegment key, String name) throws IOException {
         ensureOpen();
-        int r = bpf.tryMapDelete(fd, key);
+        int r = bpf.tryMapDelete(mapFd, key);
         if (r < 0 && -r != Errno.ENOENT) {
             throw new NativeIOException("bpf_map_delete_elem", -r, name);
         }

@@ -1,6 +1,8 @@
 package io.github.sockmap4j.testsupport;
 
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -216,9 +218,9 @@ public final class NodeBed implements AutoCloseable {
         CompletableFuture<T> result = new CompletableFuture<>();
         Thread t = new Thread(() -> {
             try {
-                int fd = LibC.open("/run/netns/" + ns, LibC.O_RDONLY | LibC.O_CLOEXEC, 0);
+                int fd = SysCalls.open("/run/netns/" + ns, Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
                 try {
-                    LibC.setns(fd, LibC.CLONE_NEWNET);
+                    SysCalls.setns(fd, Linux.CLONE_NEWNET);
                 } finally {
                     LibC.close(fd);
                 }

@@ -2,8 +2,10 @@ package io.github.sockmap4j.internal.bpf;
 
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.ProgQuery;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -98,7 +100,7 @@ public final class Collisions {
             throws NativeIOException {
         int fd;
         try {
-            fd = LibC.open(cgroup.toString(), LibC.O_RDONLY | LibC.O_DIRECTORY, 0);
+            fd = SysCalls.open(cgroup.toString(), Linux.O_RDONLY | Linux.O_DIRECTORY, 0);
         } catch (NativeIOException gone) {
             return; // removed while walked
         }

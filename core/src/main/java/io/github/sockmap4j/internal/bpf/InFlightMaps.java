@@ -1,9 +1,10 @@
 package io.github.sockmap4j.internal.bpf;
 
 import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -47,7 +48,7 @@ public final class InFlightMaps implements AutoCloseable {
         Libbpf.MapInfo info = bpf.mapInfo(fds.slots());
         long bytes = (long) info.valueSize() * info.maxEntries();
         long length = (bytes + 4095) & ~4095L;
-        MemorySegment mapping = LibC.mmapShared(fds.slots(), length, LibC.PROT_READ | LibC.PROT_WRITE, slotsArena);
+        MemorySegment mapping = SysCalls.mmapShared(fds.slots(), length, Linux.PROT_READ | Linux.PROT_WRITE, slotsArena);
         this.slots = new ReadSlots(mapping, info.maxEntries());
     }
 

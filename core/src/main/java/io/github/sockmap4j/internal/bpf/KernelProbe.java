@@ -1,11 +1,13 @@
 package io.github.sockmap4j.internal.bpf;
 
 import io.github.sockmap4j.Fionread;
+import io.github.sockmap4j.internal.ffi.Epoll;
 import io.github.sockmap4j.internal.ffi.EpollEvent;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import io.github.sockmap4j.internal.sys.Cgroups;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -75,43 +77,43 @@ public final class KernelProbe {
 
     /** Runs the probe. */
     public static Result run(KernelSockmap kernel) {
-        int server = -1;
-        int client = -1;
-        int accepted = -1;
+        NativeSocket server = null;
+        NativeSocket client = null;
+        NativeSocket accepted = null;
         int epfd = -1;
         PolicyRule rule = null;
         try (Arena arena = Arena.ofConfined()) {
             InetAddress lo = InetAddress.getByName("127.0.0.1");
-            server = Sockets.newStreamSocket();
-            LibC.bind(server, Sockets.encode(arena, new InetSocketAddress(lo, 0)));
-            LibC.listen(server, 4);
-            int port = Sockets.localAddress(server).getPort();
+            server = NativeSocket.newStream();
+            server.bind(new InetSocketAddress(lo, 0));
+            server.listen(4);
+            int port = server.localAddress().getPort();
             rule = kernel.optIn(port, null, 0);
 
-            client = Sockets.newStreamSocket();
-            int r = LibC.tryConnect(client, Sockets.encode(arena, new InetSocketAddress(lo, port)));
+            client = NativeSocket.newStream();
+            int r = client.connectNow(new InetSocketAddress(lo, port), false);
             if (r < 0 && -r != Errno.EINPROGRESS) {
                 throw new NativeIOException("connect", -r);
             }
-            if (!Sockets.await(client, LibC.POLLOUT, TIMEOUT_MS)) {
+            if (!client.await(Linux.POLLOUT, TIMEOUT_MS)) {
                 return Result.failed("probe: loopback connect timed out");
             }
-            if (!Sockets.await(server, LibC.POLLIN, TIMEOUT_MS)) {
+            if (!server.await(Linux.POLLIN, TIMEOUT_MS)) {
                 return Result.failed("probe: loopback accept timed out");
             }
-            accepted = LibC.tryAccept(server);
-            if (accepted < 0) {
-                throw new NativeIOException("accept4", -accepted);
+            accepted = server.acceptNow();
+            if (accepted == null) {
+                return Result.failed("probe: the loopback connection was not there to accept");
             }
-            long netns = Sockets.netnsCookie(client);
-            InetSocketAddress cl = Sockets.localAddress(client);
-            if (kernel.lookupSocket(lo, cl.getPort(), lo, port, netns) != Sockets.cookie(client)
-                    || kernel.lookupSocket(lo, port, lo, cl.getPort(), netns) != Sockets.cookie(accepted)) {
+            long netns = client.netnsCookie();
+            InetSocketAddress cl = client.localAddress();
+            if (kernel.lookupSocket(lo, cl.getPort(), lo, port, netns) != client.cookie()
+                    || kernel.lookupSocket(lo, port, lo, cl.getPort(), netns) != accepted.cookie()) {
                 return Result.failed("probe: the sockops program did not register a loopback connection "
                         + "(is this process in cgroup " + kernel.cgroupDir() + "?)");
             }
-            epfd = LibC.epollCreate();
-            int c = LibC.tryEpollCtl(epfd, LibC.EPOLL_CTL_ADD, accepted, LibC.EPOLLIN | LibC.EPOLLET);
+            epfd = Epoll.epollCreate();
+            int c = Epoll.tryEpollCtl(epfd, Linux.EPOLL_CTL_ADD, accepted.intValue(), Linux.EPOLLIN | Linux.EPOLLET);
             if (c < 0) {
                 throw new NativeIOException("epoll_ctl", -c);
             }
@@ -127,7 +129,7 @@ public final class KernelProbe {
                 return Result.failed("probe: the sk_msg program did not redirect a message between two registered "
                         + "sockets");
             }
-            int redirectedCount = LibC.fionread(accepted);
+            int redirectedCount = accepted.fionread();
             if ((failed = p.receive((byte) 0x5a, "redirected")) != null
                     || (failed = p.sendAndWake((byte) 0x5b, "redirected, the second message,")) != null
                     || (failed = p.receive((byte) 0x5b, "redirected")) != null) {
@@ -142,7 +144,7 @@ public final class KernelProbe {
             if ((failed = p.sendAndWake((byte) 0x5c, "TCP")) != null) {
                 return Result.failed(failed);
             }
-            int tcpCount = LibC.fionread(accepted);
+            int tcpCount = accepted.fionread();
             if ((failed = p.receive((byte) 0x5c, "TCP")) != null) {
                 return Result.failed(failed);
             }
@@ -151,9 +153,11 @@ public final class KernelProbe {
             return Result.failed("probe failed: " + e.getMessage());
         } finally {
             LibC.close(epfd);
-            LibC.close(accepted);
-            LibC.close(client);
-            LibC.close(server);
+            for (NativeSocket s : new NativeSocket[] {accepted, client, server}) {
+                if (s != null) {
+                    s.closeNow();
+                }
+            }
             if (rule != null) {
                 kernel.optOut(rule);
             }
@@ -171,18 +175,18 @@ public final class KernelProbe {
     }
 
     /** One probe connection: a client sending {@code SIZE} bytes at a time, an accepted socket under an edge-triggered epoll. */
-    private record Probe(Arena arena, int client, int accepted, int epfd) {
+    private record Probe(Arena arena, NativeSocket client, NativeSocket accepted, int epfd) {
         /** Sends one message of {@code fill} bytes; null when the receiver's epoll woke for it. */
         String sendAndWake(byte fill, String what) throws IOException {
             MemorySegment msg = arena.allocate(SIZE);
             msg.fill(fill);
-            long sent = LibC.trySend(client, msg, 0);
+            long sent = client.send(msg, 0);
             if (sent != SIZE) {
                 return "probe: send returned " + sent;
             }
             MemorySegment events = arena.allocate(EpollEvent.SIZE * 4, 4);
-            int n = LibC.tryEpollWait(epfd, events, TIMEOUT_MS);
-            if (n <= 0 || (EpollEvent.events(events, 0) & LibC.EPOLLIN) == 0) {
+            int n = Epoll.tryEpollWait(epfd, events, TIMEOUT_MS);
+            if (n <= 0 || (EpollEvent.events(events, 0) & Linux.EPOLLIN) == 0) {
                 return "probe: this kernel (" + System.getProperty("os.version") + ") did not wake an "
                         + "edge-triggered epoll within " + TIMEOUT_MS + " ms for " + what + " bytes queued to a "
                         + "registered socket: readers like Netty's would stall (docs/kernel.md, 'Wake-ups and "
@@ -194,7 +198,7 @@ public final class KernelProbe {
         /** Reads back the message of {@code fill} bytes; null when it arrived whole. */
         String receive(byte fill, String what) throws IOException {
             MemorySegment in = arena.allocate(2 * SIZE);
-            long got = LibC.tryRecv(accepted, in, 0);
+            long got = accepted.recv(in, 0);
             MemorySegment expected = arena.allocate(SIZE);
             expected.fill(fill);
             if (got != SIZE || in.asSlice(0, SIZE).mismatch(expected) != -1) {

@@ -3,6 +3,8 @@ package io.github.sockmap4j.internal.bpf;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.Linux;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import io.github.sockmap4j.internal.net.SocketIdentity;
 import io.github.sockmap4j.internal.sys.Cgroups;
 import io.github.sockmap4j.internal.sys.Ownership;
@@ -111,7 +113,7 @@ public final class KernelSockmap implements AutoCloseable {
 
     /** Refuses a pin directory outside a BPF file system, where pinning fails with a misleading EPERM. */
     private static void checkPinDirectory(Path pinDir, long fsType) throws IOException {
-        if (fsType != LibC.BPF_FS_MAGIC) {
+        if (fsType != Linux.BPF_FS_MAGIC) {
             throw new IOException("the pin directory " + pinDir + " is not on a BPF file system (bpffs; its file "
                     + "system type is 0x" + Long.toHexString(fsType) + "): choose one under /sys/fs/bpf, or mount "
                     + "bpffs where it should be (as root: mount -t bpf bpf DIR)");
@@ -232,20 +234,20 @@ public final class KernelSockmap implements AutoCloseable {
     }
 
     /**
-     * The connected socket {@code fd} as the kernel keys it: its addresses, with the endpoint a
+     * The connected {@code socket} as the kernel keys it: its addresses, with the endpoint a
      * translated connect went to as its peer (getpeername reports the Service it dialed, which
      * names no socket), its namespace and cookie. Two system calls and a map lookup.
      */
-    public SocketIdentity identity(int fd) throws IOException {
-        return identity(fd, false);
+    public SocketIdentity identity(NativeSocket socket) throws IOException {
+        return identity(socket, false);
     }
 
     /**
-     * As {@link #identity(int)}; an {@code accepted} socket was never translated (connects are),
+     * As {@link #identity(NativeSocket)}; an {@code accepted} socket was never translated (connects are),
      * so it skips the map lookup.
      */
-    public SocketIdentity identity(int fd, boolean accepted) throws IOException {
-        SocketIdentity id = SocketIdentity.of(fd);
+    public SocketIdentity identity(NativeSocket socket, boolean accepted) throws IOException {
+        SocketIdentity id = socket.identity();
         if (accepted || id.cookie() == 0) {
             return id;
         }

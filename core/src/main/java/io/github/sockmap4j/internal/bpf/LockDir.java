@@ -2,7 +2,9 @@ package io.github.sockmap4j.internal.bpf;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import io.github.sockmap4j.internal.sys.Ownership;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -56,12 +58,12 @@ public final class LockDir implements AutoCloseable {
     }
 
     private int openLock(String name) throws NativeIOException {
-        return LibC.open(dir.resolve(name).toString(), LibC.O_RDWR | LibC.O_CREAT, 0640);
+        return SysCalls.open(dir.resolve(name).toString(), Linux.O_RDWR | Linux.O_CREAT, 0640);
     }
 
     private static void lock(int fd, int op, String what) throws NativeIOException {
         while (true) {
-            int r = LibC.tryFlock(fd, op);
+            int r = SysCalls.tryFlock(fd, op);
             if (r == 0) {
                 return;
             }
@@ -81,7 +83,7 @@ public final class LockDir implements AutoCloseable {
             Ownership.ensureDirectory(dir.getParent(), "lock directory", 0755);
             Ownership.ensureDirectory(dir, "lock directory", 0755);
             int fd = openLock("setup.lock");
-            lock(fd, LibC.LOCK_EX, "setup.lock");
+            lock(fd, Linux.LOCK_EX, "setup.lock");
             Path target = Files.readSymbolicLink(Path.of("/proc/self/fd/" + fd));
             if (!target.toString().endsWith(" (deleted)")) {
                 setupFd = fd;
@@ -98,9 +100,9 @@ public final class LockDir implements AutoCloseable {
 
     void joinUsers(long cgroupId) throws NativeIOException {
         usersFd = openLock("users.lock");
-        lock(usersFd, LibC.LOCK_SH, "users.lock");
+        lock(usersFd, Linux.LOCK_SH, "users.lock");
         cgroupFd = openLock("cgroup-" + cgroupId + ".lock");
-        lock(cgroupFd, LibC.LOCK_SH, "cgroup lock");
+        lock(cgroupFd, Linux.LOCK_SH, "cgroup lock");
     }
 
     /** Leaves the cgroup's users; true when nobody else holds the lock now. */
@@ -123,7 +125,7 @@ public final class LockDir implements AutoCloseable {
         }
         int fd = openLock(name);
         try {
-            boolean last = LibC.tryFlock(fd, LibC.LOCK_EX | LibC.LOCK_NB) == 0;
+            boolean last = SysCalls.tryFlock(fd, Linux.LOCK_EX | Linux.LOCK_NB) == 0;
             if (last && cgroup) {
                 Files.deleteIfExists(dir.resolve(name));
             }

@@ -3,7 +3,9 @@ package io.github.sockmap4j.internal.bpf;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -140,7 +142,7 @@ public final class Pins {
      * @param programs pairs of program fd and attach type, the sockops program first
      */
     static void attachCgroup(Libbpf bpf, Path dir, Path cgroup, long cgroupId, int[][] programs) throws IOException {
-        int cgFd = LibC.open(cgroup.toString(), LibC.O_RDONLY | LibC.O_DIRECTORY, 0);
+        int cgFd = SysCalls.open(cgroup.toString(), Linux.O_RDONLY | Linux.O_DIRECTORY, 0);
         try {
             for (int i = 0; i < programs.length; i++) {
                 Path link = dir.resolve(linkName(cgroupId) + (i == 0 ? "" : "-" + programs[i][1]));

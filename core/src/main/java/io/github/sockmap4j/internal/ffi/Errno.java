@@ -33,6 +33,35 @@ public final class Errno {
     private Errno() {
     }
 
+    /**
+     * The one errno check of every throwing wrapper: {@code res}, the result of a {@code try*}
+     * call, when it is not negative; otherwise the call failed with errno {@code -res}.
+     *
+     * @throws NativeIOException naming {@code op} and the errno
+     */
+    public static int ok(String op, int res) throws NativeIOException {
+        if (res < 0) {
+            throw new NativeIOException(op, -res);
+        }
+        return res;
+    }
+
+    /** As {@link #ok(String, int)}, for calls that return a size. */
+    public static long ok(String op, long res) throws NativeIOException {
+        if (res < 0) {
+            throw new NativeIOException(op, (int) -res);
+        }
+        return res;
+    }
+
+    /** As {@link #ok(String, int)}, with what the call was about (a path, a size) in the message. */
+    public static int ok(String op, int res, String detail) throws NativeIOException {
+        if (res < 0) {
+            throw new NativeIOException(op, -res, detail);
+        }
+        return res;
+    }
+
     /** "ENOENT (No such file or directory)", from the C library's own text. */
     public static String describe(int errno) {
         String name = switch (errno) {

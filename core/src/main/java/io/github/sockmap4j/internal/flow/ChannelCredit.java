@@ -1,17 +1,16 @@
 package io.github.sockmap4j.internal.flow;
 
-import java.io.IOException;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
-import org.slf4j.LoggerFactory;
 
 /**
- * A channel's side of credit (docs/in-flight-bound.md): its {@link PeerCredit}, resolved at the
- * first write, how a write waits for it (the blocking driver of {@link CreditRule}), and what a
+ * A channel's side of credit (docs/in-flight-bound.md): how a write waits for its
+ * {@link PeerCredit} (which {@link ConnectionFlow} resolves; the blocking driver of {@link CreditRule}), and what a
  * selector needs to know about a non-blocking writer that stopped for it.
  *
- * <p><b>Note:</b> {@link #get} and {@link #await} run under the channel's write lock; a selector
+ * <p><b>Note:</b> {@link #await} runs under the channel's write lock; a selector
  * calls {@link #held} from any thread and {@link #returned} takes the lock itself.
  */
 public final class ChannelCredit {
@@ -19,34 +18,11 @@ public final class ChannelCredit {
     private static final AtomicInteger HELD = new AtomicInteger();
 
     private final CreditRule rule = new CreditRule();
-    private PeerCredit credit;
-    private boolean resolved;
+    private final BackoffIdle idle = new BackoffIdle();
     /** A non-blocking write stopped for credit: the selector polls for it instead of EPOLLOUT. */
     private volatile boolean held;
     /** When the write that set {@link #held} stopped, for the wait statistics. */
     private volatile long heldSince;
-
-    /**
-     * The channel's credit, resolved at its first write; null when nothing holds its writes.
-     *
-     * @param sockmap    the channel's {@code Sockmap}, whose fast path is looked up once
-     * @param fd         the channel's connected socket
-     * @param serverSide whether it was accepted
-     * @param channel    the channel, for the log
-     */
-    public PeerCredit get(Object sockmap, int fd, boolean serverSide, Object channel) {
-        if (!resolved) {
-            resolved = true;
-            try {
-                FastPath fastPath = FastPath.of(sockmap);
-                credit = fastPath == null ? null : fastPath.writeCredit(fd, serverSide);
-            } catch (IOException e) {
-                LoggerFactory.getLogger(ChannelCredit.class).warn(
-                        "{} writes without credit (the in-flight bound may send it by TCP): {}", channel, e.getMessage());
-            }
-        }
-        return credit;
-    }
 
     /**
      * Credit for a send of up to {@code remaining} bytes: at once when there is enough
@@ -82,13 +58,14 @@ public final class ChannelCredit {
         }
         long start = System.nanoTime();
         rule.begin(c.receiverRead(), start);
+        idle.reset();
         while (true) {
-            if (rule.idle()) {
+            if (idle.idle()) {
                 if (!open.getAsBoolean()) {
                     return 0;
                 }
                 a = c.refresh();
-                if (a < want && rule.waitedLongest()
+                if (a < want && idle.waitedLongest()
                         && (rule.watch(c.receiverRead(), System.nanoTime()) || c.receiverGone())) {
                     // Gone: the send meets its close. Reading nothing at all: stop holding, and let
                     // the kernel's bound send the rest by TCP, whose buffers take it as they would
@@ -109,7 +86,7 @@ public final class ChannelCredit {
      * For the selector: whether a non-blocking writer held for credit may write again. Looks at
      * the kernel only when no write is running.
      */
-    public boolean returned(ReentrantLock writeLock) {
+    public boolean returned(ReentrantLock writeLock, PeerCredit credit) {
         if (!held) {
             return true;
         }

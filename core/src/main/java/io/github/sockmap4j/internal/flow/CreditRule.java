@@ -1,11 +1,10 @@
 package io.github.sockmap4j.internal.flow;
 
-import java.util.concurrent.locks.LockSupport;
-
 /**
  * The one rule by which a cooperating writer waits for its receiver's credit
  * (docs/in-flight-bound.md), whatever drives the wait: a blocking {@code SockmapChannel} write
- * ({@link #idle}), or an event loop that retries later ({@link #nextRetryNanos}).
+ * (which spends the time between looks in a {@link BackoffIdle}), or an event loop that retries
+ * later ({@link #nextRetryNanos}). It is pure: time comes in as {@code now}.
  *
  * <ul>
  *   <li><b>What goes now</b> ({@link #fits}): all of a message, or, for one that can be split, a part
@@ -17,9 +16,9 @@ import java.util.concurrent.locks.LockSupport;
  *       whose buffers take it). Time in which this writer itself did not run (a pause longer than
  *       {@value #OWN_PAUSE_MILLIS} ms between two looks: a collection, a busy event loop) is not
  *       counted against the receiver, which could not run either.</li>
- *   <li><b>How to wait</b>: as Agrona's {@code BackoffIdleStrategy}: spin, yield, then park from
- *       1 µs doubling to 1 ms, no system call before parking; an event loop retries from 50 µs
- *       doubling to 1 ms.</li>
+ *   <li><b>How to wait</b>: a blocking writer idles in a {@link BackoffIdle} (spin, yield, then park
+ *       from 1 µs doubling to 1 ms) and counts a stall only once it parks the longest; an event
+ *       loop retries from 50 µs doubling to 1 ms ({@link #nextRetryNanos}).</li>
  * </ul>
  *
  * <p><b>Note:</b> not threadsafe: one per writer, used by the thread that writes.
@@ -32,9 +31,6 @@ public final class CreditRule {
     private static final long OWN_PAUSE_NANOS = OWN_PAUSE_MILLIS * 1_000_000L;
     /** Sends smaller than this (unless they are all that is left) wait for more credit. */
     public static final long MIN_SEND = 16 * 1024;
-    private static final int SPINS = 20;
-    private static final int YIELDS = 10;
-    private static final long MIN_PARK_NANOS = 1_000;
     /** The longest park and the longest event-loop retry delay. */
     public static final long MAX_WAIT_NANOS = 1_000_000;
     private static final long MIN_RETRY_NANOS = 50_000;
@@ -43,8 +39,6 @@ public final class CreditRule {
     private long progressAt;
     private long lastLook;
     private long stalledAt = -1;
-    private int idles;
-    private long park = MIN_PARK_NANOS;
     private long retry = MIN_RETRY_NANOS;
 
     /**
@@ -74,8 +68,6 @@ public final class CreditRule {
         progressRead = read;
         progressAt = now;
         lastLook = now;
-        idles = 0;
-        park = MIN_PARK_NANOS;
     }
 
     /**
@@ -111,32 +103,6 @@ public final class CreditRule {
         }
         stalledAt = -1;
         return false;
-    }
-
-    /**
-     * One step of a blocking wait: spin, yield, then park with a doubling pause.
-     *
-     * @return whether this step parked (then the writer looks at the kernel again: a system call
-     *         is cheap next to the pause)
-     */
-    public boolean idle() {
-        int i = idles++;
-        if (i < SPINS) {
-            Thread.onSpinWait();
-            return false;
-        }
-        if (i < SPINS + YIELDS) {
-            Thread.yield();
-            return false;
-        }
-        LockSupport.parkNanos(park);
-        park = Math.min(park * 2, MAX_WAIT_NANOS);
-        return true;
-    }
-
-    /** Whether a blocking wait has reached its longest pause (the receiver had time to read). */
-    public boolean waitedLongest() {
-        return park >= MAX_WAIT_NANOS;
     }
 
     /** The delay before an event loop's next retry, doubling from 50 µs to 1 ms. */

@@ -3,22 +3,19 @@ package io.github.sockmap4j.internal.flow;
 import io.github.sockmap4j.internal.bpf.InFlightWatcher;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.SockStateLayout;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import io.github.sockmap4j.internal.net.SocketIdentity;
 import java.io.IOException;
-import java.util.Objects;
-import java.util.function.Function;
 
 /**
  * The kernel side of one open {@code Sockmap}, as channels and integrations use it per
  * connection: a receiver's read slot, a writer's credit, whether a socket is accelerated. The
- * public {@code Sockmap} holds one while its kernel side is open; {@link #of} finds it for the
- * integration and operator packages, which cannot reach into {@code Sockmap} themselves.
+ * public {@code Sockmap} holds one while its kernel side is open and hands it to what it makes
+ * (channels, {@code RawSockets}); this package is not exported from the module.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
 public final class FastPath implements AutoCloseable {
-    private static volatile Function<Object, FastPath> access;
-
     private final KernelSockmap kernel;
     private final ReadSlotRegistry readers;
     private final InFlightWatcher watcher;
@@ -37,25 +34,6 @@ public final class FastPath implements AutoCloseable {
         watcher.start();
     }
 
-    /** Set once by {@code Sockmap}: how an instance's fast path is found. */
-    public static void access(Function<Object, FastPath> a) {
-        access = Objects.requireNonNull(a);
-    }
-
-    /**
-     * The open kernel side of {@code sockmap} (a {@code Sockmap}), or null when it has none (off,
-     * closed, or its opt-ins go through an agent).
-     */
-    public static FastPath of(Object sockmap) {
-        Objects.requireNonNull(sockmap, "sockmap");
-        // Set by Sockmap's static initializer, which has run before any Sockmap exists.
-        Function<Object, FastPath> a = access;
-        if (a == null) {
-            throw new IllegalArgumentException("not a Sockmap: " + sockmap.getClass().getName());
-        }
-        return a.apply(sockmap);
-    }
-
     public KernelSockmap kernel() {
         return kernel;
     }
@@ -67,35 +45,36 @@ public final class FastPath implements AutoCloseable {
      * @param serverSide whether the socket was accepted (its local end is the server)
      * @param rcvbufSet  whether the application fixed SO_RCVBUF (then it is the bound)
      */
-    public ReadPublisher claimReadSlot(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        return readers.claim(fd, serverSide, rcvbufSet);
+    public ReadPublisher claimReadSlot(NativeSocket socket, boolean serverSide, boolean rcvbufSet)
+            throws IOException {
+        return readers.claim(socket, serverSide, rcvbufSet);
     }
 
     /**
      * The write credit of a connected socket: null when nothing holds its writes (credit off,
      * this socket or its peer not registered, or the port's bound off).
      */
-    public PeerCredit writeCredit(int fd, boolean serverSide) throws IOException {
-        return credit ? PeerCredit.resolve(kernel, fd, serverSide) : null;
+    public PeerCredit writeCredit(NativeSocket socket, boolean serverSide) throws IOException {
+        return credit ? PeerCredit.resolve(kernel, socket, serverSide) : null;
     }
 
     /**
-     * Whether the connected socket {@code fd} sends through the redirect: it and its peer are
+     * Whether the connected {@code socket} sends through the redirect: it and its peer are
      * both in the SOCKHASH, and the kernel does not hold it on TCP.
      */
-    public boolean isAccelerated(int fd) {
+    public boolean isAccelerated(NativeSocket socket) {
         try {
-            SocketIdentity id = kernel.identity(fd);
+            SocketIdentity id = kernel.identity(socket);
             return kernel.holds(id) && kernel.holdsPeerOf(id)
-                    && (kernel.inFlight().socketFlags(fd) & SockStateLayout.TCP) == 0;
+                    && (kernel.inFlight().socketFlags(socket.intValue()) & SockStateLayout.TCP) == 0;
         } catch (IOException e) {
             return false;
         }
     }
 
     /** A socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
-    public String flowState(int fd) {
-        return readers.flowState(fd);
+    public String flowState(NativeSocket socket) {
+        return readers.flowState(socket);
     }
 
     /** After a rule's bound changed: this process's receivers on {@code port} take it. */

@@ -7,6 +7,7 @@ import io.github.sockmap4j.internal.bpf.ReadSlotLayout;
 import io.github.sockmap4j.internal.bpf.SockKeyLayout;
 import io.github.sockmap4j.internal.bpf.SockStateLayout;
 import io.github.sockmap4j.internal.bpf.WatchLayout;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import io.github.sockmap4j.internal.net.SocketIdentity;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -32,7 +33,7 @@ public final class PeerCredit {
 
     private final KernelSockmap kernel;
     private final InFlightMaps maps;
-    private final int fd;
+    private final NativeSocket socket;
     /** The receiver's key, and scratch for the lookups: made once per connection. */
     private final MemorySegment peerKey;
     private final MemorySegment rxScratch;
@@ -45,10 +46,10 @@ public final class PeerCredit {
     private long lastBound = CreditRule.MIN_SEND * 4;
     private long lastRead;
 
-    private PeerCredit(KernelSockmap kernel, int fd, MemorySegment peerKey, Arena arena) {
+    private PeerCredit(KernelSockmap kernel, NativeSocket socket, MemorySegment peerKey, Arena arena) {
         this.kernel = kernel;
         this.maps = kernel.inFlight();
-        this.fd = fd;
+        this.socket = socket;
         this.peerKey = peerKey;
         this.rxScratch = arena.allocate(ReadSlotLayout.RX);
         this.watchScratch = arena.allocate(WatchLayout.WATCH);
@@ -58,8 +59,8 @@ public final class PeerCredit {
      * The credit of a connected socket, or null when nothing holds its writes: it or its peer is
      * not on the fast path, or the port's bound is off.
      */
-    static PeerCredit resolve(KernelSockmap kernel, int fd, boolean serverSide) throws IOException {
-        SocketIdentity id = kernel.identity(fd, serverSide);
+    static PeerCredit resolve(KernelSockmap kernel, NativeSocket socket, boolean serverSide) throws IOException {
+        SocketIdentity id = kernel.identity(socket, serverSide);
         if (!kernel.holds(id)) {
             return null;
         }
@@ -74,7 +75,7 @@ public final class PeerCredit {
         if (!kernel.isRegistered(key, arena.allocate(ValueLayout.JAVA_LONG))) {
             return null;
         }
-        return new PeerCredit(kernel, fd, key, arena);
+        return new PeerCredit(kernel, socket, key, arena);
     }
 
     /** Waits for credit counted in this process so far. */
@@ -131,7 +132,7 @@ public final class PeerCredit {
         } else {
             // No send has reached the verdict yet: it will give the first bound.
             watchRead = 0;
-            watchBound = Integer.toUnsignedLong(maps.firstWatchBound(fd));
+            watchBound = Integer.toUnsignedLong(maps.firstWatchBound(socket.intValue()));
         }
         return available();
     }
@@ -163,7 +164,7 @@ public final class PeerCredit {
      */
     public boolean onTcp() {
         try {
-            return (maps.socketFlags(fd) & SockStateLayout.TCP) != 0;
+            return (maps.socketFlags(socket.intValue()) & SockStateLayout.TCP) != 0;
         } catch (IllegalStateException closed) {
             return false;
         }

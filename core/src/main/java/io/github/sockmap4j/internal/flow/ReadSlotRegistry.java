@@ -1,14 +1,16 @@
 package io.github.sockmap4j.internal.flow;
 
-import io.github.sockmap4j.internal.bpf.ObjectLoader;
 import io.github.sockmap4j.internal.bpf.InFlightMaps;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
+import io.github.sockmap4j.internal.bpf.ObjectLoader;
 import io.github.sockmap4j.internal.bpf.Pins;
 import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
-import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import io.github.sockmap4j.internal.net.SocketIdentity;
+import io.github.sockmap4j.internal.net.SocketOptions;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -37,8 +39,8 @@ final class ReadSlotRegistry {
      *
      * @param rcvbufSet whether the application fixed SO_RCVBUF (then it is the bound)
      */
-    ReadPublisher claim(int fd, boolean serverSide, boolean rcvbufSet) throws IOException {
-        SocketIdentity id = kernel.identity(fd, serverSide);
+    ReadPublisher claim(NativeSocket socket, boolean serverSide, boolean rcvbufSet) throws IOException {
+        SocketIdentity id = kernel.identity(socket, serverSide);
         if (!kernel.holds(id)) {
             return null;
         }
@@ -48,7 +50,7 @@ final class ReadSlotRegistry {
         if (fixed == PolicyKeyLayout.UNBOUNDED) {
             return null; // nobody reads the slot of a connection without a bound
         }
-        int rcvbuf = LibC.getsockoptInt(fd, LibC.SOL_SOCKET, LibC.SO_RCVBUF);
+        int rcvbuf = socket.getOption(SocketOptions.STREAM_OPTIONS, StandardSocketOptions.SO_RCVBUF);
         int ceiling = rcvbufSet ? rcvbuf : Math.max(rcvbuf, tcpRmemMax);
         int initial = fixed > 0 ? fixed : rcvbuf;
         InFlightMaps.ReadSlot slot = maps.claimReadSlot(id.cookie(), id.local().getAddress(), id.local().getPort(),
@@ -79,10 +81,10 @@ final class ReadSlotRegistry {
     }
 
     /** A socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
-    String flowState(int fd) {
+    String flowState(NativeSocket socket) {
         try {
-            SocketIdentity id = kernel.identity(fd);
-            return "flags=" + maps.socketFlags(fd) + " sent=" + maps.socketSent(fd) + " peerRead="
+            SocketIdentity id = kernel.identity(socket);
+            return "flags=" + maps.socketFlags(socket.intValue()) + " sent=" + maps.socketSent(socket.intValue()) + " peerRead="
                     + maps.publishedRead(id.remote().getAddress(), id.remote().getPort(), id.local().getAddress(),
                     id.local().getPort(), id.netns());
         } catch (IOException e) {

@@ -2,9 +2,10 @@ package io.github.sockmap4j.internal.flow;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.NativeLayouts;
-import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -39,11 +40,6 @@ public final class SocketWriter {
     private final ChannelCredit credits = new ChannelCredit();
     private MemorySegment scratch;
 
-    /** See {@link ChannelCredit#get}; {@code sockmap} is the channel's {@code Sockmap}. */
-    public PeerCredit credit(Object sockmap, int fd, boolean serverSide, Object channel) {
-        return credits.get(sockmap, fd, serverSide, channel);
-    }
-
     /**
      * Sends {@code src}: all of it when blocking.
      *
@@ -51,7 +47,7 @@ public final class SocketWriter {
      * @param open whether the channel is still open
      * @return the bytes sent
      */
-    public long write(int fd, MemorySegment src, boolean blocking, BooleanSupplier open, PeerCredit c)
+    public long write(NativeSocket socket, MemorySegment src, boolean blocking, BooleanSupplier open, PeerCredit c)
             throws IOException {
         long size = src.byteSize();
         long written = 0;
@@ -67,13 +63,13 @@ public final class SocketWriter {
                 }
                 chunk = Math.min(chunk, allowed);
             }
-            long n = LibC.trySend(fd, written == 0 && chunk == size ? src : src.asSlice(written, chunk), 0);
+            long n = socket.send(written == 0 && chunk == size ? src : src.asSlice(written, chunk), 0);
             if (n >= 0) {
                 written += n;
                 if (c != null) {
                     c.sent(n);
                 }
-            } else if (!sendAgain(fd, n, blocking, open, "send")) {
+            } else if (!sendAgain(socket, n, blocking, open, "send")) {
                 break;
             }
         }
@@ -100,9 +96,9 @@ public final class SocketWriter {
      *
      * @return the bytes sent
      */
-    public long gather(int fd, ByteBuffer[] srcs, int offset, int length, boolean blocking, BooleanSupplier open,
+    public long gather(NativeSocket socket, ByteBuffer[] srcs, int offset, int length, boolean blocking, BooleanSupplier open,
                        PeerCredit c) throws IOException {
-        int max = Math.min(length, LibC.IOV_MAX);
+        int max = Math.min(length, Linux.IOV_MAX);
         MemorySegment s = scratch(max);
         MemorySegment msghdr = s.asSlice(0, LibC.MSGHDR_SIZE);
         MemorySegment iov = s.asSlice(LibC.MSGHDR_SIZE, LibC.IOVEC_SIZE * max);
@@ -139,7 +135,7 @@ public final class SocketWriter {
             if (blocking && !open.getAsBoolean()) {
                 break;
             }
-            long n = LibC.trySendmsg(fd, msghdr, iov, count, 0);
+            long n = socket.sendmsg(msghdr, iov, count, 0);
             if (n >= 0) {
                 total += n;
                 if (c != null) {
@@ -155,7 +151,7 @@ public final class SocketWriter {
                 if (!blocking && !whole) {
                     break; // the socket took what it could
                 }
-            } else if (!sendAgain(fd, n, blocking, open, "sendmsg")) {
+            } else if (!sendAgain(socket, n, blocking, open, "sendmsg")) {
                 break;
             }
         }
@@ -187,11 +183,11 @@ public final class SocketWriter {
      * mode, once the socket is writable: heap memory goes with MSG_DONTWAIT, which never waits in
      * the kernel) or to return what was written (EAGAIN, non-blocking).
      */
-    private static boolean sendAgain(int fd, long n, boolean blocking, BooleanSupplier open, String call)
+    private static boolean sendAgain(NativeSocket socket, long n, boolean blocking, BooleanSupplier open, String call)
             throws IOException {
         if (-n == Errno.EAGAIN) {
             if (blocking) {
-                Sockets.await(fd, LibC.POLLOUT, -1);
+                socket.await(Linux.POLLOUT, -1);
             }
             return blocking;
         }
@@ -205,8 +201,8 @@ public final class SocketWriter {
     }
 
     /** For a selector: whether a non-blocking writer held for credit may write again. */
-    public boolean returned(ReentrantLock writeLock) {
-        return credits.returned(writeLock);
+    public boolean returned(ReentrantLock writeLock, PeerCredit credit) {
+        return credits.returned(writeLock, credit);
     }
 
     /** Whether a non-blocking writer is held for credit now. */

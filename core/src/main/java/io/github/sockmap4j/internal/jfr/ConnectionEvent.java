@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.jfr;
 
 import io.github.sockmap4j.internal.flow.FastPath;
-import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.net.NativeSocket;
 import java.io.IOException;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
@@ -32,19 +32,19 @@ public final class ConnectionEvent extends Event {
     public int bound;
 
     /**
-     * Emits the event for the connected socket {@code fd}, with the bound it sets as a receiver
+     * Emits the event for the connected {@code socket}, with the bound it sets as a receiver
      * (-1 for none). Costs nothing unless a recording enables the event, and a few system calls
      * when one does.
      *
      * @param fastPath the socket's fast path, null when off
      */
-    public static void record(FastPath fastPath, int fd, int bound) {
+    public static void record(FastPath fastPath, NativeSocket socket, int bound) {
         ConnectionEvent event = new ConnectionEvent();
         if (event.shouldCommit()) {
             try {
-                event.local = String.valueOf(Sockets.localAddress(fd));
-                event.remote = String.valueOf(Sockets.remoteAddress(fd));
-                event.accelerated = fastPath != null && fastPath.isAccelerated(fd);
+                event.local = String.valueOf(socket.localAddress());
+                event.remote = String.valueOf(socket.remoteAddress());
+                event.accelerated = fastPath != null && fastPath.isAccelerated(socket);
                 event.bound = bound;
                 event.commit();
             } catch (IOException ignored) {

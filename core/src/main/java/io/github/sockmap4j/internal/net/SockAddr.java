@@ -1,6 +1,6 @@
 package io.github.sockmap4j.internal.net;
 
-import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeLayouts;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -33,7 +33,7 @@ public final class SockAddr {
         }
         MemorySegment sa = arena.allocate(NativeLayouts.SOCKADDR_IN6);
         InetAddress ia = addr.getAddress();
-        sa.set(ValueLayout.JAVA_SHORT, NativeLayouts.SIN6_FAMILY, (short) LibC.AF_INET6);
+        sa.set(ValueLayout.JAVA_SHORT, NativeLayouts.SIN6_FAMILY, (short) Linux.AF_INET6);
         sa.set(BE_SHORT, NativeLayouts.SIN6_PORT, (short) addr.getPort());
         byte[] a;
         if (ia instanceof Inet6Address i6) {
@@ -55,7 +55,7 @@ public final class SockAddr {
             throw new IllegalArgumentException("not an IPv4 address: " + addr);
         }
         MemorySegment sa = arena.allocate(NativeLayouts.SOCKADDR_IN);
-        sa.set(ValueLayout.JAVA_SHORT, NativeLayouts.SIN_FAMILY, (short) LibC.AF_INET);
+        sa.set(ValueLayout.JAVA_SHORT, NativeLayouts.SIN_FAMILY, (short) Linux.AF_INET);
         sa.set(BE_SHORT, NativeLayouts.SIN_PORT, (short) addr.getPort());
         MemorySegment.copy(addr.getAddress().getAddress(), 0, sa, ValueLayout.JAVA_BYTE, NativeLayouts.SIN_ADDR, 4);
         return sa;
@@ -67,12 +67,12 @@ public final class SockAddr {
         int family = sa.get(ValueLayout.JAVA_SHORT, NativeLayouts.SIN6_FAMILY);
         int port = sa.get(BE_SHORT, NativeLayouts.SIN6_PORT) & 0xffff;
         try {
-            if (family == LibC.AF_INET) {
+            if (family == Linux.AF_INET) {
                 byte[] a = new byte[4];
                 MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, NativeLayouts.SIN_ADDR, a, 0, 4);
                 return new InetSocketAddress(InetAddress.getByAddress(a), port);
             }
-            if (family == LibC.AF_INET6) {
+            if (family == Linux.AF_INET6) {
                 byte[] a = new byte[16];
                 MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, NativeLayouts.SIN6_ADDR, a, 0, 16);
                 // InetAddress.getByAddress turns a v4-mapped address into an Inet4Address.

@@ -1,6 +1,5 @@
 package io.github.sockmap4j.internal.net;
 
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.net.InetSocketAddress;
 
 /**
@@ -14,16 +13,6 @@ import java.net.InetSocketAddress;
  * @param cookie the socket's cookie
  */
 public record SocketIdentity(InetSocketAddress local, InetSocketAddress remote, long netns, long cookie) {
-    /**
-     * The identity of the connected socket {@code fd}: five system calls.
-     *
-     * @throws NativeIOException when {@code fd} is not a connected socket
-     */
-    public static SocketIdentity of(int fd) throws NativeIOException {
-        return new SocketIdentity(Sockets.localAddress(fd), Sockets.remoteAddress(fd), Sockets.netnsCookie(fd),
-                Sockets.cookie(fd));
-    }
-
     /**
      * The server's end of the connection, whose port the policy names.
      *

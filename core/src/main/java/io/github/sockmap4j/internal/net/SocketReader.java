@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.net;
 
 import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -32,11 +32,11 @@ public final class SocketReader {
      * @param open       whether the channel is still open
      * @return bytes read, 0 when nothing is there, -1 at end of stream
      */
-    public long readNow(int fd, MemorySegment dst, boolean registered, BooleanSupplier open) throws IOException {
-        if (emptyReads >= SPIN_READS && registered && !Sockets.await(fd, LibC.POLLIN, 0)) {
+    public long readNow(NativeSocket socket, MemorySegment dst, boolean registered, BooleanSupplier open) throws IOException {
+        if (emptyReads >= SPIN_READS && registered && !socket.await(Linux.POLLIN, 0)) {
             return 0; // still nothing, and the socket's lock was not taken to learn it
         }
-        long n = LibC.tryRecv(fd, dst, 0);
+        long n = socket.recv(dst, 0);
         if (n >= 0) {
             emptyReads = 0;
             return n == 0 ? -1 : n;
@@ -54,17 +54,17 @@ public final class SocketReader {
      *
      * @return bytes read, -1 at end of stream, 0 when the channel closed
      */
-    public long readWaiting(int fd, MemorySegment dst, BooleanSupplier open) throws IOException {
+    public long readWaiting(NativeSocket socket, MemorySegment dst, BooleanSupplier open) throws IOException {
         while (true) {
             if (!open.getAsBoolean()) {
                 return 0;
             }
-            long n = LibC.tryRecv(fd, dst, 0);
+            long n = socket.recv(dst, 0);
             if (n >= 0) {
                 return n == 0 ? -1 : n;
             }
             if (-n == Errno.EAGAIN) {
-                Sockets.await(fd, LibC.POLLIN, -1);
+                socket.await(Linux.POLLIN, -1);
             } else if (-n != Errno.EINTR) {
                 throw failure((int) -n, open);
             }

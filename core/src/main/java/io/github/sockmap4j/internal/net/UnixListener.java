@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.net;
 
 import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.NativeLayouts;
 import java.io.IOException;
@@ -52,12 +52,12 @@ public final class UnixListener implements AutoCloseable {
     }
 
     private final Path path;
-    private final int fd;
+    private final NativeSocket socket;
     private volatile boolean closed;
 
-    private UnixListener(Path path, int fd) {
+    private UnixListener(Path path, NativeSocket socket) {
         this.path = path;
-        this.fd = fd;
+        this.socket = socket;
     }
 
     /**
@@ -80,17 +80,17 @@ public final class UnixListener implements AutoCloseable {
                 Files.delete(path);
             }
         }
-        int fd = LibC.socket(LibC.AF_UNIX, 1 /* SOCK_STREAM */ | LibC.SOCK_CLOEXEC, 0);
+        NativeSocket socket = NativeSocket.newUnixStream();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment addr = arena.allocate(NativeLayouts.SOCKADDR_UN);
-            addr.set(ValueLayout.JAVA_SHORT, 0, (short) LibC.AF_UNIX);
+            addr.set(ValueLayout.JAVA_SHORT, 0, (short) Linux.AF_UNIX);
             MemorySegment.copy(p, 0, addr, ValueLayout.JAVA_BYTE, NativeLayouts.SUN_PATH, p.length);
-            LibC.bind(fd, addr);
+            socket.bind(addr);
             Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-rw-rw-"));
-            LibC.listen(fd, 64);
-            return new UnixListener(path, fd);
+            socket.listen(64);
+            return new UnixListener(path, socket);
         } catch (IOException | RuntimeException e) {
-            LibC.close(fd);
+            socket.closeNow();
             Files.deleteIfExists(path);
             throw e;
         }
@@ -108,31 +108,33 @@ public final class UnixListener implements AutoCloseable {
      */
     public Connection accept() throws IOException {
         while (!closed) {
-            int r = LibC.tryPoll(fd, LibC.POLLIN, POLL_MILLIS);
+            int r = socket.poll(Linux.POLLIN, POLL_MILLIS);
             if (r == 0 || r == -Errno.EINTR) {
                 continue;
             }
             if (r < 0) {
                 throw new NativeIOException("poll", -r, path.toString());
             }
-            int c = LibC.tryAccept(fd);
-            if (c == -Errno.EAGAIN || c == -Errno.EINTR || c == -Errno.ECONNABORTED) {
-                continue;
-            }
-            if (c < 0) {
+            NativeSocket c;
+            try {
+                c = socket.acceptNow();
+            } catch (NativeIOException e) {
                 if (closed) {
                     return null;
                 }
-                throw new NativeIOException("accept", -c, path.toString());
+                throw new NativeIOException("accept", e.errno(), path.toString());
+            }
+            if (c == null) {
+                continue;
             }
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment cred = arena.allocate(NativeLayouts.UCRED);
-                LibC.getsockopt(c, LibC.SOL_SOCKET, LibC.SO_PEERCRED, cred);
+                c.getsockopt(Linux.SOL_SOCKET, Linux.SO_PEERCRED, cred);
                 int gid = cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_GID);
                 return new Connection(c, new Credentials(cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_PID),
                         cred.get(ValueLayout.JAVA_INT, NativeLayouts.UCRED_UID), gid, peerGroups(c, gid, arena)));
             } catch (IOException | RuntimeException e) {
-                LibC.close(c);
+                c.closeNow();
                 throw e;
             }
         }
@@ -140,13 +142,13 @@ public final class UnixListener implements AutoCloseable {
     }
 
     /** SO_PEERGROUPS: the groups the peer had when it connected, with its primary group {@code gid}. */
-    private static Set<Integer> peerGroups(int fd, int gid, Arena arena) throws NativeIOException {
+    private static Set<Integer> peerGroups(NativeSocket socket, int gid, Arena arena) throws NativeIOException {
         Set<Integer> groups = new HashSet<>();
         groups.add(gid);
         for (int room : new int[] {1024, 65536}) { // NGROUPS_MAX is 65536
             MemorySegment buf = arena.allocate(4L * room, 4);
             try {
-                int len = LibC.getsockopt(fd, LibC.SOL_SOCKET, LibC.SO_PEERGROUPS, buf);
+                int len = socket.getsockopt(Linux.SOL_SOCKET, Linux.SO_PEERGROUPS, buf);
                 for (int i = 0; i < len / 4; i++) {
                     groups.add(buf.getAtIndex(ValueLayout.JAVA_INT, i));
                 }
@@ -170,7 +172,7 @@ public final class UnixListener implements AutoCloseable {
             } catch (IOException ignored) {
                 // Replaced by the next listener.
             }
-            LibC.close(fd); // accept() polls with a timeout, so it sees 'closed' soon
+            socket.closeNow(); // accept() polls with a timeout, so it sees 'closed' soon
         }
     }
 
@@ -203,7 +205,7 @@ public final class UnixListener implements AutoCloseable {
 
     /** One accepted connection (non-blocking underneath; reads wait with poll). */
     public static final class Connection implements AutoCloseable {
-        private final int fd;
+        private final NativeSocket socket;
         private final Credentials peer;
         private final Arena arena = Arena.ofShared();
         private final MemorySegment buf = arena.allocate(1024);
@@ -212,8 +214,8 @@ public final class UnixListener implements AutoCloseable {
         private long lineStarted;
         private volatile boolean closed;
 
-        Connection(int fd, Credentials peer) {
-            this.fd = fd;
+        Connection(NativeSocket socket, Credentials peer) {
+            this.socket = socket;
             this.peer = peer;
         }
 
@@ -268,11 +270,11 @@ public final class UnixListener implements AutoCloseable {
                     }
                     since = now; // asked again after another idle time, not at every poll
                 }
-                int r = LibC.tryPoll(fd, LibC.POLLIN, POLL_MILLIS);
+                int r = socket.poll(Linux.POLLIN, POLL_MILLIS);
                 if (r == 0 || r == -Errno.EINTR) {
                     continue;
                 }
-                long n = LibC.tryRead(fd, buf);
+                long n = socket.recv(buf, 0);
                 if (n == -Errno.EAGAIN || n == -Errno.EINTR) {
                     continue;
                 }
@@ -297,12 +299,12 @@ public final class UnixListener implements AutoCloseable {
                 long off = 0;
                 long progress = System.nanoTime();
                 while (off < b.length) {
-                    long n = LibC.tryWrite(fd, out.asSlice(off));
+                    long n = socket.send(out.asSlice(off), 0);
                     if (n == -Errno.EAGAIN || n == -Errno.EINTR) {
                         if (System.nanoTime() - progress > TimeUnit.SECONDS.toNanos(WRITE_TIMEOUT_SECONDS)) {
                             throw new TimedOutException("an answer not taken for " + WRITE_TIMEOUT_SECONDS + " s");
                         }
-                        LibC.tryPoll(fd, LibC.POLLOUT, POLL_MILLIS);
+                        socket.poll(Linux.POLLOUT, POLL_MILLIS);
                         continue;
                     }
                     if (n < 0) {
@@ -323,7 +325,7 @@ public final class UnixListener implements AutoCloseable {
         @Override
         public void close() {
             closed = true;
-            LibC.close(fd);
+            socket.closeNow();
             arena.close();
         }
     }

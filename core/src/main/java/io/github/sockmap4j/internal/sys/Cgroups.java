@@ -1,6 +1,8 @@
 package io.github.sockmap4j.internal.sys;
 
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -105,12 +107,12 @@ public final class Cgroups {
     public static void checkV2(Path dir) throws IOException {
         int fd;
         try {
-            fd = LibC.open(dir.toString(), LibC.O_PATH | LibC.O_DIRECTORY, 0);
+            fd = SysCalls.open(dir.toString(), Linux.O_PATH | Linux.O_DIRECTORY, 0);
         } catch (IOException e) {
             throw new IOException("cannot open the cgroup " + dir + ": " + e.getMessage(), e);
         }
         try {
-            long type = LibC.fstatfsType(fd);
+            long type = SysCalls.fstatfsType(fd);
             if (type != CGROUP2_SUPER_MAGIC) {
                 String unified = unifiedMount().map(m -> m.mountPoint().toString()).orElse("none mounted here");
                 throw new IOException("the cgroup " + dir + " is not a cgroup v2 directory (its file system type is 0x"

@@ -1,9 +1,9 @@
 package io.github.sockmap4j.internal.sys;
 
-import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.Platform;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -169,7 +169,7 @@ public final class HostCheck {
         }
         try {
             Files.createDirectories(BPFFS);
-            LibC.mount("bpf", BPFFS.toString(), "bpf");
+            SysCalls.mount("bpf", BPFFS.toString(), "bpf");
             LOG.info("Mounted bpffs at {}", BPFFS);
         } catch (NativeIOException e) {
             throw new IOException("bpffs is not mounted at " + BPFFS + " and mounting it failed (" + e.getMessage()

@@ -1,8 +1,9 @@
 package io.github.sockmap4j.internal.sys;
 
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.net.Sockets;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,9 +23,9 @@ public final class NetnsCookie {
 
     /** The cookie of the namespace the calling thread is in. */
     public static long here() throws NativeIOException {
-        int fd = LibC.socket(LibC.AF_INET, LibC.SOCK_STREAM | LibC.SOCK_CLOEXEC, 0);
+        int fd = LibC.socket(Linux.AF_INET, Linux.SOCK_STREAM | Linux.SOCK_CLOEXEC, 0);
         try {
-            return Sockets.netnsCookie(fd);
+            return LibC.getsockoptLong(fd, Linux.SOL_SOCKET, Linux.SO_NETNS_COOKIE);
         } finally {
             LibC.close(fd);
         }
@@ -64,13 +65,13 @@ public final class NetnsCookie {
      * no thread of the caller's is left in another namespace. Sockets made there stay of it.
      */
     public static <T> T inNamespaceOf(long pid, IoSupplier<T> what) throws IOException {
-        int nsFd = LibC.open("/proc/" + pid + "/ns/net", LibC.O_RDONLY | LibC.O_CLOEXEC, 0);
+        int nsFd = SysCalls.open("/proc/" + pid + "/ns/net", Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
         List<T> result = new ArrayList<>(1);
         IOException[] failed = new IOException[1];
         try {
             Thread t = new Thread(() -> {
                 try {
-                    LibC.setns(nsFd, LibC.CLONE_NEWNET);
+                    SysCalls.setns(nsFd, Linux.CLONE_NEWNET);
                     result.add(what.get());
                 } catch (IOException e) {
                     failed[0] = e;

@@ -2,7 +2,9 @@ package io.github.sockmap4j.internal.sys;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,7 +59,7 @@ public final class Ownership {
 
     private static long walk(Path dir, String what, int mode, boolean create) throws IOException {
         Path abs = dir.toAbsolutePath().normalize();
-        int fd = LibC.open("/", LibC.O_PATH | LibC.O_DIRECTORY, 0);
+        int fd = SysCalls.open("/", Linux.O_PATH | Linux.O_DIRECTORY, 0);
         Path at = abs.getRoot();
         try {
             check(fd, at, abs, what, abs.getNameCount() == 0);
@@ -65,19 +67,19 @@ public final class Ownership {
                 String name = abs.getName(i).toString();
                 at = at.resolve(name);
                 boolean target = i == abs.getNameCount() - 1;
-                int next = LibC.tryOpenat(fd, name, LibC.O_PATH | LibC.O_DIRECTORY | LibC.O_NOFOLLOW);
+                int next = SysCalls.tryOpenat(fd, name, Linux.O_PATH | Linux.O_DIRECTORY | Linux.O_NOFOLLOW);
                 boolean created = false;
                 if (next == -Errno.ENOENT) {
                     if (!create) {
-                        return LibC.fstatfsType(fd);
+                        return SysCalls.fstatfsType(fd);
                     }
-                    int r = LibC.tryMkdirat(fd, name, mode);
+                    int r = SysCalls.tryMkdirat(fd, name, mode);
                     if (r < 0 && -r != Errno.EEXIST) {
                         throw new IOException("cannot create the " + what + " " + abs + ": mkdir " + at + ": "
                                 + Errno.describe(-r) + hint(-r));
                     }
                     created = r == 0;
-                    next = LibC.tryOpenat(fd, name, LibC.O_PATH | LibC.O_DIRECTORY | LibC.O_NOFOLLOW);
+                    next = SysCalls.tryOpenat(fd, name, Linux.O_PATH | Linux.O_DIRECTORY | Linux.O_NOFOLLOW);
                 }
                 if (next == -Errno.ELOOP || next == -Errno.ENOTDIR) {
                     throw new IOException("refusing the " + what + " " + abs + ": " + at + " is "
@@ -95,7 +97,7 @@ public final class Ownership {
                 }
                 check(fd, at, abs, what, target);
             }
-            return LibC.fstatfsType(fd);
+            return SysCalls.fstatfsType(fd);
         } finally {
             LibC.close(fd);
         }
@@ -106,7 +108,7 @@ public final class Ownership {
         Path opened = Path.of("/proc/self/fd/" + fd); // follows to the very directory opened
         int uid = (Integer) Files.getAttribute(opened, "unix:uid");
         int mode = (Integer) Files.getAttribute(opened, "unix:mode");
-        int euid = LibC.geteuid();
+        int euid = SysCalls.geteuid();
         String problem = null;
         if (uid != 0 && uid != euid) {
             problem = "is owned by uid " + uid + ", not by root or by this user (uid " + euid + ")";

@@ -2,8 +2,9 @@ package io.github.sockmap4j.internal.sys;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.NativeLayouts;
+import io.github.sockmap4j.internal.ffi.Linux;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.internal.ffi.NativeLayouts;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -64,7 +65,7 @@ public final class SockDiag implements AutoCloseable {
      * for that namespace whichever thread uses it later (see {@link NetnsDiags}).
      */
     static int openSocket() throws NativeIOException {
-        return LibC.socket(AF_NETLINK, SOCK_DGRAM | LibC.SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+        return LibC.socket(AF_NETLINK, SOCK_DGRAM | Linux.SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     }
 
     /** Queries through {@code fd} (from {@link #openSocket}), which this instance then owns. */
@@ -77,9 +78,9 @@ public final class SockDiag implements AutoCloseable {
      * v4-mapped) and peer {@code remote}; null when no such socket is in this namespace.
      */
     public long[] memInfo(byte[] local, int localPort, byte[] remote, int remotePort) throws NativeIOException {
-        long[] r = query(LibC.AF_INET6, local, localPort, remote, remotePort);
+        long[] r = query(Linux.AF_INET6, local, localPort, remote, remotePort);
         if (r == null && isV4Mapped(local) && isV4Mapped(remote)) {
-            r = query(LibC.AF_INET, local, localPort, remote, remotePort); // an AF_INET socket
+            r = query(Linux.AF_INET, local, localPort, remote, remotePort); // an AF_INET socket
         }
         return r;
     }
@@ -102,14 +103,14 @@ public final class SockDiag implements AutoCloseable {
         req.set(ValueLayout.JAVA_INT, NativeLayouts.NLMSG_SEQ, ++seq);
         long r = HDR;
         req.set(ValueLayout.JAVA_BYTE, r + NativeLayouts.REQ_FAMILY, (byte) family);
-        req.set(ValueLayout.JAVA_BYTE, r + NativeLayouts.REQ_PROTOCOL, (byte) LibC.IPPROTO_TCP);
+        req.set(ValueLayout.JAVA_BYTE, r + NativeLayouts.REQ_PROTOCOL, (byte) Linux.IPPROTO_TCP);
         req.set(ValueLayout.JAVA_BYTE, r + NativeLayouts.REQ_EXT, (byte) (1 << (INET_DIAG_SKMEMINFO - 1)));
         req.set(ValueLayout.JAVA_INT, r + NativeLayouts.REQ_STATES, -1); // every state
         long id = r + NativeLayouts.REQ_ID;
         req.set(BE16, id + NativeLayouts.ID_SPORT, (short) localPort);
         req.set(BE16, id + NativeLayouts.ID_DPORT, (short) remotePort);
         // IPv6 fills the 16-byte fields; IPv4 their first 4 bytes.
-        int from = family == LibC.AF_INET6 ? 0 : 12;
+        int from = family == Linux.AF_INET6 ? 0 : 12;
         MemorySegment.copy(local, from, req, ValueLayout.JAVA_BYTE, id + NativeLayouts.ID_SRC, 16 - from);
         MemorySegment.copy(remote, from, req, ValueLayout.JAVA_BYTE, id + NativeLayouts.ID_DST, 16 - from);
         req.set(ValueLayout.JAVA_INT, id + NativeLayouts.ID_COOKIE, -1); // INET_DIAG_NOCOOKIE
