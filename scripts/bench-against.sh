@@ -5,6 +5,9 @@
 # process; prints every run's rows, then the medians of both and their ratio (this tree / REV).
 # REV is built in a worktree with a Maven repository of its own (seeded from ~/.m2), so that
 # neither build sees the other's snapshot jars; both are removed at the end.
+# With SM4J_AGAINST=jvm it measures the JVM's own paths instead: JMH SendReceiveBench.single at 64 B
+# (redirect and TCP, ns per message) and RttBench's 64 B ping-pong (SockmapChannel redirected, p50
+# and CPU per round trip), for changes to the channels and the native calls.
 # Usage: scripts/bench-against.sh REV [ROUNDS]     (e.g. scripts/bench-against.sh 6a39524 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +26,10 @@ trap cleanup EXIT
 git worktree add -q --detach "$old/tree" "$rev"
 # The same harness on both sides: this tree's NodeRttBench (case and placement filters) and
 # ServiceScaleBench (the programs' own run time per connect).
-cp bench/src/main/java/io/github/sockmap4j/bench/{NodeRttBench,ServiceScaleBench}.java \
+cp bench/src/main/java/io/github/sockmap4j/bench/{NodeRttBench,ServiceScaleBench,RttBench}.java \
   "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/"
+cp bench/src/main/java/io/github/sockmap4j/bench/jmh/SendReceiveBench.java \
+  "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/jmh/"
 cp -a ~/.m2/repository "$old/m2"
 mvn_b -q install -DskipTests
 (cd "$old/tree" && mvn_b -q -Dmaven.repo.local="$old/m2" install -DskipTests)
@@ -35,6 +40,14 @@ trap 'rc=$?; cleanup; leave_child_cgroup "$rc"' EXIT
 export SM4J_BENCH_CASES="pod IP, redirected;pod IP, plain"
 run() { # DIR REPO LABEL N
   local dir=$1 repo=$2 label=$3 n=$4
+  if [ "${SM4J_AGAINST:-node}" = jvm ]; then
+    (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+      -classpath %classpath org.openjdk.jmh.Main SendReceiveBench.single -p size=64 -p path=redirect,tcp -f 1 -wi 3 -i 5") \
+      > "$out/jmh-$label-$n.txt"
+    (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+      -classpath %classpath io.github.sockmap4j.bench.RttBench 3 20000 64") > "$out/rtt-$label-$n.txt"
+    return
+  fi
   (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
     -classpath %classpath io.github.sockmap4j.bench.NodeRttBench 3 20000 64") > "$out/rtt-$label-$n.txt"
   (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
@@ -51,6 +64,19 @@ done
 # ServiceScaleBench "| the VIP | 10 | p50 | p99 |..." and "| pod 1's IP | - | p50 |...".
 metric() { # LABEL: prints "name value" lines, one a run and metric
   local label=$1 f
+  if [ "${SM4J_AGAINST:-node}" = jvm ]; then
+    for f in "$out"/jmh-"$label"-*.txt; do
+      # JMH's result lines: "SendReceiveBench.single  redirect  64  avgt  5  4038.1 ± 117.2  ns/op"
+      awk '/^SendReceiveBench.single/ {print "jmh_single_64B_" $2 "_ns", $6}' "$f"
+    done
+    for f in "$out"/rtt-"$label"-*.txt; do
+      # RttBench's table: "64 B    SockmapChannel, redirect    p50 p99 p99.9 CPU ratio ratio"
+      awk '/^64 B +SockmapChannel, redirect +[0-9]/ {print "rtt_64B_channel_redirect_p50_us", $5; print "rtt_64B_channel_redirect_cpu_us", $8}
+           /^64 B +SockmapChannel, TCP +[0-9]/ {print "rtt_64B_channel_tcp_p50_us", $5}
+           /^64 B +java.nio TCP +[0-9]/ {print "rtt_64B_nio_tcp_p50_us", $5}' "$f"
+    done
+    return
+  fi
   for f in "$out"/rtt-"$label"-*.txt; do
     awk -F'|' '/^placement /{pl=$0; sub(/^placement /,"",pl)} /^\| pod IP, redirected \|/{gsub(/ /,"",$3); print "rtt_redirected_p50_" pl, $3}
                /^\| pod IP, plain \|/{gsub(/ /,"",$3); print "rtt_plain_p50_" pl, $3}' "$f"
