@@ -1,6 +1,7 @@
 package io.github.sockmap4j.internal.bpf;
 
 import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.internal.ffi.LibbpfLog;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -50,7 +51,7 @@ public final class ObjectLoader {
             return;
         }
         try {
-            Libbpf.expectingFailure(() -> {
+            LibbpfLog.expectingFailure(() -> {
                 create(bpf, dir, maxSockets, OBJECT_RESOURCE);
                 return null;
             });

@@ -10,10 +10,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The part of libbpf 1.x ({@code libbpf.so.1}) sockmap4j uses. libbpf 1.x returns
@@ -40,7 +36,6 @@ public final class Libbpf {
     public static final long BPF_NOEXIST = 1;
     public static final long BPF_EXIST = 2;
 
-    private static final Logger LOG = LoggerFactory.getLogger("io.github.sockmap4j.libbpf");
     private static volatile Libbpf instance;
 
     private final MethodHandle objGet;
@@ -120,7 +115,7 @@ public final class Libbpf {
                     FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
             linkCreate = Native.plain(lib, "bpf_link_create",
                     FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
-            installPrintCallback(lib);
+            LibbpfLog.install(lib);
         }
     }
 
@@ -171,11 +166,21 @@ public final class Libbpf {
         return lib;
     }
 
-    private static int ret(String op, int res) throws NativeIOException {
-        if (res < 0) {
-            throw new NativeIOException(op, -res);
+    /** A libbpf call returning an int or {@code -errno}. */
+    @FunctionalInterface
+    private interface IntCall {
+        int call() throws Throwable;
+    }
+
+    /** Runs a call that is not on a hot path (load, attach, info) through {@link Errno#ok}. */
+    private static int call(String op, IntCall c) throws NativeIOException {
+        int res;
+        try {
+            res = c.call();
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
         }
-        return res;
+        return Errno.ok(op, res);
     }
 
     /** Opens an ELF object from memory (not yet loaded into the kernel). */
@@ -224,13 +229,7 @@ public final class Libbpf {
     }
 
     public void setMaxEntries(MemorySegment map, int n) throws NativeIOException {
-        try {
-            ret("bpf_map__set_max_entries", (int) loader().mapSetMaxEntries.invokeExact(map, n));
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        call("bpf_map__set_max_entries", () -> (int) loader().mapSetMaxEntries.invokeExact(map, n));
     }
 
     /**
@@ -238,19 +237,13 @@ public final class Libbpf {
      * size must be the section's.
      */
     public void setInitialValue(MemorySegment map, MemorySegment data) throws NativeIOException {
-        try {
-            ret("bpf_map__set_initial_value", (int) loader().mapSetInitialValue.invokeExact(map, data, data.byteSize()));
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        call("bpf_map__set_initial_value", () -> (int) loader().mapSetInitialValue.invokeExact(map, data, data.byteSize()));
     }
 
     /** Loads every program and creates every map; the verifier's log goes to the debug logger. */
     public void loadObject(MemorySegment obj) throws NativeIOException {
         try {
-            ret("bpf_object__load", (int) loader().objectLoad.invokeExact(obj));
+            Errno.ok("bpf_object__load", (int) loader().objectLoad.invokeExact(obj));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -261,23 +254,11 @@ public final class Libbpf {
     }
 
     public int programFd(MemorySegment prog) throws NativeIOException {
-        try {
-            return ret("bpf_program__fd", (int) loader().programFd.invokeExact(prog));
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return call("bpf_program__fd", () -> (int) loader().programFd.invokeExact(prog));
     }
 
     public int mapFd(MemorySegment map) throws NativeIOException {
-        try {
-            return ret("bpf_map__fd", (int) loader().mapFd.invokeExact(map));
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return call("bpf_map__fd", () -> (int) loader().mapFd.invokeExact(map));
     }
 
     /** Frees libbpf's object; fds already taken with dup semantics stay with their owner. */
@@ -312,13 +293,7 @@ public final class Libbpf {
     }
 
     public void progAttach(int progFd, int targetFd, int attachType) throws NativeIOException {
-        try {
-            ret("bpf_prog_attach", (int) loader().progAttach.invokeExact(progFd, targetFd, attachType, 0));
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        call("bpf_prog_attach", () -> (int) loader().progAttach.invokeExact(progFd, targetFd, attachType, 0));
     }
 
     public int tryProgDetach(int progFd, int targetFd, int attachType) {
@@ -343,14 +318,8 @@ public final class Libbpf {
 
     /** A BPF link: the attachment lives as long as the link fd or its pin. */
     public int linkCreate(int progFd, int targetFd, int attachType) throws NativeIOException {
-        try {
-            return ret("bpf_link_create",
-                    (int) loader().linkCreate.invokeExact(progFd, targetFd, attachType, MemorySegment.NULL));
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return call("bpf_link_create",
+                () -> (int) loader().linkCreate.invokeExact(progFd, targetFd, attachType, MemorySegment.NULL));
     }
 
     /** Update; 0 or {@code -errno} (E2BIG/ENOSPC when full, EEXIST with BPF_NOEXIST). */
@@ -414,7 +383,7 @@ public final class Libbpf {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment info = arena.allocate(NativeLayouts.BPF_MAP_INFO);
             MemorySegment len = arena.allocateFrom(ValueLayout.JAVA_INT, (int) info.byteSize());
-            ret("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(mapFd, info, len));
+            Errno.ok("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(mapFd, info, len));
             return new MapInfo(info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_TYPE),
                     info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_KEY_SIZE),
                     info.get(ValueLayout.JAVA_INT, NativeLayouts.MAP_INFO_VALUE_SIZE),
@@ -437,7 +406,7 @@ public final class Libbpf {
             // struct ends before run_cnt has no run statistics.
             MemorySegment info = arena.allocate(NativeLayouts.BPF_PROG_INFO);
             MemorySegment len = arena.allocateFrom(ValueLayout.JAVA_INT, (int) info.byteSize());
-            ret("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(progFd, info, len));
+            Errno.ok("bpf_obj_get_info_by_fd", (int) objGetInfo.invokeExact(progFd, info, len));
             if (len.get(ValueLayout.JAVA_INT, 0) < info.byteSize()) {
                 return new ProgRuns(-1, -1);
             }
@@ -455,86 +424,10 @@ public final class Libbpf {
      * time while the returned fd is open (needs CAP_SYS_ADMIN).
      */
     public int enableRunStats() throws NativeIOException {
-        try {
-            return ret("bpf_enable_stats", (int) enableStats.invokeExact(0));
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return call("bpf_enable_stats", () -> (int) enableStats.invokeExact(0));
     }
 
     public int possibleCpus() throws NativeIOException {
-        try {
-            return ret("libbpf_num_possible_cpus", (int) numPossibleCpus.invokeExact());
-        } catch (NativeIOException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
-    }
-
-    /*
-     * libbpf prints to stderr unless told otherwise; its messages (the verifier log among
-     * them) go to SLF4J instead. The callback gets a va_list, which vsnprintf formats.
-     */
-    private static MethodHandle vsnprintf;
-    /** Set on a thread whose load may fail as expected (a first try with a fallback): warnings go to DEBUG. */
-    private static final ThreadLocal<Boolean> EXPECTING_FAILURE = ThreadLocal.withInitial(() -> false);
-
-    /**
-     * Runs {@code load} with libbpf's warnings (the verifier's log of a refused program among
-     * them) at DEBUG rather than WARN: for a first try whose failure the caller handles and
-     * reports itself.
-     */
-    public static <T, E extends Exception> T expectingFailure(ThrowingSupplier<T, E> load) throws E {
-        boolean was = EXPECTING_FAILURE.get();
-        EXPECTING_FAILURE.set(true);
-        try {
-            return load.get();
-        } finally {
-            EXPECTING_FAILURE.set(was);
-        }
-    }
-
-    /** A supplier that may throw {@code E}. */
-    @FunctionalInterface
-    public interface ThrowingSupplier<T, E extends Exception> {
-        T get() throws E;
-    }
-
-    private static void installPrintCallback(SymbolLookup lib) {
-        try {
-            vsnprintf = Native.plain(Native.LINKER.defaultLookup(), "vsnprintf",
-                    FunctionDescriptor.of(C_INT, C_PTR, C_LONG, C_PTR, C_PTR));
-            MethodHandle target = MethodHandles.lookup().findStatic(Libbpf.class, "print",
-                    MethodType.methodType(int.class, int.class, MemorySegment.class, MemorySegment.class));
-            MemorySegment stub = Native.LINKER.upcallStub(target,
-                    FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR), Arena.global());
-            MethodHandle setPrint = Native.plain(lib, "libbpf_set_print", FunctionDescriptor.of(C_PTR, C_PTR));
-            MemorySegment previous = (MemorySegment) setPrint.invokeExact(stub);
-            assert previous != null;
-        } catch (Throwable t) {
-            LOG.debug("libbpf messages stay on stderr: {}", t.toString());
-        }
-    }
-
-    private static int print(int level, MemorySegment format, MemorySegment args) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buf = arena.allocate(4096);
-            int n = (int) vsnprintf.invokeExact(buf, 4096L, format.reinterpret(Long.MAX_VALUE), args);
-            if (n > 0) {
-                String msg = buf.getString(0).stripTrailing();
-                if (level == 0 && !EXPECTING_FAILURE.get()) {
-                    LOG.warn("{}", msg);
-                } else {
-                    LOG.debug("{}", msg);
-                }
-            }
-        } catch (Throwable t) {
-            // An upcall must not throw: the JVM would exit.
-            return 0;
-        }
-        return 0;
+        return call("libbpf_num_possible_cpus", () -> (int) numPossibleCpus.invokeExact());
     }
 }
