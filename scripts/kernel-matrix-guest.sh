@@ -14,7 +14,7 @@ JAVA_HOME=${JAVA_HOME:-$(ls -d /usr/lib/jvm/*25* 2>/dev/null | head -1)}
 SMOKE_NETTY=(--select-class io.github.sockmap4j.netty.KernelSmokeTest
              --select-method 'io.github.sockmap4j.netty.grpc.GrpcFastPathTest#unary')
 # CreditFlowTest without its 1 GiB streams (minutes each under emulation).
-FULL_CORE=(FastPathChannelTest OrderingTest ProcessBoundaryTest NetnsTest NoDrainObjectTest xdp.XdpFilterTest
+FULL_CORE=(FastPathChannelTest kernel.OrderingTest ProcessBoundaryTest kernel.NetnsTest NoDrainObjectTest xdp.XdpFilterTest
            'CreditFlowTest#aWriterHoldsAtTheWatchersEstimateForAReaderThatPublishesNothing'
            'CreditFlowTest#aWriterWaitingForCreditGetsTheCloseOfItsReader'
            'CreditFlowTest#aWriterWaitingForCreditGetsAnErrorWhenItsReaderIsKilled'

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.testbed.Await;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -8,11 +9,11 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** The kernel's own view, through bpftool: a witness independent of the library. */
-final class Bpftool {
+public final class Bpftool {
     private Bpftool() {
     }
 
-    static String run(String... args) throws IOException, InterruptedException {
+    public static String run(String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
         cmd.add("bpftool");
         cmd.addAll(List.of(args));
@@ -26,7 +27,7 @@ final class Bpftool {
     }
 
     /** How many entries a pinned map holds now. */
-    static int mapEntries(Path pinned) throws IOException, InterruptedException {
+    public static int mapEntries(Path pinned) throws IOException, InterruptedException {
         String out = run("-j", "map", "dump", "pinned", pinned.toString());
         int n = 0;
         for (int i = out.indexOf("\"key\""); i >= 0; i = out.indexOf("\"key\"", i + 1)) {
@@ -36,13 +37,13 @@ final class Bpftool {
     }
 
     /** Waits up to 5 s for a pinned map to hold {@code n} entries; returns what it holds then. */
-    static int awaitMapEntries(Path pinned, int n) throws IOException, InterruptedException {
+    public static int awaitMapEntries(Path pinned, int n) throws IOException, InterruptedException {
         Await.holdsWithin(java.time.Duration.ofSeconds(5), () -> mapEntries(pinned) == n);
         return mapEntries(pinned);
     }
 
     /** The programs attached to a cgroup, one line each (empty when none). */
-    static List<String> cgroupAttachments(Path cgroup) throws IOException, InterruptedException {
+    public static List<String> cgroupAttachments(Path cgroup) throws IOException, InterruptedException {
         List<String> lines = new ArrayList<>();
         for (String line : run("cgroup", "show", cgroup.toString()).split("\n")) {
             if (line.matches("^\\s*\\d+\\s+.*")) {

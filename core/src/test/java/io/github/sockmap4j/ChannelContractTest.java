@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.testbed.Await;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.testbed.Await;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -48,22 +49,6 @@ public final class ChildJvm implements AutoCloseable {
     public static String classpath() {
         String cp = System.getProperty("surefire.test.class.path");
         return cp != null ? cp : System.getProperty("java.class.path");
-    }
-
-    /**
-     * Runs {@code cmd} and returns its output (stdout and stderr). Core's tests' one shell helper;
-     * code that may depend on test-support uses {@code NodeBed.sh}, its twin there (test-support
-     * depends on core, so core's tests cannot use it).
-     *
-     * @throws IOException it failed or took over 60 s, with its output
-     */
-    public static String sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        if (!p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
-        return out;
     }
 
     /** The cgroup {@link #requiredWhereOff} names: it does not exist, so the fast path is off. */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testbed.Await;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;

@@ -58,7 +58,10 @@ public final class PeerMains {
     }
 
     /** A plain JDK echo server on 127.0.0.1 (or args[0]), for one connection. */
-    static final class EchoServer {
+    public static final class EchoServer {
+        private EchoServer() {
+        }
+
         public static void main(String[] args) throws Exception {
             String host = args.length > 0 ? args[0] : "127.0.0.1";
             try (ServerSocketChannel server = ServerSocketChannel.open()) {
@@ -73,7 +76,10 @@ public final class PeerMains {
     }
 
     /** A plain JDK client: connects to 127.0.0.1 (or args[2]), sends n bytes, reads them back, prints ok. */
-    static final class EchoClient {
+    public static final class EchoClient {
+        private EchoClient() {
+        }
+
         public static void main(String[] args) throws Exception {
             int port = Integer.parseInt(args[0]);
             int n = Integer.parseInt(args[1]);
@@ -96,7 +102,10 @@ public final class PeerMains {
      * run in two network namespaces at once, both have the same tuple. Each side checks that
      * every message it receives carries this process's tag (args[2]).
      */
-    static final class LoopbackPair {
+    public static final class LoopbackPair {
+        private LoopbackPair() {
+        }
+
         public static void main(String[] args) throws Exception {
             InetAddress lo = InetAddress.getByName("127.0.0.1");
             int port = Integer.parseInt(args[0]);

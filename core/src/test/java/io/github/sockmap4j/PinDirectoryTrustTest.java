@@ -1,10 +1,10 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.internal.bpf.LockDir;
 import java.io.IOException;
 import java.nio.file.Files;

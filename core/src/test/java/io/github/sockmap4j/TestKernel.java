@@ -1,49 +1,45 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
-import io.github.sockmap4j.internal.sys.Cgroups;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testbed.Cgroup2;
+import io.github.sockmap4j.testbed.KernelCorner;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 
 /**
- * A test's own corner of the kernel: a child cgroup this JVM moves into, a pin directory, and
- * the Sockmap opened over both. {@link #close()} undoes all of it, and checks that nothing is
- * left; a shutdown hook does the same if the JVM dies first.
+ * A test's own corner of the kernel (the test bed's {@link KernelCorner}: a child cgroup this JVM
+ * moves into, a pin directory) and the Sockmap opened over both. {@link #close()} undoes all of
+ * it, and checks that nothing is left; a shutdown hook does the same if the JVM dies first.
  */
 public final class TestKernel implements AutoCloseable {
-    private static final AtomicInteger SEQ = new AtomicInteger();
     public static final boolean REQUIRED = Boolean.getBoolean("sockmap4j.require");
 
     public final Path cgroup;
     public final Path pinDir;
     public final Path originalCgroup;
     public final Sockmap sockmap;
-    private final Thread hook;
+    private final KernelCorner corner;
 
-    private TestKernel(Path cgroup, Path pinDir, Path originalCgroup, Sockmap sockmap) {
-        this.cgroup = cgroup;
-        this.pinDir = pinDir;
-        this.originalCgroup = originalCgroup;
+    private TestKernel(KernelCorner corner, Sockmap sockmap) {
+        this.corner = corner;
+        this.cgroup = corner.cgroup;
+        this.pinDir = corner.pinDir;
+        this.originalCgroup = corner.originalCgroup;
         this.sockmap = sockmap;
-        this.hook = new Thread(this::cleanupQuietly, "test-kernel-cleanup");
-        Runtime.getRuntime().addShutdownHook(hook);
     }
 
+    /** See {@link Cgroup2#uniqueName}. */
     public static String uniqueName(String what) {
-        return "sockmap4j-test-" + ProcessHandle.current().pid() + "-" + what + "-" + SEQ.incrementAndGet();
+        return Cgroup2.uniqueName(what);
     }
 
-    /** A new child cgroup under the unified hierarchy (not entered). */
+    /** A new child cgroup under the unified hierarchy (not entered): see {@link Cgroup2#create}. */
     public static Path newCgroup(String what) throws IOException {
-        Path unified = Cgroups.unifiedMount().orElseThrow(() -> new IllegalStateException("no cgroup2")).mountPoint();
-        Path dir = unified.resolve(uniqueName(what));
-        Files.createDirectory(dir);
-        return dir;
+        return Cgroup2.create(what);
     }
 
     public static TestKernel start(String what) throws IOException {
@@ -55,34 +51,17 @@ public final class TestKernel implements AutoCloseable {
      * required (sockmap4j.require=true) and cannot be had.
      */
     public static TestKernel start(String what, UnaryOperator<SockmapConfig> tweak) throws IOException {
-        Path original = Cgroups.ownCgroupDir().orElseThrow();
-        Path cg = newCgroup(what);
-        Path pins = Path.of("/sys/fs/bpf").resolve(uniqueName(what));
-        Sockmap s = null;
+        KernelCorner corner = KernelCorner.enter(what);
         try {
-            Cgroups.moveSelf(cg);
+            corner.atExit(() -> SockmapAdmin.removePins(corner.pinDir));
             SockmapConfig config = tweak.apply(SockmapConfig.fromSystemProperties()
-                    .withPinDirectory(pins).withCgroup(cg).withRequired(REQUIRED));
-            s = Sockmap.open(config);
-            return new TestKernel(cg, pins, original, s);
-        } catch (IOException | RuntimeException e) {
-            if (s != null) {
-                s.close();
-            }
-            Cgroups.moveSelf(original);
-            Files.deleteIfExists(cg);
+                    .withPinDirectory(corner.pinDir).withCgroup(corner.cgroup).withRequired(REQUIRED));
+            Sockmap s = Sockmap.open(config);
+            corner.atExit(s::close);
+            return new TestKernel(corner, s);
+        } catch (RuntimeException e) {
+            corner.close();
             throw e;
-        }
-    }
-
-    private void cleanupQuietly() {
-        try {
-            sockmap.close();
-            Cgroups.moveSelf(originalCgroup);
-            Files.deleteIfExists(cgroup);
-            SockmapAdmin.removePins(pinDir);
-        } catch (IOException ignored) {
-            // Best effort at exit.
         }
     }
 
@@ -96,15 +75,9 @@ public final class TestKernel implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        try {
-            sockmap.close();
-            Cgroups.moveSelf(originalCgroup);
-            Files.deleteIfExists(cgroup);
-        } finally {
-            Runtime.getRuntime().removeShutdownHook(hook);
-        }
-        boolean left = Files.exists(pinDir);
-        SockmapAdmin.removePins(pinDir); // whatever happened, the kernel is left clean
+        sockmap.close();
+        boolean left = Files.exists(pinDir); // the closed Sockmap removes its pins when nothing else holds them
+        corner.close(); // whatever happened, the kernel is left clean
         assertFalse(left, "pins left behind in " + pinDir + " (sockets still registered: a channel was not closed)");
     }
 }

@@ -3,7 +3,7 @@ package io.github.sockmap4j.agent;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.PeerMains;
-import io.github.sockmap4j.Await;
+import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;

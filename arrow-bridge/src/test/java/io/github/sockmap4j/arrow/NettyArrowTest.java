@@ -3,7 +3,7 @@ package io.github.sockmap4j.arrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.Await;
+import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.arrow.netty.ArrowBatchDecoder;

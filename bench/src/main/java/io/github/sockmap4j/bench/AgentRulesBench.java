@@ -24,15 +24,16 @@ public final class AgentRulesBench {
     }
 
     public static void main(String[] args) throws Exception {
+        BenchRun run = BenchRun.of("AgentRulesBench CGROUP [rules]", args);
         Path cgroup = Path.of(args[0]);
-        int n = args.length > 1 ? Integer.parseInt(args[1]) : 65_536;
+        int n = run.intArg(1, 65_536);
         Path pins = Path.of("/sys/fs/bpf", "sockmap4j-agentrules-" + ProcessHandle.current().pid());
         NodeAgent.Options options = new NodeAgent.Options(pins, List.of(cgroup), null, 1024, false);
         Path rulesFile = SockmapAdmin.agentSocket(pins).resolveSibling("agent-rules");
         NodeAgent agent = NodeAgent.start(options);
         try {
-            System.out.printf(Locale.ROOT, "agent rules benchmark: %d ALLOW requests of root, %d CPUs, kernel %s%n", n,
-                    Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+            System.out.printf(Locale.ROOT, "agent rules benchmark: %d ALLOW requests of root, %s%n", n,
+                    BenchRun.machine());
             System.out.println("rules   median us/request   rules file (KiB)   RSS (MiB)");
             int block = 4096;
             long[] t = new long[block];

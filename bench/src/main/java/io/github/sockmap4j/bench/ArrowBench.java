@@ -188,7 +188,8 @@ public final class ArrowBench {
     }
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
+        BenchRun run = BenchRun.of("ArrowBench [rounds]", args);
+        int rounds = run.intArg(0, 5);
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
             System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
@@ -230,8 +231,8 @@ public final class ArrowBench {
                 gbps[3][r] = bridge(sockmap, at, true, root, allocator, pool, h) / 1e9;
             }
             System.out.printf(Locale.ROOT, "sockmap4j Arrow benchmark, topology %s: %d rounds of %.1f MiB (%d batches of "
-                    + "%d x %d float32), %d CPUs, kernel %s%n", at.name(), rounds, payload(root) / 1048576.0, BATCHES, ROWS,
-                    DIM, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+                    + "%d x %d float32), %s%n", at.name(), rounds, payload(root) / 1048576.0, BATCHES, ROWS,
+                    DIM, BenchRun.machine());
             if (at.isNode()) {
                 System.out.println(at.describe());
             }

@@ -115,8 +115,9 @@ public final class NettyGrpcBench {
     }
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 7;
-        int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
+        BenchRun run = BenchRun.of("NettyGrpcBench [rounds] [round-trips-per-round]", args);
+        int rounds = run.intArg(0, 7);
+        int iterations = run.intArg(1, 20_000);
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
             System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
@@ -168,9 +169,8 @@ public final class NettyGrpcBench {
                 }
             }
             System.out.printf(Locale.ROOT, "sockmap4j Netty/gRPC benchmark, topology %s: %d rounds, %d echo and %d unary "
-                    + "round trips a round, %d x 64 KiB streamed a round, %d event loop(s), %d CPUs, kernel %s%n", at.name(),
-                    rounds, iterations, iterations / 4, STREAM_MESSAGES, loops, Runtime.getRuntime().availableProcessors(),
-                    System.getProperty("os.version"));
+                    + "round trips a round, %d x 64 KiB streamed a round, %d event loop(s), %s%n", at.name(),
+                    rounds, iterations, iterations / 4, STREAM_MESSAGES, loops, BenchRun.machine());
             if (at.isNode()) {
                 System.out.println(at.describe() + "; the domain socket is a path in either topology");
             }

@@ -1,11 +1,11 @@
 package io.github.sockmap4j.bench;
 
-import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.SockmapStats;
-import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testsupport.NodeBed;
+import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.testbed.Cgroup2;
+import io.github.sockmap4j.testbed.NodeBed;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -76,9 +76,10 @@ public final class NodeRttBench {
     }
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-        int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
-        int size = args.length > 2 ? Integer.parseInt(args[2]) : 64;
+        BenchRun run = BenchRun.of("NodeRttBench ROUNDS ITERATIONS SIZE", args);
+        int rounds = run.intArg(0, 5);
+        int iterations = run.intArg(1, 20_000);
+        int size = run.intArg(2, 64);
         Path binary = Path.of(System.getProperty("sockmap4j.bench.podpp", "target/c/podpingpong"));
         if (!Files.isExecutable(binary)) {
             throw new IllegalStateException(binary.toAbsolutePath() + " is missing: 'mvn -pl bench package' builds it");
@@ -109,8 +110,8 @@ public final class NodeRttBench {
             List<String> names = List.of(only.split(";"));
             cases = cases.stream().filter(c -> names.contains(c.name())).toList();
         }
-        Path cgroup = TestKernel.newCgroup("nodertt");
-        Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodertt"));
+        Path cgroup = Cgroup2.create("nodertt");
+        Path pins = Path.of("/sys/fs/bpf").resolve(Cgroup2.uniqueName("nodertt"));
         try (NodeBed bed = NodeBed.create("rt", 3)) {
             bed.service(VIP_ON, ON, pod1 + ":" + ON);
             bed.service(VIP_OFF, OFF, pod1 + ":" + OFF);

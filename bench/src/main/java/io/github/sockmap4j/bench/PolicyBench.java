@@ -22,8 +22,9 @@ public final class PolicyBench {
     }
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-        int conns = args.length > 1 ? Integer.parseInt(args[1]) : 2000;
+        BenchRun run = BenchRun.of("PolicyBench [rounds] [connections-per-round]", args);
+        int rounds = run.intArg(0, 5);
+        int conns = run.intArg(1, 2000);
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
             System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
@@ -59,8 +60,8 @@ public final class PolicyBench {
             policy.deny(port, null, 0);
         }
         System.out.printf(Locale.ROOT, "sockmap4j policy benchmark: %d rounds x %d connections (connect, accept, one "
-                + "64 B round trip, close), %d CPUs, kernel %s%n", rounds, conns,
-                Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+                + "64 B round trip, close), %s%n", rounds, conns,
+                BenchRun.machine());
         System.out.printf(Locale.ROOT, "10 rules:     %.1f us per connection (median over rounds)%n", Medians.of(us[0]));
         System.out.printf(Locale.ROOT, "50,000 rules: %.1f us per connection, ratio %.2f%n", Medians.of(us[1]),
                 Medians.of(us[1]) / Medians.of(us[0]));

@@ -30,9 +30,10 @@ public final class ScaleBench {
     }
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-        int conns = args.length > 1 ? Integer.parseInt(args[1]) : 2000;
-        int iterations = args.length > 2 ? Integer.parseInt(args[2]) : 20_000;
+        BenchRun run = BenchRun.of("ScaleBench [rounds] [connections-per-round] [rtt-iterations]", args);
+        int rounds = run.intArg(0, 5);
+        int conns = run.intArg(1, 2000);
+        int iterations = run.intArg(2, 20_000);
         int manySockets = Integer.getInteger("sockets", 10_000);
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
@@ -40,8 +41,8 @@ public final class ScaleBench {
             System.exit(1);
         }
         System.out.printf(Locale.ROOT, "sockmap4j scale benchmark: %d rounds; %d connections per round and path; "
-                + "RTT %d round trips at %d vs %,d sockets; %d CPUs, kernel %s%n", rounds, conns, iterations, 10,
-                manySockets, Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+                + "RTT %d round trips at %d vs %,d sockets; %s%n", rounds, conns, iterations, 10,
+                manySockets, BenchRun.machine());
 
         // connect + accept
         double[][] connUs = new double[2][rounds];

@@ -1,10 +1,10 @@
 package io.github.sockmap4j.bench;
 
 import io.github.sockmap4j.admin.Rule;
-import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testsupport.NodeBed;
+import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.testbed.Cgroup2;
+import io.github.sockmap4j.testbed.NodeBed;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -32,13 +32,14 @@ public final class ServiceScaleBench {
     }
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-        int connects = args.length > 1 ? Integer.parseInt(args[1]) : 1000;
-        int many = args.length > 2 ? Integer.parseInt(args[2]) : 50_000;
+        BenchRun run = BenchRun.of("ServiceScaleBench ROUNDS CONNECTS SERVICES", args);
+        int rounds = run.intArg(0, 5);
+        int connects = run.intArg(1, 1000);
+        int many = run.intArg(2, 50_000);
         Path binary = Path.of(System.getProperty("sockmap4j.bench.podpp", "target/c/podpingpong"));
         String pod1 = NodeBed.podAddress(1);
-        Path cgroup = TestKernel.newCgroup("svcscale");
-        Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("svcscale"));
+        Path cgroup = Cgroup2.create("svcscale");
+        Path pins = Path.of("/sys/fs/bpf").resolve(Cgroup2.uniqueName("svcscale"));
         // The kernel counts each program's runs and run time meanwhile: what the programs cost a connect.
         java.io.Closeable stats = SockmapAdmin.enableKernelRunStats();
         try (stats; NodeBed bed = NodeBed.create("ss", 2);

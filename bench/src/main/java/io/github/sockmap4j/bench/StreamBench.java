@@ -31,10 +31,10 @@ public final class StreamBench {
     static final boolean NODELAY = Boolean.getBoolean("nodelay");
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-        long bytes = (args.length > 1 ? Long.parseLong(args[1]) : 1024) << 20;
-        int[] sizes = args.length > 2 ? Arrays.stream(args[2].split(",")).mapToInt(Integer::parseInt).toArray()
-                : new int[] {65536};
+        BenchRun run = BenchRun.of("StreamBench [rounds] [MiB-per-round] [sizes]", args);
+        int rounds = run.intArg(0, 5);
+        long bytes = run.longArg(1, 1024) << 20;
+        int[] sizes = run.intsArg(2, 65536);
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
             System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
@@ -55,8 +55,7 @@ public final class StreamBench {
 
     static void run(Sockmap sockmap, Topology at, int rounds, long bytes, int[] sizes) throws Exception {
         System.out.printf(Locale.ROOT, "sockmap4j streaming, topology %s: %d rounds x %d MiB per path and size, 64 KiB "
-                + "reads, %d CPUs, kernel %s%s%n", at.name(), rounds, bytes >> 20, Runtime.getRuntime().availableProcessors(),
-                System.getProperty("os.version"), (gather > 0 ? ", gathering writes of " + gather + " buffers" : "")
+                + "reads, %s%s%n", at.name(), rounds, bytes >> 20, BenchRun.machine(), (gather > 0 ? ", gathering writes of " + gather + " buffers" : "")
                 + (NODELAY ? ", TCP_NODELAY" : ", Nagle on"));
         if (at.isNode()) {
             System.out.println(at.describe());

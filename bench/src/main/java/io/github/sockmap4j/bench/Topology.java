@@ -1,7 +1,7 @@
 package io.github.sockmap4j.bench;
 
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testsupport.NodeBed;
+import io.github.sockmap4j.testbed.NodeBed;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFactory;
 import java.io.IOException;

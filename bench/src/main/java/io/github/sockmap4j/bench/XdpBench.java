@@ -1,6 +1,6 @@
 package io.github.sockmap4j.bench;
 
-import static io.github.sockmap4j.testsupport.NodeBed.sh;
+import io.github.sockmap4j.testbed.Sh;
 import io.github.sockmap4j.xdp.XdpFilter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -51,9 +51,10 @@ public final class XdpBench {
     }
 
     public static void main(String[] args) throws Exception {
+        BenchRun run = BenchRun.of("XdpBench FLOOD-BINARY [rounds] [seconds]", args);
         String flood = args[0];
-        int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
-        int seconds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+        int rounds = run.intArg(1, 5);
+        int seconds = run.intArg(2, 3);
         String id = Long.toString(ProcessHandle.current().pid() % 100000);
         String ns = "sm4j-xb-" + id;
         String here = "xb" + id + "a";
@@ -62,14 +63,14 @@ public final class XdpBench {
         String thereIp = "10.251.7.2";
         int port = 45999;
         long hz = 100; // USER_HZ
-        sh("ip", "netns", "add", ns);
+        Sh.run("ip", "netns", "add", ns);
         try {
-            sh("ip", "link", "add", here, "type", "veth", "peer", "name", there);
-            sh("ip", "link", "set", there, "netns", ns);
-            sh("ip", "addr", "add", hereIp + "/24", "dev", here);
-            sh("ip", "-n", ns, "addr", "add", thereIp + "/24", "dev", there);
-            sh("ip", "link", "set", here, "up");
-            sh("ip", "-n", ns, "link", "set", there, "up");
+            Sh.run("ip", "link", "add", here, "type", "veth", "peer", "name", there);
+            Sh.run("ip", "link", "set", there, "netns", ns);
+            Sh.run("ip", "addr", "add", hereIp + "/24", "dev", here);
+            Sh.run("ip", "-n", ns, "addr", "add", thereIp + "/24", "dev", there);
+            Sh.run("ip", "link", "set", here, "up");
+            Sh.run("ip", "-n", ns, "link", "set", there, "up");
             double[][] pps = new double[2][rounds];
             double[][] nsPerPacket = new double[2][rounds];
             String mode = "?";
@@ -83,7 +84,7 @@ public final class XdpBench {
                         }
                         long before = f != null ? f.counters().dropped() : udpNoPorts();
                         long cpu0 = busyJiffies();
-                        sh("ip", "netns", "exec", ns, flood, thereIp, hereIp, Integer.toString(port),
+                        Sh.run("ip", "netns", "exec", ns, flood, thereIp, hereIp, Integer.toString(port),
                                 Integer.toString(seconds));
                         long cpu1 = busyJiffies();
                         long handled = (f != null ? f.counters().dropped() : udpNoPorts()) - before;
@@ -97,8 +98,8 @@ public final class XdpBench {
                 }
             }
             System.out.printf(Locale.ROOT, "sockmap4j XDP benchmark: %d rounds of %d s, 64-byte UDP from a test "
-                    + "namespace over a veth pair, XDP in %s mode, %d CPUs, kernel %s%n", rounds, seconds, mode,
-                    Runtime.getRuntime().availableProcessors(), System.getProperty("os.version"));
+                    + "namespace over a veth pair, XDP in %s mode, %s%n", rounds, seconds, mode,
+                    BenchRun.machine());
             System.out.printf(Locale.ROOT, "%-34s %14s %22s%n", "path", "packets/s", "CPU ns/packet (all)");
             System.out.printf(Locale.ROOT, "%-34s %14.0f %22.0f%n", "kernel stack refuses (UdpNoPorts)",
                     Medians.of(pps[0]), Medians.of(nsPerPacket[0]));
@@ -109,11 +110,11 @@ public final class XdpBench {
                     Medians.of(nsPerPacket[1]) / Medians.of(nsPerPacket[0]));
         } finally {
             try {
-                sh("ip", "link", "del", here);
+                Sh.run("ip", "link", "del", here);
             } catch (IOException ignored) {
                 // already gone with a failed setup
             }
-            sh("ip", "netns", "delete", ns);
+            Sh.run("ip", "netns", "delete", ns);
         }
     }
 

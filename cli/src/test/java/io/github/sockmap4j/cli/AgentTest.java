@@ -1,20 +1,20 @@
 package io.github.sockmap4j.cli;
 
-import static io.github.sockmap4j.testsupport.NodeBed.sh;
-import io.github.sockmap4j.internal.bpf.ObjectLoader;
-import io.github.sockmap4j.internal.bpf.RetiredSets;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.KernelQueues;
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.VethPods;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.internal.bpf.ObjectLoader;
 import io.github.sockmap4j.internal.bpf.Pins;
+import io.github.sockmap4j.internal.bpf.RetiredSets;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testbed.VethPods;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -69,7 +69,7 @@ class AgentTest {
         work = Files.createTempDirectory("sockmap4j-agent", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        Sh.run("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         policy = work.resolve("policy");
         Files.writeString(policy, "# uid nobody: two ports, bounds up to 1 MiB\nuid " + NOBODY + " 47301,47302 * 1048576\n"
                 + "# and Services of port 47311 from a Service range to a pod range\nuid " + NOBODY
@@ -329,12 +329,12 @@ class AgentTest {
         try (ChildJvm server = peer(null, "stream-server", "127.0.0.1", "47207", Long.toString(total));
              ChildJvm client = listening(server).peer(null, "step-client", "127.0.0.1", "47207", Long.toString(total))) {
             client.expect("half=", 60);
-            List<String> before = sh("bpftool", "cgroup", "show", cgroup.toString()).lines()
+            List<String> before = Sh.run("bpftool", "cgroup", "show", cgroup.toString()).lines()
                     .filter(l -> l.contains("sm4j_sockops")).toList();
             assertEquals(1, before.size(), "one sockops program attached: " + before);
             stopAgent();
             int older = Pins.ABI_VERSION - 1;
-            sh("bpftool", "map", "update", "pinned", pins.resolve("meta").toString(), "key", "0", "0", "0", "0",
+            Sh.run("bpftool", "map", "update", "pinned", pins.resolve("meta").toString(), "key", "0", "0", "0", "0",
                     "value", Integer.toString(older & 0xff), Integer.toString((older >> 8) & 0xff), "0", "0");
             startAgent();
             List<Path> retired = RetiredSets.list(pins);
@@ -343,7 +343,7 @@ class AgentTest {
             String status = cli("status").out();
             assertTrue(status.contains("retired sets of another version") && status.contains("retired-abi-" + older),
                     "status says what waits: " + status);
-            List<String> after = sh("bpftool", "cgroup", "show", cgroup.toString()).lines()
+            List<String> after = Sh.run("bpftool", "cgroup", "show", cgroup.toString()).lines()
                     .filter(l -> l.contains("sm4j_sockops")).toList();
             assertEquals(1, after.size(), "only the new set's sockops program attached: " + after);
             assertFalse(after.equals(before), "a program of the new set: " + before + " then " + after);

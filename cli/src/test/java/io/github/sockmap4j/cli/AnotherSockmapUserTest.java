@@ -1,14 +1,14 @@
 package io.github.sockmap4j.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static io.github.sockmap4j.testsupport.NodeBed.sh;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.Sh;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -58,15 +58,15 @@ class AnotherSockmapUserTest {
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = ChildJvm.compileC("src/test/c/peer.c", work.resolve("peer"));
         Path object = work.resolve("other_sockmap.bpf.o");
-        sh("../bpf/build.sh", "src/test/bpf/other_sockmap.bpf.c", object.toString(), "-DOTHER_PORT=" + OTHER_PORT);
+        Sh.run("../bpf/build.sh", "src/test/bpf/other_sockmap.bpf.c", object.toString(), "-DOTHER_PORT=" + OTHER_PORT);
         parent = TestKernel.newCgroup("other");
         cgroup = Files.createDirectory(parent.resolve("agent"));
         inner = Files.createDirectory(cgroup.resolve("inner"));
         otherPins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("other"));
         Files.createDirectory(otherPins);
-        sh("bpftool", "prog", "loadall", object.toString(), otherPins.toString(), "pinmaps",
+        Sh.run("bpftool", "prog", "loadall", object.toString(), otherPins.toString(), "pinmaps",
                 otherPins.resolve("maps").toString());
-        sh("bpftool", "prog", "attach", "pinned", otherPins.resolve("other_msg").toString(), "msg_verdict", "pinned",
+        Sh.run("bpftool", "prog", "attach", "pinned", otherPins.resolve("other_msg").toString(), "msg_verdict", "pinned",
                 otherPins.resolve("maps/other_socks").toString());
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("other-agent"));
         agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
@@ -87,7 +87,7 @@ class AnotherSockmapUserTest {
                 }
             }
             if (otherPins != null) {
-                sh("rm", "-rf", otherPins.toString());
+                Sh.run("rm", "-rf", otherPins.toString());
             }
             Leftovers.removeCgroups(inner, cgroup, parent);
             Leftovers.removeDirectory(work);
@@ -95,20 +95,20 @@ class AnotherSockmapUserTest {
     }
 
     void attachOther(Path cg) throws IOException, InterruptedException {
-        sh("bpftool", "cgroup", "attach", cg.toString(), "sock_ops", "pinned", otherPins.resolve("other_sockops")
+        Sh.run("bpftool", "cgroup", "attach", cg.toString(), "sock_ops", "pinned", otherPins.resolve("other_sockops")
                 .toString(), "multi");
     }
 
     void detachOther(Path cg) throws IOException, InterruptedException {
-        if (Files.exists(cg) && sh("bpftool", "cgroup", "show", cg.toString()).contains("other_sockops")) {
-            sh("bpftool", "cgroup", "detach", cg.toString(), "sock_ops", "pinned", otherPins.resolve("other_sockops")
+        if (Files.exists(cg) && Sh.run("bpftool", "cgroup", "show", cg.toString()).contains("other_sockops")) {
+            Sh.run("bpftool", "cgroup", "detach", cg.toString(), "sock_ops", "pinned", otherPins.resolve("other_sockops")
                     .toString());
         }
     }
 
     /** The other program's counter {@code i}: 0 sockets it registered, 1 inserts refused, 2 sends it saw. */
     long otherCount(int i) throws IOException, InterruptedException {
-        String out = sh("bpftool", "-j", "map", "lookup", "pinned", otherPins.resolve("maps/other_counts").toString(),
+        String out = Sh.run("bpftool", "-j", "map", "lookup", "pinned", otherPins.resolve("maps/other_counts").toString(),
                 "key", Integer.toString(i), "0", "0", "0");
         Matcher m = Pattern.compile("\"formatted\":\\{\"key\":" + i + ",\"value\":(\\d+)").matcher(out);
         assertTrue(m.find(), out);

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.cli;
 
-import io.github.sockmap4j.Await;
+import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;

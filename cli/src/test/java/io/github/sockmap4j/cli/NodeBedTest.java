@@ -1,6 +1,5 @@
 package io.github.sockmap4j.cli;
 
-import io.github.sockmap4j.agent.kubernetes.ServiceRules;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,12 +8,14 @@ import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testsupport.NodeBed;
+import io.github.sockmap4j.agent.kubernetes.ServiceRules;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.NodeBed;
+import io.github.sockmap4j.testbed.Sh;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -76,7 +77,7 @@ class NodeBedTest {
         work = Files.createTempDirectory("sockmap4j-nodebed", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        NodeBed.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        Sh.run("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         cgroup = TestKernel.newCgroup("nodebed");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodebed"));
         bed = NodeBed.create("nb", 3);
@@ -208,7 +209,7 @@ class NodeBedTest {
     }
 
     long natPackets(String tool, String chain) throws Exception {
-        String out = NodeBed.sh(NodeBed.in(bed.node, List.of(tool, "-w", "-t", "nat", "-L", chain, "-v",
+        String out = Sh.run(NodeBed.in(bed.node, List.of(tool, "-w", "-t", "nat", "-L", chain, "-v",
                 "-x", "-n")).toArray(String[]::new));
         Matcher m = Pattern.compile("(?m)^\\s*(\\d+)\\s+\\d+\\s+DNAT").matcher(out);
         assertTrue(m.find(), out);

@@ -1,20 +1,21 @@
 package io.github.sockmap4j.cli;
 
-import io.github.sockmap4j.testsupport.NodeBed;
-import io.github.sockmap4j.agent.kubernetes.PodRules;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.github.sockmap4j.Await;
 import io.github.sockmap4j.ChildJvm;
-import io.github.sockmap4j.agent.NodeAgent;
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.VethPods;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.agent.NodeAgent;
+import io.github.sockmap4j.agent.kubernetes.PodRules;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.NodeBed;
+import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testbed.VethPods;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -61,7 +62,7 @@ class PodRulesTest {
         work = Files.createTempDirectory("sockmap4j-pods", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        NodeBed.sh("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        Sh.run("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
         cgroup = TestKernel.newCgroup("kubepods");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("pods"));
         vethPods = VethPods.create("k", DB_ADDR, APP_ADDR);

@@ -4,11 +4,11 @@ import io.github.sockmap4j.agent.AgentHttp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.Await;
+import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.VethPods;
+import io.github.sockmap4j.testbed.VethPods;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.internal.bpf.LockDir;
 import java.io.IOException;

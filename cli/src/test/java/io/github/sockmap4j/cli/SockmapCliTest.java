@@ -1,14 +1,14 @@
 package io.github.sockmap4j.cli;
 
-import static io.github.sockmap4j.testsupport.NodeBed.sh;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testbed.Sh;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
@@ -143,16 +143,16 @@ class SockmapCliTest {
     void xdpAttachesWithRulesFromAFileAndDetaches() throws Exception {
         String id = Long.toString(ProcessHandle.current().pid() % 100000);
         String a = "xc" + id + "a";
-        sh("ip", "link", "add", a, "type", "veth", "peer", "name", "xc" + id + "b");
+        Sh.run("ip", "link", "add", a, "type", "veth", "peer", "name", "xc" + id + "b");
         java.nio.file.Path rules = Files.createTempFile("rules", ".txt");
         try {
-            sh("ip", "link", "set", a, "up");
+            Sh.run("ip", "link", "set", a, "up");
             Files.writeString(rules, "default pass\ndeny 10.99.0.0/16  # a comment\ndeny tcp 22\nallow udp 53\n");
             CommandLineTest.Result ok = run("xdp", a, rules.toString(), "--seconds", "1");
             assertEquals(0, ok.code(), ok.err());
             assertTrue(ok.out().contains("3 rules"), ok.out());
             assertTrue(ok.out().contains("1s passed"), ok.out());
-            assertFalse(sh("ip", "link", "show", "dev", a).contains("prog/xdp"), "detached at the end");
+            assertFalse(Sh.run("ip", "link", "show", "dev", a).contains("prog/xdp"), "detached at the end");
 
             Files.writeString(rules, "deny tcp twentytwo\n");
             CommandLineTest.Result bad = run("xdp", a, rules.toString(), "--seconds", "1");
@@ -162,7 +162,7 @@ class SockmapCliTest {
             assertEquals(1, unknown.code());
         } finally {
             Files.deleteIfExists(rules);
-            sh("ip", "link", "del", a);
+            Sh.run("ip", "link", "del", a);
         }
     }
 

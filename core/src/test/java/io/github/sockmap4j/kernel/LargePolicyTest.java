@@ -1,9 +1,11 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.kernel;
 
-import io.github.sockmap4j.admin.PolicyClient;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.SockmapChannel;
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.admin.PolicyClient;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -1,8 +1,15 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.kernel;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.OptIn;
+import io.github.sockmap4j.PeerMains;
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.testbed.VethPods;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;

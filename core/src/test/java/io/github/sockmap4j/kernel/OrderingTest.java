@@ -1,9 +1,13 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.kernel;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapServerChannel;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

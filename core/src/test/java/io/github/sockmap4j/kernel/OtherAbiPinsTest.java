@@ -1,11 +1,15 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.kernel;
 
-import io.github.sockmap4j.internal.bpf.RetiredSets;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.Bpftool;
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapConfig;
+import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.internal.bpf.Pins;
+import io.github.sockmap4j.internal.bpf.RetiredSets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

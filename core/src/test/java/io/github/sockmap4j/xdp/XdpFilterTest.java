@@ -1,6 +1,6 @@
 package io.github.sockmap4j.xdp;
 
-import static io.github.sockmap4j.ChildJvm.sh;
+import static io.github.sockmap4j.testbed.Sh.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -43,33 +43,33 @@ class XdpFilterTest {
     @BeforeAll
     void setUp() throws Exception {
         probe = Path.of("target", "net_probe").toAbsolutePath();
-        sh("cc", "-O2", "-Wall", "-o", probe.toString(), "src/test/c/net_probe.c");
-        sh("ip", "netns", "add", ns);
-        sh("ip", "link", "add", here, "type", "veth", "peer", "name", there);
-        sh("ip", "link", "set", there, "netns", ns);
-        sh("ip", "addr", "add", hereV4 + "/24", "dev", here);
-        sh("ip", "-6", "addr", "add", hereV6 + "/64", "dev", here, "nodad");
-        sh("ip", "-n", ns, "addr", "add", allowedV4 + "/24", "dev", there);
-        sh("ip", "-n", ns, "addr", "add", deniedV4 + "/24", "dev", there);
-        sh("ip", "-n", ns, "-6", "addr", "add", thereV6 + "/64", "dev", there, "nodad");
-        sh("ip", "link", "set", here, "up");
-        sh("ip", "-n", ns, "link", "set", there, "up");
-        sh("ip", "-n", ns, "link", "set", "lo", "up");
+        run("cc", "-O2", "-Wall", "-o", probe.toString(), "src/test/c/net_probe.c");
+        run("ip", "netns", "add", ns);
+        run("ip", "link", "add", here, "type", "veth", "peer", "name", there);
+        run("ip", "link", "set", there, "netns", ns);
+        run("ip", "addr", "add", hereV4 + "/24", "dev", here);
+        run("ip", "-6", "addr", "add", hereV6 + "/64", "dev", here, "nodad");
+        run("ip", "-n", ns, "addr", "add", allowedV4 + "/24", "dev", there);
+        run("ip", "-n", ns, "addr", "add", deniedV4 + "/24", "dev", there);
+        run("ip", "-n", ns, "-6", "addr", "add", thereV6 + "/64", "dev", there, "nodad");
+        run("ip", "link", "set", here, "up");
+        run("ip", "-n", ns, "link", "set", there, "up");
+        run("ip", "-n", ns, "link", "set", "lo", "up");
     }
 
     @AfterAll
     void tearDown() throws Exception {
         // Deleting this end deletes its peer too; the namespace goes after it.
         try {
-            sh("ip", "link", "del", here);
+            run("ip", "link", "del", here);
         } finally {
-            sh("ip", "netns", "delete", ns);
+            run("ip", "netns", "delete", ns);
         }
-        assertFalse(sh("ip", "-o", "link", "show").contains(here + "@"), "the veth pair is gone");
+        assertFalse(run("ip", "-o", "link", "show").contains(here + "@"), "the veth pair is gone");
     }
 
     String tcp(String src, String dst, int port) throws Exception {
-        return sh("ip", "netns", "exec", ns, probe.toString(), "tcp", src, dst, Integer.toString(port)).trim();
+        return run("ip", "netns", "exec", ns, probe.toString(), "tcp", src, dst, Integer.toString(port)).trim();
     }
 
     ServerSocketChannel server(String addr) throws IOException {
@@ -125,7 +125,7 @@ class XdpFilterTest {
         try (XdpFilter f = XdpFilter.attach(here, XdpFilter.Action.PASS)) {
             String rule = f.addPortRule(udpPort, XdpFilter.Protocol.UDP, XdpFilter.Action.DROP);
             XdpFilter.Counters before = f.counters();
-            sh("ip", "netns", "exec", ns, probe.toString(), "udp", allowedV4, hereV4, Integer.toString(udpPort), "250");
+            run("ip", "netns", "exec", ns, probe.toString(), "udp", allowedV4, hereV4, Integer.toString(udpPort), "250");
             assertEquals(250, f.ruleHits(rule), "one count per datagram");
             assertTrue(f.counters().dropped() - before.dropped() >= 250);
         }
@@ -135,7 +135,7 @@ class XdpFilterTest {
     void truncatedFramesAreCountedAsMalformedAndPassed() throws Exception {
         try (XdpFilter f = XdpFilter.attach(here, XdpFilter.Action.DROP)) {
             long before = f.counters().malformed();
-            sh("ip", "netns", "exec", ns, probe.toString(), "raw", there, "40");
+            run("ip", "netns", "exec", ns, probe.toString(), "raw", there, "40");
             assertEquals(40, f.counters().malformed() - before, "one count per truncated frame");
         }
     }
@@ -151,9 +151,9 @@ class XdpFilterTest {
                 f.close();
             }
             // The link's release may finish on a kernel worker just after close(2).
-            io.github.sockmap4j.Await.holdsWithin(java.time.Duration.ofSeconds(5),
-                    () -> !sh("ip", "link", "show", "dev", here).contains("prog/xdp"));
-            String link = sh("ip", "link", "show", "dev", here);
+            io.github.sockmap4j.testbed.Await.holdsWithin(java.time.Duration.ofSeconds(5),
+                    () -> !run("ip", "link", "show", "dev", here).contains("prog/xdp"));
+            String link = run("ip", "link", "show", "dev", here);
             assertFalse(link.contains("prog/xdp"), "nothing attached after close: " + link);
             assertEquals("connected", tcp(allowedV4, hereV4, port(s)));
             assertThrows(IOException.class, () -> f.addPortRule(80, XdpFilter.Protocol.TCP, XdpFilter.Action.DROP));

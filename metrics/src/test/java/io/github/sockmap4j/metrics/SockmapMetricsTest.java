@@ -3,7 +3,7 @@ package io.github.sockmap4j.metrics;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.Await;
+import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.SockmapServerChannel;
 import io.github.sockmap4j.TestKernel;

@@ -1,6 +1,7 @@
 package io.github.sockmap4j.netty;
 
-import io.github.sockmap4j.testsupport.NodeBed;
+import io.github.sockmap4j.testbed.NodeBed;
+import io.github.sockmap4j.testbed.Sh;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketConnectionAttemptTest;
@@ -38,16 +39,16 @@ class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
         if (!BAD_HOST.equals(System.getProperty("io.netty.testsuite.badHost"))) {
             throw new IllegalStateException("io.netty.testsuite.badHost must be " + BAD_HOST + " (netty-transport/pom.xml)");
         }
-        NodeBed.sh("ip", "netns", "add", NS);
+        Sh.run("ip", "netns", "add", NS);
         try {
-            NodeBed.sh("ip", "-n", NS, "link", "set", "lo", "up");
+            Sh.run("ip", "-n", NS, "link", "set", "lo", "up");
             // A veth pair inside the namespace, the bad host's neighbour entry a MAC nobody has:
             // the other end drops each frame as not its own, and no ICMP error comes back.
-            NodeBed.sh("ip", "-n", NS, "link", "add", "silent0", "type", "veth", "peer", "name", "silent1");
-            NodeBed.sh("ip", "-n", NS, "addr", "add", "10.99.0.2/24", "dev", "silent0");
-            NodeBed.sh("ip", "-n", NS, "link", "set", "silent0", "up");
-            NodeBed.sh("ip", "-n", NS, "link", "set", "silent1", "up");
-            NodeBed.sh("ip", "-n", NS, "neigh", "add", BAD_HOST, "lladdr", "02:00:00:00:99:01", "dev", "silent0", "nud",
+            Sh.run("ip", "-n", NS, "link", "add", "silent0", "type", "veth", "peer", "name", "silent1");
+            Sh.run("ip", "-n", NS, "addr", "add", "10.99.0.2/24", "dev", "silent0");
+            Sh.run("ip", "-n", NS, "link", "set", "silent0", "up");
+            Sh.run("ip", "-n", NS, "link", "set", "silent1", "up");
+            Sh.run("ip", "-n", NS, "neigh", "add", BAD_HOST, "lladdr", "02:00:00:00:99:01", "dev", "silent0", "nud",
                     "permanent");
         } catch (IOException | InterruptedException | RuntimeException e) {
             removeSilentHost();
@@ -59,7 +60,7 @@ class SockmapConnectionAttemptTest extends SocketConnectionAttemptTest {
     static void removeSilentHost() throws IOException, InterruptedException {
         if (new ProcessBuilder("ip", "netns", "list").start().inputReader().lines()
                 .anyMatch(l -> l.split(" ")[0].equals(NS))) {
-            NodeBed.sh("ip", "netns", "delete", NS);
+            Sh.run("ip", "netns", "delete", NS);
         }
     }
 

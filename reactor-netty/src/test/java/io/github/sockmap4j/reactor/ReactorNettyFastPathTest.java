@@ -84,9 +84,9 @@ class ReactorNettyFastPathTest {
 
         void check(Loops loops, int connections) throws InterruptedException {
             // Each side's callback runs on its event loop, a moment after the connect completes.
-            assertTrue(io.github.sockmap4j.Await.holdsWithin(Duration.ofSeconds(10), () -> client.size() == connections),
+            assertTrue(io.github.sockmap4j.testbed.Await.holdsWithin(Duration.ofSeconds(10), () -> client.size() == connections),
                     () -> "client connections " + client);
-            assertTrue(io.github.sockmap4j.Await.holdsWithin(Duration.ofSeconds(10), () -> server.size() == connections),
+            assertTrue(io.github.sockmap4j.testbed.Await.holdsWithin(Duration.ofSeconds(10), () -> server.size() == connections),
                     () -> "server connections " + server);
             for (var e : concat().entrySet()) {
                 assertInstanceOf(EpollSocketChannel.class, e.getKey());
@@ -338,7 +338,7 @@ class ReactorNettyFastPathTest {
         resources.disposeLater(Duration.ZERO, Duration.ofSeconds(10)).block();
         assertTrue(resources.isDisposed(), "loops ended");
         assertFalse(SockmapNetty.isOptedIn(serverChannel), "the port's opt-in went with the server");
-        assertTrue(io.github.sockmap4j.Await.holdsWithin(Duration.ofSeconds(10),
+        assertTrue(io.github.sockmap4j.testbed.Await.holdsWithin(Duration.ofSeconds(10),
                         () -> Sockmap.global().stats().socketsInMap() <= inMapBefore),
                 () -> "sockets left registered: " + Sockmap.global().stats());
     }

@@ -1,8 +1,9 @@
 package io.github.sockmap4j.testsupport;
 
-import io.github.sockmap4j.Await;
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.KernelCorner;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
@@ -21,7 +22,7 @@ import org.junit.platform.launcher.LauncherSessionListener;
  * sets anything up: the tests that need no privilege run without it.
  */
 public abstract class GlobalSockmapSession implements LauncherSessionListener {
-    private static TestKernel kernel;
+    private static KernelCorner kernel;
     private final String name;
 
     protected GlobalSockmapSession(String name) {
@@ -29,7 +30,7 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
     }
 
     /** The run's pins and cgroup, for tests that look at them. */
-    public static TestKernel kernel() {
+    public static KernelCorner kernel() {
         return kernel;
     }
 
@@ -43,14 +44,15 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
             return;
         }
         try {
-            kernel = TestKernel.start(name);
+            kernel = KernelCorner.enter(name);
+            kernel.atExit(() -> SockmapAdmin.removePins(kernel.pinDir));
             current = this;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
         System.setProperty("sockmap4j.pinDir", kernel.pinDir.toString());
         System.setProperty("sockmap4j.cgroup", kernel.cgroup.toString());
-        Sockmap.global();
+        Sockmap.global(); // with sockmap4j.require=true, a fast path that is off fails the run here
     }
 
     private static GlobalSockmapSession current;
@@ -87,7 +89,11 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
                 new ProcessBuilder("ss", "-tanp").inheritIO().start().waitFor();
             }
             Sockmap.global().close();
-            kernel.close();
+            boolean left = java.nio.file.Files.exists(kernel.pinDir); // gone with the last Sockmap over them
+            kernel.close(); // whatever happened, the kernel is left clean
+            if (left) {
+                throw new AssertionError("pins left behind in " + kernel.pinDir + " (sockets still registered)");
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.testsupport;
 
-import io.github.sockmap4j.Await;
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.testbed.Await;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.testbed;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;

@@ -1,16 +1,11 @@
-package io.github.sockmap4j.testsupport;
+package io.github.sockmap4j.testbed;
 
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A Kubernetes-shaped node for tests, built from scratch: a "node" network namespace with IP
@@ -48,10 +43,9 @@ public final class NodeBed implements AutoCloseable {
         String id = Long.toString(ProcessHandle.current().pid() % 100000);
         NodeBed bed = new NodeBed("sm4j-" + id + "-" + tag);
         try {
-            sh("ip", "netns", "add", bed.node);
-            sh("ip", "-n", bed.node, "link", "set", "lo", "up");
-            sh("ip", "netns", "exec", bed.node, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1");
-            sh("ip", "netns", "exec", bed.node, "sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1");
+            Netns.add(bed.node);
+            Sh.run("ip", "netns", "exec", bed.node, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1");
+            Sh.run("ip", "netns", "exec", bed.node, "sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1");
             for (int i = 0; i < podCount; i++) {
                 bed.addPod(id, tag, i);
             }
@@ -66,21 +60,20 @@ public final class NodeBed implements AutoCloseable {
         String pod = prefix + "p" + i;
         String inPod = "sm4j" + id + tag + "p" + i;  // at most 15 characters
         String onNode = "sm4j" + id + tag + "n" + i;
-        sh("ip", "netns", "add", pod);
+        Netns.add(pod);
         pods.add(pod);
-        sh("ip", "link", "add", inPod, "type", "veth", "peer", "name", onNode);
-        sh("ip", "link", "set", inPod, "netns", pod);
-        sh("ip", "link", "set", onNode, "netns", node);
+        Sh.run("ip", "link", "add", inPod, "type", "veth", "peer", "name", onNode);
+        Sh.run("ip", "link", "set", inPod, "netns", pod);
+        Sh.run("ip", "link", "set", onNode, "netns", node);
         int net = i + 1;
-        sh("ip", "-n", pod, "addr", "add", "10.244." + net + ".2/24", "dev", inPod);
-        sh("ip", "-n", pod, "-6", "addr", "add", "fd00:244:" + net + "::2/64", "dev", inPod, "nodad");
-        sh("ip", "-n", node, "addr", "add", "10.244." + net + ".1/24", "dev", onNode);
-        sh("ip", "-n", node, "-6", "addr", "add", "fd00:244:" + net + "::1/64", "dev", onNode, "nodad");
-        sh("ip", "-n", pod, "link", "set", "lo", "up");
-        sh("ip", "-n", pod, "link", "set", inPod, "up");
-        sh("ip", "-n", node, "link", "set", onNode, "up");
-        sh("ip", "-n", pod, "route", "add", "default", "via", "10.244." + net + ".1");
-        sh("ip", "-n", pod, "-6", "route", "add", "default", "via", "fd00:244:" + net + "::1");
+        Sh.run("ip", "-n", pod, "addr", "add", "10.244." + net + ".2/24", "dev", inPod);
+        Sh.run("ip", "-n", pod, "-6", "addr", "add", "fd00:244:" + net + "::2/64", "dev", inPod, "nodad");
+        Sh.run("ip", "-n", node, "addr", "add", "10.244." + net + ".1/24", "dev", onNode);
+        Sh.run("ip", "-n", node, "-6", "addr", "add", "fd00:244:" + net + "::1/64", "dev", onNode, "nodad");
+        Sh.run("ip", "-n", pod, "link", "set", inPod, "up");
+        Sh.run("ip", "-n", node, "link", "set", onNode, "up");
+        Sh.run("ip", "-n", pod, "route", "add", "default", "via", "10.244." + net + ".1");
+        Sh.run("ip", "-n", pod, "-6", "route", "add", "default", "via", "fd00:244:" + net + "::1");
     }
 
     /** The namespace of pod {@code i}. */
@@ -160,19 +153,17 @@ public final class NodeBed implements AutoCloseable {
                 .append(endpoints.length).append(" vmap { ").append(pick).append(" }\n");
         nft.append("add element ").append(family).append(" kube-proxy service-ips { ").append(vip)
                 .append(" . tcp . ").append(port).append(" : goto svc-").append(n).append(" }\n");
-        Process p = new ProcessBuilder("ip", "netns", "exec", node, "nft", "-f", "-").redirectErrorStream(true).start();
-        p.getOutputStream().write(nft.toString().getBytes(StandardCharsets.UTF_8));
-        p.getOutputStream().close();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException("nft -f - failed: " + out + "\n" + nft);
+        try {
+            Sh.runWithInput(nft.toString(), List.of("ip", "netns", "exec", node, "nft", "-f", "-"));
+        } catch (IOException e) {
+            throw new IOException(e.getMessage() + "\n" + nft, e);
         }
         return n;
     }
 
     /** Packets the DNAT of endpoint {@code k} of nftables Service {@code n} has matched (its counter). */
     public long nftPackets(boolean v6, int n, int k) throws IOException, InterruptedException {
-        String out = sh("ip", "netns", "exec", node, "nft", "list", "chain", v6 ? "ip6" : "ip", "kube-proxy",
+        String out = Sh.run("ip", "netns", "exec", node, "nft", "list", "chain", v6 ? "ip6" : "ip", "kube-proxy",
                 "ep-" + n + "-" + k);
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("counter packets (\\d+)").matcher(out);
         if (!m.find()) {
@@ -184,25 +175,17 @@ public final class NodeBed implements AutoCloseable {
     private void nat(String tool, String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", node, tool, "-w", "-t", "nat"));
         cmd.addAll(List.of(args));
-        sh(cmd.toArray(String[]::new));
+        Sh.run(cmd.toArray(String[]::new));
     }
 
-    /** {@code command} as run inside namespace {@code ns}. */
+    /** {@code command} run inside network namespace {@code ns}: see {@link Sh#in}. */
     public static List<String> in(String ns, List<String> command) {
-        List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-        full.addAll(command);
-        return full;
+        return Sh.in(ns, command);
     }
 
-    /**
-     * {@code command} as run in network namespace {@code ns} only, with the host's mounts: what a
-     * sockmap4j JVM in a pod needs (its pins on the host's bpffs, which {@code ip netns exec}'s
-     * fresh /sys hides).
-     */
+    /** {@code command} run in network namespace {@code ns} only: see {@link Sh#inNetwork}. */
     public static List<String> inNetwork(String ns, List<String> command) {
-        List<String> full = new ArrayList<>(List.of("nsenter", "--net=/run/netns/" + ns, "--"));
-        full.addAll(command);
-        return full;
+        return Sh.inNetwork(ns, command);
     }
 
     /**
@@ -218,12 +201,7 @@ public final class NodeBed implements AutoCloseable {
         CompletableFuture<T> result = new CompletableFuture<>();
         Thread t = new Thread(() -> {
             try {
-                int fd = SysCalls.open("/run/netns/" + ns, Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
-                try {
-                    SysCalls.setns(fd, Linux.CLONE_NEWNET);
-                } finally {
-                    LibC.close(fd);
-                }
+                Setns.enter(ns);
                 result.complete(body.call());
             } catch (Throwable e) {
                 result.completeExceptionally(e);
@@ -246,41 +224,11 @@ public final class NodeBed implements AutoCloseable {
         }
     }
 
-    /**
-     * Runs {@code cmd} (an {@code ip} command, say) and returns its output.
-     *
-     * @throws IOException it failed or took over 30 s, with its output
-     */
-    public static String sh(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed: " + out);
-        }
-        return out;
-    }
-
     /** Deletes the pods' and the node's namespaces (their links, routes and NAT rules go with them). */
     @Override
     public void close() throws IOException {
-        IOException first = null;
         List<String> all = new ArrayList<>(pods);
         all.add(node);
-        for (String ns : all) {
-            try {
-                if (new ProcessBuilder("ip", "netns", "list").start().inputReader().lines()
-                        .anyMatch(l -> l.split(" ")[0].equals(ns))) {
-                    sh("ip", "netns", "delete", ns);
-                }
-            } catch (IOException e) {
-                first = first == null ? e : first;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                first = first == null ? new IOException("interrupted deleting " + ns, e) : first;
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        Netns.deleteAll(all);
     }
 }

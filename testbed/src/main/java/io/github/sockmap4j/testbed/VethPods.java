@@ -1,11 +1,9 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.testbed;
 
-import static io.github.sockmap4j.ChildJvm.sh;
+import static io.github.sockmap4j.testbed.Sh.run;
+
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Two network namespaces joined by a veth pair, each end with an address of a /24: two "pods" of
@@ -30,51 +28,31 @@ public final class VethPods implements AutoCloseable {
         VethPods p = new VethPods("sm4j-" + id + "-" + tag + "a", "sm4j-" + id + "-" + tag + "b", addrA, addrB);
         String va = "sm4j" + id + tag + "a";
         String vb = "sm4j" + id + tag + "b";
-        sh("ip", "netns", "add", p.nsA);
         try {
-            sh("ip", "netns", "add", p.nsB);
-            sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb);
-            sh("ip", "link", "set", va, "netns", p.nsA);
-            sh("ip", "link", "set", vb, "netns", p.nsB);
-            sh("ip", "-n", p.nsA, "addr", "add", addrA + "/24", "dev", va);
-            sh("ip", "-n", p.nsB, "addr", "add", addrB + "/24", "dev", vb);
-            for (String[] nd : new String[][] {{p.nsA, va}, {p.nsB, vb}}) {
-                sh("ip", "-n", nd[0], "link", "set", nd[1], "up");
-                sh("ip", "-n", nd[0], "link", "set", "lo", "up");
-            }
+            Netns.add(p.nsA);
+            Netns.add(p.nsB);
+            run("ip", "link", "add", va, "type", "veth", "peer", "name", vb);
+            run("ip", "link", "set", va, "netns", p.nsA);
+            run("ip", "link", "set", vb, "netns", p.nsB);
+            run("ip", "-n", p.nsA, "addr", "add", addrA + "/24", "dev", va);
+            run("ip", "-n", p.nsB, "addr", "add", addrB + "/24", "dev", vb);
+            run("ip", "-n", p.nsA, "link", "set", va, "up");
+            run("ip", "-n", p.nsB, "link", "set", vb, "up");
             return p;
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | InterruptedException | RuntimeException e) {
             p.close();
             throw e;
         }
     }
 
-    /** {@code command} run inside namespace {@code ns} (ip netns exec). */
+    /** {@code command} run inside namespace {@code ns}: see {@link Sh#in}. */
     public static List<String> in(String ns, List<String> command) {
-        List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-        full.addAll(command);
-        return full;
+        return Sh.in(ns, command);
     }
 
     /** Deletes both namespaces; a veth end goes with its namespace, and its peer with it. */
     @Override
     public void close() throws IOException {
-        IOException first = null;
-        for (String ns : new String[] {nsA, nsB}) {
-            try {
-                if (new ProcessBuilder("ip", "netns", "list").start().inputReader().lines()
-                        .anyMatch(l -> l.split(" ")[0].equals(ns))) {
-                    sh("ip", "netns", "delete", ns);
-                }
-            } catch (IOException e) {
-                first = first == null ? e : first;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                first = first == null ? new IOException("interrupted deleting " + ns, e) : first;
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        Netns.deleteAll(List.of(nsA, nsB));
     }
 }

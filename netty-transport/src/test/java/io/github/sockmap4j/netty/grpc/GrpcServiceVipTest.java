@@ -3,14 +3,14 @@ package io.github.sockmap4j.netty.grpc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.Await;
+import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.ChildJvm;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testsupport.NodeBed;
+import io.github.sockmap4j.testbed.NodeBed;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;

@@ -2,7 +2,8 @@ package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.plots.Plots;
+import io.github.sockmap4j.testbed.NodeBed;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.netty.channel.epoll.EpollSocketChannel;
@@ -10,6 +11,8 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -94,19 +97,6 @@ public final class RagDemo implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    /** The node topology: pods 0-3 the stages in Role order, pod 4 the load generator's. */
-    static final int CLIENT_POD = RagService.Role.values().length;
-
-    /** A stage's Service VIP on the node. */
-    static String vip(RagService.Role r) {
-        return "10.96.0." + (10 + r.ordinal());
-    }
-
-    /** A stage's port on the node: each its own, the gateway's (ingress) apart from the internal ones. */
-    static int nodePort(RagService.Role r) {
-        return r == RagService.Role.GATEWAY ? 8080 : 50051 + r.ordinal();
-    }
-
     private final PrintStream out;
 
     public RagDemo() {
@@ -115,14 +105,6 @@ public final class RagDemo implements Callable<Integer> {
 
     RagDemo(PrintStream out) {
         this.out = out;
-    }
-
-    /** What one path measured in one round. */
-    record Run(boolean fast, Histogram latency, double offeredRps, double achievedRps, long failed, double maxRps,
-            Map<RagService.Role, Double> cpuPercent, Map<RagService.Role, Long> rss, double loadGenCpuPercent,
-            double systemCpuPercent,
-            long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
-            Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads) {
     }
 
     @Override
@@ -175,8 +157,8 @@ public final class RagDemo implements Callable<Integer> {
                     : "topology: loopback: every stage on this host's loopback (127.0.0.1)");
             out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
                     + "then %.0f s with %d in flight%n%n", requests, rate, throughputSeconds, inFlight);
-            List<Run> plainRuns = new ArrayList<>();
-            List<Run> fastRuns = new ArrayList<>();
+            List<RagReport.Run> plainRuns = new ArrayList<>();
+            List<RagReport.Run> fastRuns = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
                 if (plain) {
                     plainRuns.add(runPath(false, settings, r, sockmap));
@@ -186,22 +168,22 @@ public final class RagDemo implements Callable<Integer> {
                 }
             }
             out.println();
-            printTable(plainRuns, fastRuns);
+            new RagReport(out, rounds, rate, throughputSeconds, inFlight, inProcess, idleSeconds).print(plainRuns, fastRuns);
             if (plot != null) {
-                java.util.Map<String, Histogram> series = io.github.sockmap4j.plots.Plots.series();
+                Map<String, Histogram> series = Plots.series();
                 for (int r = 0; r < plainRuns.size(); r++) {
                     series.put("plain TCP" + (rounds > 1 ? " #" + (r + 1) : ""), plainRuns.get(r).latency());
                 }
                 for (int r = 0; r < fastRuns.size(); r++) {
                     series.put("sockmap fast path" + (rounds > 1 ? " #" + (r + 1) : ""), fastRuns.get(r).latency());
                 }
-                io.github.sockmap4j.plots.Plots.percentiles(plot, String.format(Locale.ROOT,
+                Plots.percentiles(plot, String.format(Locale.ROOT,
                         "RAG pipeline request latency, %.0f requests/s (from each request's scheduled start)", rate),
                         series, 1000, true);
                 out.println("\nplot: " + plot);
             }
             if (fast && sockmap.isActive()) {
-                Run f = fastRuns.get(0);
+                RagReport.Run f = fastRuns.get(0);
                 if (f.bytesRedirected() == 0) {
                     out.println("\nWARNING: nothing went through the redirect; see the log lines above for why");
                     return 1;
@@ -218,20 +200,19 @@ public final class RagDemo implements Callable<Integer> {
         }
     }
 
-    private Run runPath(boolean fast, RagService.Settings s, int round, Sockmap sockmap) throws Exception {
+    private RagReport.Run runPath(boolean fast, RagService.Settings s, int round, Sockmap sockmap) throws Exception {
         String label = (fast ? "sockmap fast path" : "plain TCP") + (rounds > 1 ? " #" + (round + 1) : "");
         Map<RagService.Role, Stage> stages = new EnumMap<>(RagService.Role.class);
-        List<java.net.InetSocketAddress> translated = new ArrayList<>();
+        List<InetSocketAddress> translated = new ArrayList<>();
         try {
             if (node() && fast && sockmap != null && sockmap.isActive()) {
                 // The internal hops' Services in the Service map: their connects go straight to the pods.
                 for (RagService.Role r : List.of(RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT)) {
-                    java.net.InetSocketAddress at = new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(vip(r)),
-                            nodePort(r));
-                    SockmapAdmin.putService(sockmap.config().pinDirectory(), new SockmapAdmin.Service(at,
-                            List.of(new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(
-                                    io.github.sockmap4j.testsupport.NodeBed.podAddress(r.ordinal())), nodePort(r))),
-                            List.of(), false));
+                    InetSocketAddress at = new InetSocketAddress(InetAddress.ofLiteral(NodePods.vip(r)), NodePods.port(r));
+                    InetSocketAddress pod = new InetSocketAddress(InetAddress.ofLiteral(NodeBed.podAddress(r.ordinal())),
+                            NodePods.port(r));
+                    SockmapAdmin.putService(sockmap.config().pinDirectory(),
+                            new SockmapAdmin.Service(at, List.of(pod), List.of(), false));
                     translated.add(at);
                 }
             }
@@ -240,11 +221,9 @@ public final class RagDemo implements Callable<Integer> {
                 Stage search = stages.get(RagService.Role.SEARCH);
                 out.println("search " + search.info());
             }
-            java.net.InetSocketAddress gwAt = node()
-                    ? new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral(vip(RagService.Role.GATEWAY)),
-                            nodePort(RagService.Role.GATEWAY))
-                    : new java.net.InetSocketAddress(java.net.InetAddress.ofLiteral("127.0.0.1"),
-                            stages.get(RagService.Role.GATEWAY).port());
+            RagService.Role gateway = RagService.Role.GATEWAY;
+            InetSocketAddress gwAt = node() ? new InetSocketAddress(InetAddress.ofLiteral(NodePods.vip(gateway)), NodePods.port(gateway))
+                    : new InetSocketAddress(InetAddress.ofLiteral("127.0.0.1"), stages.get(gateway).port());
             ManagedChannel gw = NettyChannelBuilder.forAddress(gwAt)
                     .usePlaintext().channelType(EpollSocketChannel.class).eventLoopGroup(RagService.group())
                     .maxInboundMessageSize(16 << 20).build();
@@ -261,15 +240,15 @@ public final class RagDemo implements Callable<Integer> {
                 out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s (p50 %.2f ms)%n", label,
                         warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
                         w.lastP50Millis());
-                long[] cpu0 = cpu(stages);
-                long sys0 = systemCpu(stages);
-                long self0 = selfCpuNanos();
-                long[] st0 = counters(fast, sockmap);
+                long[] cpu0 = StageMeters.cpu(stages);
+                long sys0 = StageMeters.systemCpu(stages);
+                long self0 = StageMeters.selfCpuNanos();
+                long[] st0 = StageMeters.counters(fast, sockmap);
                 long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
-                long[] cpu1 = cpu(stages);
-                long sys1 = systemCpu(stages);
-                long self1 = selfCpuNanos();
+                long[] cpu1 = StageMeters.cpu(stages);
+                long sys1 = StageMeters.systemCpu(stages);
+                long self1 = StageMeters.selfCpuNanos();
                 Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
                 Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
                 for (RagService.Role role : RagService.Role.values()) {
@@ -282,11 +261,11 @@ public final class RagDemo implements Callable<Integer> {
                 Map<RagService.Role, Double> idle = new EnumMap<>(RagService.Role.class);
                 Map<String, Double> idleThreads = new java.util.TreeMap<>();
                 if (idleSeconds > 0 && !inProcess) {
-                    Map<String, Long> t0 = threadNanos(stages);
+                    Map<String, Long> t0 = StageMeters.threadNanos(stages);
                     long w0 = System.nanoTime();
                     Thread.sleep((long) (idleSeconds * 1000));
                     double wall = (System.nanoTime() - w0) / 1e9;
-                    Map<String, Long> t1 = threadNanos(stages);
+                    Map<String, Long> t1 = StageMeters.threadNanos(stages);
                     for (RagService.Role role : RagService.Role.values()) {
                         idle.put(role, 0.0);
                     }
@@ -300,12 +279,12 @@ public final class RagDemo implements Callable<Integer> {
                         }
                     });
                 }
-                long[] st1 = counters(fast, sockmap);
+                long[] st1 = StageMeters.counters(fast, sockmap);
                 long runs1 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 if (res.failed() > 0) {
                     out.printf("  %d requests failed; the first: %s%n", res.failed(), res.firstError());
                 }
-                return new Run(fast, res.latencyMicros(), rate, res.rps(), res.failed(), maxRps, cpuPct, rss,
+                return new RagReport.Run(fast, res.latencyMicros(), rate, res.rps(), res.failed(), maxRps, cpuPct, rss,
                         100.0 * (self1 - self0) / (res.seconds() * 1e9),
                         sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
                         st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads);
@@ -319,7 +298,7 @@ public final class RagDemo implements Callable<Integer> {
                 gw.close();
             }
             stages.values().parallelStream().forEach(Stage::close);
-            for (java.net.InetSocketAddress at : translated) {
+            for (InetSocketAddress at : translated) {
                 SockmapAdmin.removeService(sockmap.config().pinDirectory(), at);
             }
         }
@@ -341,7 +320,7 @@ public final class RagDemo implements Callable<Integer> {
                     + "--topology loopback");
             return 2;
         }
-        io.github.sockmap4j.testsupport.NodeBed bed = io.github.sockmap4j.testsupport.NodeBed.create("rag", CLIENT_POD + 1);
+        NodeBed bed = NodeBed.create("rag", NodePods.CLIENT + 1);
         Thread cleanup = new Thread(() -> {
             try {
                 bed.close();
@@ -353,8 +332,7 @@ public final class RagDemo implements Callable<Integer> {
         try {
             List<String> pods = new ArrayList<>();
             for (RagService.Role r : RagService.Role.values()) {
-                bed.service(vip(r), nodePort(r), io.github.sockmap4j.testsupport.NodeBed.podAddress(r.ordinal()) + ":"
-                        + nodePort(r));
+                bed.service(NodePods.vip(r), NodePods.port(r), NodeBed.podAddress(r.ordinal()) + ":" + NodePods.port(r));
                 pods.add(bed.pod(r.ordinal()));
             }
             List<String> cmd = new ArrayList<>();
@@ -365,7 +343,7 @@ public final class RagDemo implements Callable<Integer> {
             cmd.add(RagDemo.class.getName());
             cmd.addAll(spec.commandLine().getParseResult().originalArgs());
             cmd.add("--node-pods=" + String.join(",", pods));
-            Process p = new ProcessBuilder(io.github.sockmap4j.testsupport.NodeBed.inNetwork(bed.pod(CLIENT_POD), cmd))
+            Process p = new ProcessBuilder(NodeBed.inNetwork(bed.pod(NodePods.CLIENT), cmd))
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             p.getOutputStream().close();
             try (java.io.BufferedReader r = p.inputReader(java.nio.charset.StandardCharsets.UTF_8)) {
@@ -416,7 +394,7 @@ public final class RagDemo implements Callable<Integer> {
         if (node()) {
             List<String> downstream = new ArrayList<>();
             for (RagService.Role r : backends) {
-                downstream.add(vip(r) + ":" + nodePort(r));
+                downstream.add(NodePods.vip(r) + ":" + NodePods.port(r));
             }
             stages.put(RagService.Role.GATEWAY, Stage.await(Stage.spawn(RagService.Role.GATEWAY, s, fast, flags, timeout,
                     placement(RagService.Role.GATEWAY), downstream)));
@@ -428,8 +406,8 @@ public final class RagDemo implements Callable<Integer> {
 
     /** A stage's place on the node: its pod's network namespace, its pod IP and port. */
     private Stage.Placement placement(RagService.Role r) {
-        return new Stage.Placement(io.github.sockmap4j.testsupport.NodeBed.inNetwork(nodePods.get(r.ordinal()), List.of()),
-                io.github.sockmap4j.testsupport.NodeBed.podAddress(r.ordinal()), nodePort(r));
+        return new Stage.Placement(NodeBed.inNetwork(nodePods.get(r.ordinal()), List.of()),
+                NodeBed.podAddress(r.ordinal()), NodePods.port(r));
     }
 
     private static int[] ports(Map<RagService.Role, Stage> stages, RagService.Role[] roles) {
@@ -458,128 +436,6 @@ public final class RagDemo implements Callable<Integer> {
         flags.add("-XX:+UseSerialGC");
         flags.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
         return flags;
-    }
-
-    /** Bytes redirected and bytes passed to TCP by opted-in sockets so far (zeros on the plain path). */
-    private static long[] counters(boolean fast, Sockmap sockmap) {
-        if (!fast || sockmap == null) {
-            return new long[3];
-        }
-        SockmapStats st = sockmap.stats();
-        return new long[] {st.bytesRedirected(), st.bytesPassed(), st.boundHits()};
-    }
-
-    /** Kernel CPU time of all stages so far, or -1 when they share this JVM. */
-    private static long systemCpu(Map<RagService.Role, Stage> stages) {
-        long sum = 0;
-        for (Stage s : stages.values()) {
-            long v = s.systemCpuNanos();
-            if (v < 0) {
-                return -1;
-            }
-            sum += v;
-        }
-        return sum;
-    }
-
-    /** Every stage's threads' CPU time, summed by role and thread name ("search/rag-io-N-N"). */
-    private static Map<String, Long> threadNanos(Map<RagService.Role, Stage> stages) {
-        Map<String, Long> out = new java.util.TreeMap<>();
-        for (Stage s : stages.values()) {
-            s.threadNanos().forEach((n, t) -> out.merge(s.role.name().toLowerCase(Locale.ROOT) + "/" + n, t, Long::sum));
-        }
-        return out;
-    }
-
-    private static long[] cpu(Map<RagService.Role, Stage> stages) {
-        long[] c = new long[RagService.Role.values().length];
-        for (RagService.Role r : RagService.Role.values()) {
-            c[r.ordinal()] = stages.get(r).cpuNanos();
-        }
-        return c;
-    }
-
-    private static long selfCpuNanos() {
-        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
-        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : -1;
-    }
-
-    private void printTable(List<Run> plain, List<Run> fast) {
-        boolean both = !plain.isEmpty() && !fast.isEmpty();
-        String title = rounds > 1 ? " (median of " + rounds + " rounds)" : "";
-        out.println("| metric" + title + " | plain TCP | sockmap fast path | fast/plain |");
-        out.println("|---|---:|---:|---:|");
-        row("P50 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(50) / 1000.0, "%.2f", both);
-        row("P99 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(99) / 1000.0, "%.2f", both);
-        row("P99.9 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(99.9) / 1000.0, "%.2f", both);
-        row(String.format(Locale.ROOT, "throughput at %.0f rps offered", rate), plain, fast, Run::achievedRps, "%.1f", both);
-        if (throughputSeconds > 0) {
-            row("max throughput (rps, " + inFlight + " in flight)", plain, fast, Run::maxRps, "%.1f", both);
-        }
-        double totalPlain = 0;
-        for (RagService.Role role : RagService.Role.values()) {
-            if (!inProcess) {
-                row("CPU % " + role.name().toLowerCase(Locale.ROOT), plain, fast, r -> r.cpuPercent().get(role), "%.1f", both);
-            }
-        }
-        if (!inProcess) {
-            row("CPU % all stages", plain, fast,
-                    r -> r.cpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.1f", both);
-            row("  of which in the kernel", plain, fast, Run::systemCpuPercent, "%.1f", both);
-        }
-        row(inProcess ? "CPU % (this JVM: stages + load)" : "CPU % load generator", plain, fast, Run::loadGenCpuPercent, "%.1f", both);
-        if (!inProcess && idleSeconds > 0) {
-            row(String.format(Locale.ROOT, "CPU %% all stages idle (%.0f s, no traffic)", idleSeconds), plain, fast,
-                    r -> r.idleCpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.3f", false);
-            row("  of which sockmap4j's threads (sockmap4j-*)", plain, fast,
-                    r -> r.idleThreads().entrySet().stream().filter(e -> e.getKey().contains("/sockmap"))
-                            .mapToDouble(Map.Entry::getValue).sum(), "%.3f", false);
-        }
-        if (!inProcess) {
-            for (RagService.Role role : RagService.Role.values()) {
-                row("RSS MiB " + role.name().toLowerCase(Locale.ROOT), plain, fast, r -> r.rss().get(role) / 1048576.0, "%.0f", both);
-            }
-        }
-        row("sk_msg runs (kernel run_cnt)", plain, fast, r -> (double) r.verdictRuns(), "%,.0f", false);
-        row("MiB redirected (opted-in sockets)", plain, fast, r -> r.bytesRedirected() / 1048576.0, "%.1f", false);
-        row("MiB sent by TCP from opted-in sockets", plain, fast, r -> r.bytesPassed() / 1048576.0, "%.1f", false);
-        row("in-flight bound hits", plain, fast, r -> (double) r.boundHits(), "%,.0f", false);
-        out.printf(Locale.ROOT, "%nfailed requests: plain %d, fast %d. CPU %%: 100 = one CPU, over the fixed-rate phase. "
-                + "Latency counts from each request's scheduled start.%n",
-                plain.stream().mapToLong(Run::failed).sum(), fast.stream().mapToLong(Run::failed).sum());
-        for (List<Run> runs : List.of(plain, fast)) {
-            if (!runs.isEmpty() && !runs.get(runs.size() - 1).idleThreads().isEmpty()) {
-                Run last = runs.get(runs.size() - 1);
-                StringBuilder b = new StringBuilder();
-                last.idleThreads().entrySet().stream().sorted((x, y) -> Double.compare(y.getValue(), x.getValue()))
-                        .limit(6).forEach(e -> b.append(b.length() == 0 ? "" : ", ")
-                                .append(String.format(Locale.ROOT, "%s %.3f%%", e.getKey(), e.getValue())));
-                out.println("idle threads, " + (last.fast() ? "fast path" : "plain TCP") + " (last round, % of a CPU): " + b);
-            }
-        }
-        if (totalPlain != 0) {
-            out.println();
-        }
-    }
-
-    private void row(String name, List<Run> plain, List<Run> fast, java.util.function.ToDoubleFunction<Run> f,
-            String fmt, boolean ratio) {
-        double p = median(plain, f);
-        double q = median(fast, f);
-        out.printf(Locale.ROOT, "| %s | %s | %s | %s |%n", name, cell(p, fmt), cell(q, fmt),
-                ratio && p > 0 && q >= 0 && !Double.isNaN(p) && !Double.isNaN(q) ? String.format(Locale.ROOT, "%.2f", q / p) : "");
-    }
-
-    private static String cell(double v, String fmt) {
-        return Double.isNaN(v) || v < 0 ? "-" : String.format(Locale.ROOT, fmt, v);
-    }
-
-    private static double median(List<Run> runs, java.util.function.ToDoubleFunction<Run> f) {
-        if (runs.isEmpty()) {
-            return Double.NaN;
-        }
-        double[] v = runs.stream().mapToDouble(f).sorted().toArray();
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
     public static void main(String[] args) {

@@ -1,0 +1,115 @@
+package io.github.sockmap4j.examples.rag;
+
+import java.io.PrintStream;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.HdrHistogram.Histogram;
+
+/**
+ * The demo's table: for each metric the median over the rounds of each path, plain TCP and the
+ * fast path, and their ratio where the two are comparable; then the failed requests and the
+ * threads that used the most CPU while idle.
+ */
+final class RagReport {
+    /** What one path measured in one round. */
+    record Run(boolean fast, Histogram latency, double offeredRps, double achievedRps, long failed, double maxRps,
+            Map<RagService.Role, Double> cpuPercent, Map<RagService.Role, Long> rss, double loadGenCpuPercent,
+            double systemCpuPercent,
+            long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
+            Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads) {
+    }
+
+    private final PrintStream out;
+    private final int rounds;
+    private final double rate;
+    private final double throughputSeconds;
+    private final int inFlight;
+    private final boolean inProcess;
+    private final double idleSeconds;
+
+    RagReport(PrintStream out, int rounds, double rate, double throughputSeconds, int inFlight, boolean inProcess,
+              double idleSeconds) {
+        this.out = out;
+        this.rounds = rounds;
+        this.rate = rate;
+        this.throughputSeconds = throughputSeconds;
+        this.inFlight = inFlight;
+        this.inProcess = inProcess;
+        this.idleSeconds = idleSeconds;
+    }
+
+    void print(List<Run> plain, List<Run> fast) {
+        boolean both = !plain.isEmpty() && !fast.isEmpty();
+        String title = rounds > 1 ? " (median of " + rounds + " rounds)" : "";
+        out.println("| metric" + title + " | plain TCP | sockmap fast path | fast/plain |");
+        out.println("|---|---:|---:|---:|");
+        row("P50 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(50) / 1000.0, "%.2f", both);
+        row("P99 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(99) / 1000.0, "%.2f", both);
+        row("P99.9 latency (ms)", plain, fast, r -> r.latency().getValueAtPercentile(99.9) / 1000.0, "%.2f", both);
+        row(String.format(Locale.ROOT, "throughput at %.0f rps offered", rate), plain, fast, Run::achievedRps, "%.1f", both);
+        if (throughputSeconds > 0) {
+            row("max throughput (rps, " + inFlight + " in flight)", plain, fast, Run::maxRps, "%.1f", both);
+        }
+        for (RagService.Role role : RagService.Role.values()) {
+            if (!inProcess) {
+                row("CPU % " + role.name().toLowerCase(Locale.ROOT), plain, fast, r -> r.cpuPercent().get(role), "%.1f", both);
+            }
+        }
+        if (!inProcess) {
+            row("CPU % all stages", plain, fast,
+                    r -> r.cpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.1f", both);
+            row("  of which in the kernel", plain, fast, Run::systemCpuPercent, "%.1f", both);
+        }
+        row(inProcess ? "CPU % (this JVM: stages + load)" : "CPU % load generator", plain, fast, Run::loadGenCpuPercent, "%.1f", both);
+        if (!inProcess && idleSeconds > 0) {
+            row(String.format(Locale.ROOT, "CPU %% all stages idle (%.0f s, no traffic)", idleSeconds), plain, fast,
+                    r -> r.idleCpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.3f", false);
+            row("  of which sockmap4j's threads (sockmap4j-*)", plain, fast,
+                    r -> r.idleThreads().entrySet().stream().filter(e -> e.getKey().contains("/sockmap"))
+                            .mapToDouble(Map.Entry::getValue).sum(), "%.3f", false);
+        }
+        if (!inProcess) {
+            for (RagService.Role role : RagService.Role.values()) {
+                row("RSS MiB " + role.name().toLowerCase(Locale.ROOT), plain, fast, r -> r.rss().get(role) / 1048576.0, "%.0f", both);
+            }
+        }
+        row("sk_msg runs (kernel run_cnt)", plain, fast, r -> (double) r.verdictRuns(), "%,.0f", false);
+        row("MiB redirected (opted-in sockets)", plain, fast, r -> r.bytesRedirected() / 1048576.0, "%.1f", false);
+        row("MiB sent by TCP from opted-in sockets", plain, fast, r -> r.bytesPassed() / 1048576.0, "%.1f", false);
+        row("in-flight bound hits", plain, fast, r -> (double) r.boundHits(), "%,.0f", false);
+        out.printf(Locale.ROOT, "%nfailed requests: plain %d, fast %d. CPU %%: 100 = one CPU, over the fixed-rate phase. "
+                + "Latency counts from each request's scheduled start.%n",
+                plain.stream().mapToLong(Run::failed).sum(), fast.stream().mapToLong(Run::failed).sum());
+        for (List<Run> runs : List.of(plain, fast)) {
+            if (!runs.isEmpty() && !runs.get(runs.size() - 1).idleThreads().isEmpty()) {
+                Run last = runs.get(runs.size() - 1);
+                StringBuilder b = new StringBuilder();
+                last.idleThreads().entrySet().stream().sorted((x, y) -> Double.compare(y.getValue(), x.getValue()))
+                        .limit(6).forEach(e -> b.append(b.length() == 0 ? "" : ", ")
+                                .append(String.format(Locale.ROOT, "%s %.3f%%", e.getKey(), e.getValue())));
+                out.println("idle threads, " + (last.fast() ? "fast path" : "plain TCP") + " (last round, % of a CPU): " + b);
+            }
+        }
+    }
+
+    private void row(String name, List<Run> plain, List<Run> fast, java.util.function.ToDoubleFunction<Run> f,
+            String fmt, boolean ratio) {
+        double p = median(plain, f);
+        double q = median(fast, f);
+        out.printf(Locale.ROOT, "| %s | %s | %s | %s |%n", name, cell(p, fmt), cell(q, fmt),
+                ratio && p > 0 && q >= 0 && !Double.isNaN(p) && !Double.isNaN(q) ? String.format(Locale.ROOT, "%.2f", q / p) : "");
+    }
+
+    private static String cell(double v, String fmt) {
+        return Double.isNaN(v) || v < 0 ? "-" : String.format(Locale.ROOT, fmt, v);
+    }
+
+    private static double median(List<Run> runs, java.util.function.ToDoubleFunction<Run> f) {
+        if (runs.isEmpty()) {
+            return Double.NaN;
+        }
+        double[] v = runs.stream().mapToDouble(f).sorted().toArray();
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+}

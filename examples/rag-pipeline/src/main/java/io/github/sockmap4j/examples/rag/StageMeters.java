@@ -1,0 +1,57 @@
+package io.github.sockmap4j.examples.rag;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
+import java.lang.management.ManagementFactory;
+import java.util.Locale;
+import java.util.Map;
+
+/** What the demo reads off its stages and the kernel between phases: CPU times, threads, counters. */
+final class StageMeters {
+    private StageMeters() {
+    }
+
+    /** Bytes redirected and bytes passed to TCP by opted-in sockets so far (zeros on the plain path). */
+    static long[] counters(boolean fast, Sockmap sockmap) {
+        if (!fast || sockmap == null) {
+            return new long[3];
+        }
+        SockmapStats st = sockmap.stats();
+        return new long[] {st.bytesRedirected(), st.bytesPassed(), st.boundHits()};
+    }
+
+    /** Kernel CPU time of all stages so far, or -1 when they share this JVM. */
+    static long systemCpu(Map<RagService.Role, Stage> stages) {
+        long sum = 0;
+        for (Stage s : stages.values()) {
+            long v = s.systemCpuNanos();
+            if (v < 0) {
+                return -1;
+            }
+            sum += v;
+        }
+        return sum;
+    }
+
+    /** Every stage's threads' CPU time, summed by role and thread name ("search/rag-io-N-N"). */
+    static Map<String, Long> threadNanos(Map<RagService.Role, Stage> stages) {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        for (Stage s : stages.values()) {
+            s.threadNanos().forEach((n, t) -> out.merge(s.role.name().toLowerCase(Locale.ROOT) + "/" + n, t, Long::sum));
+        }
+        return out;
+    }
+
+    static long[] cpu(Map<RagService.Role, Stage> stages) {
+        long[] c = new long[RagService.Role.values().length];
+        for (RagService.Role r : RagService.Role.values()) {
+            c[r.ordinal()] = stages.get(r).cpuNanos();
+        }
+        return c;
+    }
+
+    static long selfCpuNanos() {
+        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : -1;
+    }
+}
