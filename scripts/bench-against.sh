@@ -26,10 +26,15 @@ trap cleanup EXIT
 git worktree add -q --detach "$old/tree" "$rev"
 # The same harness on both sides: this tree's NodeRttBench (case and placement filters) and
 # ServiceScaleBench (the programs' own run time per connect).
-cp bench/src/main/java/io/github/sockmap4j/bench/{NodeRttBench,ServiceScaleBench,RttBench}.java \
+cp bench/src/main/java/io/github/sockmap4j/bench/{NodeRttBench,ServiceScaleBench,RttBench,BenchRun}.java \
   "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/"
 cp bench/src/main/java/io/github/sockmap4j/bench/jmh/SendReceiveBench.java \
   "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/jmh/"
+# The harness runs on the test bed; a REV from before it was a module gets its sources in bench
+# (they use nothing but the JDK).
+if [ ! -d "$old/tree/testbed" ]; then
+  cp -r testbed/src/main/java/io/github/sockmap4j/testbed "$old/tree/bench/src/main/java/io/github/sockmap4j/"
+fi
 cp -a ~/.m2/repository "$old/m2"
 mvn_b -q install -DskipTests
 (cd "$old/tree" && mvn_b -q -Dmaven.repo.local="$old/m2" install -DskipTests)
