@@ -2,12 +2,14 @@ package io.github.sockmap4j.internal.flow;
 
 import io.github.sockmap4j.internal.jfr.ConnectionEvent;
 import io.github.sockmap4j.internal.net.NativeSocket;
+import io.github.sockmap4j.internal.net.SocketIdentity;
 import java.io.IOException;
 import java.util.function.Supplier;
 import org.slf4j.LoggerFactory;
 
 /**
- * One connection's part in the fast path, the one object a channel keeps for it: its read slot
+ * One connection's part in the fast path, the one object a channel keeps for it: who it is to the
+ * kernel's maps (resolved once connected, the system calls not repeated per question), its read slot
  * (the connection as a receiver, publishing its reads for the in-flight bound), claimed once
  * connected; its write credit (the connection as a sender), resolved at the first write; what is
  * asked about it (accelerated, its bound, its state); all let go with the socket.
@@ -21,6 +23,8 @@ public final class ConnectionFlow {
     /** The channel, for the log. */
     private final Object owner;
     private boolean serverSide;
+    /** Who the socket is to the kernel's maps, resolved once connected; null when it could not be. */
+    private volatile SocketIdentity identity;
     /** Where this end publishes its reads; null when it sets no bound. */
     private volatile ReadPublisher readSlot;
     private volatile PeerCredit credit;
@@ -48,7 +52,10 @@ public final class ConnectionFlow {
         this.serverSide = serverSide;
         FastPath fp = fastPath.get();
         try {
-            readSlot = fp == null ? null : fp.claimReadSlot(socket, serverSide, rcvbufSet);
+            if (fp != null) {
+                identity = fp.identity(socket, serverSide);
+                readSlot = fp.claimReadSlot(socket, identity, serverSide, rcvbufSet);
+            }
         } catch (IOException e) {
             LoggerFactory.getLogger(ConnectionFlow.class)
                     .warn("{} receives without an in-flight bound: {}", owner, e.getMessage());
@@ -79,13 +86,15 @@ public final class ConnectionFlow {
     /** Whether the connected socket sends through the redirect now (looked up in the kernel's maps). */
     public boolean isAccelerated() {
         FastPath fp = fastPath.get();
-        return fp != null && fp.isAccelerated(socket);
+        SocketIdentity id = identity;
+        return fp != null && (id != null ? fp.isAccelerated(socket, id) : fp.isAccelerated(socket));
     }
 
     /** This socket's side of the bound, for diagnostics. */
     public String state() {
         FastPath fp = fastPath.get();
-        return fp == null ? "off" : fp.flowState(socket);
+        SocketIdentity id = identity;
+        return fp == null ? "off" : id == null ? "no identity" : fp.flowState(socket, id);
     }
 
     /**
@@ -97,7 +106,9 @@ public final class ConnectionFlow {
             creditResolved = true;
             try {
                 FastPath fp = fastPath.get();
-                credit = fp == null ? null : fp.writeCredit(socket, serverSide);
+                SocketIdentity id = identity;
+                credit = fp == null ? null : id != null ? fp.writeCredit(socket, id, serverSide)
+                        : fp.writeCredit(socket, serverSide);
             } catch (IOException e) {
                 LoggerFactory.getLogger(ConnectionFlow.class).warn(
                         "{} writes without credit (the in-flight bound may send it by TCP): {}", owner, e.getMessage());

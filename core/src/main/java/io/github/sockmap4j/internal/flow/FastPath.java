@@ -39,42 +39,70 @@ public final class FastPath implements AutoCloseable {
     }
 
     /**
+     * Who a connected socket is to the kernel's maps (its ends, the endpoint a translated connect
+     * went to, its namespace and cookie): a few system calls, made once per connection by
+     * {@link ConnectionFlow}.
+     *
+     * @param serverSide whether the socket was accepted (its local end is the server)
+     */
+    public SocketIdentity identity(NativeSocket socket, boolean serverSide) throws IOException {
+        return kernel.identity(socket, serverSide);
+    }
+
+    /**
      * Joins a connected socket that the kernel registered to the in-flight bound as a receiver;
      * null when the bound does not apply (the socket not registered, or its port unbounded).
      *
+     * @param id         the socket's {@link #identity}
      * @param serverSide whether the socket was accepted (its local end is the server)
      * @param rcvbufSet  whether the application fixed SO_RCVBUF (then it is the bound)
      */
+    public ReadPublisher claimReadSlot(NativeSocket socket, SocketIdentity id, boolean serverSide, boolean rcvbufSet)
+            throws IOException {
+        return readers.claim(socket, id, serverSide, rcvbufSet);
+    }
+
+    /** As {@link #claimReadSlot(NativeSocket, SocketIdentity, boolean, boolean)}, its identity looked up here. */
     public ReadPublisher claimReadSlot(NativeSocket socket, boolean serverSide, boolean rcvbufSet)
             throws IOException {
-        return readers.claim(socket, serverSide, rcvbufSet);
+        return claimReadSlot(socket, identity(socket, serverSide), serverSide, rcvbufSet);
     }
 
     /**
      * The write credit of a connected socket: null when nothing holds its writes (credit off,
      * this socket or its peer not registered, or the port's bound off).
      */
+    public PeerCredit writeCredit(NativeSocket socket, SocketIdentity id, boolean serverSide) throws IOException {
+        return credit ? PeerCredit.resolve(kernel, socket, id, serverSide) : null;
+    }
+
+    /** As {@link #writeCredit(NativeSocket, SocketIdentity, boolean)}, its identity looked up here. */
     public PeerCredit writeCredit(NativeSocket socket, boolean serverSide) throws IOException {
-        return credit ? PeerCredit.resolve(kernel, socket, serverSide) : null;
+        return credit ? writeCredit(socket, identity(socket, serverSide), serverSide) : null;
     }
 
     /**
-     * Whether the connected {@code socket} sends through the redirect: it and its peer are
-     * both in the SOCKHASH, and the kernel does not hold it on TCP.
+     * Whether the connected {@code socket}, whose identity is {@code id}, sends through the
+     * redirect: it and its peer are both in the SOCKHASH (looked up now), and the kernel does not
+     * hold it on TCP.
      */
+    public boolean isAccelerated(NativeSocket socket, SocketIdentity id) {
+        return kernel.holds(id) && kernel.holdsPeerOf(id)
+                && (kernel.inFlight().socketFlags(socket.intValue()) & SockStateLayout.TCP) == 0;
+    }
+
+    /** As {@link #isAccelerated(NativeSocket, SocketIdentity)}, its identity looked up here; false if it has none. */
     public boolean isAccelerated(NativeSocket socket) {
         try {
-            SocketIdentity id = kernel.identity(socket);
-            return kernel.holds(id) && kernel.holdsPeerOf(id)
-                    && (kernel.inFlight().socketFlags(socket.intValue()) & SockStateLayout.TCP) == 0;
+            return isAccelerated(socket, identity(socket, false));
         } catch (IOException e) {
             return false;
         }
     }
 
     /** A socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
-    public String flowState(NativeSocket socket) {
-        return readers.flowState(socket);
+    public String flowState(NativeSocket socket, SocketIdentity id) {
+        return readers.flowState(socket, id);
     }
 
     /** After a rule's bound changed: this process's receivers on {@code port} take it. */

@@ -59,8 +59,8 @@ public final class PeerCredit {
      * The credit of a connected socket, or null when nothing holds its writes: it or its peer is
      * not on the fast path, or the port's bound is off.
      */
-    static PeerCredit resolve(KernelSockmap kernel, NativeSocket socket, boolean serverSide) throws IOException {
-        SocketIdentity id = kernel.identity(socket, serverSide);
+    static PeerCredit resolve(KernelSockmap kernel, NativeSocket socket, SocketIdentity id, boolean serverSide)
+            throws IOException {
         if (!kernel.holds(id)) {
             return null;
         }

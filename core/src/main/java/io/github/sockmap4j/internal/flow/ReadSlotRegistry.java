@@ -39,8 +39,8 @@ final class ReadSlotRegistry {
      *
      * @param rcvbufSet whether the application fixed SO_RCVBUF (then it is the bound)
      */
-    ReadPublisher claim(NativeSocket socket, boolean serverSide, boolean rcvbufSet) throws IOException {
-        SocketIdentity id = kernel.identity(socket, serverSide);
+    ReadPublisher claim(NativeSocket socket, SocketIdentity id, boolean serverSide, boolean rcvbufSet)
+            throws IOException {
         if (!kernel.holds(id)) {
             return null;
         }
@@ -81,15 +81,10 @@ final class ReadSlotRegistry {
     }
 
     /** A socket's side of the bound, for diagnostics: flags, bytes sent, the peer's published read. */
-    String flowState(NativeSocket socket) {
-        try {
-            SocketIdentity id = kernel.identity(socket);
-            return "flags=" + maps.socketFlags(socket.intValue()) + " sent=" + maps.socketSent(socket.intValue()) + " peerRead="
-                    + maps.publishedRead(id.remote().getAddress(), id.remote().getPort(), id.local().getAddress(),
-                    id.local().getPort(), id.netns());
-        } catch (IOException e) {
-            return e.getMessage();
-        }
+    String flowState(NativeSocket socket, SocketIdentity id) {
+        return "flags=" + maps.socketFlags(socket.intValue()) + " sent=" + maps.socketSent(socket.intValue())
+                + " peerRead=" + maps.publishedRead(id.remote().getAddress(), id.remote().getPort(),
+                id.local().getAddress(), id.local().getPort(), id.netns());
     }
 
     void release(ReadPublisher p) {
