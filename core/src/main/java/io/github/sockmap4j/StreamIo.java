@@ -64,18 +64,19 @@ final class StreamIo {
         if (!channel.enterRead()) {
             return -1; // input shut down
         }
-        boolean completed = !blocking || dst.byteSize() == 0;
-        channel.beginIo(blocking);
+        boolean waits = blocking && dst.byteSize() != 0; // nothing to read: no wait to begin
+        boolean completed = false;
+        channel.beginIo(waits);
         try {
             long n = dst.byteSize() == 0 ? 0 : blocking ? reader.readWaiting(socket, dst, open)
                     : reader.readNow(socket, dst, flow.bounded(), open);
-            completed |= n != 0; // blocking, 0: woken by close(), the operation did not complete
+            completed = n != 0 || !waits; // waiting, 0: woken by close(), the operation did not complete
             if (n > 0) {
                 flow.onRead(n);
             }
             return n;
         } finally {
-            channel.endIo(blocking, completed);
+            channel.endIo(waits, completed);
         }
     }
 
