@@ -91,6 +91,10 @@ final class BenchRun {
             return figures.containsKey(kase);
         }
 
+        boolean has(K kase, String metric) {
+            return figures.containsKey(kase) && figures.get(kase).containsKey(metric);
+        }
+
         double median(K kase, String metric) {
             List<Double> v = figures.getOrDefault(kase, Map.of()).get(metric);
             if (v == null || v.isEmpty()) {

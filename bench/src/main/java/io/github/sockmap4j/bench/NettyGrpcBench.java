@@ -8,6 +8,8 @@ import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ClientCalls;
@@ -44,9 +46,14 @@ import org.HdrHistogram.Histogram;
 /**
  * Netty and gRPC over the fast path against stock Netty epoll and stock grpc-netty (epoll) over
  * TCP, and against the same over a Unix domain socket (Netty's epoll domain socket channels: the
- * usual answer when both ends are yours and on one host), interleaved rounds in one run: Netty
- * echo RTT of 64 B, gRPC unary RTT of 1 KiB, gRPC server streaming throughput of 64 KiB
- * messages. Prints medians over rounds and ratios to stock TCP and to the domain socket.
+ * usual answer when both ends are yours and on one host), and gRPC against its in-process transport
+ * (the same calls with no socket at all: the ceiling), interleaved rounds in one run: Netty echo
+ * RTT of 64 B, gRPC unary RTT of 1 KiB, gRPC server streaming throughput of 64 KiB messages. Prints
+ * medians over rounds, ratios to stock TCP and to the domain socket, and for gRPC the share of the
+ * distance from TCP to in-process that sockmap4j closes.
+ *
+ * <p>{@code -Dexecutor=direct} runs every gRPC server and channel with {@code directExecutor()}
+ * (handlers on the event loop, no hand-off to an executor); the default is gRPC's own executor.
  *
  * <p>In either {@link Topology} ({@code -Dtopology=loopback}, the default, or {@code node}: stock
  * TCP through the node's DNAT, sockmap4j's VIP translated at connect); the domain socket is a
@@ -58,8 +65,14 @@ public final class NettyGrpcBench {
     private NettyGrpcBench() {
     }
 
-    /** What carries a case: stock epoll TCP, the sockmap4j transport, or a Unix domain socket. */
-    enum Transport { TCP, SOCKMAP, UDS }
+    /**
+     * What carries a case: stock epoll TCP, the sockmap4j transport, a Unix domain socket, or (gRPC
+     * only) gRPC's in-process transport.
+     */
+    enum Transport { TCP, SOCKMAP, UDS, INPROCESS }
+
+    /** gRPC's executor profile for servers and channels: its default executor, or {@code directExecutor()}. */
+    static final boolean DIRECT = "direct".equals(System.getProperty("executor", "default"));
 
     /** A fresh domain socket path (the socket file is removed when its server closes). */
     static io.netty.channel.unix.DomainSocketAddress domainSocket() throws IOException {
@@ -131,81 +144,87 @@ public final class NettyGrpcBench {
                 at.service(port(Transport.TCP, k), false);
                 at.service(port(Transport.SOCKMAP, k), true);
             }
-            int n = Transport.values().length;
-            long[][] echo50 = new long[n][rounds];
-            long[][] echo99 = new long[n][rounds];
-            long[][] unary50 = new long[n][rounds];
-            long[][] unary99 = new long[n][rounds];
-            long[][] echo999 = new long[n][rounds];
-            long[][] unary999 = new long[n][rounds];
-            long[][] echoCpu = new long[n][rounds];
-            long[][] unaryCpu = new long[n][rounds];
-            double[][] stream = new double[n][rounds];
-            long[][] carried = new long[n][2];
+            BenchRun.Rounds<Transport> f = new BenchRun.Rounds<>();
+            long[][] carried = new long[Transport.values().length][2];
             for (Transport t : Transport.values()) { // a discarded pass for the JIT
-                echo(group, at, t, iterations / 10);
+                if (t != Transport.INPROCESS) {
+                    echo(group, at, t, iterations / 10);
+                }
                 unary(group, at, t, iterations / 20);
             }
             for (int r = 0; r < rounds; r++) {
                 for (Transport t : Transport.values()) {
-                    int fast = t.ordinal();
                     SockmapStats before = SockmapAdmin.stats(pins);
-                    long cpu0 = PingPong.processCpuNanos();
-                    Histogram e = echo(group, at, t, iterations);
+                    if (t != Transport.INPROCESS) {
+                        long cpu0 = PingPong.processCpuNanos();
+                        Histogram e = echo(group, at, t, iterations);
+                        f.put(t, "echo cpu", (PingPong.processCpuNanos() - cpu0) / (double) iterations);
+                        percentiles(f, t, "echo", e);
+                    }
                     long cpu1 = PingPong.processCpuNanos();
-                    echo50[fast][r] = e.getValueAtPercentile(50);
-                    echo99[fast][r] = e.getValueAtPercentile(99);
-                    echo999[fast][r] = e.getValueAtPercentile(99.9);
-                    echoCpu[fast][r] = (cpu1 - cpu0) / iterations;
                     Histogram u = unary(group, at, t, iterations / 4);
-                    unaryCpu[fast][r] = (PingPong.processCpuNanos() - cpu1) / (iterations / 4);
-                    unary50[fast][r] = u.getValueAtPercentile(50);
-                    unary99[fast][r] = u.getValueAtPercentile(99);
-                    unary999[fast][r] = u.getValueAtPercentile(99.9);
-                    stream[fast][r] = streamGbps(group, at, t);
+                    f.put(t, "unary cpu", (PingPong.processCpuNanos() - cpu1) / (double) (iterations / 4));
+                    percentiles(f, t, "unary", u);
+                    f.put(t, "stream", streamGbps(group, at, t));
                     SockmapStats after = SockmapAdmin.stats(pins);
-                    carried[fast][0] += after.messagesRedirected() - before.messagesRedirected();
-                    carried[fast][1] += after.messagesPassed() - before.messagesPassed();
+                    carried[t.ordinal()][0] += after.messagesRedirected() - before.messagesRedirected();
+                    carried[t.ordinal()][1] += after.messagesPassed() - before.messagesPassed();
                 }
             }
-            System.out.printf(Locale.ROOT, "sockmap4j Netty/gRPC benchmark, topology %s: %d rounds, %d echo and %d unary "
-                    + "round trips a round, %d x 64 KiB streamed a round, %d event loop(s), %s%n", at.name(),
-                    rounds, iterations, iterations / 4, STREAM_MESSAGES, loops, BenchRun.machine());
+            BenchRun.header(String.format(Locale.ROOT, "sockmap4j Netty/gRPC benchmark, topology %s, gRPC executor %s: "
+                    + "%d rounds, %d echo and %d unary round trips a round, %d x 64 KiB streamed a round, %d event "
+                    + "loop(s)", at.name(), DIRECT ? "direct" : "default", rounds, iterations, iterations / 4,
+                    STREAM_MESSAGES, loops));
             if (at.isNode()) {
-                System.out.println(at.describe() + "; the domain socket is a path in either topology");
+                System.out.println(at.describe() + "; the domain socket is a path, in-process is one JVM, in either "
+                        + "topology");
             }
-            System.out.printf(Locale.ROOT, "%-28s %12s %12s %12s %8s %8s%n", "measure", "stock epoll", "sockmap4j",
-                    "UDS", "vs TCP", "vs UDS");
-            row("Netty echo 64 B p50 (us)", echo50, 1000);
-            row("Netty echo 64 B p99 (us)", echo99, 1000);
-            row("Netty echo 64 B p99.9 (us)", echo999, 1000);
-            row("Netty echo CPU (us/op)", echoCpu, 1000);
-            row("gRPC unary 1 KiB p50 (us)", unary50, 1000);
-            row("gRPC unary 1 KiB p99 (us)", unary99, 1000);
-            row("gRPC unary 1 KiB p99.9 (us)", unary999, 1000);
-            row("gRPC unary CPU (us/op)", unaryCpu, 1000);
-            row("gRPC stream 64 KiB (GB/s)", Medians.of(stream[0]), Medians.of(stream[1]), Medians.of(stream[2]));
+            BenchRun.Table table = new BenchRun.Table(1, "measure", "stock epoll", "sockmap4j", "UDS", "in-process",
+                    "vs TCP", "vs UDS", "gap closed");
+            row(table, f, "Netty echo 64 B p50 (us)", "echo p50", 1000);
+            row(table, f, "Netty echo 64 B p99 (us)", "echo p99", 1000);
+            row(table, f, "Netty echo 64 B p99.9 (us)", "echo p99.9", 1000);
+            row(table, f, "Netty echo CPU (us/op)", "echo cpu", 1000);
+            row(table, f, "gRPC unary 1 KiB p50 (us)", "unary p50", 1000);
+            row(table, f, "gRPC unary 1 KiB p99 (us)", "unary p99", 1000);
+            row(table, f, "gRPC unary 1 KiB p99.9 (us)", "unary p99.9", 1000);
+            row(table, f, "gRPC unary CPU (us/op)", "unary cpu", 1000);
+            row(table, f, "gRPC stream 64 KiB (GB/s)", "stream", 1);
+            table.print();
             for (Transport t : Transport.values()) {
                 System.out.printf(Locale.ROOT, "%s: %d messages redirected, %d sent by TCP by registered sockets%n", t,
                         carried[t.ordinal()][0], carried[t.ordinal()][1]);
             }
             System.out.println("medians over rounds; vs TCP = sockmap4j / stock epoll TCP, vs UDS = sockmap4j / stock "
-                    + "epoll over a Unix domain socket (lower is faster for times); CPU: this process's CPU time (both "
-                    + "ends) per round trip");
+                    + "epoll over a Unix domain socket (lower is faster for times); gap closed = (TCP - sockmap4j) / "
+                    + "(TCP - in-process): the share of the distance from TCP to no socket at all; CPU: this "
+                    + "process's CPU time (both ends) per round trip");
         } finally {
             SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
         }
     }
 
-    static void row(String name, long[][] v, double scale) {
-        row(name, Medians.of(v[0]) / scale, Medians.of(v[1]) / scale, Medians.of(v[2]) / scale);
+    static void percentiles(BenchRun.Rounds<Transport> f, Transport t, String what, Histogram h) {
+        f.put(t, what + " p50", h.getValueAtPercentile(50));
+        f.put(t, what + " p99", h.getValueAtPercentile(99));
+        f.put(t, what + " p99.9", h.getValueAtPercentile(99.9));
     }
 
-    static void row(String name, double stock, double fast, double uds) {
-        System.out.printf(Locale.ROOT, "%-28s %12.1f %12.1f %12.1f %8.2f %8.2f%n", name, stock, fast, uds, fast / stock,
-                fast / uds);
+    /** One measure's medians per transport, its ratios, and (where in-process ran) the share of the gap closed. */
+    static void row(BenchRun.Table table, BenchRun.Rounds<Transport> f, String name, String metric, double scale) {
+        double tcp = f.median(Transport.TCP, metric) / scale;
+        double fast = f.median(Transport.SOCKMAP, metric) / scale;
+        double uds = f.median(Transport.UDS, metric) / scale;
+        boolean inProcess = f.has(Transport.INPROCESS, metric);
+        double ip = inProcess ? f.median(Transport.INPROCESS, metric) / scale : Double.NaN;
+        table.row(name, fmt(tcp), fmt(fast), fmt(uds), inProcess ? fmt(ip) : "-", BenchRun.ratio(fast, tcp),
+                BenchRun.ratio(fast, uds), inProcess && tcp != ip
+                        ? String.format(Locale.ROOT, "%.0f%%", 100 * (tcp - fast) / (tcp - ip)) : "-");
     }
 
+    private static String fmt(double v) {
+        return v < 10 ? String.format(Locale.ROOT, "%.2f", v) : BenchRun.fmt(v);
+    }
 
     static Histogram echo(EventLoopGroup group, Topology at, Transport t, int iterations) throws Exception {
         ServerBootstrap sb = new ServerBootstrap().group(group)
@@ -290,6 +309,7 @@ public final class NettyGrpcBench {
             case SOCKMAP -> SockmapNetty.serverChannelFactory();
             case TCP -> EpollServerSocketChannel::new;
             case UDS -> io.netty.channel.epoll.EpollServerDomainSocketChannel::new;
+            case INPROCESS -> throw new IllegalArgumentException("in-process has no channels");
         };
     }
 
@@ -299,6 +319,7 @@ public final class NettyGrpcBench {
             case SOCKMAP -> SockmapNetty.socketChannelFactory();
             case TCP -> EpollSocketChannel::new;
             case UDS -> io.netty.channel.epoll.EpollDomainSocketChannel::new;
+            case INPROCESS -> throw new IllegalArgumentException("in-process has no channels");
         };
     }
 
@@ -307,6 +328,16 @@ public final class NettyGrpcBench {
      * sets them up, with its channel factories made in the pods on the node.
      */
     static Grpc grpc(EventLoopGroup group, Topology at, Transport t) throws IOException {
+        if (t == Transport.INPROCESS) {
+            String name = "sockmap4j-bench-" + System.nanoTime();
+            InProcessServerBuilder ib = InProcessServerBuilder.forName(name).addService(service());
+            InProcessChannelBuilder ic = InProcessChannelBuilder.forName(name);
+            if (DIRECT) {
+                ib.directExecutor();
+                ic.directExecutor();
+            }
+            return new Grpc(ib.build().start(), ic.build());
+        }
         NettyServerBuilder sb = NettyServerBuilder.forAddress(bind(at, t, Kind.GRPC)).addService(service());
         if (t == Transport.SOCKMAP) {
             SockmapGrpc.configure(sb, group, group);
@@ -316,6 +347,9 @@ public final class NettyGrpcBench {
         sb.channelFactory(in(at, 1, t, serverChannels(t)));
         if (t != Transport.UDS) {
             sb.withOption(ChannelOption.SO_REUSEADDR, true);
+        }
+        if (DIRECT) {
+            sb.directExecutor();
         }
         Server server = sb.build().start();
         SocketAddress bound = server.getListenSockets().getFirst();
@@ -329,6 +363,9 @@ public final class NettyGrpcBench {
             cb.eventLoopGroup(group);
         }
         cb.channelFactory(in(at, 0, t, clientChannels(t)));
+        if (DIRECT) {
+            cb.directExecutor();
+        }
         return new Grpc(server, cb.build());
     }
 

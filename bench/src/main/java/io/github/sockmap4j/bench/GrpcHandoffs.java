@@ -1,0 +1,130 @@
+package io.github.sockmap4j.bench;
+
+import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.netty.SockmapNetty;
+import io.grpc.CallOptions;
+import io.grpc.stub.ClientCalls;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.EpollIoHandler;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Where a gRPC unary call's time goes between threads: for each transport (and the executor
+ * profile, {@code -Dexecutor=direct}), this JVM's threads' voluntary context switches (each one a
+ * sleep and a later wake-up), involuntary ones, time on a CPU and time waiting in the run queue,
+ * per call, from /proc/self/task/TID/{status,schedstat} read before and after the calls. Threads
+ * are grouped by name without their numbers ("grpc-default-executor", "epollEventLoopGroup").
+ *
+ * <p>Usage: {@code GrpcHandoffs [calls]} (default 20000); loopback, 1 KiB unary calls from this
+ * thread (a blocking stub), the server and channel as NettyGrpcBench makes them.
+ */
+public final class GrpcHandoffs {
+    private GrpcHandoffs() {
+    }
+
+    /** One thread's counters: voluntary and involuntary switches, run and run-queue wait (ns). */
+    record Sched(long voluntary, long involuntary, long runNanos, long waitNanos) {
+        Sched minus(Sched o) {
+            return new Sched(voluntary - o.voluntary, involuntary - o.involuntary, runNanos - o.runNanos,
+                    waitNanos - o.waitNanos);
+        }
+
+        Sched plus(Sched o) {
+            return new Sched(voluntary + o.voluntary, involuntary + o.involuntary, runNanos + o.runNanos,
+                    waitNanos + o.waitNanos);
+        }
+    }
+
+    /** Every thread of this JVM by TID: its name and counters now. */
+    static Map<String, Map.Entry<String, Sched>> snapshot() throws IOException {
+        Map<String, Map.Entry<String, Sched>> out = new TreeMap<>();
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path task : tasks.toList()) {
+                try {
+                    String name = Files.readString(task.resolve("comm")).strip();
+                    long vol = 0;
+                    long invol = 0;
+                    for (String l : Files.readAllLines(task.resolve("status"))) {
+                        if (l.startsWith("voluntary_ctxt_switches:")) {
+                            vol = Long.parseLong(l.substring(l.indexOf(':') + 1).strip());
+                        } else if (l.startsWith("nonvoluntary_ctxt_switches:")) {
+                            invol = Long.parseLong(l.substring(l.indexOf(':') + 1).strip());
+                        }
+                    }
+                    String[] ss = Files.readString(task.resolve("schedstat")).strip().split(" ");
+                    out.put(task.getFileName().toString(), Map.entry(name, new Sched(vol, invol, Long.parseLong(ss[0]),
+                            Long.parseLong(ss[1]))));
+                } catch (IOException gone) {
+                    // The thread ended between the listing and the read.
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The kernel's thread name (15 characters at most) without its numbers. */
+    static String group(String name) {
+        return name.replaceAll("[-_]?\\d+", "").replaceAll("[-_]+$", "");
+    }
+
+    public static void main(String[] args) throws Exception {
+        BenchRun run = BenchRun.of("GrpcHandoffs [calls]", args);
+        int calls = run.intArg(0, 20_000);
+        Sockmap sockmap = Sockmap.global();
+        if (!sockmap.isActive()) {
+            System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
+            return;
+        }
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(Integer.getInteger("loops", 2),
+                EpollIoHandler.newFactory());
+        BenchRun.header(String.format(Locale.ROOT, "gRPC unary 1 KiB hand-offs, loopback, executor %s, %d calls",
+                NettyGrpcBench.DIRECT ? "direct" : "default", calls));
+        BenchRun.Table table = new BenchRun.Table(2, "transport", "thread", "sleeps/call", "preempted/call",
+                "on CPU us/call", "run-queue us/call");
+        Thread.currentThread().setName("caller");
+        try (Topology at = Topology.loopback()) {
+            for (NettyGrpcBench.Transport t : NettyGrpcBench.Transport.values()) {
+                if (t == NettyGrpcBench.Transport.UDS) {
+                    continue;
+                }
+                try (NettyGrpcBench.Grpc g = NettyGrpcBench.grpc(group, at, t)) {
+                    byte[] req = new byte[1024];
+                    for (int i = 0; i < calls / 4; i++) { // warm-up
+                        ClientCalls.blockingUnaryCall(g.channel(), NettyGrpcBench.UNARY, CallOptions.DEFAULT, req);
+                    }
+                    Map<String, Map.Entry<String, Sched>> before = snapshot();
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < calls; i++) {
+                        ClientCalls.blockingUnaryCall(g.channel(), NettyGrpcBench.UNARY, CallOptions.DEFAULT, req);
+                    }
+                    long elapsed = System.nanoTime() - t0;
+                    Map<String, Map.Entry<String, Sched>> after = snapshot();
+                    Map<String, Sched> byGroup = new TreeMap<>();
+                    after.forEach((tid, now) -> {
+                        Map.Entry<String, Sched> was = before.get(tid);
+                        Sched d = was == null ? now.getValue() : now.getValue().minus(was.getValue());
+                        if (d.voluntary() + d.involuntary() > calls / 100) {
+                            byGroup.merge(group(now.getKey()), d, Sched::plus);
+                        }
+                    });
+                    byGroup.forEach((name, d) -> table.row(t.name(), name,
+                            String.format(Locale.ROOT, "%.2f", d.voluntary() / (double) calls),
+                            String.format(Locale.ROOT, "%.2f", d.involuntary() / (double) calls),
+                            BenchRun.fmt(d.runNanos() / 1000.0 / calls), BenchRun.fmt(d.waitNanos() / 1000.0 / calls)));
+                    table.row(t.name(), "(call, wall clock)", "", "", BenchRun.fmt(elapsed / 1000.0 / calls), "");
+                }
+            }
+        } finally {
+            SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
+        }
+        table.print();
+        System.out.println("sleeps: voluntary context switches (a thread that blocks and is woken later); preempted: "
+                + "involuntary ones; threads with fewer than one switch in 100 calls left out");
+    }
+}
