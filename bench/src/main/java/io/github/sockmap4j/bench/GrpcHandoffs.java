@@ -21,10 +21,17 @@ import java.util.TreeMap;
  * per call, from /proc/self/task/TID/{status,schedstat} read before and after the calls. Threads
  * are grouped by name without their numbers ("grpc-default-executor", "epollEventLoopGroup").
  *
+ * <p>With {@code -Dtransports=SOCKMAP} (a comma-separated list) only those run, and "measuring" is
+ * printed when the measured calls start, for a tracer to attach then.
+ *
  * <p>Usage: {@code GrpcHandoffs [calls]} (default 20000); loopback, 1 KiB unary calls from this
  * thread (a blocking stub), the server and channel as NettyGrpcBench makes them.
  */
 public final class GrpcHandoffs {
+    /** {@code -Dtransports=TCP,SOCKMAP}: only these (all but UDS unless set). */
+    private static final java.util.List<String> ONLY = java.util.Arrays.stream(
+            System.getProperty("transports", "").split(",")).filter(x -> !x.isBlank()).toList();
+
     private GrpcHandoffs() {
     }
 
@@ -92,7 +99,7 @@ public final class GrpcHandoffs {
             byte[] req = new byte[1024];
             for (int pass = 0; pass < 2; pass++) { // pass 0 warms every transport up, pass 1 measures
                 for (NettyGrpcBench.Transport t : NettyGrpcBench.Transport.values()) {
-                    if (t == NettyGrpcBench.Transport.UDS) {
+                    if (t == NettyGrpcBench.Transport.UDS || !ONLY.isEmpty() && !ONLY.contains(t.name())) {
                         continue;
                     }
                     try (NettyGrpcBench.Grpc g = NettyGrpcBench.grpc(group, at, t)) {
@@ -102,6 +109,7 @@ public final class GrpcHandoffs {
                             }
                             continue;
                         }
+                        System.out.println("measuring " + t + " in pid " + ProcessHandle.current().pid());
                         Map<String, Map.Entry<String, Sched>> before = snapshot();
                         long t0 = System.nanoTime();
                         for (int i = 0; i < calls; i++) {
