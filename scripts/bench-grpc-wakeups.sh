@@ -2,8 +2,9 @@
 # Who wakes whom during gRPC unary calls: GrpcHandoffs runs one transport at a time (loopback,
 # 1 KiB, blocking stub) and, once its measured calls start, perf records every sched_wakeup on the
 # machine for SECONDS; the wake-ups whose waker or wakee is that JVM's thread are counted by
-# (waker, wakee) thread group and divided by the calls made meanwhile (counted by the JVM's own
-# call rate over the window). EXECUTOR=direct for the directExecutor() profile.
+# (waker, wakee) thread group and divided by the calls made meanwhile (the caller's wake-ups: one
+# per blocking call). EXECUTOR=direct for the directExecutor() profile. A wake-up the kernel queues
+# to the wakee's CPU is recorded there, with the idle task ("swapper") as its waker.
 # Usage: [EXECUTOR=direct] scripts/bench-grpc-wakeups.sh [SECONDS] [TRANSPORTS]   (default 3, "TCP SOCKMAP INPROCESS")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +31,8 @@ for t in $transports; do
   kill "$pid" 2>/dev/null || true
   wait "$jvm" 2>/dev/null || true
   perf script -i "$out/$t.data" -F comm,tid,event,trace 2>/dev/null > "$out/$t.txt"
-  # Calls in the window: the caller thread's wake-ups are one or more per call; count calls by the
-  # JVM's own figure instead: the rate GrpcHandoffs printed for the warm-up is not kept, so the
-  # window's calls are taken as the caller's wake-ups (each blocking call ends with the caller woken).
+  # The window's calls are counted as the caller's wake-ups: each blocking call ends with the caller
+  # woken by the response (and it is woken for nothing else).
   python3 - "$out/$t.txt" "$out/$t.tids" "$t" "${EXECUTOR:-default}" <<'PY'
 import re, sys, collections
 txt, tids, t, ex = sys.argv[1:5]
