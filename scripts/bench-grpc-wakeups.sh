@@ -19,7 +19,8 @@ mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-bench
 for t in $transports; do
   mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath \
-    -Dexecutor=${EXECUTOR:-default} -Dtransports=$t io.github.sockmap4j.bench.GrpcHandoffs 400000" > "$out/$t.log" 2>&1 &
+    -Dexecutor=${EXECUTOR:-default} -Dtransports=$t -Dseconds=$((seconds + 2)) io.github.sockmap4j.bench.GrpcHandoffs 20000" \
+    > "$out/$t.log" 2>&1 &
   jvm=$!
   until grep -q "^measuring $t" "$out/$t.log" 2>/dev/null; do
     kill -0 "$jvm" 2>/dev/null || { cat "$out/$t.log"; exit 1; }
@@ -28,8 +29,9 @@ for t in $transports; do
   pid=$(sed -n "s/^measuring $t in pid \([0-9]*\)$/\1/p" "$out/$t.log")
   ls /proc/"$pid"/task > "$out/$t.tids"
   perf record -q -e sched:sched_wakeup -a -o "$out/$t.data" -- sleep "$seconds" 2>/dev/null
-  kill "$pid" 2>/dev/null || true
-  wait "$jvm" 2>/dev/null || true
+  # The JVM's calls go on past the window; it then closes its channels and fast path and exits
+  # (killed mid-call, its open connections would keep the pins it made).
+  wait "$jvm"
   perf script -i "$out/$t.data" -F comm,tid,event,trace 2>/dev/null > "$out/$t.txt"
   # The window's calls are counted as the caller's wake-ups: each blocking call ends with the caller
   # woken by the response (and it is woken for nothing else).

@@ -28,6 +28,8 @@ import java.util.TreeMap;
  * thread (a blocking stub), the server and channel as NettyGrpcBench makes them.
  */
 public final class GrpcHandoffs {
+    /** {@code -Dseconds=N}: the measured calls go on for at least N seconds (for a tracer's window). */
+    private static final long SECONDS = Long.getLong("seconds", 0);
     /** {@code -Dtransports=TCP,SOCKMAP}: only these (all but UDS unless set). */
     private static final java.util.List<String> ONLY = java.util.Arrays.stream(
             System.getProperty("transports", "").split(",")).filter(x -> !x.isBlank()).toList();
@@ -112,25 +114,27 @@ public final class GrpcHandoffs {
                         System.out.println("measuring " + t + " in pid " + ProcessHandle.current().pid());
                         Map<String, Map.Entry<String, Sched>> before = snapshot();
                         long t0 = System.nanoTime();
-                        for (int i = 0; i < calls; i++) {
+                        int made = 0;
+                        for (; made < calls || System.nanoTime() - t0 < SECONDS * 1_000_000_000L; made++) {
                             ClientCalls.blockingUnaryCall(g.channel(), NettyGrpcBench.UNARY, CallOptions.DEFAULT, req);
                         }
                         long elapsed = System.nanoTime() - t0;
+                        int measured = made;
                         Map<String, Map.Entry<String, Sched>> after = snapshot();
                         Map<String, Sched> byGroup = new TreeMap<>();
                         after.forEach((tid, now) -> {
                             Map.Entry<String, Sched> was = before.get(tid);
                             Sched d = was == null ? now.getValue() : now.getValue().minus(was.getValue());
-                            if (d.voluntary() + d.involuntary() > calls / 100) {
+                            if (d.voluntary() + d.involuntary() > measured / 100) {
                                 byGroup.merge(group(now.getKey()), d, Sched::plus);
                             }
                         });
+                        double n = measured;
                         byGroup.forEach((name, d) -> table.row(t.name(), name,
-                                String.format(Locale.ROOT, "%.2f", d.voluntary() / (double) calls),
-                                String.format(Locale.ROOT, "%.2f", d.involuntary() / (double) calls),
-                                BenchRun.fmt(d.runNanos() / 1000.0 / calls),
-                                BenchRun.fmt(d.waitNanos() / 1000.0 / calls)));
-                        table.row(t.name(), "(call, wall clock)", "", "", BenchRun.fmt(elapsed / 1000.0 / calls), "");
+                                String.format(Locale.ROOT, "%.2f", d.voluntary() / n),
+                                String.format(Locale.ROOT, "%.2f", d.involuntary() / n),
+                                BenchRun.fmt(d.runNanos() / 1000.0 / n), BenchRun.fmt(d.waitNanos() / 1000.0 / n)));
+                        table.row(t.name(), "(call, wall clock)", "", "", BenchRun.fmt(elapsed / 1000.0 / n), "");
                     }
                 }
             }
