@@ -2,6 +2,7 @@
 # Where a gRPC unary call's time goes between threads (GrpcHandoffs): per thread group, sleeps
 # (voluntary context switches), preemptions, CPU and run-queue time per call, for TCP, sockmap4j
 # and gRPC in-process, loopback; EXECUTOR=direct for the directExecutor() profile.
+# POLL=<us>: event loops that poll before they sleep; TRANSPORTS=UDS,SOCKMAP: only these.
 # Usage: [EXECUTOR=direct] scripts/bench-grpc-handoffs.sh [calls]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,4 +10,4 @@ source scripts/env.sh
 
 mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-bench
-mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath -Dexecutor=${EXECUTOR:-default} io.github.sockmap4j.bench.GrpcHandoffs ${1:-20000}"
+mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath -Dexecutor=${EXECUTOR:-default} -Dpoll=${POLL:-0} -Dtransports=${TRANSPORTS:-} io.github.sockmap4j.bench.GrpcHandoffs ${1:-20000}"

@@ -30,7 +30,7 @@ import java.util.TreeMap;
 public final class GrpcHandoffs {
     /** {@code -Dseconds=N}: the measured calls go on for at least N seconds (for a tracer's window). */
     private static final long SECONDS = Long.getLong("seconds", 0);
-    /** {@code -Dtransports=TCP,SOCKMAP}: only these (all but UDS unless set). */
+    /** {@code -Dtransports=TCP,SOCKMAP}: only these (all but UDS unless set); {@code -Dpoll=us}: polling loops. */
     private static final java.util.List<String> ONLY = java.util.Arrays.stream(
             System.getProperty("transports", "").split(",")).filter(x -> !x.isBlank()).toList();
 
@@ -90,10 +90,12 @@ public final class GrpcHandoffs {
             System.err.println("The fast path is off: " + sockmap.unavailabilityCause());
             return;
         }
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(Integer.getInteger("loops", 2),
-                EpollIoHandler.newFactory());
-        BenchRun.header(String.format(Locale.ROOT, "gRPC unary 1 KiB hand-offs, loopback, executor %s, %d calls",
-                NettyGrpcBench.DIRECT ? "direct" : "default", calls));
+        long pollMicros = Long.getLong("poll", 0);
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(Integer.getInteger("loops", 2), pollMicros > 0
+                ? SockmapNetty.ioHandlerFactory(java.time.Duration.ofNanos(pollMicros * 1000))
+                : EpollIoHandler.newFactory());
+        BenchRun.header(String.format(Locale.ROOT, "gRPC unary 1 KiB hand-offs, loopback, executor %s, %d calls, "
+                + "event loops polling up to %d us", NettyGrpcBench.DIRECT ? "direct" : "default", calls, pollMicros));
         BenchRun.Table table = new BenchRun.Table(2, "transport", "thread", "sleeps/call", "preempted/call",
                 "on CPU us/call", "run-queue us/call");
         Thread.currentThread().setName("caller");
@@ -101,7 +103,7 @@ public final class GrpcHandoffs {
             byte[] req = new byte[1024];
             for (int pass = 0; pass < 2; pass++) { // pass 0 warms every transport up, pass 1 measures
                 for (NettyGrpcBench.Transport t : NettyGrpcBench.Transport.values()) {
-                    if (t == NettyGrpcBench.Transport.UDS || !ONLY.isEmpty() && !ONLY.contains(t.name())) {
+                    if (ONLY.isEmpty() ? t == NettyGrpcBench.Transport.UDS : !ONLY.contains(t.name())) {
                         continue;
                     }
                     try (NettyGrpcBench.Grpc g = NettyGrpcBench.grpc(group, at, t)) {

@@ -133,6 +133,27 @@ public final class SockmapNetty {
     }
 
     /**
+     * As {@link #ioHandlerFactory()}, with loops that poll for ready events for up to
+     * {@code maxPoll} before they sleep, for as long as their sleeps have been shorter than that
+     * (docs/benchmarks.md, "Polling before sleeping"): a reply that comes within the window then
+     * wakes no thread. A loop whose events come seldom, or later than {@code maxPoll}, stops
+     * polling by itself; on one CPU no loop polls. Zero is {@link #ioHandlerFactory()}.
+     *
+     * @param maxPoll the longest a loop polls before it sleeps, at most 1 ms
+     * @return the factory
+     */
+    public static IoHandlerFactory ioHandlerFactory(Duration maxPoll) {
+        Objects.requireNonNull(maxPoll, "maxPoll");
+        if (maxPoll.isNegative() || maxPoll.compareTo(MAX_POLL) > 0) {
+            throw new IllegalArgumentException("maxPoll must be between 0 and " + MAX_POLL + ": " + maxPoll);
+        }
+        return PollBeforeBlock.factory(ioHandlerFactory(), maxPoll.toNanos());
+    }
+
+    /** The longest poll {@link #ioHandlerFactory(Duration)} takes: a loop's sleep is cheaper beyond. */
+    static final Duration MAX_POLL = Duration.ofMillis(1);
+
+    /**
      * The quiet period {@link #shutdown} gives each event loop. Any non-zero period closes every
      * channel; 100 ms also rides out a loop thread preempted between two of its own steps.
      */

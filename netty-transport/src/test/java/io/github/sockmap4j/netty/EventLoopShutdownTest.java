@@ -23,8 +23,9 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@link SockmapNetty#shutdown} closes every channel of event loops that are busy when it
@@ -39,12 +40,15 @@ class EventLoopShutdownTest {
     private static final int ROUNDS = 10;
     private static final int CONNECTIONS = 12;
 
-    @Test
-    void everyChannelOfBusyLoopsIsClosed() throws Exception {
+    /** On loops that sleep when idle, and on loops that poll before they sleep. */
+    @ParameterizedTest(name = "polling {0}")
+    @ValueSource(booleans = {false, true})
+    void everyChannelOfBusyLoopsIsClosed(boolean polling) throws Exception {
         long registeredBefore = Sockmap.global().stats().socketsInMap();
         for (int round = 0; round < ROUNDS; round++) {
             List<Channel> channels = Collections.synchronizedList(new ArrayList<>());
-            EventLoopGroup group = new MultiThreadIoEventLoopGroup(3, SockmapNetty.ioHandlerFactory());
+            EventLoopGroup group = new MultiThreadIoEventLoopGroup(3, polling
+                    ? SockmapNetty.ioHandlerFactory(Duration.ofNanos(200_000)) : SockmapNetty.ioHandlerFactory());
             try {
                 open(group, channels);
                 keepBusy(group);

@@ -18,6 +18,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
@@ -34,28 +35,36 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * Netty's edge-triggered epoll over the redirect (docs/kernel.md, "Wake-ups and FIONREAD") and
- * the in-flight bound seen from Netty (docs/in-flight-bound.md).
+ * the in-flight bound seen from Netty (docs/in-flight-bound.md), on loops that sleep when idle;
+ * {@link NettyPollingLoopsTest} runs the same on loops that poll before they sleep.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @Tag("kernel")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class NettyBoundAndWakeupTest {
-    static EventLoopGroup group;
+    EventLoopGroup group;
+
+    /** The loops the tests run on. */
+    IoHandlerFactory loops() {
+        return SockmapNetty.ioHandlerFactory();
+    }
 
     @BeforeAll
-    static void start() {
-        group = new MultiThreadIoEventLoopGroup(2, SockmapNetty.ioHandlerFactory());
+    void start() {
+        group = new MultiThreadIoEventLoopGroup(2, loops());
     }
 
     @AfterAll
-    static void stop() {
+    void stop() {
         SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
     }
 
-    static Channel server(ChannelInitializer<SocketChannel> child, boolean autoRead) throws Exception {
+    Channel server(ChannelInitializer<SocketChannel> child, boolean autoRead) throws Exception {
         Channel s = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())
                 .childOption(ChannelOption.AUTO_READ, autoRead).childHandler(child)
                 .bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
@@ -84,6 +93,16 @@ class NettyBoundAndWakeupTest {
                     @Override
                     public void channelRead(ChannelHandlerContext ctx, Object msg) {
                         ByteBuf b = (ByteBuf) msg;
+                        // Each byte says where in the stream it belongs: one lost, doubled or
+                        // out of order fails the connection.
+                        long at = counter.get();
+                        for (int i = b.readerIndex(); i < b.writerIndex(); i++, at++) {
+                            if (b.getByte(i) != streamByte(at)) {
+                                f.completeExceptionally(new AssertionError("byte " + at + " of a stream is "
+                                        + b.getByte(i) + ", not " + streamByte(at)));
+                                break;
+                            }
+                        }
                         if (counter.addAndGet(b.readableBytes()) == expected) {
                             f.complete(null);
                         }
@@ -99,8 +118,11 @@ class NettyBoundAndWakeupTest {
                 clients.add(new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
                         .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel());
             }
-            byte[] msg = new byte[size];
             for (int m = 0; m < messages; m++) {
+                byte[] msg = new byte[size];
+                for (int i = 0; i < size; i++) {
+                    msg[i] = streamByte((long) m * size + i);
+                }
                 for (Channel ch : clients) {
                     ch.writeAndFlush(Unpooled.wrappedBuffer(msg));
                 }
@@ -223,6 +245,11 @@ class NettyBoundAndWakeupTest {
         } finally {
             server.close().sync();
         }
+    }
+
+    /** The byte at {@code offset} of every test stream: a period (251) that no write size divides. */
+    static byte streamByte(long offset) {
+        return (byte) (offset % 251);
     }
 
     static int awaitBound(Channel ch) throws Exception {

@@ -11,6 +11,8 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.Objects;
 
 /**
  * gRPC-Java over the sockmap fast path, one line on each builder:
@@ -23,13 +25,49 @@ import java.io.UncheckedIOException;
  * The server's port is opted in while it is bound; both sides run Netty's epoll transport (NIO
  * where epoll is unavailable) on a shared event loop group of daemon threads, and publish their
  * reads for the in-flight bound. Needs {@code io.grpc:grpc-netty} (not shaded) with Netty 4.2.
+ *
+ * <p>{@link #configure(NettyServerBuilder, Profile)} and {@link #configure(NettyChannelBuilder, Profile)}
+ * choose how the calls wait for each other ({@link Profile}): with the event loops sleeping between
+ * events (what {@code configure(builder)} does), polling briefly before they sleep, or polling and
+ * running the handlers on the loops.
  */
 public final class SockmapGrpc {
     private static final Object LOCK = new Object();
     private static EventLoopGroup shared;
+    private static EventLoopGroup polling;
 
     private SockmapGrpc() {
     }
+
+    /**
+     * How a service's gRPC calls wait for each other on this host; the same on both ends is the
+     * case measured (docs/benchmarks.md, "Polling before sleeping").
+     */
+    public enum Profile {
+        /**
+         * Event loops that sleep until an event comes, gRPC's own executor: what
+         * {@code configure(builder)} does, and the least CPU while a service is idle.
+         */
+        STANDARD,
+        /**
+         * Event loops that poll for up to {@link #POLL} before they sleep, for as long as their
+         * sleeps have been shorter than that ({@link SockmapNetty#ioHandlerFactory(Duration)}): a
+         * reply or a hand-over within the window wakes no thread. gRPC's own executor. A loop
+         * whose events come seldom, or later than the window, stops polling by itself; on one CPU
+         * no loop polls.
+         */
+        POLLING,
+        /**
+         * {@link #POLLING}, and {@code directExecutor()} on the builder: gRPC runs the service's
+         * handlers and the channel's callbacks on the event loops instead of handing each to an
+         * executor thread. Only for handlers that never block: one that waits holds every call of
+         * its loop.
+         */
+        DIRECT
+    }
+
+    /** The longest a loop of the {@link Profile#POLLING} and {@link Profile#DIRECT} profiles polls. */
+    public static final Duration POLL = Duration.ofNanos(50_000);
 
     /** The event loop group the builders get unless given one; daemon threads, one per CPU. */
     public static EventLoopGroup sharedGroup() {
@@ -42,8 +80,54 @@ public final class SockmapGrpc {
         }
     }
 
+    /**
+     * The event loop group of the {@link Profile#POLLING} and {@link Profile#DIRECT} profiles:
+     * daemon threads, one per CPU, each polling for up to {@link #POLL} before it sleeps.
+     */
+    public static EventLoopGroup pollingGroup() {
+        synchronized (LOCK) {
+            if (polling == null) {
+                polling = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(),
+                        new DefaultThreadFactory("sockmap4j-grpc-polling", true), SockmapNetty.ioHandlerFactory(POLL));
+            }
+            return polling;
+        }
+    }
+
     public static NettyServerBuilder configure(NettyServerBuilder builder) {
         return configure(builder, sharedGroup(), sharedGroup());
+    }
+
+    /**
+     * As {@link #configure(NettyServerBuilder)}, in {@code profile}.
+     *
+     * @param builder the server's builder
+     * @param profile how its calls wait
+     * @return {@code builder}
+     */
+    public static NettyServerBuilder configure(NettyServerBuilder builder, Profile profile) {
+        Objects.requireNonNull(profile, "profile");
+        if (profile == Profile.STANDARD) {
+            return configure(builder);
+        }
+        configure(builder, pollingGroup(), pollingGroup());
+        return profile == Profile.DIRECT ? builder.directExecutor() : builder;
+    }
+
+    /**
+     * As {@link #configure(NettyChannelBuilder)}, in {@code profile}.
+     *
+     * @param builder the channel's builder
+     * @param profile how its calls wait
+     * @return {@code builder}
+     */
+    public static NettyChannelBuilder configure(NettyChannelBuilder builder, Profile profile) {
+        Objects.requireNonNull(profile, "profile");
+        if (profile == Profile.STANDARD) {
+            return configure(builder);
+        }
+        configure(builder, pollingGroup());
+        return profile == Profile.DIRECT ? builder.directExecutor() : builder;
     }
 
     public static NettyServerBuilder configure(NettyServerBuilder builder, EventLoopGroup boss, EventLoopGroup worker) {

@@ -116,17 +116,22 @@ class GrpcFastPathTest {
                 .build();
     }
 
+    /** How both ends wait: {@link GrpcPollingProfileTest} and {@link GrpcDirectProfileTest} run the rest so. */
+    SockmapGrpc.Profile profile() {
+        return SockmapGrpc.Profile.STANDARD;
+    }
+
     Server fastServer() throws IOException {
         Server s = SockmapGrpc.configure(NettyServerBuilder.forAddress(
-                        new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)))
+                        new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)), profile())
                 .maxInboundMessageSize(16 << 20).addService(service()).build().start();
         closers.add(() -> s.shutdownNow().awaitTermination(10, TimeUnit.SECONDS));
         return s;
     }
 
     ManagedChannel fastChannel(Server server) {
-        ManagedChannel ch = SockmapGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()))
-                .usePlaintext().maxInboundMessageSize(16 << 20).build();
+        ManagedChannel ch = SockmapGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()),
+                        profile()).usePlaintext().maxInboundMessageSize(16 << 20).build();
         closers.add(() -> ch.shutdownNow().awaitTermination(10, TimeUnit.SECONDS));
         return ch;
     }

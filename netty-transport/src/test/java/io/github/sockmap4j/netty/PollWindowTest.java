@@ -1,0 +1,78 @@
+package io.github.sockmap4j.netty;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.LongRange;
+import net.jqwik.api.constraints.Size;
+import org.junit.jupiter.api.Test;
+
+/** The poll window's rule, without a loop: grows on short blocks, ends on long ones, never past its cap. */
+class PollWindowTest {
+    static final long MAX = 50_000;
+    static final long START = 5_000;
+
+    @Test
+    void startsClosedAndOpensByDoublingAfterShortBlocks() {
+        PollWindow w = new PollWindow(MAX, START);
+        assertEquals(0, w.nanos(), "a new loop polls not at all");
+        w.blocked(20_000);
+        assertEquals(START, w.nanos());
+        w.blocked(20_000);
+        assertEquals(2 * START, w.nanos());
+        w.blocked(20_000);
+        assertEquals(4 * START, w.nanos());
+        w.blocked(20_000);
+        assertEquals(4 * START, w.nanos(), "a window longer than the blocks grows no more");
+    }
+
+    @Test
+    void closesByHalvingAfterBlocksLongerThanTheCap() {
+        PollWindow w = new PollWindow(MAX, START);
+        for (int i = 0; i < 10; i++) {
+            w.blocked(MAX);
+        }
+        assertEquals(MAX, w.nanos());
+        w.blocked(MAX + 1);
+        assertEquals(MAX / 2, w.nanos());
+        w.blocked(10 * MAX);
+        w.blocked(10 * MAX);
+        assertEquals(MAX / 8, w.nanos());
+        w.blocked(10 * MAX);
+        assertEquals(0, w.nanos(), "below the first window it closes");
+    }
+
+    @Test
+    void aCapOfZeroNeverPolls() {
+        PollWindow w = new PollWindow(0, START);
+        w.blocked(1);
+        w.blocked(0);
+        assertEquals(0, w.nanos());
+        assertThrows(IllegalArgumentException.class, () -> new PollWindow(-1, START));
+        assertThrows(IllegalArgumentException.class, () -> new PollWindow(MAX, 0));
+    }
+
+    @Property
+    void theWindowStaysWithinItsCapAndIsZeroOrAtLeastTheFirstWindow(
+            @ForAll @Size(max = 200) java.util.List<@LongRange(min = 0, max = 1_000_000) Long> blocks) {
+        PollWindow w = new PollWindow(MAX, START);
+        for (long b : blocks) {
+            w.blocked(b);
+            assertTrue(w.nanos() == 0 || w.nanos() >= START && w.nanos() <= MAX, "window " + w.nanos());
+        }
+    }
+
+    @Property
+    void anIdleLoopStopsPollingWithinFiveLongBlocks(@ForAll @Size(max = 100) java.util.List<@LongRange(min = 0,
+            max = 1_000_000) Long> before) {
+        PollWindow w = new PollWindow(MAX, START);
+        before.forEach(w::blocked);
+        for (int i = 0; i < 5; i++) {
+            w.blocked(MAX + 1);
+        }
+        assertEquals(0, w.nanos(), "after any history, five blocks longer than the cap close the window");
+    }
+}
