@@ -151,11 +151,16 @@ public final class NettyGrpcBench {
             }
             BenchRun.Rounds<Transport> f = new BenchRun.Rounds<>();
             long[][] carried = new long[Transport.values().length][2];
-            for (Transport t : Transport.values()) { // a discarded pass for the JIT: gRPC's code keeps C2 busy for seconds
-                if (t != Transport.INPROCESS) {
-                    echo(groups.apply(t), at, t, iterations / 10);
+            // Discarded passes for the JIT: with the transports alternating, C2 still spent 14-86 us
+            // a call compiling after one short pass (GrpcHandoffs' per-thread CPU), in the measured rounds.
+            for (int w = 0; w < Integer.getInteger("warmups", 3); w++) {
+                for (Transport t : Transport.values()) {
+                    if (t != Transport.INPROCESS) {
+                        echo(groups.apply(t), at, t, iterations / 10);
+                    }
+                    unary(groups.apply(t), at, t, iterations / 4);
+                    streamGbps(groups.apply(t), at, t);
                 }
-                unary(groups.apply(t), at, t, iterations / 4);
             }
             for (int r = 0; r < rounds; r++) {
                 for (Transport t : Transport.values()) {

@@ -39,18 +39,25 @@ final class PollBeforeBlock implements IoHandler {
         if (maxPollNanos <= 0 || Runtime.getRuntime().availableProcessors() < 2) {
             return inner;
         }
-        long start = Math.min(maxPollNanos, START_NANOS);
-        return new IoHandlerFactory() {
-            @Override
-            public IoHandler newHandler(ThreadAwareExecutor executor) {
-                return new PollBeforeBlock(inner.newHandler(executor), new PollWindow(maxPollNanos, start));
-            }
+        return new Factory(inner, maxPollNanos);
+    }
 
-            @Override
-            public boolean isChangingThreadSupported() {
-                return inner.isChangingThreadSupported();
-            }
-        };
+    /** Whether loops of {@code factory} poll before they sleep. */
+    static boolean polls(IoHandlerFactory factory) {
+        return factory instanceof Factory;
+    }
+
+    private record Factory(IoHandlerFactory inner, long maxPollNanos) implements IoHandlerFactory {
+        @Override
+        public IoHandler newHandler(ThreadAwareExecutor executor) {
+            return new PollBeforeBlock(inner.newHandler(executor),
+                    new PollWindow(maxPollNanos, Math.min(maxPollNanos, START_NANOS)));
+        }
+
+        @Override
+        public boolean isChangingThreadSupported() {
+            return inner.isChangingThreadSupported();
+        }
     }
 
     /** The first window after a short block. */

@@ -150,6 +150,21 @@ public final class SockmapNetty {
         return PollBeforeBlock.factory(ioHandlerFactory(), maxPoll.toNanos());
     }
 
+    /**
+     * What the polling loops of this JVM ({@link #ioHandlerFactory(Duration)}) have done so far:
+     * how often a poll found work (a wake-up saved) and how often a loop slept all the same.
+     *
+     * @param pollsThatFoundWork polls that returned with events or tasks to run
+     * @param sleeps             times a loop blocked after its window, or with no window
+     */
+    public record PollCounts(long pollsThatFoundWork, long sleeps) {
+    }
+
+    /** The counts of every polling loop in this JVM since it started. */
+    public static PollCounts pollCounts() {
+        return new PollCounts(PollBeforeBlock.POLL_HITS.sum(), PollBeforeBlock.BLOCKS.sum());
+    }
+
     /** The longest poll {@link #ioHandlerFactory(Duration)} takes: a loop's sleep is cheaper beyond. */
     static final Duration MAX_POLL = Duration.ofMillis(1);
 
