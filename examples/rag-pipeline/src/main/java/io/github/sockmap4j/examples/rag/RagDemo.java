@@ -2,6 +2,7 @@ package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.github.sockmap4j.plots.Plots;
 import io.github.sockmap4j.testbed.NodeBed;
 import io.grpc.ManagedChannel;
@@ -66,6 +67,10 @@ public final class RagDemo implements Callable<Integer> {
     String mode;
     @Option(names = "--in-process", description = "all stages in this JVM instead of one JVM each")
     boolean inProcess;
+    @Option(names = "--profile", defaultValue = "standard", description = "how the fast path's event loops wait: "
+            + "standard (they sleep, as the plain path's do) or polling (sockmap4j's polling profile) "
+            + "(default ${DEFAULT-VALUE})")
+    String profile;
     @Option(names = "--docs", defaultValue = "2000", description = "chunks in the vector index (default ${DEFAULT-VALUE})")
     int docs;
     @Option(names = "--dim", defaultValue = "1536",
@@ -119,6 +124,14 @@ public final class RagDemo implements Callable<Integer> {
             System.err.println("--mode is both, plain or fast, not '" + mode + "'");
             return 2;
         }
+        if (!List.of("standard", "polling").contains(profile)) {
+            System.err.println("--profile is standard or polling, not '" + profile + "'");
+            return 2;
+        }
+        if (inProcess && profile.equals("polling")) {
+            System.err.println("--profile=polling needs a JVM per stage: leave out --in-process");
+            return 2;
+        }
         if (!List.of("node", "loopback").contains(topology)) {
             System.err.println("--topology is node or loopback, not '" + topology + "'");
             return 2;
@@ -155,6 +168,9 @@ public final class RagDemo implements Callable<Integer> {
                     + "through a node namespace; every hop dials a Service VIP (kube-proxy-style DNAT in the node; on "
                     + "the fast path the internal hops' connects are translated to their pods)"
                     : "topology: loopback: every stage on this host's loopback (127.0.0.1)");
+            out.println("event loops: " + (profile.equals("polling") ? "the fast path's poll up to "
+                    + SockmapGrpc.POLL.toNanos() / 1000 + " us before they sleep (SockmapGrpc.Profile.POLLING); the "
+                    + "plain path's sleep" : "both paths' sleep until an event comes (SockmapGrpc.Profile.STANDARD)"));
             out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
                     + "then %.0f s with %d in flight%n%n", requests, rate, throughputSeconds, inFlight);
             List<RagReport.Run> plainRuns = new ArrayList<>();
@@ -433,6 +449,7 @@ public final class RagDemo implements Callable<Integer> {
             flags.add("--add-modules=jdk.incubator.vector");
         }
         flags.add("-Xmx" + stageHeap);
+        flags.add("-Drag.profile=" + profile);
         flags.add("-XX:+UseSerialGC");
         flags.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
         return flags;

@@ -78,7 +78,15 @@ public final class RagService implements AutoCloseable {
     private static final Object GROUP_LOCK = new Object();
     private static EventLoopGroup group;
 
-    /** One epoll event loop group per process, the same for both paths so only the redirect differs. */
+    /**
+     * How the fast path's calls wait ({@code -Drag.profile=polling}, from the demo's
+     * {@code --profile}): STANDARD runs both paths on the same kind of event loops, so that only
+     * the redirect differs; POLLING gives the fast path's loops sockmap4j's polling profile.
+     */
+    static final SockmapGrpc.Profile PROFILE =
+            SockmapGrpc.Profile.valueOf(System.getProperty("rag.profile", "standard").toUpperCase(Locale.ROOT));
+
+    /** One epoll event loop group per process for the plain path and the standard profile. */
     static EventLoopGroup group() {
         synchronized (GROUP_LOCK) {
             if (group == null) {
@@ -87,6 +95,11 @@ public final class RagService implements AutoCloseable {
             }
             return group;
         }
+    }
+
+    /** The loops of a path: {@link #group()}, or the polling group where the fast path polls. */
+    static EventLoopGroup group(boolean fast) {
+        return fast && PROFILE != SockmapGrpc.Profile.STANDARD ? SockmapGrpc.pollingGroup() : group();
     }
 
     private final Role role;
@@ -202,9 +215,10 @@ public final class RagService implements AutoCloseable {
             NettyServerBuilder b = NettyServerBuilder.forAddress(bind)
                     .addService(service).maxInboundMessageSize(64 << 20);
             if (fast && role != Role.GATEWAY) {
-                SockmapGrpc.configure(b, group(), group());
+                SockmapGrpc.configure(b, group(true), group(true));
             } else {
-                b.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group()).workerEventLoopGroup(group());
+                b.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group(fast))
+                        .workerEventLoopGroup(group(fast));
             }
             Server server = b.build().start();
             return new RagService(role, server, channels, alloc, info);
@@ -249,7 +263,7 @@ public final class RagService implements AutoCloseable {
         NettyChannelBuilder b = NettyChannelBuilder.forAddress(to).usePlaintext()
                 .maxInboundMessageSize(64 << 20);
         if (fast) {
-            SockmapGrpc.configure(b, group());
+            SockmapGrpc.configure(b, group(true));
         } else {
             b.channelType(EpollSocketChannel.class).eventLoopGroup(group());
         }

@@ -1,0 +1,37 @@
+package io.github.sockmap4j.examples.rag;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** Arguments the demo refuses before it starts anything, with the message naming what to give. */
+class RagDemoArgsTest {
+    static String refused(String... args) {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        PrintStream was = System.err;
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try {
+            assertEquals(2, new CommandLine(new RagDemo(new PrintStream(new ByteArrayOutputStream()))).execute(args));
+        } finally {
+            System.setErr(was);
+        }
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void anUnknownProfileIsNamedWithTheOnesThereAre() {
+        String e = refused("--profile=spinning");
+        assertTrue(e.contains("--profile is standard or polling, not 'spinning'"), e);
+    }
+
+    @Test
+    void pollingNeedsAJvmPerStage() {
+        String e = refused("--profile=polling", "--in-process", "--topology=loopback");
+        assertTrue(e.contains("leave out --in-process"), e);
+    }
+}
