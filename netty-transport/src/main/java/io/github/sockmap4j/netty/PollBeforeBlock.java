@@ -23,8 +23,8 @@ import java.util.concurrent.atomic.LongAdder;
 final class PollBeforeBlock implements IoHandler {
     private final IoHandler delegate;
     private final PollWindow window;
-    private final NonBlocking nonBlocking = new NonBlocking();
-    private final Measured measured = new Measured();
+    private final Context whilePolling = new Context(true);
+    private final Context whileBlocking = new Context(false);
 
     PollBeforeBlock(IoHandler delegate, PollWindow window) {
         this.delegate = delegate;
@@ -75,10 +75,10 @@ final class PollBeforeBlock implements IoHandler {
         long begin = System.nanoTime();
         long pollFor = window.nanos();
         if (pollFor > 0) {
-            nonBlocking.outer = context;
+            whilePolling.outer = context;
             long end = begin + pollFor;
             do {
-                int handled = delegate.run(nonBlocking);
+                int handled = delegate.run(whilePolling);
                 if (handled > 0 || !context.canBlock()) {
                     POLL_HITS.increment();
                     return handled;
@@ -86,10 +86,10 @@ final class PollBeforeBlock implements IoHandler {
                 Thread.yield();
             } while (System.nanoTime() - end < 0);
         }
-        measured.outer = context;
-        measured.workNanos = 0;
-        int handled = delegate.run(measured);
-        window.blocked(System.nanoTime() - begin - measured.workNanos);
+        whileBlocking.outer = context;
+        whileBlocking.workNanos = 0;
+        int handled = delegate.run(whileBlocking);
+        window.blocked(System.nanoTime() - begin - whileBlocking.workNanos);
         BLOCKS.increment();
         return handled;
     }
@@ -124,44 +124,23 @@ final class PollBeforeBlock implements IoHandler {
         return delegate.isCompatible(handleType);
     }
 
-    /** The loop's context, saying that it may not block: the handler polls and returns. */
-    private static final class NonBlocking implements IoHandlerContext {
-        IoHandlerContext outer;
-
-        @Override
-        public boolean canBlock() {
-            return false;
-        }
-
-        @Override
-        public long delayNanos(long currentTimeNanos) {
-            return outer.delayNanos(currentTimeNanos);
-        }
-
-        @Override
-        public long deadlineNanos() {
-            return outer.deadlineNanos();
-        }
-
-        @Override
-        public boolean shouldReportActiveIoTime() {
-            return outer.shouldReportActiveIoTime();
-        }
-
-        @Override
-        public void reportActiveIoTime(long activeNanos) {
-            outer.reportActiveIoTime(activeNanos);
-        }
-    }
-
-    /** The loop's context, asking the handler how long it worked after it woke. */
-    private static final class Measured implements IoHandlerContext {
+    /**
+     * The loop's context as the handler sees it: while polling, saying that it may not block
+     * (the handler then asks epoll without waiting and returns); while blocking, the loop's own
+     * answer, with the handler asked how long it worked after it woke.
+     */
+    private static final class Context implements IoHandlerContext {
+        private final boolean polling;
         IoHandlerContext outer;
         long workNanos;
 
+        Context(boolean polling) {
+            this.polling = polling;
+        }
+
         @Override
         public boolean canBlock() {
-            return outer.canBlock();
+            return !polling && outer.canBlock();
         }
 
         @Override
@@ -176,7 +155,7 @@ final class PollBeforeBlock implements IoHandler {
 
         @Override
         public boolean shouldReportActiveIoTime() {
-            return true;
+            return !polling || outer.shouldReportActiveIoTime();
         }
 
         @Override
