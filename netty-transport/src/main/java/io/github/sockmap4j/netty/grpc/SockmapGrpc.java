@@ -12,6 +12,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.EnumMap;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -33,8 +36,6 @@ import java.util.Objects;
  */
 public final class SockmapGrpc {
     private static final Object LOCK = new Object();
-    private static EventLoopGroup shared;
-    private static EventLoopGroup polling;
 
     private SockmapGrpc() {
     }
@@ -48,49 +49,61 @@ public final class SockmapGrpc {
          * Event loops that sleep until an event comes, gRPC's own executor: what
          * {@code configure(builder)} does, and the least CPU while a service is idle.
          */
-        STANDARD,
+        STANDARD(Duration.ZERO),
         /**
-         * Event loops that poll for up to {@link #POLL} before they sleep, for as long as their
-         * sleeps have been shorter than that ({@link SockmapNetty#ioHandlerFactory(Duration)}): a
-         * reply or a hand-over within the window wakes no thread. gRPC's own executor. A loop
-         * whose events come seldom, or later than the window, stops polling by itself; on one CPU
-         * no loop polls.
+         * Event loops that poll for up to 50 µs before they sleep, for as long as their sleeps
+         * have been shorter than that ({@link SockmapNetty#ioHandlerFactory(Duration)}): a reply or
+         * a hand-over within the window wakes no thread. gRPC's own executor. A loop whose events
+         * come seldom, or later than the window, stops polling by itself; on one CPU no loop polls.
          */
-        POLLING,
+        POLLING(Duration.ofNanos(50_000)),
         /**
-         * {@link #POLLING}, and {@code directExecutor()} on the builder: gRPC runs the service's
-         * handlers and the channel's callbacks on the event loops instead of handing each to an
-         * executor thread. Only for handlers that never block: one that waits holds every call of
-         * its loop.
+         * {@code directExecutor()} on the builder, and event loops that poll for up to 200 µs:
+         * gRPC runs the service's handlers and the channel's callbacks on the event loops instead
+         * of handing each to an executor thread, so a loop waits for its peer's whole handling of
+         * a call, which the longer window covers. Only for handlers that never block: one that
+         * waits holds every call of its loop.
          */
-        DIRECT
-    }
+        DIRECT(Duration.ofNanos(200_000));
 
-    /** The longest a loop of the {@link Profile#POLLING} and {@link Profile#DIRECT} profiles polls. */
-    public static final Duration POLL = Duration.ofNanos(50_000);
+        private final Duration maxPoll;
 
-    /** The event loop group the builders get unless given one; daemon threads, one per CPU. */
-    public static EventLoopGroup sharedGroup() {
-        synchronized (LOCK) {
-            if (shared == null) {
-                shared = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(),
-                        new DefaultThreadFactory("sockmap4j-grpc", true), SockmapNetty.ioHandlerFactory());
-            }
-            return shared;
+        Profile(Duration maxPoll) {
+            this.maxPoll = maxPoll;
+        }
+
+        /**
+         * The longest a loop of this profile polls before it sleeps.
+         *
+         * @return the window's cap, zero for none
+         */
+        public Duration maxPoll() {
+            return maxPoll;
         }
     }
 
+    private static final Map<Profile, EventLoopGroup> GROUPS = new EnumMap<>(Profile.class);
+
+    /** The event loop group the builders get unless given one; daemon threads, one per CPU. */
+    public static EventLoopGroup sharedGroup() {
+        return group(Profile.STANDARD);
+    }
+
     /**
-     * The event loop group of the {@link Profile#POLLING} and {@link Profile#DIRECT} profiles:
-     * daemon threads, one per CPU, each polling for up to {@link #POLL} before it sleeps.
+     * The event loop group of {@code profile}, shared by every builder configured with it: daemon
+     * threads, one per CPU, polling for up to {@link Profile#maxPoll()} before they sleep.
+     *
+     * @param profile how the loops wait
+     * @return the group, made at the first call
      */
-    public static EventLoopGroup pollingGroup() {
+    public static EventLoopGroup group(Profile profile) {
+        Objects.requireNonNull(profile, "profile");
         synchronized (LOCK) {
-            if (polling == null) {
-                polling = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(),
-                        new DefaultThreadFactory("sockmap4j-grpc-polling", true), SockmapNetty.ioHandlerFactory(POLL));
-            }
-            return polling;
+            return GROUPS.computeIfAbsent(profile, p -> new MultiThreadIoEventLoopGroup(
+                    Runtime.getRuntime().availableProcessors(),
+                    new DefaultThreadFactory(p == Profile.STANDARD ? "sockmap4j-grpc"
+                            : "sockmap4j-grpc-" + p.name().toLowerCase(Locale.ROOT), true),
+                    p.maxPoll().isZero() ? SockmapNetty.ioHandlerFactory() : SockmapNetty.ioHandlerFactory(p.maxPoll())));
         }
     }
 
@@ -107,10 +120,7 @@ public final class SockmapGrpc {
      */
     public static NettyServerBuilder configure(NettyServerBuilder builder, Profile profile) {
         Objects.requireNonNull(profile, "profile");
-        if (profile == Profile.STANDARD) {
-            return configure(builder);
-        }
-        configure(builder, pollingGroup(), pollingGroup());
+        configure(builder, group(profile), group(profile));
         return profile == Profile.DIRECT ? builder.directExecutor() : builder;
     }
 
@@ -123,10 +133,7 @@ public final class SockmapGrpc {
      */
     public static NettyChannelBuilder configure(NettyChannelBuilder builder, Profile profile) {
         Objects.requireNonNull(profile, "profile");
-        if (profile == Profile.STANDARD) {
-            return configure(builder);
-        }
-        configure(builder, pollingGroup());
+        configure(builder, group(profile));
         return profile == Profile.DIRECT ? builder.directExecutor() : builder;
     }
 

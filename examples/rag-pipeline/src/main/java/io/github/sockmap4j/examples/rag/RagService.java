@@ -99,7 +99,7 @@ public final class RagService implements AutoCloseable {
 
     /** The loops of a path: {@link #group()}, or the polling group where the fast path polls. */
     static EventLoopGroup group(boolean fast) {
-        return fast && PROFILE != SockmapGrpc.Profile.STANDARD ? SockmapGrpc.pollingGroup() : group();
+        return fast && PROFILE != SockmapGrpc.Profile.STANDARD ? SockmapGrpc.group(PROFILE) : group();
     }
 
     private final Role role;
