@@ -388,7 +388,7 @@ public final class RagDemo implements Callable<Integer> {
             stages.put(RagService.Role.GATEWAY, Stage.inProcess(RagService.Role.GATEWAY, s, fast, ports(stages, backends)));
             return;
         }
-        List<String> flags = stageJvmFlags();
+        List<String> flags = Stage.jvmFlags(stageHeap, profile);
         Duration timeout = Duration.ofSeconds(120);
         List<CompletableFuture<Stage>> starting = new ArrayList<>();
         for (RagService.Role r : backends) {
@@ -428,31 +428,6 @@ public final class RagDemo implements Callable<Integer> {
 
     private static int[] ports(Map<RagService.Role, Stage> stages, RagService.Role[] roles) {
         return Arrays.stream(roles).mapToInt(r -> stages.get(r).port()).toArray();
-    }
-
-    /** This JVM's flags that the stages need too (native access, modules, opens, system properties), plus a heap size. */
-    private List<String> stageJvmFlags() {
-        List<String> flags = new ArrayList<>();
-        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (a.startsWith("--enable-native-access") || a.startsWith("--add-modules") || a.startsWith("--add-opens")
-                    || a.startsWith("--sun-misc-unsafe-memory-access")) {
-                flags.add(a);
-            }
-        }
-        // sockmap4j's settings (pin directory, cgroup, require), however this JVM got them.
-        for (String k : System.getProperties().stringPropertyNames()) {
-            if (k.startsWith("sockmap4j.")) {
-                flags.add("-D" + k + "=" + System.getProperty(k));
-            }
-        }
-        if (flags.stream().noneMatch(f -> f.startsWith("--add-modules") || f.equals("jdk.incubator.vector"))) {
-            flags.add("--add-modules=jdk.incubator.vector");
-        }
-        flags.add("-Xmx" + stageHeap);
-        flags.add("-Drag.profile=" + profile);
-        flags.add("-XX:+UseSerialGC");
-        flags.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
-        return flags;
     }
 
     public static void main(String[] args) {

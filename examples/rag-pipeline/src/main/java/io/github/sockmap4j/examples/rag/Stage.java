@@ -3,6 +3,7 @@ package io.github.sockmap4j.examples.rag;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -298,5 +299,33 @@ abstract class Stage implements AutoCloseable {
                 process.destroyForcibly();
             }
         }
+    }
+
+    /**
+     * This JVM's flags that a stage's JVM needs too (native access, modules, opens, sockmap4j's
+     * system properties), plus its heap size and how its fast path's event loops wait.
+     */
+    static List<String> jvmFlags(String heap, String profile) {
+        List<String> flags = new ArrayList<>();
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (a.startsWith("--enable-native-access") || a.startsWith("--add-modules") || a.startsWith("--add-opens")
+                    || a.startsWith("--sun-misc-unsafe-memory-access")) {
+                flags.add(a);
+            }
+        }
+        // sockmap4j's settings (pin directory, cgroup, require), however this JVM got them.
+        for (String k : System.getProperties().stringPropertyNames()) {
+            if (k.startsWith("sockmap4j.")) {
+                flags.add("-D" + k + "=" + System.getProperty(k));
+            }
+        }
+        if (flags.stream().noneMatch(f -> f.startsWith("--add-modules") || f.equals("jdk.incubator.vector"))) {
+            flags.add("--add-modules=jdk.incubator.vector");
+        }
+        flags.add("-Xmx" + heap);
+        flags.add("-Drag.profile=" + profile);
+        flags.add("-XX:+UseSerialGC");
+        flags.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+        return flags;
     }
 }
