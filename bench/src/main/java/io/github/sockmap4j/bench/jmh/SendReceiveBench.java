@@ -45,6 +45,10 @@ public class SendReceiveBench {
     @Param({"64", "4096", "65536"})
     public int size;
 
+    /** true: blocking channels (the write waits for credit, the read for bytes); false: both spin. */
+    @Param({"true", "false"})
+    public boolean blocking;
+
     private Sockmap sockmap;
     private SockmapServerChannel server;
     private SockmapChannel client;
@@ -72,6 +76,8 @@ public class SendReceiveBench {
         client.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(),
                 ((InetSocketAddress) server.getLocalAddress()).getPort()));
         side = server.accept();
+        client.configureBlocking(blocking);
+        side.configureBlocking(blocking);
         if (!path.equals("tcp") && !client.isAccelerated()) {
             throw new IllegalStateException("the connection is not accelerated: " + client);
         }
