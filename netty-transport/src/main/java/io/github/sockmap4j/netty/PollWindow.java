@@ -6,7 +6,7 @@ package io.github.sockmap4j.netty;
  * caught by polling that long, so the window doubles towards it (from {@code start}); a block
  * longer than {@code max} could not have been, so the window halves, and below {@code start} it
  * is 0: a loop whose events come seldom, or late, polls not at all. A poll that found work
- * leaves the window as it is.
+ * leaves the window as it is, unless the poller reports it ({@link #found}: it then doubles).
  *
  * <p>Pure: the loop measures, this decides. Used from one event loop thread.
  */
@@ -34,6 +34,17 @@ final class PollWindow {
 
     long maxNanos() {
         return maxNanos;
+    }
+
+    /**
+     * A poll found work before its window ended: the window doubles, up to the most. For a
+     * poller whose work comes in bursts (the steps of a call, then a pause before the next call),
+     * so that the pause's sleep, which halves the window, does not close it while most polls pay.
+     */
+    void found() {
+        if (windowNanos > 0) {
+            windowNanos = Math.min(maxNanos, windowNanos << 1);
+        }
     }
 
     /**

@@ -65,6 +65,41 @@ class PollWindowTest {
         }
     }
 
+    @Test
+    void aPollThatFoundWorkDoublesAnOpenWindowOnly() {
+        PollWindow w = new PollWindow(MAX, START);
+        w.found();
+        assertEquals(0, w.nanos(), "a closed window is opened by short blocks, not by reports");
+        w.blocked(1_000);
+        w.found();
+        assertEquals(2 * START, w.nanos());
+        for (int i = 0; i < 10; i++) {
+            w.found();
+        }
+        assertEquals(MAX, w.nanos());
+        w.blocked(MAX + 1);
+        w.found();
+        assertEquals(MAX, w.nanos(), "one long sleep among polls that pay leaves the window open");
+    }
+
+    @Property
+    void withReportsTheWindowStaysWithinItsCapAndIdleClosesIt(
+            @ForAll @Size(max = 200) java.util.List<@LongRange(min = -1, max = 1_000_000) Long> events) {
+        PollWindow w = new PollWindow(MAX, START);
+        for (long e : events) {
+            if (e < 0) {
+                w.found(); // -1: a poll found work
+            } else {
+                w.blocked(e);
+            }
+            assertTrue(w.nanos() == 0 || w.nanos() >= START && w.nanos() <= MAX, "window " + w.nanos());
+        }
+        for (int i = 0; i < 5; i++) {
+            w.blocked(MAX + 1);
+        }
+        assertEquals(0, w.nanos(), "after any history, five sleeps longer than the cap close the window");
+    }
+
     @Property
     void anIdleLoopStopsPollingWithinFiveLongBlocks(@ForAll @Size(max = 100) java.util.List<@LongRange(min = 0,
             max = 1_000_000) Long> before) {

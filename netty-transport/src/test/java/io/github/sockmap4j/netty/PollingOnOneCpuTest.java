@@ -13,16 +13,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * On one CPU no loop polls: a poll there could only delay the peer it waits for. A JVM held to
- * one CPU by {@code taskset} (its available processors follow the affinity) is asked, and one
- * with every CPU of this machine; no root, no kernel state.
+ * On one CPU no loop and no executor thread polls: a poll there could only delay the peer it
+ * waits for. A JVM held to one CPU by {@code taskset} (its available processors follow the
+ * affinity) is asked, and one with every CPU of this machine; no root, no kernel state.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class PollingOnOneCpuTest {
-    /** What a JVM says about polling: "cpus=N polls=true|false". */
+    /** What a JVM says about polling: "cpus=N polls=true|false executor polls=true|false". */
     public static void main(String[] args) {
         System.out.println("cpus=" + Runtime.getRuntime().availableProcessors() + " polls="
-                + PollBeforeBlock.polls(SockmapNetty.ioHandlerFactory(Duration.ofNanos(50_000))));
+                + PollBeforeBlock.polls(SockmapNetty.ioHandlerFactory(Duration.ofNanos(50_000)))
+                + " executor polls=" + new PollingExecutor("one-cpu", Duration.ofNanos(50_000)).polls());
     }
 
     static String ask(List<String> prefix) throws IOException, InterruptedException {
@@ -42,8 +43,8 @@ class PollingOnOneCpuTest {
     void aJvmOnOneCpuDoesNotPollAndOneOnMoreDoes() throws Exception {
         Path taskset = Path.of("/usr/bin/taskset");
         assertTrue(Files.isExecutable(taskset), "taskset (util-linux) is installed");
-        assertEquals("cpus=1 polls=false", ask(List.of(taskset.toString(), "-c", "0")));
+        assertEquals("cpus=1 polls=false executor polls=false", ask(List.of(taskset.toString(), "-c", "0")));
         int cpus = Runtime.getRuntime().availableProcessors();
-        assertEquals("cpus=" + cpus + " polls=" + (cpus >= 2), ask(List.of()));
+        assertEquals("cpus=" + cpus + " polls=" + (cpus >= 2) + " executor polls=" + (cpus >= 2), ask(List.of()));
     }
 }
