@@ -1,6 +1,7 @@
 package io.github.sockmap4j.bench;
 
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.netty.PollingExecutor;
 import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.CallOptions;
@@ -39,7 +40,9 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.file.Path;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 
@@ -53,7 +56,8 @@ import org.HdrHistogram.Histogram;
  * distance from TCP to in-process that sockmap4j closes.
  *
  * <p>{@code -Dexecutor=direct} runs every gRPC server and channel with {@code directExecutor()}
- * (handlers on the event loop, no hand-off to an executor); the default is gRPC's own executor.
+ * (handlers on the event loop, no hand-off to an executor), {@code -Dexecutor=polling} sockmap4j's on a
+ * {@link PollingExecutor}; the default is gRPC's own executor.
  *
  * <p>In either {@link Topology} ({@code -Dtopology=loopback}, the default, or {@code node}: stock
  * TCP through the node's DNAT, sockmap4j's VIP translated at connect); the domain socket is a
@@ -73,6 +77,13 @@ public final class NettyGrpcBench {
 
     /** gRPC's executor profile for servers and channels: its default executor, or {@code directExecutor()}. */
     static final boolean DIRECT = "direct".equals(System.getProperty("executor", "default"));
+    /**
+     * {@code -Dexecutor=polling}: sockmap4j's servers and channels on a {@link PollingExecutor} polling
+     * as long as its loops ({@code -Dpoll}), as {@code SockmapGrpc.Profile.POLLING} sets them up; stock
+     * epoll's too with {@code -DpollStock=true} (an executor of its own).
+     */
+    static final boolean POLLING = "polling".equals(System.getProperty("executor", "default"));
+    static final Map<Transport, PollingExecutor> EXECUTORS = new java.util.EnumMap<>(Transport.class);
 
     /** A fresh domain socket path (the socket file is removed when its server closes). */
     static io.netty.channel.unix.DomainSocketAddress domainSocket() throws IOException {
@@ -144,6 +155,13 @@ public final class NettyGrpcBench {
         EventLoopGroup fast = new MultiThreadIoEventLoopGroup(loops,
                 SockmapNetty.ioHandlerFactory(java.time.Duration.ofNanos(pollNanos)));
         java.util.function.Function<Transport, EventLoopGroup> groups = t -> t == Transport.SOCKMAP ? fast : stock;
+        if (POLLING) {
+            for (Transport t : Boolean.getBoolean("pollStock") ? List.of(Transport.TCP, Transport.UDS, Transport.SOCKMAP)
+                    : List.of(Transport.SOCKMAP)) {
+                EXECUTORS.put(t, new PollingExecutor("exec-" + t.name().toLowerCase(Locale.ROOT),
+                        java.time.Duration.ofNanos(pollNanos)));
+            }
+        }
         try (Topology at = Topology.fromProperty(pins)) {
             for (Kind k : Kind.values()) {
                 at.service(port(Transport.TCP, k), false);
@@ -183,7 +201,7 @@ public final class NettyGrpcBench {
             }
             BenchRun.header(String.format(Locale.ROOT, "sockmap4j Netty/gRPC benchmark, topology %s, gRPC executor %s: "
                     + "%d rounds, %d echo and %d unary round trips a round, %d x 64 KiB streamed a round, %d event "
-                    + "loop(s) per transport, sockmap4j's polling up to %d us%s", at.name(), DIRECT ? "direct" : "default",
+                    + "loop(s) per transport, sockmap4j's polling up to %d us%s", at.name(), DIRECT ? "direct" : POLLING ? "polling" : "default",
                     rounds, iterations, iterations / 4, STREAM_MESSAGES, loops, pollNanos / 1000,
                     Boolean.getBoolean("pollStock") ? " (stock epoll's too)" : ""));
             if (at.isNode()) {
@@ -206,6 +224,8 @@ public final class NettyGrpcBench {
                 System.out.printf(Locale.ROOT, "%s: %d messages redirected, %d sent by TCP by registered sockets%n", t,
                         carried[t.ordinal()][0], carried[t.ordinal()][1]);
             }
+            EXECUTORS.forEach((t, e) -> System.out.printf(Locale.ROOT, "%s's executor: %d tasks found while polling, "
+                    + "%d sleeps, %d threads%n", t, e.pollHits(), e.sleeps(), e.threads()));
             System.out.println("medians over rounds; vs TCP = sockmap4j / stock epoll TCP, vs UDS = sockmap4j / stock "
                     + "epoll over a Unix domain socket (lower is faster for times); gap closed = (TCP - sockmap4j) / "
                     + "(TCP - in-process): the share of the distance from TCP to no socket at all; CPU: this "
@@ -361,6 +381,8 @@ public final class NettyGrpcBench {
         }
         if (DIRECT) {
             sb.directExecutor();
+        } else if (EXECUTORS.containsKey(t)) {
+            sb.executor(EXECUTORS.get(t));
         }
         Server server = sb.build().start();
         SocketAddress bound = server.getListenSockets().getFirst();
@@ -376,6 +398,8 @@ public final class NettyGrpcBench {
         cb.channelFactory(in(at, 0, t, clientChannels(t)));
         if (DIRECT) {
             cb.directExecutor();
+        } else if (EXECUTORS.containsKey(t)) {
+            cb.executor(EXECUTORS.get(t));
         }
         return new Grpc(server, cb.build());
     }

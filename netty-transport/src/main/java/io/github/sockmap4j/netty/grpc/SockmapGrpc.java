@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty.grpc;
 
+import io.github.sockmap4j.netty.PollingExecutor;
 import io.github.sockmap4j.netty.SockmapNetty;
 import io.grpc.MethodDescriptor;
 import io.grpc.netty.NettyChannelBuilder;
@@ -53,8 +54,10 @@ public final class SockmapGrpc {
         /**
          * Event loops that poll for up to 50 µs before they sleep, for as long as their sleeps
          * have been shorter than that ({@link SockmapNetty#ioHandlerFactory(Duration)}): a reply or
-         * a hand-over within the window wakes no thread. gRPC's own executor. A loop whose events
-         * come seldom, or later than the window, stops polling by itself; on one CPU no loop polls.
+         * a hand-over within the window wakes no thread. Handlers and callbacks run on an executor
+         * whose idle threads poll the same way ({@link #pollingExecutor()}), threads made as
+         * gRPC's own executor makes them, so a handler may block. A loop or a thread whose work
+         * comes seldom, or later than the window, stops polling by itself; on one CPU none polls.
          */
         POLLING(Duration.ofNanos(50_000)),
         /**
@@ -107,6 +110,24 @@ public final class SockmapGrpc {
         }
     }
 
+    private static PollingExecutor pollingExecutor;
+
+    /**
+     * The executor of {@link Profile#POLLING}'s servers and channels: idle threads poll for the
+     * next task for up to the profile's window before they sleep, one made per JVM at the first
+     * call; its threads end after a minute idle.
+     *
+     * @return the shared polling executor
+     */
+    public static PollingExecutor pollingExecutor() {
+        synchronized (LOCK) {
+            if (pollingExecutor == null) {
+                pollingExecutor = new PollingExecutor("sockmap4j-exec", Profile.POLLING.maxPoll());
+            }
+            return pollingExecutor;
+        }
+    }
+
     public static NettyServerBuilder configure(NettyServerBuilder builder) {
         return configure(builder, sharedGroup(), sharedGroup());
     }
@@ -121,7 +142,11 @@ public final class SockmapGrpc {
     public static NettyServerBuilder configure(NettyServerBuilder builder, Profile profile) {
         Objects.requireNonNull(profile, "profile");
         configure(builder, group(profile), group(profile));
-        return profile == Profile.DIRECT ? builder.directExecutor() : builder;
+        return switch (profile) {
+            case STANDARD -> builder;
+            case POLLING -> builder.executor(pollingExecutor());
+            case DIRECT -> builder.directExecutor();
+        };
     }
 
     /**
@@ -134,7 +159,11 @@ public final class SockmapGrpc {
     public static NettyChannelBuilder configure(NettyChannelBuilder builder, Profile profile) {
         Objects.requireNonNull(profile, "profile");
         configure(builder, group(profile));
-        return profile == Profile.DIRECT ? builder.directExecutor() : builder;
+        return switch (profile) {
+            case STANDARD -> builder;
+            case POLLING -> builder.executor(pollingExecutor());
+            case DIRECT -> builder.directExecutor();
+        };
     }
 
     public static NettyServerBuilder configure(NettyServerBuilder builder, EventLoopGroup boss, EventLoopGroup worker) {
