@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where a gRPC unary call's time goes between threads (GrpcHandoffs): per thread group, sleeps
 # (voluntary context switches), preemptions, CPU and run-queue time per call, for TCP, sockmap4j
-# and gRPC in-process, loopback; EXECUTOR=direct for the directExecutor() profile.
+# and gRPC in-process, loopback; EXECUTOR=direct for the directExecutor() profile, EXECUTOR=polling for
+# the polling executor (every transport's, as the loops).
 # POLL=<us>: event loops that poll before they sleep; TRANSPORTS=UDS,SOCKMAP: only these.
 # Usage: [EXECUTOR=direct] scripts/bench-grpc-handoffs.sh [calls]
 set -euo pipefail

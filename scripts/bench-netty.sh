@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Netty echo and gRPC (unary RTT, streaming throughput) over the fast path vs stock epoll.
-# EXECUTOR=direct runs every gRPC server and channel with directExecutor() (the default: gRPC's own executor).
+# EXECUTOR=direct runs every gRPC server and channel with directExecutor(), EXECUTOR=polling sockmap4j's and
+# in-process's on a PollingExecutor (stock's too with POLL_STOCK=true); the default: gRPC's own executor.
 # POLL=<us> lets sockmap4j's event loops poll up to that long before they sleep (POLL_STOCK=true: stock epoll's too).
 # Usage: [TOPOLOGY=node] [EXECUTOR=direct] scripts/bench-netty.sh [rounds] [round-trips-per-round]
 set -euo pipefail

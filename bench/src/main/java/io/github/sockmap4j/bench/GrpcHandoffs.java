@@ -94,8 +94,10 @@ public final class GrpcHandoffs {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(Integer.getInteger("loops", 2), pollMicros > 0
                 ? SockmapNetty.ioHandlerFactory(java.time.Duration.ofNanos(pollMicros * 1000))
                 : EpollIoHandler.newFactory());
+        NettyGrpcBench.pollingExecutors(pollMicros * 1000, true); // -Dexecutor=polling: every transport's, as its loops
         BenchRun.header(String.format(Locale.ROOT, "gRPC unary 1 KiB hand-offs, loopback, executor %s, %d calls, "
-                + "event loops polling up to %d us", NettyGrpcBench.DIRECT ? "direct" : "default", calls, pollMicros));
+                + "event loops polling up to %d us", NettyGrpcBench.DIRECT ? "direct" : NettyGrpcBench.POLLING ? "polling"
+                : "default", calls, pollMicros));
         BenchRun.Table table = new BenchRun.Table(2, "transport", "thread", "sleeps/call", "preempted/call",
                 "on CPU us/call", "run-queue us/call");
         Thread.currentThread().setName("caller");

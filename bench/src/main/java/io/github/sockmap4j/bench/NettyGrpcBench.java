@@ -79,11 +79,26 @@ public final class NettyGrpcBench {
     static final boolean DIRECT = "direct".equals(System.getProperty("executor", "default"));
     /**
      * {@code -Dexecutor=polling}: sockmap4j's servers and channels on a {@link PollingExecutor} polling
-     * as long as its loops ({@code -Dpoll}), as {@code SockmapGrpc.Profile.POLLING} sets them up; stock
-     * epoll's too with {@code -DpollStock=true} (an executor of its own).
+     * as long as its loops ({@code -Dpoll}), as {@code SockmapGrpc.Profile.POLLING} sets them up, and
+     * in-process's (the ceiling of the same calls) on one of its own; stock epoll's and the domain
+     * socket's too with {@code -DpollStock=true}.
      */
     static final boolean POLLING = "polling".equals(System.getProperty("executor", "default"));
     static final Map<Transport, PollingExecutor> EXECUTORS = new java.util.EnumMap<>(Transport.class);
+
+    /**
+     * With {@code -Dexecutor=polling}, a polling executor for sockmap4j's servers and channels and
+     * for in-process's (the ceiling of the same calls runs them on the same kind of executor), and
+     * with {@code stockToo} for stock epoll's and the domain socket's: one each.
+     */
+    static void pollingExecutors(long pollNanos, boolean stockToo) {
+        if (POLLING) {
+            for (Transport t : stockToo ? List.of(Transport.values()) : List.of(Transport.SOCKMAP, Transport.INPROCESS)) {
+                EXECUTORS.put(t, new PollingExecutor("exec-" + t.name().toLowerCase(Locale.ROOT),
+                        java.time.Duration.ofNanos(pollNanos)));
+            }
+        }
+    }
 
     /** A fresh domain socket path (the socket file is removed when its server closes). */
     static io.netty.channel.unix.DomainSocketAddress domainSocket() throws IOException {
@@ -155,13 +170,7 @@ public final class NettyGrpcBench {
         EventLoopGroup fast = new MultiThreadIoEventLoopGroup(loops,
                 SockmapNetty.ioHandlerFactory(java.time.Duration.ofNanos(pollNanos)));
         java.util.function.Function<Transport, EventLoopGroup> groups = t -> t == Transport.SOCKMAP ? fast : stock;
-        if (POLLING) {
-            for (Transport t : Boolean.getBoolean("pollStock") ? List.of(Transport.TCP, Transport.UDS, Transport.SOCKMAP)
-                    : List.of(Transport.SOCKMAP)) {
-                EXECUTORS.put(t, new PollingExecutor("exec-" + t.name().toLowerCase(Locale.ROOT),
-                        java.time.Duration.ofNanos(pollNanos)));
-            }
-        }
+        pollingExecutors(pollNanos, Boolean.getBoolean("pollStock"));
         try (Topology at = Topology.fromProperty(pins)) {
             for (Kind k : Kind.values()) {
                 at.service(port(Transport.TCP, k), false);
@@ -366,6 +375,9 @@ public final class NettyGrpcBench {
             if (DIRECT) {
                 ib.directExecutor();
                 ic.directExecutor();
+            } else if (EXECUTORS.containsKey(t)) {
+                ib.executor(EXECUTORS.get(t));
+                ic.executor(EXECUTORS.get(t));
             }
             return new Grpc(ib.build().start(), ic.build());
         }

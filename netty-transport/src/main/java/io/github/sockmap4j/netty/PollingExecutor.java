@@ -21,7 +21,8 @@ import java.util.concurrent.locks.LockSupport;
  * half the CPUs' idle threads poll at once (at least one), each for the window its
  * {@link PollWindow} has learnt, yielding the CPU between two looks: a poll that finds a task
  * doubles the window (up to the most), one that ends in a sleep longer than the most halves it,
- * and a sleep shorter than the window would have been opens it again. Steps of calls that come
+ * and a task that came sooner after the sleep began than the window would have been opens it
+ * again (counted to when the task woke the thread, not to when the thread ran). Steps of calls that come
  * within the window keep it open although each call's first step comes later; with no tasks the
  * window closes after a few sleeps. On one CPU none polls, and the executor is a cached pool.
  *
@@ -86,6 +87,7 @@ public final class PollingExecutor implements Executor {
     private void wake() {
         Worker w = sleeping.pollFirst();
         if (w != null) {
+            w.wokenAt = System.nanoTime();
             LockSupport.unpark(w.thread);
             return;
         }
@@ -129,6 +131,12 @@ public final class PollingExecutor implements Executor {
 
     private final class Worker {
         Thread thread;
+        /**
+         * When a task woke this thread: the window learns from when work came, not from when the
+         * thread ran again (on these VMs a sleeping thread takes tens of microseconds to run, which
+         * would keep the window shut however soon tasks come).
+         */
+        volatile long wokenAt;
         private final PollWindow window = new PollWindow(maxPollNanos, Math.min(5_000, Math.max(1, maxPollNanos)));
 
         void run() {
@@ -171,6 +179,7 @@ public final class PollingExecutor implements Executor {
             }
             long deadline = begin + keepAliveNanos;
             while (true) {
+                wokenAt = 0;
                 sleeping.addFirst(this);
                 task = tasks.poll(); // a task handed over before this thread was seen sleeping
                 boolean woken = false;
@@ -184,7 +193,8 @@ public final class PollingExecutor implements Executor {
                 }
                 if (task != null) {
                     waiting.decrementAndGet();
-                    window.blocked(System.nanoTime() - begin);
+                    long came = wokenAt;
+                    window.blocked((came != 0 ? came : System.nanoTime()) - begin);
                     return task;
                 }
                 if (!woken && System.nanoTime() - deadline >= 0) {

@@ -169,8 +169,8 @@ public final class RagDemo implements Callable<Integer> {
                     + "the fast path the internal hops' connects are translated to their pods)"
                     : "topology: loopback: every stage on this host's loopback (127.0.0.1)");
             out.println("event loops: " + (profile.equals("polling") ? "the fast path's poll up to "
-                    + SockmapGrpc.Profile.POLLING.maxPoll().toNanos() / 1000 + " us before they sleep (SockmapGrpc.Profile.POLLING); the "
-                    + "plain path's sleep" : "both paths' sleep until an event comes (SockmapGrpc.Profile.STANDARD)"));
+                    + SockmapGrpc.Profile.POLLING.maxPoll().toNanos() / 1000 + " us before they sleep, and so do the "
+                    + "threads of its handlers' executor (SockmapGrpc.Profile.POLLING); the plain path's sleep" : "both paths' sleep until an event comes (SockmapGrpc.Profile.STANDARD)"));
             out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
                     + "then %.0f s with %d in flight%n%n", requests, rate, throughputSeconds, inFlight);
             List<RagReport.Run> plainRuns = new ArrayList<>();

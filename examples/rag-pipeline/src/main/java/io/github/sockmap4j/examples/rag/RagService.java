@@ -81,7 +81,8 @@ public final class RagService implements AutoCloseable {
     /**
      * How the fast path's calls wait ({@code -Drag.profile=polling}, from the demo's
      * {@code --profile}): STANDARD runs both paths on the same kind of event loops, so that only
-     * the redirect differs; POLLING gives the fast path's loops sockmap4j's polling profile.
+     * the redirect differs; POLLING gives the fast path's loops and handlers sockmap4j's polling
+     * profile (its loops and its executor).
      */
     static final SockmapGrpc.Profile PROFILE =
             SockmapGrpc.Profile.valueOf(System.getProperty("rag.profile", "standard").toUpperCase(Locale.ROOT));
@@ -220,6 +221,9 @@ public final class RagService implements AutoCloseable {
                 b.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group(fast))
                         .workerEventLoopGroup(group(fast));
             }
+            if (fast && PROFILE == SockmapGrpc.Profile.POLLING) {
+                b.executor(SockmapGrpc.pollingExecutor());
+            }
             Server server = b.build().start();
             return new RagService(role, server, channels, alloc, info);
         } catch (IOException | RuntimeException e) {
@@ -264,6 +268,9 @@ public final class RagService implements AutoCloseable {
                 .maxInboundMessageSize(64 << 20);
         if (fast) {
             SockmapGrpc.configure(b, group(true));
+            if (PROFILE == SockmapGrpc.Profile.POLLING) {
+                b.executor(SockmapGrpc.pollingExecutor());
+            }
         } else {
             b.channelType(EpollSocketChannel.class).eventLoopGroup(group());
         }
