@@ -15,8 +15,9 @@ import java.util.concurrent.ExecutionException;
  * chain in PREROUTING and OUTPUT, one chain per Service that picks an endpoint with
  * {@code statistic --mode random}, DNAT to it), {@link #serviceNft} the same in kube-proxy's
  * nftables mode, with conntrack as the node's netfilter keeps it.
- * {@link #close()} deletes every namespace it made, and with them their links and rules; the
- * host's own netfilter and sysctls are never touched.
+ * {@link #close()} deletes every namespace it made, and with them their links and rules (a
+ * shutdown hook does, if the JVM ends first); the host's own netfilter and sysctls are never
+ * touched.
  *
  * <p>Pod {@code i} (from 0) has the address {@code 10.244.(i+1).2} and {@code fd00:244:(i+1)::2},
  * its node end {@code .1} and {@code ::1}.
@@ -29,9 +30,13 @@ public final class NodeBed implements AutoCloseable {
     /** The tools (iptables, ip6tables) whose KUBE-SERVICES chain exists. */
     private final java.util.Set<String> tables = new java.util.HashSet<>();
 
+    /** Deletes the namespaces if the JVM ends before {@link #close()} (a benchmark stopped by a signal). */
+    private final Thread hook = new Thread(this::deleteAtExit, "node-bed-cleanup");
+
     private NodeBed(String prefix) {
         this.prefix = prefix;
         this.node = prefix + "n";
+        Runtime.getRuntime().addShutdownHook(hook);
     }
 
     /**
@@ -61,7 +66,9 @@ public final class NodeBed implements AutoCloseable {
         String inPod = "sm4j" + id + tag + "p" + i;  // at most 15 characters
         String onNode = "sm4j" + id + tag + "n" + i;
         Netns.add(pod);
-        pods.add(pod);
+        synchronized (this) {
+            pods.add(pod);
+        }
         Sh.run("ip", "link", "add", inPod, "type", "veth", "peer", "name", onNode);
         Sh.run("ip", "link", "set", inPod, "netns", pod);
         Sh.run("ip", "link", "set", onNode, "netns", node);
@@ -227,8 +234,25 @@ public final class NodeBed implements AutoCloseable {
     /** Deletes the pods' and the node's namespaces (their links, routes and NAT rules go with them). */
     @Override
     public void close() throws IOException {
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException exiting) {
+            // The JVM is exiting: the hook deletes them as well (deleting is idempotent).
+        }
+        Netns.deleteAll(namespaces());
+    }
+
+    private synchronized List<String> namespaces() {
         List<String> all = new ArrayList<>(pods);
         all.add(node);
-        Netns.deleteAll(all);
+        return all;
+    }
+
+    private void deleteAtExit() {
+        try {
+            Netns.deleteAll(namespaces());
+        } catch (IOException e) {
+            System.err.println("node bed: deleting " + namespaces() + " at exit failed: " + e.getMessage());
+        }
     }
 }
