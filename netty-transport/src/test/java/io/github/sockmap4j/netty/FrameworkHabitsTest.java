@@ -133,9 +133,19 @@ class FrameworkHabitsTest {
             Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
             client.close().sync();
-            client.eventLoop().submit(() -> { }).sync(); // the pipeline's teardown has run
-            assertTrue(client.pipeline().names().stream().noneMatch(n -> n.startsWith("sockmap4j-")),
-                    () -> client.pipeline().names().toString());
+            // The teardown runs once the loop has processed the deregistration, which Netty 4.2's
+            // IoHandler completes on a later turn of the loop than close()'s future: wait for it.
+            java.util.function.Supplier<List<String>> names = () -> {
+                try {
+                    return client.eventLoop().submit(() -> client.pipeline().names()).get();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            };
+            io.github.sockmap4j.testbed.Await.until("the closed channel's pipeline is torn down",
+                    () -> names.get().stream().noneMatch(n -> n.startsWith("sockmap4j-")));
+            client.eventLoop().submit(() -> { }).sync(); // and nothing put them back meanwhile
+            assertTrue(names.get().stream().noneMatch(n -> n.startsWith("sockmap4j-")), () -> names.get().toString());
         } finally {
             server.close().sync();
         }
