@@ -14,6 +14,7 @@ import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ClientCalls;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.ServerCalls;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
@@ -145,10 +146,21 @@ public final class NettyGrpcBench {
                     out.onCompleted();
                 }))
                 .addMethod(STREAM, ServerCalls.asyncServerStreamingCall((req, out) -> {
-                    for (int i = 0; i < STREAM_MESSAGES; i++) {
-                        out.onNext(STREAM_MESSAGE);
-                    }
-                    out.onCompleted();
+                    // As a server streaming this much should: only while the call is ready. Writing all
+                    // 256 MiB at once queued it all in the server first (with directExecutor(), on its
+                    // event loop, flushed only once the handler returned), which measured that queue.
+                    ServerCallStreamObserver<byte[]> call = (ServerCallStreamObserver<byte[]>) out;
+                    int[] sent = {0};
+                    call.setOnReadyHandler(() -> {
+                        while (sent[0] < STREAM_MESSAGES && call.isReady()) {
+                            call.onNext(STREAM_MESSAGE);
+                            sent[0]++;
+                        }
+                        if (sent[0] == STREAM_MESSAGES) {
+                            sent[0]++;
+                            call.onCompleted();
+                        }
+                    });
                 }))
                 .build();
     }
