@@ -259,12 +259,14 @@ public final class RagDemo implements Callable<Integer> {
                 long[] cpu0 = StageMeters.cpu(stages);
                 long sys0 = StageMeters.systemCpu(stages);
                 long self0 = StageMeters.selfCpuNanos();
+                long waited0 = StageMeters.runQueueNanos(stages);
                 long[] st0 = StageMeters.counters(fast, sockmap);
                 long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
                 long[] cpu1 = StageMeters.cpu(stages);
                 long sys1 = StageMeters.systemCpu(stages);
                 long self1 = StageMeters.selfCpuNanos();
+                long waited1 = StageMeters.runQueueNanos(stages);
                 Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
                 Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
                 for (RagService.Role role : RagService.Role.values()) {
@@ -303,7 +305,8 @@ public final class RagDemo implements Callable<Integer> {
                 return new RagReport.Run(fast, res.latencyMicros(), rate, res.rps(), res.failed(), maxRps, cpuPct, rss,
                         100.0 * (self1 - self0) / (res.seconds() * 1e9),
                         sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
-                        st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads);
+                        st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads,
+                        waited0 < 0 || waited1 < 0 ? -1 : (waited1 - waited0) / 1e6 / requests);
             } finally {
                 gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             }

@@ -17,7 +17,8 @@ final class RagReport {
             Map<RagService.Role, Double> cpuPercent, Map<RagService.Role, Long> rss, double loadGenCpuPercent,
             double systemCpuPercent,
             long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
-            Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads) {
+            Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads,
+            double runQueueMillisPerRequest) {
     }
 
     private final PrintStream out;
@@ -61,6 +62,7 @@ final class RagReport {
                     r -> r.cpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.1f", both);
             row("  of which in the kernel", plain, fast, Run::systemCpuPercent, "%.1f", both);
         }
+        row("ms a request waiting for a CPU (stages' and load's threads)", plain, fast, Run::runQueueMillisPerRequest, "%.2f", both);
         row(inProcess ? "CPU % (this JVM: stages + load)" : "CPU % load generator", plain, fast, Run::loadGenCpuPercent, "%.1f", both);
         if (!inProcess && idleSeconds > 0) {
             row(String.format(Locale.ROOT, "CPU %% all stages idle (%.0f s, no traffic)", idleSeconds), plain, fast,
@@ -79,7 +81,9 @@ final class RagReport {
         row("MiB sent by TCP from opted-in sockets", plain, fast, r -> r.bytesPassed() / 1048576.0, "%.1f", false);
         row("in-flight bound hits", plain, fast, r -> (double) r.boundHits(), "%,.0f", false);
         out.printf(Locale.ROOT, "%nfailed requests: plain %d, fast %d. CPU %%: 100 = one CPU, over the fixed-rate phase. "
-                + "Latency counts from each request's scheduled start.%n",
+                + "Latency counts from each request's scheduled start. Waiting for a CPU: the time the stages' and "
+                + "the load generator's threads (not the JVMs' JIT compilers, GC and VM threads) were runnable but "
+                + "not running (schedstat), summed, per request of the fixed-rate phase.%n",
                 plain.stream().mapToLong(Run::failed).sum(), fast.stream().mapToLong(Run::failed).sum());
         for (List<Run> runs : List.of(plain, fast)) {
             if (!runs.isEmpty() && !runs.get(runs.size() - 1).idleThreads().isEmpty()) {

@@ -78,6 +78,42 @@ abstract class Stage implements AutoCloseable {
         return out;
     }
 
+    /**
+     * Nanoseconds the stage's own threads have so far spent runnable but waiting for a CPU (the
+     * second field of /proc/PID/task/TID/schedstat, summed over the threads alive now; the JVM's JIT
+     * compiler, GC and VM threads left out), or -1 when it shares this JVM or the kernel keeps no
+     * schedstat.
+     */
+    long runQueueNanos() {
+        long pid = pid();
+        return pid < 0 ? -1 : runQueueNanos(Path.of("/proc", Long.toString(pid), "task"));
+    }
+
+    /** The JVM's own threads by name: JIT compilers, GC workers, the VM thread and its periodic task. */
+    static final java.util.regex.Pattern JVM_THREAD = java.util.regex.Pattern.compile("C[12] CompilerThre|GC |G1 |VM ");
+
+    /**
+     * The run-queue wait of the threads under {@code tasks} (a /proc/PID/task directory) but the
+     * JVM's own ({@link #JVM_THREAD}), or -1.
+     */
+    static long runQueueNanos(Path tasks) {
+        long sum = 0;
+        try (var ts = Files.list(tasks)) {
+            for (Path t : (Iterable<Path>) ts::iterator) {
+                try {
+                    if (!JVM_THREAD.matcher(Files.readString(t.resolve("comm"))).lookingAt()) {
+                        sum += Long.parseLong(Files.readString(t.resolve("schedstat")).trim().split(" ")[1]);
+                    }
+                } catch (java.nio.file.NoSuchFileException gone) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (IOException | RuntimeException noSchedstat) {
+            return -1;
+        }
+        return sum;
+    }
+
     @Override
     public abstract void close();
 

@@ -42,6 +42,22 @@ final class StageMeters {
         return out;
     }
 
+    /**
+     * Nanoseconds all stages' threads and this JVM's (the load generator's) have so far waited
+     * runnable for a CPU, or -1 when a stage shares this JVM or the kernel keeps no schedstat.
+     */
+    static long runQueueNanos(Map<RagService.Role, Stage> stages) {
+        long sum = Stage.runQueueNanos(java.nio.file.Path.of("/proc/self/task"));
+        for (Stage s : stages.values()) {
+            long v = s.runQueueNanos();
+            if (v < 0 || sum < 0) {
+                return -1;
+            }
+            sum += v;
+        }
+        return sum;
+    }
+
     static long[] cpu(Map<RagService.Role, Stage> stages) {
         long[] c = new long[RagService.Role.values().length];
         for (RagService.Role r : RagService.Role.values()) {

@@ -39,6 +39,8 @@ class RagDemoTest {
         assertTrue(runs.find(), "a run count row");
         long verdictRuns = Long.parseLong(runs.group(1).replace(",", ""));
         assertTrue(verdictRuns >= 300 * 6, "the verdict ran for every internal send: " + verdictRuns);
+        assertTrue(Pattern.compile("\\| ms a request waiting for a CPU \\(stages' and load's threads\\) \\| [0-9.]+ \\| [0-9.]+ \\|")
+                .matcher(text).find(), "how long a request's threads waited for a CPU, on both paths");
         assertTrue(text.contains("failed requests: plain 0, fast 0"), text);
         assertTrue(text.contains("topology: node: each stage and the load generator in a pod of its own"), text);
         Matcher redirected = Pattern.compile("\\| MiB redirected \\(opted-in sockets\\) \\| 0.0 \\| ([0-9.]+) \\|").matcher(text);
