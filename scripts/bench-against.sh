@@ -7,7 +7,11 @@
 # neither build sees the other's snapshot jars; both are removed at the end.
 # With SM4J_AGAINST=jvm it measures the JVM's own paths instead: JMH SendReceiveBench.single at 64 B
 # (redirect and TCP, ns per message) and RttBench's 64 B ping-pong (SockmapChannel redirected, p50
-# and CPU per round trip), for changes to the channels and the native calls.
+# and CPU per round trip), for changes to the channels and the native calls. With SM4J_AGAINST=arrow:
+# ArrowBench on loopback (each tree's own; GB/s of stock Flight, the bridge, Flight on the sockmap
+# transport, the bridge with the bound lifted), for changes anywhere under the Arrow bridge. With
+# SM4J_AGAINST=netty: NettyGrpcBench on loopback, one event loop (each tree's own; Netty echo and
+# gRPC unary, sockmap4j's and stock epoll's), for changes to the Netty transport.
 # Usage: scripts/bench-against.sh REV [ROUNDS]     (e.g. scripts/bench-against.sh 6a39524 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +49,16 @@ trap 'rc=$?; cleanup; leave_child_cgroup "$rc"' EXIT
 export SM4J_BENCH_CASES="pod IP, redirected;pod IP, plain"
 run() { # DIR REPO LABEL N
   local dir=$1 repo=$2 label=$3 n=$4
+  if [ "${SM4J_AGAINST:-node}" = netty ]; then
+    (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+      -Dloops=1 -classpath %classpath io.github.sockmap4j.bench.NettyGrpcBench 5 10000") > "$out/netty-$label-$n.txt"
+    return
+  fi
+  if [ "${SM4J_AGAINST:-node}" = arrow ]; then
+    (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+      -Xmx2g -classpath %classpath io.github.sockmap4j.bench.ArrowBench 5") > "$out/arrow-$label-$n.txt"
+    return
+  fi
   if [ "${SM4J_AGAINST:-node}" = jvm ]; then
     (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
       -classpath %classpath org.openjdk.jmh.Main SendReceiveBench.single -p size=64 -p path=redirect,tcp -f 1 -wi 3 -i 5") \
@@ -69,6 +83,27 @@ done
 # ServiceScaleBench "| the VIP | 10 | p50 | p99 |..." and "| pod 1's IP | - | p50 |...".
 metric() { # LABEL: prints "name value" lines, one a run and metric
   local label=$1 f
+  if [ "${SM4J_AGAINST:-node}" = netty ]; then
+    for f in "$out"/netty-"$label"-*.txt; do
+      # NettyGrpcBench's rows: "Netty echo 64 B p50 (us)   stock   sockmap4j   ..." in both trees.
+      awk '/^Netty echo 64 B p50/ {print "netty_echo_p50_stock", $7; print "netty_echo_p50_sockmap4j", $8}
+           /^Netty echo 64 B p99 / {print "netty_echo_p99_sockmap4j", $8}
+           /^Netty echo CPU/ {print "netty_echo_cpu_stock", $5; print "netty_echo_cpu_sockmap4j", $6}
+           /^gRPC unary 1 KiB p50/ {print "grpc_unary_p50_stock", $7; print "grpc_unary_p50_sockmap4j", $8}
+           /^gRPC unary CPU/ {print "grpc_unary_cpu_sockmap4j", $6}' "$f"
+    done
+    return
+  fi
+  if [ "${SM4J_AGAINST:-node}" = arrow ]; then
+    for f in "$out"/arrow-"$label"-*.txt; do
+      # ArrowBench's rows: "Flight DoGet, stock grpc-netty (epoll)   0.88   1.00   rounds..."
+      awk '/^Flight DoGet, stock/ {print "arrow_flight_stock_gbps", $(NF-6)}
+           /^Arrow bridge, default bound|^Arrow bridge over SockmapChannel/ {print "arrow_bridge_gbps", $(NF-6); print "arrow_bridge_vs_flight", $(NF-5)}
+           /^Flight DoGet, sockmap/ {print "arrow_flight_sockmap_gbps", $(NF-6)}
+           /^Arrow bridge, in-flight bound lifted/ {print "arrow_bridge_lifted_gbps", $(NF-6)}' "$f"
+    done
+    return
+  fi
   if [ "${SM4J_AGAINST:-node}" = jvm ]; then
     for f in "$out"/jmh-"$label"-*.txt; do
       # JMH's result lines: "SendReceiveBench.single  redirect  64  avgt  5  4038.1 ± 117.2  ns/op"
@@ -97,7 +132,7 @@ metric() { # LABEL: prints "name value" lines, one a run and metric
 median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 echo
 echo "Runs: $out (rtt-*.txt, svc-*.txt)"
-echo "| metric (µs) | $rev (median of $rounds) | this tree (median of $rounds) | this / $rev |"
+echo "| metric (µs unless named) | $rev (median of $rounds) | this tree (median of $rounds) | this / $rev |"
 echo "|---|---:|---:|---:|"
 metric new > "$out/new.tsv"
 metric old > "$out/old.tsv"
