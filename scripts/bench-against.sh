@@ -56,7 +56,8 @@ run() { # DIR REPO LABEL N
   fi
   if [ "${SM4J_AGAINST:-node}" = arrow ]; then
     (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
-      -Xmx2g -classpath %classpath io.github.sockmap4j.bench.ArrowBench 5") > "$out/arrow-$label-$n.txt"
+      --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xmx2g \
+      -classpath %classpath io.github.sockmap4j.bench.ArrowBench 5") > "$out/arrow-$label-$n.txt"
     return
   fi
   if [ "${SM4J_AGAINST:-node}" = jvm ]; then
