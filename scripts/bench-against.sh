@@ -11,7 +11,9 @@
 # ArrowBench on loopback (each tree's own; GB/s of stock Flight, the bridge, Flight on the sockmap
 # transport, the bridge with the bound lifted), for changes anywhere under the Arrow bridge. With
 # SM4J_AGAINST=netty: NettyGrpcBench on loopback, one event loop (each tree's own; Netty echo and
-# gRPC unary, sockmap4j's and stock epoll's), for changes to the Netty transport.
+# gRPC unary, sockmap4j's and stock epoll's), for changes to the Netty transport. With
+# SM4J_AGAINST=stream: StreamBench's 64 KiB writes on loopback (each tree's own; java.nio TCP, the
+# redirect bounded and unbounded, gathering writes on both), for changes to the channels' writes.
 # Usage: scripts/bench-against.sh REV [ROUNDS]     (e.g. scripts/bench-against.sh 6a39524 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +51,11 @@ trap 'rc=$?; cleanup; leave_child_cgroup "$rc"' EXIT
 export SM4J_BENCH_CASES="pod IP, redirected;pod IP, plain"
 run() { # DIR REPO LABEL N
   local dir=$1 repo=$2 label=$3 n=$4
+  if [ "${SM4J_AGAINST:-node}" = stream ]; then
+    (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+      -Dgather=16 -classpath %classpath io.github.sockmap4j.bench.StreamBench 3 256 65536") > "$out/stream-$label-$n.txt"
+    return
+  fi
   if [ "${SM4J_AGAINST:-node}" = netty ]; then
     (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
       -Dloops=1 -classpath %classpath io.github.sockmap4j.bench.NettyGrpcBench 5 10000") > "$out/netty-$label-$n.txt"
@@ -84,6 +91,13 @@ done
 # ServiceScaleBench "| the VIP | 10 | p50 | p99 |..." and "| pod 1's IP | - | p50 |...".
 metric() { # LABEL: prints "name value" lines, one a run and metric
   local label=$1 f
+  if [ "${SM4J_AGAINST:-node}" = stream ]; then
+    for f in "$out"/stream-"$label"-*.txt; do
+      # StreamBench's rows: "64 KiB  nio_tcp   1.611   1.00 ..." (GB/s in the fourth field).
+      awk '/^64 KiB +[a-z_]+ +[0-9]/ {print "stream_64KiB_" $3 "_gbps", $4}' "$f"
+    done
+    return
+  fi
   if [ "${SM4J_AGAINST:-node}" = netty ]; then
     for f in "$out"/netty-"$label"-*.txt; do
       # NettyGrpcBench's rows: "Netty echo 64 B p50 (us)   stock   sockmap4j   ..." in both trees.
