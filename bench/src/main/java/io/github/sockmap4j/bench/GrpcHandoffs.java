@@ -111,7 +111,7 @@ public final class GrpcHandoffs {
                     try (NettyGrpcBench.Grpc g = NettyGrpcBench.grpc(group, at, t)) {
                         if (pass == 0) {
                             for (int i = 0; i < calls; i++) {
-                                ClientCalls.blockingUnaryCall(g.channel(), NettyGrpcBench.UNARY, CallOptions.DEFAULT, req);
+                                ClientCalls.blockingUnaryCall(g.channel(), BenchEchoService.UNARY, CallOptions.DEFAULT, req);
                             }
                             continue;
                         }
@@ -120,7 +120,7 @@ public final class GrpcHandoffs {
                         long t0 = System.nanoTime();
                         int made = 0;
                         for (; made < calls || System.nanoTime() - t0 < SECONDS * 1_000_000_000L; made++) {
-                            ClientCalls.blockingUnaryCall(g.channel(), NettyGrpcBench.UNARY, CallOptions.DEFAULT, req);
+                            ClientCalls.blockingUnaryCall(g.channel(), BenchEchoService.UNARY, CallOptions.DEFAULT, req);
                         }
                         long elapsed = System.nanoTime() - t0;
                         int measured = made;

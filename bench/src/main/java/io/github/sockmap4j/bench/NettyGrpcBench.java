@@ -6,16 +6,12 @@ import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
-import io.grpc.MethodDescriptor;
 import io.grpc.Server;
-import io.grpc.ServerServiceDefinition;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ClientCalls;
-import io.grpc.stub.ServerCallStreamObserver;
-import io.grpc.stub.ServerCalls;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -129,42 +125,6 @@ public final class NettyGrpcBench {
         return t == Transport.UDS ? inner : at.in(pod, inner);
     }
 
-    static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
-    static final MethodDescriptor<byte[], byte[]> UNARY = MethodDescriptor.<byte[], byte[]>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("bench.Echo/Unary")
-            .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
-    static final MethodDescriptor<byte[], byte[]> STREAM = MethodDescriptor.<byte[], byte[]>newBuilder()
-            .setType(MethodDescriptor.MethodType.SERVER_STREAMING).setFullMethodName("bench.Echo/Stream")
-            .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
-    static final int STREAM_MESSAGES = 4096;
-    static final byte[] STREAM_MESSAGE = new byte[64 << 10];
-
-    static ServerServiceDefinition service() {
-        return ServerServiceDefinition.builder("bench.Echo")
-                .addMethod(UNARY, ServerCalls.asyncUnaryCall((req, out) -> {
-                    out.onNext(req);
-                    out.onCompleted();
-                }))
-                .addMethod(STREAM, ServerCalls.asyncServerStreamingCall((req, out) -> {
-                    // As a server streaming this much should: only while the call is ready. Writing all
-                    // 256 MiB at once queued it all in the server first (with directExecutor(), on its
-                    // event loop, flushed only once the handler returned), which measured that queue.
-                    ServerCallStreamObserver<byte[]> call = (ServerCallStreamObserver<byte[]>) out;
-                    int[] sent = {0};
-                    call.setOnReadyHandler(() -> {
-                        while (sent[0] < STREAM_MESSAGES && call.isReady()) {
-                            call.onNext(STREAM_MESSAGE);
-                            sent[0]++;
-                        }
-                        if (sent[0] == STREAM_MESSAGES) {
-                            sent[0]++;
-                            call.onCompleted();
-                        }
-                    });
-                }))
-                .build();
-    }
-
     public static void main(String[] args) throws Exception {
         BenchRun run = BenchRun.of("NettyGrpcBench [rounds] [round-trips-per-round]", args);
         int rounds = run.intArg(0, 7);
@@ -223,7 +183,7 @@ public final class NettyGrpcBench {
             BenchRun.header(String.format(Locale.ROOT, "sockmap4j Netty/gRPC benchmark, topology %s, gRPC executor %s: "
                     + "%d rounds, %d echo and %d unary round trips a round, %d x 64 KiB streamed a round, %d event "
                     + "loop(s) per transport, sockmap4j's polling up to %d us%s", at.name(), DIRECT ? "direct" : POLLING ? "polling" : "default",
-                    rounds, iterations, iterations / 4, STREAM_MESSAGES, loops, pollNanos / 1000,
+                    rounds, iterations, iterations / 4, BenchEchoService.STREAM_MESSAGES, loops, pollNanos / 1000,
                     Boolean.getBoolean("pollStock") ? " (stock epoll's too)" : ""));
             if (at.isNode()) {
                 System.out.println(at.describe() + "; the domain socket is a path, in-process is one JVM, in either "
@@ -382,7 +342,7 @@ public final class NettyGrpcBench {
     static Grpc grpc(EventLoopGroup group, Topology at, Transport t) throws IOException {
         if (t == Transport.INPROCESS) {
             String name = "sockmap4j-bench-" + System.nanoTime();
-            InProcessServerBuilder ib = InProcessServerBuilder.forName(name).addService(service());
+            InProcessServerBuilder ib = InProcessServerBuilder.forName(name).addService(BenchEchoService.service());
             InProcessChannelBuilder ic = InProcessChannelBuilder.forName(name);
             if (DIRECT) {
                 ib.directExecutor();
@@ -393,7 +353,7 @@ public final class NettyGrpcBench {
             }
             return new Grpc(ib.build().start(), ic.build());
         }
-        NettyServerBuilder sb = NettyServerBuilder.forAddress(bind(at, t, Kind.GRPC)).addService(service());
+        NettyServerBuilder sb = NettyServerBuilder.forAddress(bind(at, t, Kind.GRPC)).addService(BenchEchoService.service());
         if (t == Transport.SOCKMAP) {
             SockmapGrpc.configure(sb, group, group);
         } else {
@@ -434,7 +394,7 @@ public final class NettyGrpcBench {
             byte[] req = new byte[1024];
             for (int i = 0; i < iterations; i++) {
                 long t0 = System.nanoTime();
-                ClientCalls.blockingUnaryCall(g.channel(), UNARY, CallOptions.DEFAULT, req);
+                ClientCalls.blockingUnaryCall(g.channel(), BenchEchoService.UNARY, CallOptions.DEFAULT, req);
                 h.recordValue(Math.min(System.nanoTime() - t0, h.getHighestTrackableValue()));
             }
             return h;
@@ -445,7 +405,7 @@ public final class NettyGrpcBench {
         try (Grpc g = grpc(group, at, t)) {
             long t0 = System.nanoTime();
             long bytes = 0;
-            Iterator<byte[]> it = ClientCalls.blockingServerStreamingCall(g.channel(), STREAM, CallOptions.DEFAULT,
+            Iterator<byte[]> it = ClientCalls.blockingServerStreamingCall(g.channel(), BenchEchoService.STREAM, CallOptions.DEFAULT,
                     new byte[1]);
             while (it.hasNext()) {
                 bytes += it.next().length;
