@@ -14,6 +14,9 @@
 # gRPC unary, sockmap4j's and stock epoll's), for changes to the Netty transport. With
 # SM4J_AGAINST=stream: StreamBench's 64 KiB writes on loopback (each tree's own; java.nio TCP, the
 # redirect bounded and unbounded, gathering writes on both), for changes to the channels' writes.
+# With SM4J_AGAINST=demo: the RAG demo (each tree's own, node shape, one round of both paths per
+# turn; SM4J_DEMO_ARGS adds flags), its fast/plain ratios and the fast path's own figures, for
+# changes anywhere a service feels.
 # Usage: scripts/bench-against.sh REV [ROUNDS]     (e.g. scripts/bench-against.sh 6a39524 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,14 +35,17 @@ trap cleanup EXIT
 git worktree add -q --detach "$old/tree" "$rev"
 # The same harness on both sides: this tree's NodeRttBench (case and placement filters) and
 # ServiceScaleBench (the programs' own run time per connect).
-cp bench/src/main/java/io/github/sockmap4j/bench/{NodeRttBench,ServiceScaleBench,RttBench,BenchRun}.java \
-  "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/"
-cp bench/src/main/java/io/github/sockmap4j/bench/jmh/SendReceiveBench.java \
-  "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/jmh/"
-# The harness runs on the test bed; a REV from before it was a module gets its sources in bench
-# (they use nothing but the JDK).
-if [ ! -d "$old/tree/testbed" ]; then
-  cp -r testbed/src/main/java/io/github/sockmap4j/testbed "$old/tree/bench/src/main/java/io/github/sockmap4j/"
+# (The demo mode runs each tree's own demo: nothing is copied.)
+if [ "${SM4J_AGAINST:-node}" != demo ]; then
+  cp bench/src/main/java/io/github/sockmap4j/bench/{NodeRttBench,ServiceScaleBench,RttBench,BenchRun}.java \
+    "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/"
+  cp bench/src/main/java/io/github/sockmap4j/bench/jmh/SendReceiveBench.java \
+    "$old/tree/bench/src/main/java/io/github/sockmap4j/bench/jmh/"
+  # The harness runs on the test bed; a REV from before it was a module gets its sources in bench
+  # (they use nothing but the JDK).
+  if [ ! -d "$old/tree/testbed" ]; then
+    cp -r testbed/src/main/java/io/github/sockmap4j/testbed "$old/tree/bench/src/main/java/io/github/sockmap4j/"
+  fi
 fi
 cp -a ~/.m2/repository "$old/m2"
 mvn_b -q install -DskipTests
@@ -51,6 +57,13 @@ trap 'rc=$?; cleanup; leave_child_cgroup "$rc"' EXIT
 export SM4J_BENCH_CASES="pod IP, redirected;pod IP, plain"
 run() { # DIR REPO LABEL N
   local dir=$1 repo=$2 label=$3 n=$4
+  if [ "${SM4J_AGAINST:-node}" = demo ]; then
+    (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl examples/rag-pipeline exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+      --add-modules=jdk.incubator.vector --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
+      -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo \
+      ${SM4J_DEMO_ARGS:-}") > "$out/demo-$label-$n.txt" 2>&1
+    return
+  fi
   if [ "${SM4J_AGAINST:-node}" = stream ]; then
     (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
       -Dgather=16 -classpath %classpath io.github.sockmap4j.bench.StreamBench 3 256 65536") > "$out/stream-$label-$n.txt"
@@ -91,6 +104,20 @@ done
 # ServiceScaleBench "| the VIP | 10 | p50 | p99 |..." and "| pod 1's IP | - | p50 |...".
 metric() { # LABEL: prints "name value" lines, one a run and metric
   local label=$1 f
+  if [ "${SM4J_AGAINST:-node}" = demo ]; then
+    for f in "$out"/demo-"$label"-*.txt; do
+      # RagReport's rows: "| P50 latency (ms) | 5.41 | 6.14 | 1.14 |" (plain, fast, fast/plain).
+      awk -F'|' 'function num(x) { gsub(/[ ,]/, "", x); return x }
+        { k = "" }
+        /^\| P50 latency/ { k = "demo_p50" } /^\| P99 latency/ { k = "demo_p99" } /^\| P99.9 latency/ { k = "demo_p999" }
+        /^\| max throughput/ { k = "demo_max_rps" } /^\| CPU % all stages \|/ { k = "demo_cpu_all" }
+        /^\| CPU % embedding/ { k = "demo_cpu_embedding" } /^\| CPU % search/ { k = "demo_cpu_search" }
+        /^\| CPU % context/ { k = "demo_cpu_context" } /^\| CPU % gateway/ { k = "demo_cpu_gateway" }
+        /^\| ms a request waiting/ { k = "demo_wait_ms" }
+        k != "" { print k "_plain", num($3); print k "_fast", num($4); if (num($5) != "") print k "_fast_over_plain", num($5) }' "$f"
+    done
+    return
+  fi
   if [ "${SM4J_AGAINST:-node}" = stream ]; then
     for f in "$out"/stream-"$label"-*.txt; do
       # StreamBench's rows: "64 KiB  nio_tcp   1.611   1.00 ..." (GB/s in the fourth field).
