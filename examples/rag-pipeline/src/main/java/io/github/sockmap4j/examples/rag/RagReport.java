@@ -18,7 +18,7 @@ final class RagReport {
             double systemCpuPercent,
             long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
             Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads,
-            double runQueueMillisPerRequest) {
+            double runQueueMillisPerRequest, Map<RagService.Role, Map<ThreadKind, Double>> cpuMicrosByKind) {
     }
 
     private final PrintStream out;
@@ -80,6 +80,9 @@ final class RagReport {
         row("MiB redirected (opted-in sockets)", plain, fast, r -> r.bytesRedirected() / 1048576.0, "%.1f", false);
         row("MiB sent by TCP from opted-in sockets", plain, fast, r -> r.bytesPassed() / 1048576.0, "%.1f", false);
         row("in-flight bound hits", plain, fast, r -> (double) r.boundHits(), "%,.0f", false);
+        if (!inProcess) {
+            printByKind(plain, fast, both);
+        }
         out.printf(Locale.ROOT, "%nfailed requests: plain %d, fast %d. CPU %%: 100 = one CPU, over the fixed-rate phase. "
                 + "Latency counts from each request's scheduled start. Waiting for a CPU: the time the stages' and "
                 + "the load generator's threads (not the JVMs' JIT compilers, GC and VM threads) were runnable but "
@@ -95,6 +98,32 @@ final class RagReport {
                 out.println("idle threads, " + (last.fast() ? "fast path" : "plain TCP") + " (last round, % of a CPU): " + b);
             }
         }
+    }
+
+    /**
+     * CPU a request by stage and thread kind, where either path spent at least 1 µs a request in
+     * it: which of a stage's threads the fast path makes cheaper or dearer.
+     */
+    private void printByKind(List<Run> plain, List<Run> fast, boolean both) {
+        out.println();
+        out.println("| CPU µs a request, by stage and thread kind | plain TCP | sockmap fast path | fast/plain |");
+        out.println("|---|---:|---:|---:|");
+        for (RagService.Role role : RagService.Role.values()) {
+            String stage = role.name().toLowerCase(Locale.ROOT);
+            for (ThreadKind k : ThreadKind.values()) {
+                java.util.function.ToDoubleFunction<Run> f = r -> r.cpuMicrosByKind().getOrDefault(role, Map.of())
+                        .getOrDefault(k, Double.NaN);
+                if (Math.max(nanToZero(median(plain, f)), nanToZero(median(fast, f))) >= 1) {
+                    row(stage + ": " + k.label, plain, fast, f, "%.0f", both);
+                }
+            }
+            row(stage + ": all threads", plain, fast, r -> r.cpuMicrosByKind().getOrDefault(role, Map.of()).values()
+                    .stream().mapToDouble(Double::doubleValue).sum(), "%.0f", both);
+        }
+    }
+
+    private static double nanToZero(double v) {
+        return Double.isNaN(v) ? 0 : v;
     }
 
     private void row(String name, List<Run> plain, List<Run> fast, java.util.function.ToDoubleFunction<Run> f,

@@ -51,15 +51,28 @@ abstract class Stage implements AutoCloseable {
      */
     Map<String, Long> threadNanos() {
         Map<String, Long> out = new java.util.TreeMap<>();
+        forEachThread((name, nanos) -> out.merge(name.replaceAll("[0-9]+", "N"), nanos, Long::sum));
+        return out;
+    }
+
+    /** As {@link #threadNanos()}, summed by what the threads are for ({@link ThreadKind}). */
+    Map<ThreadKind, Long> kindNanos() {
+        Map<ThreadKind, Long> out = new java.util.EnumMap<>(ThreadKind.class);
+        forEachThread((name, nanos) -> out.merge(ThreadKind.of(name), nanos, Long::sum));
+        return out;
+    }
+
+    /** Each live thread of the stage's process: its name (comm) and CPU time so far. */
+    private void forEachThread(java.util.function.ObjLongConsumer<String> each) {
         long pid = pid();
         if (pid < 0) {
-            return out;
+            return;
         }
         try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
             for (Path t : (Iterable<Path>) tasks::iterator) {
                 try {
                     String stat = Files.readString(t.resolve("stat"));
-                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replaceAll("[0-9]+", "N");
+                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
                     long nanos;
                     try {
                         nanos = Long.parseLong(Files.readString(t.resolve("schedstat")).trim().split(" ")[0]);
@@ -67,7 +80,7 @@ abstract class Stage implements AutoCloseable {
                         String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
                         nanos = (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
                     }
-                    out.merge(name, nanos, Long::sum);
+                    each.accept(name, nanos);
                 } catch (IOException | RuntimeException gone) {
                     // the thread ended meanwhile
                 }
@@ -75,7 +88,6 @@ abstract class Stage implements AutoCloseable {
         } catch (IOException gone) {
             // the process ended
         }
-        return out;
     }
 
     /**

@@ -42,6 +42,44 @@ final class StageMeters {
         return out;
     }
 
+    /** The JIT compilers' CPU time so far in all stages, or -1 when a stage shares this JVM. */
+    static long jitNanos(Map<RagService.Role, Stage> stages) {
+        long sum = 0;
+        for (Stage s : stages.values()) {
+            if (s.pid() < 0) {
+                return -1;
+            }
+            sum += s.kindNanos().getOrDefault(ThreadKind.JIT, 0L);
+        }
+        return sum;
+    }
+
+    /** Every stage's threads' CPU time so far, by stage and by what the threads are for. */
+    static Map<RagService.Role, Map<ThreadKind, Long>> kindNanos(Map<RagService.Role, Stage> stages) {
+        Map<RagService.Role, Map<ThreadKind, Long>> out = new java.util.EnumMap<>(RagService.Role.class);
+        stages.forEach((role, s) -> out.put(role, s.kindNanos()));
+        return out;
+    }
+
+    /**
+     * CPU microseconds a request of each stage's thread kinds between two readings of
+     * {@link #kindNanos}; a kind whose threads ended between them counts what the rest used, never
+     * less than 0.
+     */
+    static Map<RagService.Role, Map<ThreadKind, Double>> microsPerRequest(Map<RagService.Role, Map<ThreadKind, Long>> before,
+            Map<RagService.Role, Map<ThreadKind, Long>> after, long requests) {
+        Map<RagService.Role, Map<ThreadKind, Double>> out = new java.util.EnumMap<>(RagService.Role.class);
+        after.forEach((role, kinds) -> {
+            Map<ThreadKind, Double> m = new java.util.EnumMap<>(ThreadKind.class);
+            for (ThreadKind k : ThreadKind.values()) {
+                long d = kinds.getOrDefault(k, 0L) - before.getOrDefault(role, Map.of()).getOrDefault(k, 0L);
+                m.put(k, Math.max(0, d) / 1e3 / requests);
+            }
+            out.put(role, m);
+        });
+        return out;
+    }
+
     /**
      * Nanoseconds all stages' threads and this JVM's (the load generator's) have so far waited
      * runnable for a CPU, or -1 when a stage shares this JVM or the kernel keeps no schedstat.

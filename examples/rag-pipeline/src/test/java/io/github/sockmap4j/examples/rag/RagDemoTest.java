@@ -41,6 +41,12 @@ class RagDemoTest {
         assertTrue(verdictRuns >= 300 * 6, "the verdict ran for every internal send: " + verdictRuns);
         assertTrue(Pattern.compile("\\| ms a request waiting for a CPU \\(stages' and load's threads\\) \\| [0-9.]+ \\| [0-9.]+ \\|")
                 .matcher(text).find(), "how long a request's threads waited for a CPU, on both paths");
+        for (String stage : new String[] {"embedding", "search", "context", "gateway"}) {
+            Matcher all = Pattern.compile("\\| " + stage + ": all threads \\| ([0-9]+) \\| ([0-9]+) \\|").matcher(text);
+            assertTrue(all.find() && Long.parseLong(all.group(1)) > 0 && Long.parseLong(all.group(2)) > 0,
+                    "CPU a request of the " + stage + " stage's threads, on both paths");
+            assertTrue(text.contains("| " + stage + ": event loops |"), "the " + stage + " stage's event loops");
+        }
         assertTrue(text.contains("failed requests: plain 0, fast 0"), text);
         assertTrue(text.contains("topology: node: each stage and the load generator in a pod of its own"), text);
         Matcher redirected = Pattern.compile("\\| MiB redirected \\(opted-in sockets\\) \\| 0.0 \\| ([0-9.]+) \\|").matcher(text);
