@@ -100,28 +100,45 @@ final class LoadGenerator {
         }
     }
 
-    /** How a warm-up ended: its length, and the last windows' medians. */
-    record WarmUp(double seconds, boolean settled, double lastP50Millis) {
+    /** How a warm-up ended: its length, whether the medians and the JIT compilers settled, and the last window's median. */
+    record WarmUp(double seconds, boolean settled, boolean jitQuiet, double lastP50Millis) {
     }
 
     /**
-     * Sends at {@code rate} in one-second windows until the median latencies of the last five
-     * windows agree within 10% (the JITs and caches have settled; a median still falling 5% a
-     * window does not pass), at least {@code minSeconds} and at most {@code maxSeconds}.
+     * The most CPU the JIT compilers of all stages together may use in a one-second window of a
+     * settled warm-up: 2% of one CPU. Past it, code the measured phase runs is still being
+     * compiled, and that phase would pay for it (by the compilers' CPU and by slower code).
      */
-    WarmUp warmUp(double rate, double minSeconds, double maxSeconds) throws InterruptedException {
+    static final long QUIET_JIT_NANOS_PER_WINDOW = 20_000_000L;
+
+    /**
+     * Sends at {@code rate} in one-second windows until the median latencies of the last five
+     * windows agree within 10% (a median still falling 5% a window does not pass) and the JIT
+     * compilers used at most {@link #QUIET_JIT_NANOS_PER_WINDOW} in each of the last three windows
+     * (compilations come in bursts a few seconds apart; read from
+     * {@code jitNanos}, the compilers' CPU time so far, or -1 where unknown), at least
+     * {@code minSeconds} and at most {@code maxSeconds}.
+     */
+    WarmUp warmUp(double rate, double minSeconds, double maxSeconds, java.util.function.LongSupplier jitNanos)
+            throws InterruptedException {
         double[] last = new double[5];
         int windows = 0;
         long t0 = System.nanoTime();
+        long jit = jitNanos.getAsLong();
+        int quietWindows = 0;
         while (true) {
             Result r = fixedRate(Math.max(1, (int) rate), rate, "warm-up", null);
             last[windows++ % last.length] = r.latencyMicros().getTotalCount() == 0 ? Double.NaN
                     : r.latencyMicros().getValueAtPercentile(50) / 1000.0;
+            long jitNow = jitNanos.getAsLong();
+            quietWindows = jit < 0 || jitNow < 0 || jitNow - jit <= QUIET_JIT_NANOS_PER_WINDOW * r.seconds() ? quietWindows + 1 : 0;
+            boolean jitQuiet = quietWindows >= 3;
+            jit = jitNow;
             double elapsed = (System.nanoTime() - t0) / 1e9;
             boolean settled = windows >= last.length
                     && Arrays.stream(last).max().orElse(0) <= 1.10 * Arrays.stream(last).min().orElse(0);
-            if (elapsed >= maxSeconds || elapsed >= minSeconds && settled) {
-                return new WarmUp(elapsed, settled, last[(windows - 1) % last.length]);
+            if (elapsed >= maxSeconds || elapsed >= minSeconds && settled && jitQuiet) {
+                return new WarmUp(elapsed, settled, jitQuiet, last[(windows - 1) % last.length]);
             }
         }
     }

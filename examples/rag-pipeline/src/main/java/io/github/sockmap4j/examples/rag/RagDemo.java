@@ -48,7 +48,7 @@ public final class RagDemo implements Callable<Integer> {
     @Option(names = "--warmup", defaultValue = "10",
             description = "seconds of closed-loop warm-up per path; then at the rate until the median settles (default ${DEFAULT-VALUE})")
     double warmupSeconds;
-    @Option(names = "--max-warmup", defaultValue = "15",
+    @Option(names = "--max-warmup", defaultValue = "120",
             description = "most seconds of warm-up at the rate per path (default ${DEFAULT-VALUE})")
     double maxWarmupSeconds;
     @Option(names = "--throughput-seconds", defaultValue = "4",
@@ -61,7 +61,7 @@ public final class RagDemo implements Callable<Integer> {
     @Option(names = "--in-flight", defaultValue = "16", description = "requests outstanding in the throughput phase (default ${DEFAULT-VALUE})")
     int inFlight;
     @Option(names = "--rounds", defaultValue = "1",
-            description = "plain/fast rounds, alternating; medians reported (default ${DEFAULT-VALUE})")
+            description = "plain/fast rounds, which goes first alternating; medians reported (default ${DEFAULT-VALUE})")
     int rounds;
     @Option(names = "--mode", defaultValue = "both", description = "both, plain or fast (default ${DEFAULT-VALUE})")
     String mode;
@@ -176,11 +176,11 @@ public final class RagDemo implements Callable<Integer> {
             List<RagReport.Run> plainRuns = new ArrayList<>();
             List<RagReport.Run> fastRuns = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
-                if (plain) {
-                    plainRuns.add(runPath(false, settings, r, sockmap));
-                }
-                if (fast) {
-                    fastRuns.add(runPath(true, settings, r, sockmap));
+                // Each path goes first in every other round: a drift of the machine falls on both.
+                for (boolean f : r % 2 == 0 ? new boolean[] {false, true} : new boolean[] {true, false}) {
+                    if (f ? fast : plain) {
+                        (f ? fastRuns : plainRuns).add(runPath(f, settings, r, sockmap));
+                    }
                 }
             }
             out.println();
@@ -252,14 +252,15 @@ public final class RagDemo implements Callable<Integer> {
                 // Warm-up: as many requests as the stages take (so the JITs of five JVMs finish sooner),
                 // then at the rate until the median settles.
                 double busy = load.closedLoop(inFlight, warmupSeconds);
-                LoadGenerator.WarmUp w = load.warmUp(rate, 5, Math.max(5, maxWarmupSeconds));
-                out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s (p50 %.2f ms)%n", label,
+                LoadGenerator.WarmUp w = load.warmUp(rate, 5, Math.max(5, maxWarmupSeconds), () -> StageMeters.jitNanos(stages));
+                out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s, %s (p50 %.2f ms)%n", label,
                         warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
-                        w.lastP50Millis());
+                        w.jitQuiet() ? "the JIT quiet" : "the JIT still compiling", w.lastP50Millis());
                 long[] cpu0 = StageMeters.cpu(stages);
                 long sys0 = StageMeters.systemCpu(stages);
                 long self0 = StageMeters.selfCpuNanos();
                 long waited0 = StageMeters.runQueueNanos(stages);
+                Map<RagService.Role, Map<ThreadKind, Long>> kinds0 = StageMeters.kindNanos(stages);
                 long[] st0 = StageMeters.counters(fast, sockmap);
                 long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
@@ -267,6 +268,8 @@ public final class RagDemo implements Callable<Integer> {
                 long sys1 = StageMeters.systemCpu(stages);
                 long self1 = StageMeters.selfCpuNanos();
                 long waited1 = StageMeters.runQueueNanos(stages);
+                Map<RagService.Role, Map<ThreadKind, Double>> byKind =
+                        StageMeters.microsPerRequest(kinds0, StageMeters.kindNanos(stages), requests);
                 Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
                 Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
                 for (RagService.Role role : RagService.Role.values()) {
@@ -306,7 +309,7 @@ public final class RagDemo implements Callable<Integer> {
                         100.0 * (self1 - self0) / (res.seconds() * 1e9),
                         sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
                         st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads,
-                        waited0 < 0 || waited1 < 0 ? -1 : (waited1 - waited0) / 1e6 / requests);
+                        waited0 < 0 || waited1 < 0 ? -1 : (waited1 - waited0) / 1e6 / requests, byKind);
             } finally {
                 gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             }
