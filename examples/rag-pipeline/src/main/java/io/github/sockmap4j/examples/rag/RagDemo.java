@@ -261,6 +261,8 @@ public final class RagDemo implements Callable<Integer> {
                 long self0 = StageMeters.selfCpuNanos();
                 long waited0 = StageMeters.runQueueNanos(stages);
                 Map<RagService.Role, Map<ThreadKind, Long>> kinds0 = StageMeters.kindNanos(stages);
+                Map<RagService.Role, StageClock.Times> times0 = StageMeters.times(stages);
+                Map<RagService.Role, Long> waits0 = StageMeters.runQueueByStage(stages);
                 long[] st0 = StageMeters.counters(fast, sockmap);
                 long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
@@ -270,6 +272,9 @@ public final class RagDemo implements Callable<Integer> {
                 long waited1 = StageMeters.runQueueNanos(stages);
                 Map<RagService.Role, Map<ThreadKind, Double>> byKind =
                         StageMeters.microsPerRequest(kinds0, StageMeters.kindNanos(stages), requests);
+                TimeBudget budget = TimeBudget.of(res.latencyMicros().getMean() / 1000,
+                        StageMeters.since(times0, StageMeters.times(stages)),
+                        StageMeters.waitedSince(waits0, StageMeters.runQueueByStage(stages)), requests);
                 Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
                 Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
                 for (RagService.Role role : RagService.Role.values()) {
@@ -309,7 +314,7 @@ public final class RagDemo implements Callable<Integer> {
                         100.0 * (self1 - self0) / (res.seconds() * 1e9),
                         sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
                         st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads,
-                        waited0 < 0 || waited1 < 0 ? -1 : (waited1 - waited0) / 1e6 / requests, byKind);
+                        waited0 < 0 || waited1 < 0 ? -1 : (waited1 - waited0) / 1e6 / requests, byKind, budget);
             } finally {
                 gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             }

@@ -18,7 +18,8 @@ final class RagReport {
             double systemCpuPercent,
             long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
             Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads,
-            double runQueueMillisPerRequest, Map<RagService.Role, Map<ThreadKind, Double>> cpuMicrosByKind) {
+            double runQueueMillisPerRequest, Map<RagService.Role, Map<ThreadKind, Double>> cpuMicrosByKind,
+            TimeBudget budget) {
     }
 
     private final PrintStream out;
@@ -80,6 +81,7 @@ final class RagReport {
         row("MiB redirected (opted-in sockets)", plain, fast, r -> r.bytesRedirected() / 1048576.0, "%.1f", false);
         row("MiB sent by TCP from opted-in sockets", plain, fast, r -> r.bytesPassed() / 1048576.0, "%.1f", false);
         row("in-flight bound hits", plain, fast, r -> (double) r.boundHits(), "%,.0f", false);
+        printBudget(plain, fast, both);
         if (!inProcess) {
             printByKind(plain, fast, both);
         }
@@ -119,6 +121,34 @@ final class RagReport {
             }
             row(stage + ": all threads", plain, fast, r -> r.cpuMicrosByKind().getOrDefault(role, Map.of()).values()
                     .stream().mapToDouble(Double::doubleValue).sum(), "%.0f", both);
+        }
+    }
+
+    /**
+     * A request's time, mean over the fixed-rate phase: each stage's own work, each hop and its
+     * part outside the called stage, the waits for a CPU; the ratio of "the rest" rows is what the
+     * fast path leaves of it.
+     */
+    private void printBudget(List<Run> plain, List<Run> fast, boolean both) {
+        out.println();
+        out.println("| a request's time, mean (ms) | plain TCP | sockmap fast path | fast/plain |");
+        out.println("|---|---:|---:|---:|");
+        row("the request, as the load generator saw it", plain, fast, r -> r.budget().requestMillis(), "%.2f", both);
+        row("  the stages' own work (handlers)", plain, fast, r -> r.budget().ownTotal(), "%.2f", both);
+        row("  the rest: network, hand-offs, waits", plain, fast, r -> r.budget().rest(), "%.2f", both);
+        row("gateway: own work (handler less its calls)", plain, fast,
+                r -> r.budget().ownMillis().getOrDefault(RagService.Role.GATEWAY, Double.NaN), "%.2f", both);
+        for (RagService.Role hop : TimeBudget.HOPS) {
+            String s = hop.name().toLowerCase(Locale.ROOT);
+            row("gateway -> " + s + ": the call", plain, fast, r -> r.budget().hopMillis().getOrDefault(hop, Double.NaN),
+                    "%.2f", both);
+            row("  " + s + "'s own work (handler)", plain, fast, r -> r.budget().ownMillis().getOrDefault(hop, Double.NaN),
+                    "%.2f", both);
+            row("  the rest of the hop: network, hand-offs, waits", plain, fast, r -> r.budget().hopRest(hop), "%.2f", both);
+        }
+        for (RagService.Role role : RagService.Role.values()) {
+            row(role.name().toLowerCase(Locale.ROOT) + "'s threads waiting for a CPU (summed)", plain, fast,
+                    r -> r.budget().waitMillis().getOrDefault(role, Double.NaN), "%.2f", both);
         }
     }
 

@@ -44,7 +44,8 @@ import picocli.CommandLine.Parameters;
  * stock grpc-netty on the same epoll event loops otherwise; the gateway's own port is ingress
  * from outside the node in a real deployment, so it is always plain TCP.
  *
- * <p>As a process ({@code main}) it prints {@code READY <port> <info>} once serving, and stops
+ * <p>As a process ({@code main}) it prints {@code READY <port> <info>} once serving, answers a
+ * {@code TIMES} line on its standard input with its {@link StageClock.Times#line()}, and stops
  * when its standard input closes.
  */
 public final class RagService implements AutoCloseable {
@@ -108,13 +109,21 @@ public final class RagService implements AutoCloseable {
     private final List<ManagedChannel> channels;
     private final BufferAllocator allocator;
     private final String info;
+    private final StageClock clock;
 
-    private RagService(Role role, Server server, List<ManagedChannel> channels, BufferAllocator allocator, String info) {
+    private RagService(Role role, Server server, List<ManagedChannel> channels, BufferAllocator allocator, String info,
+            StageClock clock) {
         this.role = role;
         this.server = server;
         this.channels = channels;
         this.allocator = allocator;
         this.info = info;
+        this.clock = clock;
+    }
+
+    /** Where this stage's calls have spent their time so far. */
+    StageClock.Times times() {
+        return clock.now();
     }
 
     public Role role() {
@@ -149,6 +158,7 @@ public final class RagService implements AutoCloseable {
     public static RagService start(Role role, Settings s, boolean fast, java.net.InetSocketAddress bind,
                                    List<java.net.InetSocketAddress> downstream) throws IOException {
         BufferAllocator alloc = new RootAllocator();
+        StageClock clock = new StageClock();
         List<ManagedChannel> channels = new ArrayList<>();
         String info = "";
         ServerServiceDefinition service;
@@ -161,7 +171,7 @@ public final class RagService implements AutoCloseable {
                         return ArrowMessages.encodeQuery(alloc, new ArrowMessages.Query(q, embedder.embed(q)));
                     };
                     warmUp(embed, n -> Corpus.question(s.seed() + 1, n).getBytes(StandardCharsets.UTF_8));
-                    service = service("rag.Embedding", EMBED, embed);
+                    service = service("rag.Embedding", EMBED, embed, clock);
                 }
                 case SEARCH -> {
                     VectorIndex index = VectorIndex.build(new Embedder(s.dim()), s.seed(), s.docs());
@@ -184,7 +194,7 @@ public final class RagService implements AutoCloseable {
                         String q = Corpus.question(s.seed() + 1, n);
                         return ArrowMessages.encodeQuery(alloc, new ArrowMessages.Query(q, warmEmbedder.embed(q)));
                     });
-                    service = service("rag.Search", SEARCH, search);
+                    service = service("rag.Search", SEARCH, search, clock);
                 }
                 case CONTEXT -> {
                     ContextAssembler assembler = new ContextAssembler(s.threshold(), s.topK(), 0.7f);
@@ -192,7 +202,7 @@ public final class RagService implements AutoCloseable {
                             .assemble(ArrowMessages.decodeCandidates(alloc, req)).getBytes(StandardCharsets.UTF_8);
                     byte[] sample = sampleCandidates(alloc, s);
                     warmUp(assemble, n -> sample);
-                    service = service("rag.Context", ASSEMBLE, assemble);
+                    service = service("rag.Context", ASSEMBLE, assemble, clock);
                 }
                 case GATEWAY -> {
                     if (downstream.size() != 3) {
@@ -203,13 +213,21 @@ public final class RagService implements AutoCloseable {
                     }
                     ManagedChannel embed = channels.get(0);
                     ManagedChannel search = channels.get(1);
-                    ManagedChannel context = channels.get(2);
+                    ManagedChannel contexts = channels.get(2);
                     service = service("rag.Gateway", ASK, req -> {
                         // The gateway forwards each stage's reply to the next as it came.
+                        long t0 = System.nanoTime();
                         byte[] query = ClientCalls.blockingUnaryCall(embed, EMBED, deadline(), req);
+                        long t1 = System.nanoTime();
                         byte[] candidates = ClientCalls.blockingUnaryCall(search, SEARCH, deadline(), query);
-                        return ClientCalls.blockingUnaryCall(context, ASSEMBLE, deadline(), candidates);
-                    });
+                        long t2 = System.nanoTime();
+                        byte[] context = ClientCalls.blockingUnaryCall(contexts, ASSEMBLE, deadline(), candidates);
+                        long t3 = System.nanoTime();
+                        clock.hop(0, t1 - t0);
+                        clock.hop(1, t2 - t1);
+                        clock.hop(2, t3 - t2);
+                        return context;
+                    }, clock);
                 }
                 default -> throw new AssertionError(role);
             }
@@ -225,7 +243,7 @@ public final class RagService implements AutoCloseable {
                 b.executor(SockmapGrpc.pollingExecutor());
             }
             Server server = b.build().start();
-            return new RagService(role, server, channels, alloc, info);
+            return new RagService(role, server, channels, alloc, info, clock);
         } catch (IOException | RuntimeException e) {
             channels.forEach(ManagedChannel::shutdownNow);
             alloc.close();
@@ -278,12 +296,14 @@ public final class RagService implements AutoCloseable {
     }
 
     private static ServerServiceDefinition service(String name, MethodDescriptor<byte[], byte[]> method,
-            Function<byte[], byte[]> handler) {
+            Function<byte[], byte[]> handler, StageClock clock) {
         return ServerServiceDefinition.builder(name).addMethod(method, ServerCalls.asyncUnaryCall(
                 (byte[] req, StreamObserver<byte[]> out) -> {
                     byte[] reply;
+                    long t0 = System.nanoTime();
                     try {
                         reply = handler.apply(req);
+                        clock.handled(System.nanoTime() - t0);
                     } catch (io.grpc.StatusRuntimeException e) {
                         out.onError(e);
                         return;
@@ -366,8 +386,13 @@ public final class RagService implements AutoCloseable {
                 System.out.println("READY " + s.port() + " " + s.info());
                 System.out.flush();
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-                while (in.readLine() != null) {
-                    // runs until the driver closes our standard input
+                String line;
+                while ((line = in.readLine()) != null) {
+                    // runs until the driver closes our standard input; answers its questions meanwhile
+                    if (line.equals("TIMES")) {
+                        System.out.println(s.times().line());
+                        System.out.flush();
+                    }
                 }
             } finally {
                 if (sockmap != null) {

@@ -39,6 +39,14 @@ abstract class Stage implements AutoCloseable {
     /** The stage's resident set size, or -1 when it shares this JVM. */
     abstract long rssBytes();
 
+    /**
+     * Where the stage's calls have spent their time so far ({@link StageClock}), or
+     * {@link StageClock.Times#NONE} when the stage cannot say.
+     */
+    StageClock.Times times() {
+        return StageClock.Times.NONE;
+    }
+
     /** The stage's process id, or -1 when it shares this JVM. */
     long pid() {
         return -1;
@@ -153,6 +161,11 @@ abstract class Stage implements AutoCloseable {
             }
 
             @Override
+            StageClock.Times times() {
+                return svc.times();
+            }
+
+            @Override
             public void close() {
                 svc.close();
             }
@@ -214,10 +227,11 @@ abstract class Stage implements AutoCloseable {
                 while ((line = out.readLine()) != null) {
                     if (line.startsWith("READY ")) {
                         String[] parts = line.split(" ", 3);
-                        Thread drain = new Thread(() -> drain(out), "rag-" + role + "-out");
+                        Child child = new Child(role, p, Integer.parseInt(parts[1]), parts.length > 2 ? parts[2] : "");
+                        Thread drain = new Thread(() -> drain(out, child.answers), "rag-" + role + "-out");
                         drain.setDaemon(true);
                         drain.start();
-                        return new Child(role, p, Integer.parseInt(parts[1]), parts.length > 2 ? parts[2] : "");
+                        return child;
                     }
                     System.out.println("[" + role.name().toLowerCase(java.util.Locale.ROOT) + "] " + line);
                 }
@@ -263,10 +277,14 @@ abstract class Stage implements AutoCloseable {
         }
     }
 
-    private static void drain(BufferedReader out) {
+    /** The stage's output after READY: its answers to {@code TIMES} go to {@code answers}, the rest nowhere. */
+    private static void drain(BufferedReader out, java.util.concurrent.BlockingQueue<String> answers) {
         try {
-            while (out.readLine() != null) {
-                // the stage has nothing more to say that matters
+            String line;
+            while ((line = out.readLine()) != null) {
+                if (line.startsWith("TIMES ")) {
+                    answers.offer(line);
+                }
             }
         } catch (IOException ignored) {
             // the stage exited
@@ -277,6 +295,7 @@ abstract class Stage implements AutoCloseable {
         private final Process process;
         private final int port;
         private final String info;
+        final java.util.concurrent.BlockingQueue<String> answers = new java.util.concurrent.LinkedBlockingQueue<>();
 
         Child(RagService.Role role, Process process, int port, String info) {
             super(role);
@@ -303,6 +322,23 @@ abstract class Stage implements AutoCloseable {
         @Override
         long pid() {
             return process.pid();
+        }
+
+        /** Asks the stage process on its standard input and waits up to 5 s for its answer. */
+        @Override
+        synchronized StageClock.Times times() {
+            try {
+                answers.clear();
+                process.getOutputStream().write("TIMES\n".getBytes(StandardCharsets.UTF_8));
+                process.getOutputStream().flush();
+                String line = answers.poll(5, TimeUnit.SECONDS);
+                return line == null ? StageClock.Times.NONE : StageClock.Times.parse(line);
+            } catch (IOException | RuntimeException e) {
+                return StageClock.Times.NONE;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return StageClock.Times.NONE;
+            }
         }
 
         @Override

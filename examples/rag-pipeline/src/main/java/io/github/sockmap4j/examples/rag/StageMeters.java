@@ -54,6 +54,38 @@ final class StageMeters {
         return sum;
     }
 
+    /** Where each stage's calls have spent their time so far. */
+    static Map<RagService.Role, StageClock.Times> times(Map<RagService.Role, Stage> stages) {
+        Map<RagService.Role, StageClock.Times> out = new java.util.EnumMap<>(RagService.Role.class);
+        stages.forEach((role, s) -> out.put(role, s.times()));
+        return out;
+    }
+
+    /** Each stage's threads' run-queue nanoseconds so far (-1 where unknown). */
+    static Map<RagService.Role, Long> runQueueByStage(Map<RagService.Role, Stage> stages) {
+        Map<RagService.Role, Long> out = new java.util.EnumMap<>(RagService.Role.class);
+        stages.forEach((role, s) -> out.put(role, s.runQueueNanos()));
+        return out;
+    }
+
+    /** Each stage's times between two readings of {@link #times}. */
+    static Map<RagService.Role, StageClock.Times> since(Map<RagService.Role, StageClock.Times> before,
+            Map<RagService.Role, StageClock.Times> after) {
+        Map<RagService.Role, StageClock.Times> out = new java.util.EnumMap<>(RagService.Role.class);
+        after.forEach((role, t) -> out.put(role, t.minus(before.getOrDefault(role, StageClock.Times.NONE))));
+        return out;
+    }
+
+    /** Each stage's run-queue nanoseconds between two readings of {@link #runQueueByStage}; -1 where either is unknown. */
+    static Map<RagService.Role, Long> waitedSince(Map<RagService.Role, Long> before, Map<RagService.Role, Long> after) {
+        Map<RagService.Role, Long> out = new java.util.EnumMap<>(RagService.Role.class);
+        after.forEach((role, n) -> {
+            long b = before.getOrDefault(role, -1L);
+            out.put(role, n < 0 || b < 0 ? -1 : n - b);
+        });
+        return out;
+    }
+
     /** Every stage's threads' CPU time so far, by stage and by what the threads are for. */
     static Map<RagService.Role, Map<ThreadKind, Long>> kindNanos(Map<RagService.Role, Stage> stages) {
         Map<RagService.Role, Map<ThreadKind, Long>> out = new java.util.EnumMap<>(RagService.Role.class);

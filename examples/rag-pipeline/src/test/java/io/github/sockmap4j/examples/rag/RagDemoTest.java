@@ -47,6 +47,12 @@ class RagDemoTest {
                     "CPU a request of the " + stage + " stage's threads, on both paths");
             assertTrue(text.contains("| " + stage + ": event loops |"), "the " + stage + " stage's event loops");
         }
+        for (String row : new String[] {"the request, as the load generator saw it", "  the stages' own work \\(handlers\\)",
+                "gateway -> embedding: the call", "  search's own work \\(handler\\)", "gateway -> context: the call"}) {
+            Matcher m = Pattern.compile("\\| " + row + " \\| ([0-9.]+) \\| ([0-9.]+) \\|").matcher(text);
+            assertTrue(m.find() && Double.parseDouble(m.group(1)) > 0 && Double.parseDouble(m.group(2)) > 0,
+                    "a request's time, '" + row + "', on both paths");
+        }
         assertTrue(text.contains("failed requests: plain 0, fast 0"), text);
         assertTrue(text.contains("topology: node: each stage and the load generator in a pod of its own"), text);
         Matcher redirected = Pattern.compile("\\| MiB redirected \\(opted-in sockets\\) \\| 0.0 \\| ([0-9.]+) \\|").matcher(text);
