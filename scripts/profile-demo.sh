@@ -3,7 +3,8 @@
 # path at a time, a longer fixed-rate phase) and, once the fixed-rate phase has run for a few
 # seconds, loads async-profiler into every stage JVM (jcmd JVMTI.agent_load) for SECONDS of CPU
 # samples with their threads; then prints, per path and stage, the samples by thread kind (as the
-# demo's table groups them) and each kind's heaviest frames, and leaves the collapsed stacks in
+# demo's table groups them) and by what their stacks pass through (the kernel's TCP/IP or sockmap
+# code, sends, receives, epoll, HTTP/2, gRPC, Arrow, sockmap4j), and leaves the collapsed stacks in
 # OUT (a flame graph tool reads them).
 # async-profiler comes from Maven Central (tools.profiler:async-profiler, its native library inside).
 # Usage: scripts/profile-demo.sh [OUT] [SECONDS]     (e.g. scripts/profile-demo.sh /tmp/prof 15)
@@ -55,30 +56,60 @@ profile_path() { # MODE: the demo on one path; samples of its stages during the 
 profile_path plain
 profile_path fast
 
-# A thread's kind from the root frame "[name tid=N]", as the demo's ThreadKind reads names.
-summarize() { # FILE
-  awk -v file="$1" '
-    function kind(t) {
-      if (t ~ /^(grpc-default-executor|sockmap4j-exec)/) return "handlers"
-      if (t ~ /^(rag-io-|sockmap4j-grpc)/) return "event loops"
-      if (t ~ /^sockmap4j/) return "sockmap4j"
-      if (t ~ /^C[12] CompilerThread/) return "JIT"
-      if (t ~ /^(GC |G1 |VM Thread|VM Periodic)/) return "GC and VM"
-      return "rest"
-    }
-    {
-      n = $NF; $NF = ""; split($0, f, ";")
-      t = f[1]; sub(/^\[/, "", t); sub(/ tid=.*/, "", t)
-      k = kind(t); total += n; byKind[k] += n
-      leaf = f[length(f)]; sub(/ +$/, "", leaf); byLeaf[k SUBSEP leaf] += n
-    }
-    END {
-      printf "%s: %d samples (1 ms each)\n", file, total
-      for (k in byKind) printf "  %-12s %6d  %5.1f%%\n", k, byKind[k], 100 * byKind[k] / total
-      for (kl in byLeaf) { split(kl, p, SUBSEP); if (byLeaf[kl] >= total / 100) printf "    %-12s %6d  %s\n", p[1], byLeaf[kl], p[2] }
-    }' "$1"
-}
-for f in "$out"/plain-*.collapsed "$out"/fast-*.collapsed; do
-  [ -f "$f" ] && summarize "$f"
-done
+# Samples by stage, path and thread kind (as the demo's ThreadKind reads names), then by what the
+# stacks pass through (a sample counts once in each group its stack touches).
+python3 - "$out" <<'PY'
+import collections, os, re, sys
+out = sys.argv[1]
+def kind(t):
+    if re.match(r'(grpc-default-executor|sockmap4j-exec)', t): return 'handlers'
+    if re.match(r'(rag-io-|sockmap4j-grpc)', t): return 'loops'
+    if t.startswith('sockmap4j'): return 'sockmap4j'
+    if re.match(r'C[12] CompilerThre', t): return 'JIT'
+    if re.match(r'(GC |G1 |VM Thread|VM Periodic)', t): return 'GC/VM'
+    return 'rest'
+# sockmap4j: samples whose innermost Java frame is sockmap4j's own (what its code costs itself, not
+# what runs below its handlers).
+groups = [('sockmap4j', None),
+          ('k:sockmap', r'^(tcp_bpf|sk_msg|sk_psock|bpf_prog|__sk_msg|bpf_msg|sock_map|bpf_tcp)'),
+          ('k:tcp/ip', r'^(ip_|__ip_|ipt_|nf_|nft_|veth_|__netif|net_rx|napi|__dev_queue|dev_hard|ip6_|__ip6|netif_receive'
+                       r'|tcp_v4_rcv|tcp_v6_rcv|tcp_rcv|tcp_ack|tcp_transmit|__tcp_transmit|tcp_write_xmit|__tcp_push'
+                       r'|do_softirq|__do_softirq|__local_bh_enable)'),
+          ('sendmsg', r'^(tcp_sendmsg|sock_sendmsg|__sys_sendmsg|sock_write_iter|__x64_sys_write|__x64_sys_writev|do_writev)'),
+          ('recvmsg', r'^(tcp_recvmsg|sock_recvmsg|__sys_recvmsg|sock_read_iter|__x64_sys_read|tcp_bpf_recvmsg)'),
+          ('epoll_wait', r'^(do_epoll_wait|ep_poll)'), ('wake-ups', r'^try_to_wake_up'), ('futex', r'^(futex_|__x64_sys_futex)'),
+          ('http2', r'io/netty/handler/codec/http2'), ('grpc', r'^io/grpc'), ('arrow', r'org/apache/arrow')]
+kinds = ['handlers', 'loops', 'sockmap4j', 'JIT', 'GC/VM', 'rest']
+rows = []
+for stage in ['embedding', 'search', 'context', 'gateway']:
+    for path in ['plain', 'fast']:
+        f = os.path.join(out, path + '-' + stage + '.collapsed')
+        if not os.path.exists(f):
+            continue
+        k, g, total = collections.Counter(), collections.Counter(), 0
+        for line in open(f):
+            stack, n = line.rstrip().rsplit(' ', 1)
+            n = int(n)
+            frames = stack.split(';')
+            k[kind(re.sub(r' tid=.*', '', frames[0].lstrip('[')))] += n
+            total += n
+            java = [fr for fr in frames[1:] if '/' in fr]
+            if java and re.search(r'io/github/sockmap4j/(?!examples)', java[-1]):
+                g['sockmap4j'] += n
+            seen = set()
+            for fr in frames[1:]:
+                for name, pat in groups:
+                    if pat and name not in seen and re.search(pat, fr):
+                        seen.add(name)
+                        g[name] += n
+        rows.append((stage, path, total, k, g))
+print('samples (1 ms of CPU each) by thread kind')
+print('%-10s %-5s %6s ' % ('stage', 'path', 'all') + ' '.join('%9s' % x for x in kinds))
+for stage, path, total, k, g in rows:
+    print('%-10s %-5s %6d ' % (stage, path, total) + ' '.join('%9d' % k[x] for x in kinds))
+print('\nsamples whose stack passes through')
+print('%-10s %-5s ' % ('stage', 'path') + ' '.join('%10s' % x for x, _ in groups))
+for stage, path, total, k, g in rows:
+    print('%-10s %-5s ' % (stage, path) + ' '.join('%10d' % g[x] for x, _ in groups))
+PY
 echo "collapsed stacks: $out/*.collapsed; the demos' output: $out/demo-*.txt"
