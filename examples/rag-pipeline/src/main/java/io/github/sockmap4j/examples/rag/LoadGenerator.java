@@ -115,25 +115,24 @@ final class LoadGenerator {
      * Sends at {@code rate} in one-second windows until the median latencies of the last five
      * windows agree within 10% (a median still falling 5% a window does not pass) and the JIT
      * compilers used at most {@link #QUIET_JIT_NANOS_PER_WINDOW} in each of the last three windows
-     * (compilations come in bursts a few seconds apart; read from
-     * {@code jitNanos}, the compilers' CPU time so far, or -1 where unknown), at least
+     * (compilations come in bursts a few seconds apart; read from {@code jitSinceLast}, the
+     * compilers' CPU time since its previous call, or -1 where unknown), at least
      * {@code minSeconds} and at most {@code maxSeconds}.
      */
-    WarmUp warmUp(double rate, double minSeconds, double maxSeconds, java.util.function.LongSupplier jitNanos)
+    WarmUp warmUp(double rate, double minSeconds, double maxSeconds, java.util.function.LongSupplier jitSinceLast)
             throws InterruptedException {
         double[] last = new double[5];
         int windows = 0;
         long t0 = System.nanoTime();
-        long jit = jitNanos.getAsLong();
+        jitSinceLast.getAsLong(); // from here
         int quietWindows = 0;
         while (true) {
             Result r = fixedRate(Math.max(1, (int) rate), rate, "warm-up", null);
             last[windows++ % last.length] = r.latencyMicros().getTotalCount() == 0 ? Double.NaN
                     : r.latencyMicros().getValueAtPercentile(50) / 1000.0;
-            long jitNow = jitNanos.getAsLong();
-            quietWindows = jit < 0 || jitNow < 0 || jitNow - jit <= QUIET_JIT_NANOS_PER_WINDOW * r.seconds() ? quietWindows + 1 : 0;
+            long jit = jitSinceLast.getAsLong();
+            quietWindows = jit < 0 || jit <= QUIET_JIT_NANOS_PER_WINDOW * r.seconds() ? quietWindows + 1 : 0;
             boolean jitQuiet = quietWindows >= 3;
-            jit = jitNow;
             double elapsed = (System.nanoTime() - t0) / 1e9;
             boolean settled = windows >= last.length
                     && Arrays.stream(last).max().orElse(0) <= 1.10 * Arrays.stream(last).min().orElse(0);

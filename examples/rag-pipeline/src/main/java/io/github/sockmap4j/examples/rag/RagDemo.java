@@ -252,29 +252,27 @@ public final class RagDemo implements Callable<Integer> {
                 // Warm-up: as many requests as the stages take (so the JITs of five JVMs finish sooner),
                 // then at the rate until the median settles.
                 double busy = load.closedLoop(inFlight, warmupSeconds);
-                LoadGenerator.WarmUp w = load.warmUp(rate, 5, Math.max(5, maxWarmupSeconds), () -> StageMeters.jitNanos(stages));
+                LoadGenerator.WarmUp w = load.warmUp(rate, 5, Math.max(5, maxWarmupSeconds), StageMeters.jitMeter(stages));
                 out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s, %s (p50 %.2f ms)%n", label,
                         warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
                         w.jitQuiet() ? "the JIT quiet" : "the JIT still compiling", w.lastP50Millis());
                 long[] cpu0 = StageMeters.cpu(stages);
                 long sys0 = StageMeters.systemCpu(stages);
                 long self0 = StageMeters.selfCpuNanos();
-                long waited0 = StageMeters.runQueueNanos(stages);
-                Map<RagService.Role, Map<ThreadKind, Long>> kinds0 = StageMeters.kindNanos(stages);
+                ThreadTimes selfThreads0 = StageMeters.self();
+                Map<RagService.Role, ThreadTimes> threads0 = StageMeters.threads(stages);
                 Map<RagService.Role, StageClock.Times> times0 = StageMeters.times(stages);
-                Map<RagService.Role, Long> waits0 = StageMeters.runQueueByStage(stages);
                 long[] st0 = StageMeters.counters(fast, sockmap);
                 long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
                 LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
                 long[] cpu1 = StageMeters.cpu(stages);
                 long sys1 = StageMeters.systemCpu(stages);
                 long self1 = StageMeters.selfCpuNanos();
-                long waited1 = StageMeters.runQueueNanos(stages);
-                Map<RagService.Role, Map<ThreadKind, Double>> byKind =
-                        StageMeters.microsPerRequest(kinds0, StageMeters.kindNanos(stages), requests);
+                Map<RagService.Role, ThreadTimes> used = StageMeters.since(threads0, StageMeters.threads(stages));
+                long waited = StageMeters.runQueueNanos(used, StageMeters.self().since(selfThreads0));
+                Map<RagService.Role, Map<ThreadKind, Double>> byKind = StageMeters.microsPerRequest(used, requests);
                 TimeBudget budget = TimeBudget.of(res.latencyMicros().getMean() / 1000,
-                        StageMeters.since(times0, StageMeters.times(stages)),
-                        StageMeters.waitedSince(waits0, StageMeters.runQueueByStage(stages)), requests);
+                        StageMeters.timesSince(times0, StageMeters.times(stages)), StageMeters.waits(used), requests);
                 Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
                 Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
                 for (RagService.Role role : RagService.Role.values()) {
@@ -287,16 +285,15 @@ public final class RagDemo implements Callable<Integer> {
                 Map<RagService.Role, Double> idle = new EnumMap<>(RagService.Role.class);
                 Map<String, Double> idleThreads = new java.util.TreeMap<>();
                 if (idleSeconds > 0 && !inProcess) {
-                    Map<String, Long> t0 = StageMeters.threadNanos(stages);
+                    Map<RagService.Role, ThreadTimes> t0 = StageMeters.threads(stages);
                     long w0 = System.nanoTime();
                     Thread.sleep((long) (idleSeconds * 1000));
                     double wall = (System.nanoTime() - w0) / 1e9;
-                    Map<String, Long> t1 = StageMeters.threadNanos(stages);
+                    Map<String, Long> idleUse = StageMeters.cpuByName(StageMeters.since(t0, StageMeters.threads(stages)));
                     for (RagService.Role role : RagService.Role.values()) {
                         idle.put(role, 0.0);
                     }
-                    t1.forEach((name, nanos) -> {
-                        long d = nanos - t0.getOrDefault(name, 0L);
+                    idleUse.forEach((name, d) -> {
                         if (d > 0) {
                             double pct = 100.0 * d / (wall * 1e9);
                             idleThreads.put(name, pct);
@@ -314,7 +311,7 @@ public final class RagDemo implements Callable<Integer> {
                         100.0 * (self1 - self0) / (res.seconds() * 1e9),
                         sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
                         st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads,
-                        waited0 < 0 || waited1 < 0 ? -1 : (waited1 - waited0) / 1e6 / requests, byKind, budget);
+                        waited < 0 ? -1 : waited / 1e6 / requests, byKind, budget);
             } finally {
                 gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
             }

@@ -52,86 +52,10 @@ abstract class Stage implements AutoCloseable {
         return -1;
     }
 
-    /**
-     * CPU time in nanoseconds of each of the stage's threads so far, by thread name with digits
-     * replaced by N: the scheduler's run time from /proc/PID/task/TID/schedstat (exact, where the
-     * tick counts of /stat are 10 ms apart), else those ticks; empty when it shares this JVM.
-     */
-    Map<String, Long> threadNanos() {
-        Map<String, Long> out = new java.util.TreeMap<>();
-        forEachThread((name, nanos) -> out.merge(name.replaceAll("[0-9]+", "N"), nanos, Long::sum));
-        return out;
-    }
-
-    /** As {@link #threadNanos()}, summed by what the threads are for ({@link ThreadKind}). */
-    Map<ThreadKind, Long> kindNanos() {
-        Map<ThreadKind, Long> out = new java.util.EnumMap<>(ThreadKind.class);
-        forEachThread((name, nanos) -> out.merge(ThreadKind.of(name), nanos, Long::sum));
-        return out;
-    }
-
-    /** Each live thread of the stage's process: its name (comm) and CPU time so far. */
-    private void forEachThread(java.util.function.ObjLongConsumer<String> each) {
+    /** The stage's threads now ({@link ThreadTimes}), or {@link ThreadTimes#UNKNOWN} when it shares this JVM. */
+    ThreadTimes threads() {
         long pid = pid();
-        if (pid < 0) {
-            return;
-        }
-        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
-            for (Path t : (Iterable<Path>) tasks::iterator) {
-                try {
-                    String stat = Files.readString(t.resolve("stat"));
-                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-                    long nanos;
-                    try {
-                        nanos = Long.parseLong(Files.readString(t.resolve("schedstat")).trim().split(" ")[0]);
-                    } catch (IOException | RuntimeException noSchedstat) {
-                        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                        nanos = (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
-                    }
-                    each.accept(name, nanos);
-                } catch (IOException | RuntimeException gone) {
-                    // the thread ended meanwhile
-                }
-            }
-        } catch (IOException gone) {
-            // the process ended
-        }
-    }
-
-    /**
-     * Nanoseconds the stage's own threads have so far spent runnable but waiting for a CPU (the
-     * second field of /proc/PID/task/TID/schedstat, summed over the threads alive now; the JVM's JIT
-     * compiler, GC and VM threads left out), or -1 when it shares this JVM or the kernel keeps no
-     * schedstat.
-     */
-    long runQueueNanos() {
-        long pid = pid();
-        return pid < 0 ? -1 : runQueueNanos(Path.of("/proc", Long.toString(pid), "task"));
-    }
-
-    /** The JVM's own threads by name: JIT compilers, GC workers, the VM thread and its periodic task. */
-    static final java.util.regex.Pattern JVM_THREAD = java.util.regex.Pattern.compile("C[12] CompilerThre|GC |G1 |VM ");
-
-    /**
-     * The run-queue wait of the threads under {@code tasks} (a /proc/PID/task directory) but the
-     * JVM's own ({@link #JVM_THREAD}), or -1.
-     */
-    static long runQueueNanos(Path tasks) {
-        long sum = 0;
-        try (var ts = Files.list(tasks)) {
-            for (Path t : (Iterable<Path>) ts::iterator) {
-                try {
-                    if (!JVM_THREAD.matcher(Files.readString(t.resolve("comm"))).lookingAt()) {
-                        sum += Long.parseLong(Files.readString(t.resolve("schedstat")).trim().split(" ")[1]);
-                    }
-                } catch (java.nio.file.NoSuchFileException gone) {
-                    // the thread ended meanwhile
-                }
-            }
-        } catch (IOException | RuntimeException noSchedstat) {
-            return -1;
-        }
-        return sum;
+        return pid < 0 ? ThreadTimes.UNKNOWN : ThreadTimes.read(Path.of("/proc", Long.toString(pid), "task"));
     }
 
     @Override

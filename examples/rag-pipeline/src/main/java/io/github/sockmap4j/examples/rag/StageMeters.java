@@ -3,8 +3,11 @@ package io.github.sockmap4j.examples.rag;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import java.lang.management.ManagementFactory;
+import java.util.EnumMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.LongSupplier;
 
 /** What the demo reads off its stages and the kernel between phases: CPU times, threads, counters. */
 final class StageMeters {
@@ -33,99 +36,106 @@ final class StageMeters {
         return sum;
     }
 
-    /** Every stage's threads' CPU time, summed by role and thread name ("search/rag-io-N-N"). */
-    static Map<String, Long> threadNanos(Map<RagService.Role, Stage> stages) {
-        Map<String, Long> out = new java.util.TreeMap<>();
-        for (Stage s : stages.values()) {
-            s.threadNanos().forEach((n, t) -> out.merge(s.role.name().toLowerCase(Locale.ROOT) + "/" + n, t, Long::sum));
-        }
+    /** Every stage's threads now. */
+    static Map<RagService.Role, ThreadTimes> threads(Map<RagService.Role, Stage> stages) {
+        Map<RagService.Role, ThreadTimes> out = new EnumMap<>(RagService.Role.class);
+        stages.forEach((role, s) -> out.put(role, s.threads()));
         return out;
     }
 
-    /** The JIT compilers' CPU time so far in all stages, or -1 when a stage shares this JVM. */
-    static long jitNanos(Map<RagService.Role, Stage> stages) {
-        long sum = 0;
-        for (Stage s : stages.values()) {
-            if (s.pid() < 0) {
-                return -1;
-            }
-            sum += s.kindNanos().getOrDefault(ThreadKind.JIT, 0L);
-        }
-        return sum;
-    }
-
-    /** Where each stage's calls have spent their time so far. */
-    static Map<RagService.Role, StageClock.Times> times(Map<RagService.Role, Stage> stages) {
-        Map<RagService.Role, StageClock.Times> out = new java.util.EnumMap<>(RagService.Role.class);
-        stages.forEach((role, s) -> out.put(role, s.times()));
+    /** Each stage's threads' use between two readings of {@link #threads}, thread by thread. */
+    static Map<RagService.Role, ThreadTimes> since(Map<RagService.Role, ThreadTimes> before,
+            Map<RagService.Role, ThreadTimes> after) {
+        Map<RagService.Role, ThreadTimes> out = new EnumMap<>(RagService.Role.class);
+        after.forEach((role, t) -> out.put(role, t.since(before.getOrDefault(role, ThreadTimes.UNKNOWN))));
         return out;
     }
 
-    /** Each stage's threads' run-queue nanoseconds so far (-1 where unknown). */
-    static Map<RagService.Role, Long> runQueueByStage(Map<RagService.Role, Stage> stages) {
-        Map<RagService.Role, Long> out = new java.util.EnumMap<>(RagService.Role.class);
-        stages.forEach((role, s) -> out.put(role, s.runQueueNanos()));
-        return out;
-    }
-
-    /** Each stage's times between two readings of {@link #times}. */
-    static Map<RagService.Role, StageClock.Times> since(Map<RagService.Role, StageClock.Times> before,
-            Map<RagService.Role, StageClock.Times> after) {
-        Map<RagService.Role, StageClock.Times> out = new java.util.EnumMap<>(RagService.Role.class);
-        after.forEach((role, t) -> out.put(role, t.minus(before.getOrDefault(role, StageClock.Times.NONE))));
-        return out;
-    }
-
-    /** Each stage's run-queue nanoseconds between two readings of {@link #runQueueByStage}; -1 where either is unknown. */
-    static Map<RagService.Role, Long> waitedSince(Map<RagService.Role, Long> before, Map<RagService.Role, Long> after) {
-        Map<RagService.Role, Long> out = new java.util.EnumMap<>(RagService.Role.class);
-        after.forEach((role, n) -> {
-            long b = before.getOrDefault(role, -1L);
-            out.put(role, n < 0 || b < 0 ? -1 : n - b);
-        });
-        return out;
-    }
-
-    /** Every stage's threads' CPU time so far, by stage and by what the threads are for. */
-    static Map<RagService.Role, Map<ThreadKind, Long>> kindNanos(Map<RagService.Role, Stage> stages) {
-        Map<RagService.Role, Map<ThreadKind, Long>> out = new java.util.EnumMap<>(RagService.Role.class);
-        stages.forEach((role, s) -> out.put(role, s.kindNanos()));
+    /** CPU nanoseconds by stage and thread name ("search/rag-io-N-N"). */
+    static Map<String, Long> cpuByName(Map<RagService.Role, ThreadTimes> used) {
+        Map<String, Long> out = new TreeMap<>();
+        used.forEach((role, t) -> t.cpuByName().forEach(
+                (n, v) -> out.merge(role.name().toLowerCase(Locale.ROOT) + "/" + n, v, Long::sum)));
         return out;
     }
 
     /**
-     * CPU microseconds a request of each stage's thread kinds between two readings of
-     * {@link #kindNanos}; a kind whose threads ended between them counts what the rest used, never
-     * less than 0.
+     * The JIT compilers' CPU in all stages since the previous call (the first call: since the
+     * meter was made), thread by thread, or -1 when a stage shares this JVM.
      */
-    static Map<RagService.Role, Map<ThreadKind, Double>> microsPerRequest(Map<RagService.Role, Map<ThreadKind, Long>> before,
-            Map<RagService.Role, Map<ThreadKind, Long>> after, long requests) {
-        Map<RagService.Role, Map<ThreadKind, Double>> out = new java.util.EnumMap<>(RagService.Role.class);
-        after.forEach((role, kinds) -> {
-            Map<ThreadKind, Double> m = new java.util.EnumMap<>(ThreadKind.class);
+    static LongSupplier jitMeter(Map<RagService.Role, Stage> stages) {
+        Map<RagService.Role, ThreadTimes> last = new EnumMap<>(RagService.Role.class);
+        last.putAll(threads(stages));
+        return () -> {
+            Map<RagService.Role, ThreadTimes> now = threads(stages);
+            long sum = 0;
+            for (ThreadTimes t : since(last, now).values()) {
+                if (!t.known()) {
+                    return -1;
+                }
+                sum += t.cpuByKind().getOrDefault(ThreadKind.JIT, 0L);
+            }
+            last.putAll(now);
+            return sum;
+        };
+    }
+
+    /** CPU microseconds a request of each stage's thread kinds, from their use over the phase. */
+    static Map<RagService.Role, Map<ThreadKind, Double>> microsPerRequest(Map<RagService.Role, ThreadTimes> used,
+            long requests) {
+        Map<RagService.Role, Map<ThreadKind, Double>> out = new EnumMap<>(RagService.Role.class);
+        used.forEach((role, t) -> {
+            Map<ThreadKind, Double> m = new EnumMap<>(ThreadKind.class);
+            Map<ThreadKind, Long> byKind = t.cpuByKind();
             for (ThreadKind k : ThreadKind.values()) {
-                long d = kinds.getOrDefault(k, 0L) - before.getOrDefault(role, Map.of()).getOrDefault(k, 0L);
-                m.put(k, Math.max(0, d) / 1e3 / requests);
+                m.put(k, t.known() ? byKind.getOrDefault(k, 0L) / 1e3 / requests : Double.NaN);
             }
             out.put(role, m);
         });
         return out;
     }
 
+    /** Each stage's threads' waits for a CPU over the phase (the JVM's own threads left out; -1 where unknown). */
+    static Map<RagService.Role, Long> waits(Map<RagService.Role, ThreadTimes> used) {
+        Map<RagService.Role, Long> out = new EnumMap<>(RagService.Role.class);
+        used.forEach((role, t) -> out.put(role, t.applicationWaitNanos()));
+        return out;
+    }
+
     /**
-     * Nanoseconds all stages' threads and this JVM's (the load generator's) have so far waited
-     * runnable for a CPU, or -1 when a stage shares this JVM or the kernel keeps no schedstat.
+     * Nanoseconds all stages' threads and the load generator's ({@code self}: this JVM's use over
+     * the phase) waited runnable for a CPU, the JVMs' own threads left out; -1 when any is unknown.
      */
-    static long runQueueNanos(Map<RagService.Role, Stage> stages) {
-        long sum = Stage.runQueueNanos(java.nio.file.Path.of("/proc/self/task"));
-        for (Stage s : stages.values()) {
-            long v = s.runQueueNanos();
+    static long runQueueNanos(Map<RagService.Role, ThreadTimes> used, ThreadTimes self) {
+        long sum = self.applicationWaitNanos();
+        for (ThreadTimes t : used.values()) {
+            long v = t.applicationWaitNanos();
             if (v < 0 || sum < 0) {
                 return -1;
             }
             sum += v;
         }
         return sum;
+    }
+
+    /** This JVM's (the load generator's) threads now. */
+    static ThreadTimes self() {
+        return ThreadTimes.read(java.nio.file.Path.of("/proc/self/task"));
+    }
+
+    /** Where each stage's calls have spent their time so far. */
+    static Map<RagService.Role, StageClock.Times> times(Map<RagService.Role, Stage> stages) {
+        Map<RagService.Role, StageClock.Times> out = new EnumMap<>(RagService.Role.class);
+        stages.forEach((role, s) -> out.put(role, s.times()));
+        return out;
+    }
+
+    /** Each stage's times between two readings of {@link #times}. */
+    static Map<RagService.Role, StageClock.Times> timesSince(Map<RagService.Role, StageClock.Times> before,
+            Map<RagService.Role, StageClock.Times> after) {
+        Map<RagService.Role, StageClock.Times> out = new EnumMap<>(RagService.Role.class);
+        after.forEach((role, t) -> out.put(role, t.minus(before.getOrDefault(role, StageClock.Times.NONE))));
+        return out;
     }
 
     static long[] cpu(Map<RagService.Role, Stage> stages) {

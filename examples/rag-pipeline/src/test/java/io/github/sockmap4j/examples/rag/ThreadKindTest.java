@@ -28,11 +28,13 @@ class ThreadKindTest {
     }
 
     @Test
-    void aKindThatLostThreadsCountsNoLessThanNothing() {
-        var before = Map.of(RagService.Role.SEARCH, Map.of(ThreadKind.HANDLERS, 9_000_000L, ThreadKind.JIT, 1_000_000L));
-        var after = Map.of(RagService.Role.SEARCH, Map.of(ThreadKind.HANDLERS, 5_000_000L, ThreadKind.JIT, 3_000_000L));
-        var perRequest = StageMeters.microsPerRequest(before, after, 1000);
-        assertEquals(0.0, perRequest.get(RagService.Role.SEARCH).get(ThreadKind.HANDLERS));
+    void eachKindCountsItsThreadsPerRequest() {
+        ThreadTimes used = new ThreadTimes(Map.of(
+                1L, new ThreadTimes.Sample("grpc-default-ex", 3_000_000, 0),
+                2L, new ThreadTimes.Sample("grpc-default-ex", 1_000_000, 0),
+                3L, new ThreadTimes.Sample("C2 CompilerThre", 2_000_000, 0)), true);
+        var perRequest = StageMeters.microsPerRequest(Map.of(RagService.Role.SEARCH, used), 1000);
+        assertEquals(4.0, perRequest.get(RagService.Role.SEARCH).get(ThreadKind.HANDLERS));
         assertEquals(2.0, perRequest.get(RagService.Role.SEARCH).get(ThreadKind.JIT));
         assertEquals(0.0, perRequest.get(RagService.Role.SEARCH).get(ThreadKind.REST));
     }

@@ -1,0 +1,108 @@
+package io.github.sockmap4j.examples.rag;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The threads of one process at one moment, by thread id: each one's name (its {@code comm}),
+ * CPU time and time spent runnable but waiting for a CPU so far (the first two fields of
+ * /proc/PID/task/TID/schedstat). What a phase cost is {@link #since} a reading before it, thread
+ * by thread: a thread that ended meanwhile takes out only what it used in the phase, never its
+ * whole life (gRPC's executor and the JIT end idle threads, which a sum over the live threads
+ * would subtract).
+ */
+final class ThreadTimes {
+    /** One thread's reading. */
+    record Sample(String name, long cpuNanos, long waitNanos) {
+    }
+
+    /** No reading: the stage shares this JVM, or the kernel keeps no schedstat. */
+    static final ThreadTimes UNKNOWN = new ThreadTimes(Map.of(), false);
+
+    private final Map<Long, Sample> threads;
+    private final boolean known;
+
+    ThreadTimes(Map<Long, Sample> threads, boolean known) {
+        this.threads = threads;
+        this.known = known;
+    }
+
+    /** Reads every thread under {@code tasks} (a /proc/PID/task directory); {@link #UNKNOWN} where it cannot. */
+    static ThreadTimes read(Path tasks) {
+        Map<Long, Sample> out = new HashMap<>();
+        try (var ts = Files.list(tasks)) {
+            for (Path t : (Iterable<Path>) ts::iterator) {
+                try {
+                    String name = Files.readString(t.resolve("comm")).strip();
+                    String[] f = Files.readString(t.resolve("schedstat")).trim().split(" ");
+                    out.put(Long.parseLong(t.getFileName().toString()),
+                            new Sample(name, Long.parseLong(f[0]), Long.parseLong(f[1])));
+                } catch (NoSuchFileException gone) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (IOException | RuntimeException unknown) {
+            return UNKNOWN;
+        }
+        return new ThreadTimes(out, true);
+    }
+
+    boolean known() {
+        return known;
+    }
+
+    Map<Long, Sample> threads() {
+        return threads;
+    }
+
+    /**
+     * What each thread alive now used since {@code before}: a thread that began meanwhile counts
+     * whole, one that ended meanwhile not at all.
+     */
+    ThreadTimes since(ThreadTimes before) {
+        if (!known || !before.known) {
+            return UNKNOWN;
+        }
+        Map<Long, Sample> out = new HashMap<>();
+        threads.forEach((tid, now) -> {
+            Sample then = before.threads.get(tid);
+            out.put(tid, then == null || !then.name().equals(now.name()) ? now
+                    : new Sample(now.name(), now.cpuNanos() - then.cpuNanos(), now.waitNanos() - then.waitNanos()));
+        });
+        return new ThreadTimes(out, true);
+    }
+
+    /** CPU nanoseconds by what the threads are for. */
+    Map<ThreadKind, Long> cpuByKind() {
+        Map<ThreadKind, Long> out = new EnumMap<>(ThreadKind.class);
+        threads.values().forEach(s -> out.merge(ThreadKind.of(s.name()), s.cpuNanos(), Long::sum));
+        return out;
+    }
+
+    /** CPU nanoseconds by thread name, its digits replaced by N ("rag-io-N-N"). */
+    Map<String, Long> cpuByName() {
+        Map<String, Long> out = new TreeMap<>();
+        threads.values().forEach(s -> out.merge(s.name().replaceAll("[0-9]+", "N"), s.cpuNanos(), Long::sum));
+        return out;
+    }
+
+    /**
+     * Nanoseconds the threads but the JVM's own (JIT compilers, GC, the VM thread: {@link
+     * ThreadKind#JIT}, {@link ThreadKind#GC_VM}) waited runnable for a CPU; -1 when unknown.
+     */
+    long applicationWaitNanos() {
+        if (!known) {
+            return -1;
+        }
+        return threads.values().stream().filter(s -> {
+            ThreadKind k = ThreadKind.of(s.name());
+            return k != ThreadKind.JIT && k != ThreadKind.GC_VM;
+        }).mapToLong(Sample::waitNanos).sum();
+    }
+}

@@ -1,0 +1,109 @@
+package io.github.sockmap4j.examples.rag;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The demo's reading of a process's threads: waits seen, and threads that end or begin in a phase. */
+class ThreadTimesTest {
+    private static final Path SELF = Path.of("/proc/self/task");
+
+    private static List<Thread> spin(int n, AtomicBoolean stop, String name) {
+        List<Thread> spinners = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            spinners.add(Thread.ofPlatform().name(name + i).start(() -> {
+                while (!stop.get()) {
+                    Thread.onSpinWait();
+                }
+            }));
+        }
+        return spinners;
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void threadsOutnumberingTheCpusWaitForOne() throws InterruptedException {
+        ThreadTimes before = ThreadTimes.read(SELF);
+        assertTrue(before.known(), "this kernel keeps schedstat");
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> spinners = spin(2 * Runtime.getRuntime().availableProcessors() + 1, stop, "spinner-");
+        try {
+            // Until the spinners' own waiting shows (a scheduler tick or two with more threads than CPUs).
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (ThreadTimes.read(SELF).since(before).applicationWaitNanos() <= 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertTrue(ThreadTimes.read(SELF).since(before).applicationWaitNanos() > 0,
+                    "threads outnumbering the CPUs waited for one");
+        } finally {
+            stop.set(true);
+            for (Thread t : spinners) {
+                t.join();
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aThreadThatEndsInThePhaseTakesNothingOutOfTheOthers() throws InterruptedException {
+        // A thread that ran before the phase and ends in it: a sum over the live threads would
+        // lose its whole CPU time; thread by thread it loses nothing the others used.
+        AtomicBoolean stopOld = new AtomicBoolean();
+        List<Thread> old = spin(1, stopOld, "grpc-default-executor-");
+        CountDownLatch ran = new CountDownLatch(1);
+        Thread.ofPlatform().start(() -> {
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
+            while (System.nanoTime() < end) {
+                Thread.onSpinWait();
+            }
+            ran.countDown();
+        });
+        ran.await();
+        ThreadTimes before = ThreadTimes.read(SELF);
+        stopOld.set(true);
+        old.get(0).join();
+        AtomicBoolean stopNew = new AtomicBoolean();
+        List<Thread> fresh = spin(1, stopNew, "grpc-default-executor-");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (ThreadTimes.read(SELF).since(before).cpuByKind().getOrDefault(ThreadKind.HANDLERS, 0L) < 50_000_000L
+                && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        stopNew.set(true);
+        fresh.get(0).join();
+        ThreadTimes used = ThreadTimes.read(SELF).since(before);
+        assertTrue(used.cpuByKind().getOrDefault(ThreadKind.HANDLERS, 0L) >= 50_000_000L,
+                "the new thread's CPU counts whole: " + used.cpuByKind());
+        assertTrue(used.threads().values().stream().allMatch(s -> s.cpuNanos() >= 0 && s.waitNanos() >= 0),
+                "no thread counts less than nothing");
+    }
+
+    @Test
+    void theJvmsOwnThreadsWaitForNoRequest() {
+        ThreadTimes t = new ThreadTimes(Map.of(
+                1L, new ThreadTimes.Sample("C2 CompilerThre", 10, 1_000),
+                2L, new ThreadTimes.Sample("VM Thread", 10, 2_000),
+                3L, new ThreadTimes.Sample("GC Thread#0", 10, 4_000),
+                4L, new ThreadTimes.Sample("grpc-default-ex", 10, 8),
+                5L, new ThreadTimes.Sample("rag-io-1-1", 10, 16)), true);
+        assertEquals(24, t.applicationWaitNanos());
+    }
+
+    @Test
+    void noSuchProcessReadsAsUnknown() {
+        ThreadTimes gone = ThreadTimes.read(Path.of("/proc/no-such-process/task"));
+        assertFalse(gone.known());
+        assertEquals(-1, gone.applicationWaitNanos());
+        assertFalse(ThreadTimes.read(SELF).since(gone).known(), "a phase with an unknown end is unknown");
+    }
+}
