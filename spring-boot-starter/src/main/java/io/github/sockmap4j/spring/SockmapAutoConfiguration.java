@@ -55,7 +55,8 @@ public class SockmapAutoConfiguration {
 
     /**
      * The loops of the gRPC server and channels: daemon threads, shut down with the context,
-     * every channel on them closed (as {@link SockmapNetty#shutdown} does).
+     * every channel on them closed (as {@link SockmapNetty#shutdown} does); they poll before they
+     * sleep as {@code sockmap4j.grpc-profile} says.
      */
     @Bean(name = EVENT_LOOPS)
     @ConditionalOnClass(name = "io.grpc.netty.NettyServerBuilder")
@@ -63,8 +64,9 @@ public class SockmapAutoConfiguration {
     public EventLoopGroup sockmapEventLoopGroup(SockmapProperties properties) {
         int n = properties.getEventLoops() > 0 ? properties.getEventLoops()
                 : Math.max(Runtime.getRuntime().availableProcessors(), 4);
+        Duration poll = properties.getGrpcProfile().maxPoll();
         return new MultiThreadIoEventLoopGroup(n, new DefaultThreadFactory("sockmap4j-grpc", true),
-                SockmapNetty.ioHandlerFactory()) {
+                poll.isZero() ? SockmapNetty.ioHandlerFactory() : SockmapNetty.ioHandlerFactory(poll)) {
             // Spring calls close() on a bean with a public close method; this one waits for the loops.
             @Override
             public void close() {

@@ -46,7 +46,9 @@ public class SockmapGrpcAutoConfiguration {
                 }
                 builder.channelFactory(transport.serverChannels(bound)).bossEventLoopGroup(loops)
                         .workerEventLoopGroup(loops);
-                LOG.info("The gRPC server runs on the sockmap fast path ({})", transport);
+                executor(builder, properties.getGrpcProfile());
+                LOG.info("The gRPC server runs on the sockmap fast path ({}, profile {})", transport,
+                        properties.getGrpcProfile());
             };
         }
 
@@ -62,7 +64,8 @@ public class SockmapGrpcAutoConfiguration {
     static class Client {
         @Bean
         GrpcChannelBuilderCustomizer<NettyChannelBuilder> sockmapGrpcChannels(SockmapNetty transport,
-                @Qualifier(SockmapAutoConfiguration.EVENT_LOOPS) EventLoopGroup loops, Environment env) {
+                @Qualifier(SockmapAutoConfiguration.EVENT_LOOPS) EventLoopGroup loops, SockmapProperties properties,
+                Environment env) {
             return (name, builder) -> {
                 String target = env.getProperty("spring.grpc.client.channel." + name + ".target", name);
                 if (target.startsWith("unix:") || name.startsWith("unix:")) {
@@ -71,7 +74,26 @@ public class SockmapGrpcAutoConfiguration {
                     return;
                 }
                 SockmapGrpc.configure(builder, transport, loops);
+                executor(builder, properties.getGrpcProfile());
             };
+        }
+    }
+
+    /** Where the calls of {@code profile} run their handlers and callbacks: gRPC's executor unless it says otherwise. */
+    static void executor(io.grpc.ServerBuilder<?> builder, SockmapGrpc.Profile profile) {
+        switch (profile) {
+            case STANDARD -> { }
+            case POLLING -> builder.executor(SockmapGrpc.pollingExecutor());
+            case DIRECT -> builder.directExecutor();
+        }
+    }
+
+    /** As {@link #executor(io.grpc.ServerBuilder, SockmapGrpc.Profile)}, for a channel. */
+    static void executor(io.grpc.ManagedChannelBuilder<?> builder, SockmapGrpc.Profile profile) {
+        switch (profile) {
+            case STANDARD -> { }
+            case POLLING -> builder.executor(SockmapGrpc.pollingExecutor());
+            case DIRECT -> builder.directExecutor();
         }
     }
 

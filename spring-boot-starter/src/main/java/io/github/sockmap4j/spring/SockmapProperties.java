@@ -44,6 +44,15 @@ public class SockmapProperties {
     /** Event loops of the Reactor Netty and gRPC transports; 0 for Reactor Netty's default count. */
     private int eventLoops;
 
+    /**
+     * How the gRPC server's and channels' calls wait for each other: standard (event loops sleep
+     * until an event comes, gRPC's own executor), polling (loops and handler threads poll up to
+     * 50 µs before they sleep) or direct (handlers run on loops that poll up to 200 µs: only for
+     * handlers that never block).
+     */
+    private io.github.sockmap4j.netty.grpc.SockmapGrpc.Profile grpcProfile =
+            io.github.sockmap4j.netty.grpc.SockmapGrpc.Profile.STANDARD;
+
     /** The core library's settings these make. */
     public SockmapConfig toConfig() {
         return SockmapConfig.builder().pinDirectory(pinDir).cgroup(cgroup).maxSockets(maxSockets).required(require)
@@ -129,5 +138,13 @@ public class SockmapProperties {
 
     public void setEventLoops(int eventLoops) {
         this.eventLoops = eventLoops;
+    }
+
+    public io.github.sockmap4j.netty.grpc.SockmapGrpc.Profile getGrpcProfile() {
+        return grpcProfile;
+    }
+
+    public void setGrpcProfile(io.github.sockmap4j.netty.grpc.SockmapGrpc.Profile grpcProfile) {
+        this.grpcProfile = java.util.Objects.requireNonNull(grpcProfile, "sockmap4j.grpc-profile");
     }
 }

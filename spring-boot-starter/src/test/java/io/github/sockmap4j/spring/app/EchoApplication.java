@@ -43,6 +43,8 @@ public class EchoApplication {
     public static final Map<Channel, Boolean> SERVER_CHANNELS = new ConcurrentHashMap<>();
     public static final Map<Channel, Boolean> CLIENT_CHANNELS = new ConcurrentHashMap<>();
     public static final AtomicInteger GRPC_PORT = new AtomicInteger();
+    /** The threads the unary echo ran on. */
+    public static final java.util.Set<String> UNARY_THREADS = ConcurrentHashMap.newKeySet();
 
     private static MethodDescriptor<byte[], byte[]> method(String name, MethodDescriptor.MethodType type) {
         return MethodDescriptor.<byte[], byte[]>newBuilder().setType(type)
@@ -68,6 +70,7 @@ public class EchoApplication {
     BindableService echoService() {
         return () -> ServerServiceDefinition.builder(SERVICE)
                 .addMethod(UNARY, ServerCalls.asyncUnaryCall((byte[] req, StreamObserver<byte[]> out) -> {
+                    UNARY_THREADS.add(Thread.currentThread().getName());
                     out.onNext(req);
                     out.onCompleted();
                 }))
