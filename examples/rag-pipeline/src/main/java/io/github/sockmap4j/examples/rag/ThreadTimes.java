@@ -18,8 +18,11 @@ import java.util.TreeMap;
  * would subtract).
  */
 final class ThreadTimes {
-    /** One thread's reading. */
-    record Sample(String name, long cpuNanos, long waitNanos) {
+    /**
+     * One thread's reading; {@code startTicks} is when it began (field 22 of its stat), so that a
+     * thread id the kernel gave again to a new thread is not taken for the old one.
+     */
+    record Sample(String name, long startTicks, long cpuNanos, long waitNanos) {
     }
 
     /** No reading: the stage shares this JVM, or the kernel keeps no schedstat. */
@@ -39,10 +42,13 @@ final class ThreadTimes {
         try (var ts = Files.list(tasks)) {
             for (Path t : (Iterable<Path>) ts::iterator) {
                 try {
-                    String name = Files.readString(t.resolve("comm")).strip();
+                    String stat = Files.readString(t.resolve("stat"));
+                    String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                    // The fields after the name (which may hold spaces) begin with the state, field 3.
+                    long start = Long.parseLong(stat.substring(stat.lastIndexOf(')') + 2).split(" ")[19]);
                     String[] f = Files.readString(t.resolve("schedstat")).trim().split(" ");
                     out.put(Long.parseLong(t.getFileName().toString()),
-                            new Sample(name, Long.parseLong(f[0]), Long.parseLong(f[1])));
+                            new Sample(name, start, Long.parseLong(f[0]), Long.parseLong(f[1])));
                 } catch (NoSuchFileException gone) {
                     // the thread ended meanwhile
                 }
@@ -72,8 +78,9 @@ final class ThreadTimes {
         Map<Long, Sample> out = new HashMap<>();
         threads.forEach((tid, now) -> {
             Sample then = before.threads.get(tid);
-            out.put(tid, then == null || !then.name().equals(now.name()) ? now
-                    : new Sample(now.name(), now.cpuNanos() - then.cpuNanos(), now.waitNanos() - then.waitNanos()));
+            out.put(tid, then == null || then.startTicks() != now.startTicks() ? now
+                    : new Sample(now.name(), now.startTicks(), now.cpuNanos() - then.cpuNanos(),
+                            now.waitNanos() - then.waitNanos()));
         });
         return new ThreadTimes(out, true);
     }

@@ -30,9 +30,9 @@ class ThreadKindTest {
     @Test
     void eachKindCountsItsThreadsPerRequest() {
         ThreadTimes used = new ThreadTimes(Map.of(
-                1L, new ThreadTimes.Sample("grpc-default-ex", 3_000_000, 0),
-                2L, new ThreadTimes.Sample("grpc-default-ex", 1_000_000, 0),
-                3L, new ThreadTimes.Sample("C2 CompilerThre", 2_000_000, 0)), true);
+                1L, new ThreadTimes.Sample("grpc-default-ex", 1, 3_000_000, 0),
+                2L, new ThreadTimes.Sample("grpc-default-ex", 1, 1_000_000, 0),
+                3L, new ThreadTimes.Sample("C2 CompilerThre", 1, 2_000_000, 0)), true);
         var perRequest = StageMeters.microsPerRequest(Map.of(RagService.Role.SEARCH, used), 1000);
         assertEquals(4.0, perRequest.get(RagService.Role.SEARCH).get(ThreadKind.HANDLERS));
         assertEquals(2.0, perRequest.get(RagService.Role.SEARCH).get(ThreadKind.JIT));

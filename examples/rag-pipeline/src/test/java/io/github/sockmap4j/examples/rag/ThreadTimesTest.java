@@ -60,30 +60,38 @@ class ThreadTimesTest {
         // lose its whole CPU time; thread by thread it loses nothing the others used.
         AtomicBoolean stopOld = new AtomicBoolean();
         List<Thread> old = spin(1, stopOld, "grpc-default-executor-");
-        CountDownLatch ran = new CountDownLatch(1);
-        Thread.ofPlatform().start(() -> {
-            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
-            while (System.nanoTime() < end) {
-                Thread.onSpinWait();
-            }
-            ran.countDown();
-        });
-        ran.await();
-        ThreadTimes before = ThreadTimes.read(SELF);
-        stopOld.set(true);
-        old.get(0).join();
+        ThreadTimes before;
+        try {
+            CountDownLatch ran = new CountDownLatch(1);
+            Thread.ofPlatform().start(() -> {
+                long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
+                while (System.nanoTime() < end) {
+                    Thread.onSpinWait();
+                }
+                ran.countDown();
+            });
+            ran.await();
+            before = ThreadTimes.read(SELF);
+        } finally {
+            stopOld.set(true);
+            old.get(0).join();
+        }
         AtomicBoolean stopNew = new AtomicBoolean();
         List<Thread> fresh = spin(1, stopNew, "grpc-default-executor-");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (ThreadTimes.read(SELF).since(before).cpuByKind().getOrDefault(ThreadKind.HANDLERS, 0L) < 50_000_000L
-                && System.nanoTime() < deadline) {
-            Thread.sleep(10);
+        ThreadTimes used;
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (ThreadTimes.read(SELF).since(before).cpuByKind().getOrDefault(ThreadKind.HANDLERS, 0L) < 50_000_000L
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            used = ThreadTimes.read(SELF).since(before); // the new thread still running: an ended one counts nothing
+        } finally {
+            stopNew.set(true);
+            fresh.get(0).join();
         }
-        stopNew.set(true);
-        fresh.get(0).join();
-        ThreadTimes used = ThreadTimes.read(SELF).since(before);
         assertTrue(used.cpuByKind().getOrDefault(ThreadKind.HANDLERS, 0L) >= 50_000_000L,
-                "the new thread's CPU counts whole: " + used.cpuByKind());
+                "the new thread's CPU counts whole: " + used.threads() + " since " + before.threads());
         assertTrue(used.threads().values().stream().allMatch(s -> s.cpuNanos() >= 0 && s.waitNanos() >= 0),
                 "no thread counts less than nothing");
     }
@@ -91,12 +99,21 @@ class ThreadTimesTest {
     @Test
     void theJvmsOwnThreadsWaitForNoRequest() {
         ThreadTimes t = new ThreadTimes(Map.of(
-                1L, new ThreadTimes.Sample("C2 CompilerThre", 10, 1_000),
-                2L, new ThreadTimes.Sample("VM Thread", 10, 2_000),
-                3L, new ThreadTimes.Sample("GC Thread#0", 10, 4_000),
-                4L, new ThreadTimes.Sample("grpc-default-ex", 10, 8),
-                5L, new ThreadTimes.Sample("rag-io-1-1", 10, 16)), true);
+                1L, new ThreadTimes.Sample("C2 CompilerThre", 1, 10, 1_000),
+                2L, new ThreadTimes.Sample("VM Thread", 1, 10, 2_000),
+                3L, new ThreadTimes.Sample("GC Thread#0", 1, 10, 4_000),
+                4L, new ThreadTimes.Sample("grpc-default-ex", 1, 10, 8),
+                5L, new ThreadTimes.Sample("rag-io-1-1", 1, 10, 16)), true);
         assertEquals(24, t.applicationWaitNanos());
+    }
+
+    @Test
+    void aThreadIdGivenAgainIsANewThread() {
+        ThreadTimes before = new ThreadTimes(Map.of(7L, new ThreadTimes.Sample("grpc-default-ex", 100, 900, 50)), true);
+        ThreadTimes after = new ThreadTimes(Map.of(7L, new ThreadTimes.Sample("grpc-default-ex", 250, 300, 20)), true);
+        assertEquals(new ThreadTimes.Sample("grpc-default-ex", 250, 300, 20), after.since(before).threads().get(7L));
+        ThreadTimes later = new ThreadTimes(Map.of(7L, new ThreadTimes.Sample("grpc-default-ex", 100, 1_000, 70)), true);
+        assertEquals(new ThreadTimes.Sample("grpc-default-ex", 100, 100, 20), later.since(before).threads().get(7L));
     }
 
     @Test
