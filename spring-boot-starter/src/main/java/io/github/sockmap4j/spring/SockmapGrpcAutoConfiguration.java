@@ -46,7 +46,7 @@ public class SockmapGrpcAutoConfiguration {
                 }
                 builder.channelFactory(transport.serverChannels(bound)).bossEventLoopGroup(loops)
                         .workerEventLoopGroup(loops);
-                executor(builder, properties.getGrpcProfile());
+                GrpcProfiles.executor(builder, properties.getGrpcProfile());
                 LOG.info("The gRPC server runs on the sockmap fast path ({}, profile {})", transport,
                         properties.getGrpcProfile());
             };
@@ -74,26 +74,8 @@ public class SockmapGrpcAutoConfiguration {
                     return;
                 }
                 SockmapGrpc.configure(builder, transport, loops);
-                executor(builder, properties.getGrpcProfile());
+                GrpcProfiles.executor(builder, properties.getGrpcProfile());
             };
-        }
-    }
-
-    /** Where the calls of {@code profile} run their handlers and callbacks: gRPC's executor unless it says otherwise. */
-    static void executor(io.grpc.ServerBuilder<?> builder, SockmapGrpc.Profile profile) {
-        switch (profile) {
-            case STANDARD -> { }
-            case POLLING -> builder.executor(SockmapGrpc.pollingExecutor());
-            case DIRECT -> builder.directExecutor();
-        }
-    }
-
-    /** As {@link #executor(io.grpc.ServerBuilder, SockmapGrpc.Profile)}, for a channel. */
-    static void executor(io.grpc.ManagedChannelBuilder<?> builder, SockmapGrpc.Profile profile) {
-        switch (profile) {
-            case STANDARD -> { }
-            case POLLING -> builder.executor(SockmapGrpc.pollingExecutor());
-            case DIRECT -> builder.directExecutor();
         }
     }
 
