@@ -24,6 +24,9 @@ import java.util.TreeMap;
  * <p>With {@code -Dtransports=SOCKMAP} (a comma-separated list) only those run, and "measuring" is
  * printed when the measured calls start, for a tracer to attach then.
  *
+ * <p>Each transport is measured after a pass over all of them and then calls until its JIT compilers
+ * used at most 2% of a CPU in each of three one-second windows (at most 60 s).
+ *
  * <p>Usage: {@code GrpcHandoffs [calls]} (default 20000); loopback, 1 KiB unary calls from this
  * thread (a blocking stub), the server and channel as NettyGrpcBench makes them.
  */
@@ -77,6 +80,17 @@ public final class GrpcHandoffs {
         return out;
     }
 
+    /** CPU time of this JVM's JIT compiler threads so far. */
+    static long jitNanos() throws IOException {
+        long sum = 0;
+        for (Map.Entry<String, Sched> e : snapshot().values()) {
+            if (e.getKey().matches("C[12] CompilerThre.*")) {
+                sum += e.getValue().runNanos();
+            }
+        }
+        return sum;
+    }
+
     /** The kernel's thread name (15 characters at most) without its numbers. */
     static String group(String name) {
         return name.replaceAll("[-_]?\\d+", "").replaceAll("[-_]+$", "");
@@ -114,6 +128,20 @@ public final class GrpcHandoffs {
                                 ClientCalls.blockingUnaryCall(g.channel(), BenchEchoService.UNARY, CallOptions.DEFAULT, req);
                             }
                             continue;
+                        }
+                        // The other transports' warm-up may have made call sites megamorphic: calls
+                        // until the JIT is quiet again, so that its compiling is not charged to this one.
+                        long quietSince = System.nanoTime();
+                        int quiet = 0;
+                        long jitBefore = jitNanos();
+                        while (quiet < 3 && System.nanoTime() - quietSince < 60_000_000_000L) {
+                            long w0 = System.nanoTime();
+                            while (System.nanoTime() - w0 < 1_000_000_000L) {
+                                ClientCalls.blockingUnaryCall(g.channel(), BenchEchoService.UNARY, CallOptions.DEFAULT, req);
+                            }
+                            long jit = jitNanos();
+                            quiet = (jit - jitBefore) * 50 <= System.nanoTime() - w0 ? quiet + 1 : 0; // <= 2% of a CPU
+                            jitBefore = jit;
                         }
                         System.out.println("measuring " + t + " in pid " + ProcessHandle.current().pid());
                         Map<String, Map.Entry<String, Sched>> before = snapshot();

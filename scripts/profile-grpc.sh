@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Where a gRPC unary call's CPU goes, transport by transport: GrpcHandoffs runs one transport at a
+# time (loopback, 1 KiB, blocking stub, gRPC's default executor unless EXECUTOR says otherwise) and,
+# once its measured calls start, async-profiler samples that JVM's CPU (1 sample = 1 ms) with
+# thread names for SECONDS. Printed per transport, as microseconds a call: the samples by thread
+# group and by what the stacks pass through (the kernel's TCP/IP, sockmap or Unix socket code,
+# sends, receives, epoll, wake-ups, futexes, HTTP/2, gRPC, sockmap4j's handlers). TURNS > 1 runs
+# the transports again in turns and prints each turn. The collapsed stacks stay in OUT.
+# async-profiler comes from Maven Central (tools.profiler:async-profiler, its native library inside).
+# Usage: [EXECUTOR=direct|polling] [TURNS=n] scripts/profile-grpc.sh [OUT] [SECONDS] [TRANSPORTS]
+#        (default /tmp/sm4j-grpc-profile, 5, "SOCKMAP UDS TCP")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+out=${1:-/tmp/sm4j-grpc-profile}
+secs=${2:-5}
+transports=${3:-SOCKMAP UDS TCP}
+turns=${TURNS:-1}
+ap_version=4.1
+mkdir -p "$out"
+mvn_b -q dependency:get -Dartifact=tools.profiler:async-profiler:$ap_version >/dev/null
+lib="$out/ap/linux-x64/libasyncProfiler.so"
+if [ ! -f "$lib" ]; then
+  (mkdir -p "$out/ap" && cd "$out/ap" && unzip -q -o ~/.m2/repository/tools/profiler/async-profiler/$ap_version/async-profiler-$ap_version.jar 'linux-x64/*')
+fi
+mvn_b -q install -DskipTests
+enter_child_cgroup sockmap4j-profile
+
+for turn in $(seq 1 "$turns"); do
+  for t in $transports; do
+    log="$out/$t-$turn.log"
+    # Loaded at launch, started later: loading it into a warm JVM sets the JIT compiling again.
+    mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -agentpath:$lib \
+      -classpath %classpath -Dexecutor=${EXECUTOR:-default} -Dtransports=$t -Dseconds=$((secs + 2)) \
+      io.github.sockmap4j.bench.GrpcHandoffs 20000" > "$log" 2>&1 &
+    jvm=$!
+    until grep -q "^measuring $t" "$log" 2>/dev/null; do
+      kill -0 "$jvm" 2>/dev/null || { cat "$log"; exit 1; }
+      sleep 0.2
+    done
+    pid=$(sed -n "s/^measuring $t in pid \([0-9]*\)$/\1/p" "$log")
+    # jcmd reads NAME=VALUE as its own option: the agent's options go quoted.
+    r=$(jcmd "$pid" JVMTI.agent_load "$lib" "\"start,event=cpu,interval=1ms,threads\"" 2>&1 || true)
+    [[ $r == *"return code: 0"* ]] || echo "async-profiler did not start in $pid: $r" >&2
+    sleep "$secs"
+    r=$(jcmd "$pid" JVMTI.agent_load "$lib" "\"stop,file=$out/$t-$turn.collapsed,collapsed\"" 2>&1 || true)
+    [[ $r == *"return code: 0"* ]] || echo "async-profiler did not stop in $pid: $r" >&2
+    # The calls go on past the window; the JVM then closes its channels and fast path and exits.
+    wait "$jvm"
+  done
+done
+
+python3 - "$out" "$secs" "$turns" $transports <<'PY'
+import collections, os, re, sys
+out, secs, turns, transports = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+def group(name):
+    return re.sub(r'[-_]?\d+', '', name).rstrip('-_')
+# sockmap4j: samples whose innermost Java frame is sockmap4j's own (not the benchmark's), what its
+# code costs itself rather than what runs below its handlers.
+groups = [('sockmap4j', None),
+          ('k:sockmap', r'^(tcp_bpf|sk_msg|sk_psock|bpf_prog|__sk_msg|bpf_msg|sock_map|bpf_tcp|sock_hash)'),
+          ('k:tcp/ip', r'^(ip_|__ip_|ipt_|nf_|nft_|__netif|net_rx|napi|__dev_queue|dev_hard|loopback_xmit|ip6_|__ip6'
+                       r'|netif_receive|tcp_v4_rcv|tcp_v6_rcv|tcp_rcv|tcp_ack|tcp_transmit|__tcp_transmit|tcp_write_xmit'
+                       r'|__tcp_push|do_softirq|__do_softirq|__local_bh_enable)'),
+          ('k:unix', r'^(unix_stream|unix_|__unix)'),
+          ('sendmsg', r'^(tcp_sendmsg|sock_sendmsg|__sys_sendmsg|sock_write_iter|__x64_sys_write|__x64_sys_writev|do_writev'
+                      r'|unix_stream_sendmsg)'),
+          ('recvmsg', r'^(tcp_recvmsg|sock_recvmsg|__sys_recvmsg|sock_read_iter|__x64_sys_read|tcp_bpf_recvmsg'
+                      r'|unix_stream_recvmsg)'),
+          ('epoll_wait', r'^(do_epoll_wait|ep_poll)'), ('wake-ups', r'^try_to_wake_up'),
+          ('futex', r'^(futex_|__x64_sys_futex)'), ('http2', r'io/netty/handler/codec/http2'), ('grpc', r'^io/grpc')]
+# Calls a second from GrpcHandoffs' own wall-clock row (µs a call over its whole measured phase).
+def calls_in_window(log):
+    for line in open(log):
+        if '(call, wall clock)' in line:
+            us = float(re.findall(r'[\d.]+', line.split('(call, wall clock)')[1])[0])
+            return secs * 1e6 / us, us
+    return None, None
+for turn in range(1, turns + 1):
+    rows = []
+    for t in transports:
+        f = os.path.join(out, '%s-%d.collapsed' % (t, turn))
+        calls, wall = calls_in_window(os.path.join(out, '%s-%d.log' % (t, turn)))
+        if not os.path.exists(f) or not calls:
+            print('no profile or no call count for %s, turn %d' % (t, turn))
+            continue
+        k, g, total = collections.Counter(), collections.Counter(), 0
+        for line in open(f):
+            stack, n = line.rstrip().rsplit(' ', 1)
+            n = int(n)
+            frames = stack.split(';')
+            k[group(re.sub(r' tid=.*', '', frames[0].lstrip('[')))] += n
+            total += n
+            java = [fr for fr in frames[1:] if '/' in fr]
+            if java and re.search(r'io/github/sockmap4j/(?!bench)', java[-1]):
+                g['sockmap4j'] += n
+            seen = set()
+            for fr in frames[1:]:
+                for name, pat in groups:
+                    if pat and name not in seen and re.search(pat, fr):
+                        seen.add(name)
+                        g[name] += n
+        rows.append((t, calls, wall, total, k, g))
+    per = lambda n, calls: n * 1000.0 / calls  # samples of 1 ms -> µs a call
+    print('== turn %d: CPU µs a call (async-profiler, %d s a transport), by thread group' % (turn, secs))
+    names = sorted({x for r in rows for x, n in r[4].items() if per(n, r[1]) >= 1.0})
+    print('%-10s %8s %8s ' % ('transport', 'wall', 'all') + ' '.join('%14s' % x[:14] for x in names))
+    for t, calls, wall, total, k, g in rows:
+        print('%-10s %8.1f %8.1f ' % (t, wall, per(total, calls)) + ' '.join('%14.1f' % per(k[x], calls) for x in names))
+    print('-- by what the stacks pass through (a sample counts once in each group its stack touches)')
+    print('%-10s ' % 'transport' + ' '.join('%10s' % x for x, _ in groups))
+    for t, calls, wall, total, k, g in rows:
+        print('%-10s ' % t + ' '.join('%10.1f' % per(g[x], calls) for x, _ in groups))
+PY
+echo "collapsed stacks: $out/*.collapsed; the runs' output: $out/*.log"
