@@ -18,17 +18,20 @@ import java.util.concurrent.atomic.LongAdder;
  * once ({@link IoHandlerContext#canBlock()} turns false), so nothing waits for the window.
  *
  * <p>On one CPU the window is 0: a poll there could only delay the peer it waits for. Between
- * two polls the thread yields, so a thread that is ready on the same CPU runs first.
+ * two polls the thread yields, so a thread that is ready on the same CPU runs first; and while
+ * tasks wait for the CPUs ({@link CpuRoom}) the loop does not poll at all.
  */
 final class PollBeforeBlock implements IoHandler {
     private final IoHandler delegate;
     private final PollWindow window;
+    private final CpuRoom room;
     private final Context whilePolling = new Context(true);
     private final Context whileBlocking = new Context(false);
 
-    PollBeforeBlock(IoHandler delegate, PollWindow window) {
+    PollBeforeBlock(IoHandler delegate, PollWindow window, CpuRoom room) {
         this.delegate = delegate;
         this.window = window;
+        this.room = room;
     }
 
     /**
@@ -36,10 +39,15 @@ final class PollBeforeBlock implements IoHandler {
      * factory itself where that is 0 or this JVM has one CPU.
      */
     static IoHandlerFactory factory(IoHandlerFactory inner, long maxPollNanos) {
+        return factory(inner, maxPollNanos, null);
+    }
+
+    /** As {@link #factory(IoHandlerFactory, long)}, asking {@code room} (null: the JVM's) before each poll. */
+    static IoHandlerFactory factory(IoHandlerFactory inner, long maxPollNanos, CpuRoom room) {
         if (maxPollNanos <= 0 || Runtime.getRuntime().availableProcessors() < 2) {
             return inner;
         }
-        return new Factory(inner, maxPollNanos);
+        return new Factory(inner, maxPollNanos, room);
     }
 
     /** Whether loops of {@code factory} poll before they sleep. */
@@ -47,11 +55,11 @@ final class PollBeforeBlock implements IoHandler {
         return factory instanceof Factory;
     }
 
-    private record Factory(IoHandlerFactory inner, long maxPollNanos) implements IoHandlerFactory {
+    private record Factory(IoHandlerFactory inner, long maxPollNanos, CpuRoom room) implements IoHandlerFactory {
         @Override
         public IoHandler newHandler(ThreadAwareExecutor executor) {
             return new PollBeforeBlock(inner.newHandler(executor),
-                    new PollWindow(maxPollNanos, Math.min(maxPollNanos, START_NANOS)));
+                    new PollWindow(maxPollNanos, Math.min(maxPollNanos, START_NANOS)), room != null ? room : CpuRoom.shared());
         }
 
         @Override
@@ -66,6 +74,8 @@ final class PollBeforeBlock implements IoHandler {
     /** Polls that found work, and blocks, of every polling loop in this JVM: what tests and metrics read. */
     static final LongAdder POLL_HITS = new LongAdder();
     static final LongAdder BLOCKS = new LongAdder();
+    /** Polls left out because tasks were waiting for the CPUs ({@link CpuRoom}). */
+    static final LongAdder BUSY_SKIPS = new LongAdder();
 
     @Override
     public int run(IoHandlerContext context) {
@@ -74,6 +84,10 @@ final class PollBeforeBlock implements IoHandler {
         }
         long begin = System.nanoTime();
         long pollFor = window.nanos();
+        if (pollFor > 0 && !room.hasRoom()) {
+            BUSY_SKIPS.increment();
+            pollFor = 0;
+        }
         if (pollFor > 0) {
             whilePolling.outer = context;
             long end = begin + pollFor;

@@ -24,7 +24,8 @@ import java.util.concurrent.locks.LockSupport;
  * and a task that came sooner after the sleep began than the window would have been opens it
  * again (counted to when the task woke the thread, not to when the thread ran). Steps of calls that come
  * within the window keep it open although each call's first step comes later; with no tasks the
- * window closes after a few sleeps. On one CPU none polls, and the executor is a cached pool.
+ * window closes after a few sleeps. On one CPU none polls, and the executor is a cached pool;
+ * while tasks wait for the CPUs ({@link CpuRoom}), none polls either.
  *
  * <p>Tasks are run in no particular order (gRPC serializes each call's own steps itself).
  *
@@ -46,6 +47,8 @@ public final class PollingExecutor implements Executor {
     private final AtomicInteger started = new AtomicInteger();
     private final LongAdder pollHits = new LongAdder();
     private final LongAdder sleeps = new LongAdder();
+    private final LongAdder busySkips = new LongAdder();
+    private final CpuRoom room;
     private final String name;
     private final long maxPollNanos;
     private final long keepAliveNanos;
@@ -61,6 +64,11 @@ public final class PollingExecutor implements Executor {
     }
 
     PollingExecutor(String name, Duration maxPoll, Duration keepAlive, int cpus) {
+        this(name, maxPoll, keepAlive, cpus, CpuRoom.shared());
+    }
+
+    PollingExecutor(String name, Duration maxPoll, Duration keepAlive, int cpus, CpuRoom room) {
+        this.room = Objects.requireNonNull(room, "room");
         this.name = Objects.requireNonNull(name, "name");
         Objects.requireNonNull(maxPoll, "maxPoll");
         if (maxPoll.isNegative() || maxPoll.compareTo(SockmapNetty.MAX_POLL) > 0) {
@@ -124,6 +132,11 @@ public final class PollingExecutor implements Executor {
         return sleeps.sum();
     }
 
+    /** How often an idle thread slept without polling because tasks were waiting for the CPUs. */
+    public long skippedForBusyCpus() {
+        return busySkips.sum();
+    }
+
     @Override
     public String toString() {
         return "PollingExecutor[" + name + ", polls up to " + maxPollNanos / 1000 + " µs, " + threads() + " threads]";
@@ -163,6 +176,10 @@ public final class PollingExecutor implements Executor {
             }
             long begin = System.nanoTime();
             long pollFor = window.nanos();
+            if (pollFor > 0 && !room.hasRoom()) {
+                busySkips.increment();
+                pollFor = 0;
+            }
             if (pollFor > 0 && claimPoll()) {
                 long end = begin + pollFor;
                 do {

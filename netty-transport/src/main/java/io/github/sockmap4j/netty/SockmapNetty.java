@@ -156,13 +156,16 @@ public final class SockmapNetty {
      *
      * @param pollsThatFoundWork polls that returned with events or tasks to run
      * @param sleeps             times a loop blocked after its window, or with no window
+     * @param skippedForBusyCpus times a loop blocked without the poll its window asked for,
+     *                           because tasks were waiting for the CPUs
      */
-    public record PollCounts(long pollsThatFoundWork, long sleeps) {
+    public record PollCounts(long pollsThatFoundWork, long sleeps, long skippedForBusyCpus) {
     }
 
     /** The counts of every polling loop in this JVM since it started. */
     public static PollCounts pollCounts() {
-        return new PollCounts(PollBeforeBlock.POLL_HITS.sum(), PollBeforeBlock.BLOCKS.sum());
+        return new PollCounts(PollBeforeBlock.POLL_HITS.sum(), PollBeforeBlock.BLOCKS.sum(),
+                PollBeforeBlock.BUSY_SKIPS.sum());
     }
 
     /** The longest poll {@link #ioHandlerFactory(Duration)} takes: a loop's sleep is cheaper beyond. */

@@ -23,15 +23,16 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@link NettyBoundAndWakeupTest}'s bytes, order, wake-ups and credit on event loops that poll
- * before they sleep ({@link SockmapNetty#ioHandlerFactory(Duration)}), and a ping-pong whose
- * replies the polls catch.
+ * before they sleep ({@link SockmapNetty#ioHandlerFactory(Duration)}, here polling whatever the
+ * CPUs' pressure), and a ping-pong whose replies the polls catch.
  */
 class NettyPollingLoopsTest extends NettyBoundAndWakeupTest {
     static final Duration POLL = Duration.ofNanos(200_000);
 
+    /** Loops that poll whatever the CPUs' pressure (PollingBacksOffTest tries the gate). */
     @Override
     IoHandlerFactory loops() {
-        return SockmapNetty.ioHandlerFactory(POLL);
+        return PollBeforeBlock.factory(SockmapNetty.ioHandlerFactory(), POLL.toNanos(), CpuRoom.ALWAYS);
     }
 
     /**

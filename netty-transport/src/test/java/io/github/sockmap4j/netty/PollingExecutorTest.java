@@ -22,9 +22,12 @@ import org.junit.jupiter.api.Test;
 class PollingExecutorTest {
     private static final Duration KEEP_ALIVE = Duration.ofMillis(200);
 
-    /** Polling (2 CPUs, 50 µs), not polling on one CPU, and with no window. */
+    /**
+     * Polling (2 CPUs, 50 µs), not polling on one CPU, and with no window; polling whatever the
+     * CPUs' pressure (PollingBacksOffTest tries the gate).
+     */
     private static PollingExecutor executor(int cpus, long maxPollMicros) {
-        return new PollingExecutor("test-exec", Duration.ofNanos(maxPollMicros * 1000), KEEP_ALIVE, cpus);
+        return new PollingExecutor("test-exec", Duration.ofNanos(maxPollMicros * 1000), KEEP_ALIVE, cpus, CpuRoom.ALWAYS);
     }
 
     @ParameterizedTest(name = "{0} CPUs, polling up to {1} us")

@@ -57,7 +57,9 @@ public final class SockmapGrpc {
          * a hand-over within the window wakes no thread. Handlers and callbacks run on an executor
          * whose idle threads poll the same way ({@link #pollingExecutor()}), threads made as
          * gRPC's own executor makes them, so a handler may block. A loop or a thread whose work
-         * comes seldom, or later than the window, stops polling by itself; on one CPU none polls.
+         * comes seldom, or later than the window, stops polling by itself; on one CPU none polls,
+         * and none while some task of the process's cgroup has been waiting for a CPU most of the
+         * time (the kernel's CPU pressure; {@code -Dsockmap4j.pollWhileBusy=true} turns that off).
          */
         POLLING(Duration.ofNanos(50_000)),
         /**
