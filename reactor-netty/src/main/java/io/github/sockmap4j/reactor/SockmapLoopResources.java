@@ -64,12 +64,16 @@ public final class SockmapLoopResources implements LoopResources {
     private final String prefix;
     private final int workers;
     private final boolean daemon;
+    private final int inFlightBoundBytes;
+    private final Duration maxPoll;
     private final Object lock = new Object();
     private EventLoopGroup group;
 
     private SockmapLoopResources(SockmapNetty transport, String prefix, int workers, boolean daemon,
-                                 int inFlightBoundBytes) {
+                                 int inFlightBoundBytes, Duration maxPoll) {
         this.transport = transport;
+        this.inFlightBoundBytes = inFlightBoundBytes;
+        this.maxPoll = maxPoll;
         this.servers = transport.serverChannels(inFlightBoundBytes);
         this.clients = transport.socketChannels();
         this.prefix = prefix;
@@ -112,7 +116,28 @@ public final class SockmapLoopResources implements LoopResources {
         if (inFlightBoundBytes < 0) {
             throw new IllegalArgumentException("bound must be 0 or more: inFlightBoundBytes=" + inFlightBoundBytes);
         }
-        return new SockmapLoopResources(transport, prefix, workers, daemon, inFlightBoundBytes);
+        return new SockmapLoopResources(transport, prefix, workers, daemon, inFlightBoundBytes, Duration.ZERO);
+    }
+
+    /**
+     * The same resources with loops that poll for up to {@code maxPoll} before they sleep
+     * ({@link SockmapNetty#ioHandlerFactory(Duration)}: a window each loop learns, no polling on
+     * one CPU or while tasks wait for the CPUs), what {@code SockmapGrpc.Profile.POLLING} gives
+     * gRPC's loops; {@link Duration#ZERO} for loops that sleep until an event comes (the default).
+     * Loops already started by these resources keep sleeping: call it before the first server or
+     * client.
+     *
+     * @param maxPoll the longest poll, at most 1 ms
+     * @return new resources of the same transport, prefix, size and bound
+     */
+    public SockmapLoopResources polling(Duration maxPoll) {
+        SockmapNetty.ioHandlerFactory(Objects.requireNonNull(maxPoll, "maxPoll")); // refuses a bad window by name
+        return new SockmapLoopResources(transport, prefix, workers, daemon, inFlightBoundBytes, maxPoll);
+    }
+
+    /** How long these resources' loops poll before they sleep, zero for not at all. */
+    public Duration maxPoll() {
+        return maxPoll;
     }
 
     /** The transport whose channels these resources make. */
@@ -143,7 +168,8 @@ public final class SockmapLoopResources implements LoopResources {
         synchronized (lock) {
             if (group == null || group.isShuttingDown()) {
                 group = new MultiThreadIoEventLoopGroup(workers,
-                        new DefaultThreadFactory(prefix + "-sockmap", daemon), SockmapNetty.ioHandlerFactory());
+                        new DefaultThreadFactory(prefix + "-sockmap", daemon), maxPoll.isZero()
+                        ? SockmapNetty.ioHandlerFactory() : SockmapNetty.ioHandlerFactory(maxPoll));
             }
             return group;
         }

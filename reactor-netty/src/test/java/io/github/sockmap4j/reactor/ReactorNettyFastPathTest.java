@@ -46,17 +46,30 @@ class ReactorNettyFastPathTest {
     static final SockmapLoopResources SOCKMAP = SockmapLoopResources.create(SockmapNetty.global(), "test", 2, true, 0);
     static final LoopResources STOCK = LoopResources.create("stock", 2, true);
 
+    /** The transport's loops polling up to 200 µs before they sleep (its {@code polling} setting). */
+    static final SockmapLoopResources POLLING = SockmapLoopResources.create(SockmapNetty.global(), "test-poll", 2, true, 0)
+            .polling(Duration.ofNanos(200_000));
+
     enum Loops {
-        SOCKMAP_LOOPS, STOCK_EPOLL;
+        SOCKMAP_LOOPS, SOCKMAP_POLLING, STOCK_EPOLL;
 
         LoopResources resources() {
-            return this == SOCKMAP_LOOPS ? SOCKMAP : STOCK;
+            return switch (this) {
+                case SOCKMAP_LOOPS -> SOCKMAP;
+                case SOCKMAP_POLLING -> POLLING;
+                case STOCK_EPOLL -> STOCK;
+            };
+        }
+
+        boolean sockmap() {
+            return this != STOCK_EPOLL;
         }
     }
 
     @AfterAll
     static void dispose() {
         SOCKMAP.disposeLater(Duration.ZERO, Duration.ofSeconds(10)).block();
+        POLLING.disposeLater(Duration.ZERO, Duration.ofSeconds(10)).block();
         STOCK.disposeLater(Duration.ZERO, Duration.ofSeconds(10)).block();
     }
 
@@ -90,14 +103,14 @@ class ReactorNettyFastPathTest {
                     () -> "server connections " + server);
             for (var e : concat().entrySet()) {
                 assertInstanceOf(EpollSocketChannel.class, e.getKey());
-                assertEquals(loops == Loops.SOCKMAP_LOOPS, e.getValue(), e.getKey()::toString);
+                assertEquals(loops.sockmap(), e.getValue(), e.getKey()::toString);
             }
         }
 
         /** While the connections are open: the kernel has them in its map, or not at all. */
         void checkAccelerated(Loops loops) throws Exception {
             for (Channel ch : concat().keySet()) {
-                assertEquals(loops == Loops.SOCKMAP_LOOPS, SockmapNetty.isAccelerated(ch), ch::toString);
+                assertEquals(loops.sockmap(), SockmapNetty.isAccelerated(ch), ch::toString);
             }
         }
 
@@ -109,7 +122,7 @@ class ReactorNettyFastPathTest {
     }
 
     private static void witness(Loops loops, RedirectedShare share, long sent, String what) {
-        if (loops == Loops.SOCKMAP_LOOPS) {
+        if (loops.sockmap()) {
             share.assertRedirected(0.99, sent, what);
         } else {
             share.assertNone(what);
@@ -316,7 +329,7 @@ class ReactorNettyFastPathTest {
     void gracefulShutdownFinishesTheRequestAndLeavesNothingRegistered(Loops loops) throws Exception {
         long inMapBefore = Sockmap.global().stats().socketsInMap();
         SockmapLoopResources own = SockmapLoopResources.create(SockmapNetty.global(), "shutdown", 1, true, 0);
-        LoopResources resources = loops == Loops.SOCKMAP_LOOPS ? own : LoopResources.create("stock-shutdown", 1, true);
+        LoopResources resources = loops.sockmap() ? own : LoopResources.create("stock-shutdown", 1, true);
         java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
         DisposableServer server = HttpServer.create().runOn(resources).host("127.0.0.1").port(0)
                 .handle((req, res) -> {
@@ -325,7 +338,7 @@ class ReactorNettyFastPathTest {
                 })
                 .bindNow();
         Channel serverChannel = server.channel();
-        assertEquals(loops == Loops.SOCKMAP_LOOPS, SockmapNetty.isOptedIn(serverChannel), "port opted in");
+        assertEquals(loops.sockmap(), SockmapNetty.isOptedIn(serverChannel), "port opted in");
         ConnectionProvider pool = ConnectionProvider.create("shutdown", 1);
         Mono<String> reply = HttpClient.create(pool).runOn(resources).get()
                 .uri("http://127.0.0.1:" + server.port() + "/").responseContent().aggregate().asString().cache();

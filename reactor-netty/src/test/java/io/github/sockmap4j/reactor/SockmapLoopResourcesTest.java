@@ -25,6 +25,17 @@ class SockmapLoopResourcesTest {
     }
 
     @Test
+    void aPollingWindowOutOfRangeIsRefusedWithItsLimit() {
+        SockmapLoopResources loops = SockmapLoopResources.create(SockmapNetty.global(), "t", 1, true, 0);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> loops.polling(Duration.ofMillis(2))).getMessage()
+                .contains("between 0 and"));
+        assertThrows(IllegalArgumentException.class, () -> loops.polling(Duration.ofNanos(-1)));
+        assertThrows(NullPointerException.class, () -> loops.polling(null));
+        assertEquals(Duration.ZERO, loops.maxPoll(), "sleeping loops unless asked");
+        assertEquals(Duration.ofNanos(200_000), loops.polling(Duration.ofNanos(200_000)).maxPoll());
+    }
+
+    @Test
     void aChannelTypeItDoesNotMakeIsNamed() {
         SockmapLoopResources loops = SockmapLoopResources.create(SockmapNetty.global(), "t", 1, true, 0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
