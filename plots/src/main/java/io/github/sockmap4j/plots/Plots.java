@@ -77,6 +77,50 @@ public final class Plots {
         ChartUtils.saveChartAsPNG(file.toFile(), chart, 900, 500);
     }
 
+    /**
+     * Writes horizontal bars, one per entry of {@code bars} (top first), each stacked from its
+     * segments in their order (the first segment's name labels the first colour, and so on; the
+     * same names in every bar). A NaN segment is drawn as 0.
+     *
+     * @param file  the PNG to write
+     * @param title the chart's title
+     * @param axis  what the values are (the value axis's label)
+     * @param bars  bar name to its segments' names and values
+     * @throws IOException if the file cannot be written
+     */
+    public static void stackedBars(Path file, String title, String axis, Map<String, Map<String, Double>> bars)
+            throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        org.jfree.data.category.DefaultCategoryDataset data = new org.jfree.data.category.DefaultCategoryDataset();
+        for (Map.Entry<String, Map<String, Double>> bar : bars.entrySet()) {
+            for (Map.Entry<String, Double> seg : bar.getValue().entrySet()) {
+                double v = seg.getValue();
+                data.addValue(Double.isNaN(v) ? 0 : v, seg.getKey(), bar.getKey());
+            }
+        }
+        JFreeChart chart = org.jfree.chart.ChartFactory.createStackedBarChart(title, null, axis, data,
+                org.jfree.chart.plot.PlotOrientation.HORIZONTAL, true, false, false);
+        org.jfree.chart.plot.CategoryPlot plot = chart.getCategoryPlot();
+        plot.setBackgroundPaint(Color.WHITE);
+        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+        org.jfree.chart.renderer.category.StackedBarRenderer r =
+                (org.jfree.chart.renderer.category.StackedBarRenderer) plot.getRenderer();
+        r.setBarPainter(new org.jfree.chart.renderer.category.StandardBarPainter());
+        r.setShadowVisible(false);
+        r.setDefaultItemLabelGenerator(new org.jfree.chart.labels.StandardCategoryItemLabelGenerator("{2}",
+                new java.text.DecimalFormat("0.00")));
+        r.setDefaultItemLabelsVisible(true);
+        Color[] colors = {new Color(0x1f77b4), new Color(0xaec7e8), new Color(0xd62728), new Color(0xff9896),
+            new Color(0x2ca02c), new Color(0x98df8a), new Color(0x7f7f7f), new Color(0xc7c7c7)};
+        for (int i = 0; i < data.getRowCount(); i++) {
+            r.setSeriesPaint(i, colors[i % colors.length]);
+        }
+        chart.setBackgroundPaint(Color.WHITE);
+        chart.getTitle().setFont(chart.getTitle().getFont().deriveFont(14f));
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        ChartUtils.saveChartAsPNG(file.toFile(), chart, 1000, 360);
+    }
+
     /** A map that keeps the order series were added in. */
     public static Map<String, Histogram> series() {
         return new LinkedHashMap<>();

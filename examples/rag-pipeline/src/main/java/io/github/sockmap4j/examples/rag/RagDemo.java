@@ -85,7 +85,8 @@ public final class RagDemo implements Callable<Integer> {
     float threshold;
     @Option(names = "--seed", defaultValue = "42")
     long seed;
-    @Option(names = "--plot", description = "write a latency-by-percentile PNG of both paths here")
+    @Option(names = "--plot", description = "write a latency-by-percentile PNG of both paths here, and the "
+            + "time budget's bars next to it (NAME-budget.png)")
     Path plot;
     @Option(names = "--stage-heap", defaultValue = "256m", description = "-Xmx of each stage's JVM (default ${DEFAULT-VALUE})")
     String stageHeap;
@@ -196,7 +197,9 @@ public final class RagDemo implements Callable<Integer> {
                 Plots.percentiles(plot, String.format(Locale.ROOT,
                         "RAG pipeline request latency, %.0f requests/s (from each request's scheduled start)", rate),
                         series, 1000, true);
-                out.println("\nplot: " + plot);
+                Path budget = BudgetPlot.fileFor(plot);
+                BudgetPlot.write(budget, plainRuns, fastRuns, rate);
+                out.println("\nplots: " + plot + ", " + budget);
             }
             if (fast && sockmap.isActive()) {
                 RagReport.Run f = fastRuns.get(0);

@@ -56,6 +56,30 @@ class TimeBudgetTest {
         assertTrue(Double.isNaN(b.waitMillis().get(RagService.Role.CONTEXT)), "a stage whose wait is unknown says so");
     }
 
+    /** The plot's segments add up to the request's time, and they draw as a PNG of both bars. */
+    @Test
+    void theBudgetsBarsAddUpToTheRequestAndDraw(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        long n = 10;
+        Map<RagService.Role, StageClock.Times> times = Map.of(
+                RagService.Role.GATEWAY, new StageClock.Times(n * 10_000_000, n, n * 2_000_000, n * 3_000_000, n * 4_000_000),
+                RagService.Role.EMBEDDING, new StageClock.Times(n * 1_500_000, n, 0, 0, 0),
+                RagService.Role.SEARCH, new StageClock.Times(n * 2_500_000, n, 0, 0, 0),
+                RagService.Role.CONTEXT, new StageClock.Times(n * 3_000_000, n, 0, 0, 0));
+        TimeBudget b = TimeBudget.of(12.0, times, Map.of(), n);
+        Map<String, Double> seg = BudgetPlot.segments(b);
+        assertEquals(7, seg.size(), "work and rest of three hops, and what is outside them: " + seg);
+        assertEquals(12.0, seg.values().stream().mapToDouble(Double::doubleValue).sum(), 1e-9);
+        assertEquals(3.0, seg.get("outside the hops"), 1e-9);
+        java.nio.file.Path png = BudgetPlot.fileFor(dir.resolve("rag.png"));
+        assertEquals("rag-budget.png", png.getFileName().toString());
+        Map<String, Map<String, Double>> bars = new java.util.LinkedHashMap<>();
+        bars.put("plain TCP", seg);
+        bars.put("sockmap fast path", seg);
+        io.github.sockmap4j.plots.Plots.stackedBars(png, "t", "ms", bars);
+        java.awt.image.BufferedImage img = javax.imageio.ImageIO.read(png.toFile());
+        assertTrue(img != null && img.getWidth() > 0, "a PNG was written");
+    }
+
     @Test
     void aStageThatCouldNotSayLeavesItsFiguresUnknown() {
         TimeBudget b = TimeBudget.of(5.0, Map.of(), Map.of(), 10);
