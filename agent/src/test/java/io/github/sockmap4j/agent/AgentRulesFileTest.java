@@ -72,4 +72,49 @@ class AgentRulesFileTest {
             Files.deleteIfExists(cgroup);
         }
     }
+
+    /**
+     * A line that does not read at start (an address with a scope whose interface is gone, as an
+     * older agent wrote it; a hand edit) is set aside with a WARN; the agent starts with the rest.
+     */
+    @Test
+    void aLineThatNoLongerReadsIsSetAsideAndTheAgentStarts() throws Exception {
+        Path cgroup = TestKernel.newCgroup("rules-aside");
+        Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("rules-aside"));
+        NodeAgent.Options options = new NodeAgent.Options(pins, List.of(cgroup), null, 1024, false);
+        Path rules = SockmapAdmin.agentSocket(pins).resolveSibling("agent-rules");
+        Path services = SockmapAdmin.agentSocket(pins).resolveSibling("agent-services");
+        Path rulesAside = rules.resolveSibling("agent-rules.set-aside");
+        Path servicesAside = services.resolveSibling("agent-services.set-aside");
+        NodeAgent agent = NodeAgent.start(options);
+        try {
+            try (PolicyClient c = PolicyClient.open(pins)) {
+                c.allow(9100, address(1), 32, 0);
+            }
+            agent.close();
+            String good = Files.readAllLines(rules).getFirst();
+            String[] f = (good.startsWith("+\t") ? good.substring(2) : good).split("\t");
+            f[3] = "9101";
+            f[4] = "fd00::1%sm4jgone0";
+            String scoped = String.join("\t", f);
+            Files.writeString(rules, "+\t" + scoped + "\n+\tnot\ta\trule\n", java.nio.file.StandardOpenOption.APPEND);
+            Files.writeString(services, "0\tfd00::2%sm4jgone0\t80\tput by hand\n", java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.APPEND);
+
+            agent = NodeAgent.start(options);
+            assertEquals(1, agent.rules(), "the rule that reads, adopted: " + agent.describeRules());
+            assertEquals(List.of(scoped, "not\ta\trule"), Files.readAllLines(rulesAside), "both set aside, as they were");
+            assertEquals(List.of("0\tfd00::2%sm4jgone0\t80\tput by hand"), Files.readAllLines(servicesAside));
+            assertTrue(Files.readAllLines(rules).stream().noneMatch(l -> l.contains("%") || l.contains("not\ta")),
+                    "the journal keeps only lines that read: " + Files.readAllLines(rules));
+            assertEquals("600", Integer.toOctalString(Files.getPosixFilePermissions(rulesAside).stream()
+                    .mapToInt(p -> 1 << (8 - p.ordinal())).sum()), "root-only");
+        } finally {
+            agent.close();
+            SockmapAdmin.removePins(pins);
+            Files.deleteIfExists(cgroup);
+            Files.deleteIfExists(rulesAside);
+            Files.deleteIfExists(servicesAside);
+        }
+    }
 }

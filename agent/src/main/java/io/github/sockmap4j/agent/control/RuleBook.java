@@ -95,31 +95,49 @@ public final class RuleBook {
     public static RuleBook load(PolicyMap policy, Path file, boolean restore) throws IOException {
         RuleBook b = new RuleBook(policy, file);
         Set<String> inMap = new java.util.HashSet<>(policy.keysHex());
+        java.util.List<String> unread = new java.util.ArrayList<>();
+        String why = null;
         for (String line : b.journal.live()) {
             String[] f = line.split("\t");
-            if (f.length != 7) {
+            InetAddress net;
+            int port;
+            int bits;
+            int bound;
+            Owner owner;
+            long pid;
+            int uid;
+            PolicyRule key;
+            try {
+                if (f.length != 7) {
+                    throw new IllegalArgumentException("not 7 fields");
+                }
+                net = f[4].equals("*") ? null : Cidr.literal(f[4]);
+                port = Integer.parseInt(f[3]);
+                bits = Integer.parseInt(f[5]);
+                bound = Integer.parseInt(f[6]);
+                owner = Owner.parse(f[1]);
+                pid = Long.parseLong(f[2]);
+                uid = Integer.parseInt(f[0]);
+                key = policy.rule(port, net, bits);
+            } catch (IllegalArgumentException e) {
+                unread.add(line);
+                why = why != null ? why : e.getMessage();
                 continue;
             }
-            InetAddress net = f[4].equals("*") ? null : Cidr.literal(f[4]);
-            int port = Integer.parseInt(f[3]);
-            int bits = Integer.parseInt(f[5]);
-            PolicyRule key = policy.rule(port, net, bits);
             if (!inMap.contains(key.prefixHex())) {
                 if (!restore) {
                     continue; // removed from the map while no agent ran
                 }
-                policy.put(key, Integer.parseInt(f[6]));
+                policy.put(key, bound);
                 inMap.add(key.prefixHex());
             }
-            Entry r = b.rules.computeIfAbsent(key.prefixHex(),
-                    k -> new Entry(port, net, bits, key, Integer.parseInt(f[6])));
-            Owner owner = Owner.parse(f[1]);
-            long pid = Long.parseLong(f[2]);
+            Entry r = b.rules.computeIfAbsent(key.prefixHex(), k -> new Entry(port, net, bits, key, bound));
             if (owner.kind() == Owner.Kind.CONNECTION) {
                 owner = Owner.process(pid); // that connection ended with the previous agent
             }
-            r.holders.add(new Holder(Integer.parseInt(f[0]), owner, pid));
+            r.holders.add(new Holder(uid, owner, pid));
         }
+        RuleJournal.setAside(file, unread, why);
         for (String hex : inMap) {
             if (!b.rules.containsKey(hex)) {
                 Entry r = decode(policy, hex);
@@ -367,7 +385,7 @@ public final class RuleBook {
 
     private static String line(Entry r, Holder h) {
         return h.uid() + "\t" + h.owner() + "\t" + h.pid() + "\t" + r.port + "\t"
-                + (r.network == null ? "*" : r.network.getHostAddress()) + "\t" + r.keyBits + "\t" + r.bound;
+                + (r.network == null ? "*" : Cidr.text(r.network)) + "\t" + r.keyBits + "\t" + r.bound;
     }
 
     private static Set<String> lines(Entry r) {

@@ -126,6 +126,30 @@ final class RuleJournal {
         }
     }
 
+    /**
+     * Lines of {@code file} that did not read at start ({@code why}: the first one's reason): kept
+     * in {@code FILE.set-aside} (root-only) for an operator, and named in one WARN; the agent starts
+     * without them. A line the agent wrote once and cannot read now (an older form, a hand edit)
+     * must not keep it down.
+     */
+    static void setAside(Path file, List<String> lines, String why) {
+        if (lines.isEmpty()) {
+            return;
+        }
+        Path aside = file.resolveSibling(file.getFileName() + ".set-aside");
+        try {
+            if (!Files.exists(aside)) {
+                Files.createFile(aside, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            }
+            Files.write(aside, lines, StandardOpenOption.APPEND);
+            LOG.warn("{} line(s) of {} did not read and were set aside in {} (the first: {}); the agent starts "
+                    + "without them", lines.size(), file, aside, why);
+        } catch (IOException e) {
+            LOG.warn("{} line(s) of {} did not read (the first: {}) and could not be set aside in {}: {}; the agent "
+                    + "starts without them", lines.size(), file, why, aside, e.toString());
+        }
+    }
+
     private void failed(IOException e) {
         LOG.warn("Cannot save the agent's rules to {} (a restarted agent would count them as root's): {}", file,
                 e.toString());

@@ -43,14 +43,26 @@ public final class ServiceBook {
     public static ServiceBook load(ServiceMap map, Path file) throws IOException {
         ServiceBook b = new ServiceBook(map, file);
         if (Files.exists(file)) {
+            java.util.List<String> unread = new java.util.ArrayList<>();
+            String why = null;
             for (String line : Files.readAllLines(file)) {
                 String[] f = line.split("\t");
-                if (f.length == 4) {
+                try {
+                    if (f.length != 4) {
+                        throw new IllegalArgumentException("not 4 fields");
+                    }
                     InetSocketAddress vip = new InetSocketAddress(Cidr.literal(f[1]), Integer.parseInt(f[2]));
-                    b.owners.put(vip, Integer.parseInt(f[0]));
+                    int owner = Integer.parseInt(f[0]);
+                    b.owners.put(vip, owner);
                     b.put.put(vip, f[3]);
+                } catch (IllegalArgumentException e) {
+                    if (!line.isBlank()) {
+                        unread.add(line);
+                        why = why != null ? why : e.getMessage();
+                    }
                 }
             }
+            RuleJournal.setAside(file, unread, why);
         }
         b.sync();
         b.save();
@@ -179,7 +191,7 @@ public final class ServiceBook {
         StringBuilder sb = new StringBuilder();
         owners.forEach((vip, uid) -> {
             if (uid != 0 && put.containsKey(vip)) {
-                sb.append(uid).append('\t').append(vip.getAddress().getHostAddress()).append('\t').append(vip.getPort())
+                sb.append(uid).append('\t').append(Cidr.text(vip.getAddress())).append('\t').append(vip.getPort())
                         .append('\t').append(put.get(vip)).append('\n');
             }
         });

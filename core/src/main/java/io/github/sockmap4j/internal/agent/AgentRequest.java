@@ -106,7 +106,7 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
 
     /** {@code ADDRESS:PORT}, {@code [IPV6]:PORT}. */
     public static String show(InetSocketAddress a) {
-        String h = a.getAddress().getHostAddress();
+        String h = Cidr.text(a.getAddress());
         return (h.contains(":") ? "[" + h + "]" : h) + ":" + a.getPort();
     }
 
@@ -121,11 +121,11 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
             return verb.name();
         }
         if (verb == Verb.SERVICE || verb == Verb.UNSERVICE) {
-            String head = verb + " " + service.vip().getAddress().getHostAddress() + " " + service.vip().getPort();
+            String head = verb + " " + Cidr.text(service.vip().getAddress()) + " " + service.vip().getPort();
             return verb == Verb.UNSERVICE ? head : head + " " + (service.localOnly() ? "only" : "all") + " "
                     + endpoints(service.local()) + " " + endpoints(service.remote());
         }
-        String net = network == null ? "*" : network.getHostAddress();
+        String net = network == null ? "*" : Cidr.text(network);
         return verb + " " + port + " " + net + " " + keyBits + (verb == Verb.DENY ? "" : " " + bound);
     }
 

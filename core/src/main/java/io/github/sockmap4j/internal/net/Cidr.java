@@ -48,11 +48,34 @@ public record Cidr(InetAddress network, int prefixBits) {
     }
 
     /**
-     * An IPv4 or IPv6 address literal; never a name.
+     * {@code address} as a literal {@link #literal} reads back: without an IPv6 scope (a socket
+     * bound to {@code ::1%lo} has one), which no rule or Service key holds.
+     */
+    public static String text(InetAddress address) {
+        if (address instanceof java.net.Inet6Address v6 && (v6.getScopeId() != 0 || v6.getScopedInterface() != null)) {
+            try {
+                return InetAddress.getByAddress(v6.getAddress()).getHostAddress();
+            } catch (java.net.UnknownHostException e) {
+                throw new IllegalStateException("16 bytes are an address", e);
+            }
+        }
+        return address.getHostAddress();
+    }
+
+    /**
+     * An IPv4 or IPv6 address literal; never a name, and never an IPv6 scope ({@code %eth0} or
+     * {@code %2}): the kernel's rule and Service keys have no interface, and a scope naming an
+     * interface would read at one moment and not after that interface goes (a rule written with
+     * one could not be read back).
      *
      * @throws IllegalArgumentException when {@code text} is not one
      */
     public static InetAddress literal(String text) {
+        int scope = text == null ? -1 : text.indexOf('%');
+        if (scope >= 0) {
+            throw new IllegalArgumentException("a scoped address: '" + text + "' (rules and Services have no "
+                    + "interface scope: write '" + text.substring(0, scope) + "')");
+        }
         try {
             return InetAddress.ofLiteral(text);
         } catch (IllegalArgumentException | NullPointerException e) {

@@ -41,10 +41,23 @@ class AgentRequestTest {
                 .getMessage().contains("96..128 for an IPv4 network"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW 80 example.com 128 0"))
                 .getMessage().contains("not an address literal"), "the agent never resolves names");
+        // A scope names an interface that may go: a rule written with one could not be read back.
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW 7050 fd00::1%lo 128 0"))
+                .getMessage().contains("scoped address"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("DENY 80 *"))
                 .getMessage().contains("DENY takes 3 fields"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("ALLOW x * 0 0"))
                 .getMessage().contains("not a number"));
+    }
+
+    /** A socket bound to ::1%lo has a scoped address: its request goes without the scope, and reads back. */
+    @Test
+    void aScopedAddressIsWrittenWithoutItsScope() throws Exception {
+        InetAddress scoped = java.net.Inet6Address.getByAddress(null, InetAddress.getByName("::1").getAddress(),
+                java.net.NetworkInterface.getByName("lo"));
+        AgentRequest r = new AgentRequest(AgentRequest.Verb.OPTIN, 7050, scoped, 128, 0);
+        assertEquals("OPTIN 7050 0:0:0:0:0:0:0:1 128 0", r.format());
+        assertEquals(InetAddress.getByName("::1"), AgentRequest.parse(r.format()).network());
     }
 
     @Test

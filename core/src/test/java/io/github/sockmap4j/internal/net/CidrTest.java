@@ -27,6 +27,15 @@ class CidrTest {
         assertTrue(e.getMessage().contains("names are never resolved"), e.getMessage());
     }
 
+    /** A scope names an interface that may go: refused whether it reads now or not, with the form to write. */
+    @ParameterizedTest
+    @ValueSource(strings = {"fd00::1%lo", "fe80::1%1", "fd00::1%sm4jgone0/128", "fe80::%lo/64"})
+    void scopedAddressesAreRefusedWithTheirUnscopedForm(String text) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Cidr.parse(text));
+        assertTrue(e.getMessage().contains("scoped address") && e.getMessage().contains("write '"
+                + text.substring(0, text.indexOf('%')) + "'"), e.getMessage());
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"10.0.0.0/33", "::/129", "10.0.0.0/-1", "10.0.0.0/x", "10.0.0.0/"})
     void badPrefixesSayWhatIsWrong(String text) {
