@@ -274,6 +274,9 @@ public final class NodeAgent implements AutoCloseable {
         if (closed || lost.isDone()) {
             return;
         }
+        if (control != null) {
+            control.flushLogs();
+        }
         List<Path> gone = new ArrayList<>();
         Path dir = options.pinDirectory();
         gone.addAll(Pins.agentPinsMissing(dir));

@@ -87,6 +87,14 @@ public final class ControlServer implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
+    /**
+     * What users' requests are told in the log: at most 20 refusals and 100 changes one by one
+     * each 10 s, the rest summed by uid (a loop past a limit logged 52,956 lines in 5 s).
+     */
+    private final BoundedLog refusals = new BoundedLog("refusals", 20, TimeUnit.SECONDS.toNanos(10), System::nanoTime,
+            LOG::info);
+    private final BoundedLog changes = new BoundedLog("changes", 100, TimeUnit.SECONDS.toNanos(10), System::nanoTime,
+            LOG::info);
     private final Set<UnixListener.Connection> open = ConcurrentHashMap.newKeySet();
     /** Open connections by uid and by pid (root's included, so that each leaves as it came). */
     private final Map<Integer, Integer> perUid = new HashMap<>();
@@ -149,6 +157,12 @@ public final class ControlServer implements AutoCloseable {
         return refused.get();
     }
 
+    /** Tells in the log what the last window held back of refusals and changes; each second. */
+    public void flushLogs() {
+        refusals.flush();
+        changes.flush();
+    }
+
     private void acceptLoop() {
         long backoff = BACKOFF_MIN_NANOS;
         while (!stopping) {
@@ -209,7 +223,7 @@ public final class ControlServer implements AutoCloseable {
         }
         if (no != null) {
             refused.incrementAndGet();
-            LOG.info("Refused a connection of uid {} (pid {}): {}", uid, conn.peer().pid(), no);
+            refusals.log(uid, "Refused a connection of uid {} (pid {}): {}", uid, conn.peer().pid(), no);
             try {
                 conn.writeLine("ERR " + no);
             } catch (IOException ignored) {
@@ -253,7 +267,8 @@ public final class ControlServer implements AutoCloseable {
             }
         } catch (UnixListener.LineTooLongException e) {
             refused.incrementAndGet();
-            LOG.info("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
+            refusals.log(who.uid(), "Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(),
+                    e.getMessage());
             try {
                 conn.writeLine("ERR " + e.getMessage() + ": a request is one line of at most "
                         + AgentRequest.MAX_LINE + " bytes; closing this connection");
@@ -269,7 +284,8 @@ public final class ControlServer implements AutoCloseable {
                 // It hung up already, or takes nothing.
             }
         } catch (UnixListener.TimedOutException e) {
-            LOG.info("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
+            refusals.log(who.uid(), "Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(),
+                    e.getMessage());
             try {
                 conn.writeLine("ERR " + e.getMessage() + ": closing this connection");
             } catch (IOException ignored) {
@@ -344,13 +360,13 @@ public final class ControlServer implements AutoCloseable {
             }
             if (no != null) {
                 refused.incrementAndGet();
-                LOG.info("Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
+                refusals.log(who.uid(), "Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
                 return "ERR " + no;
             }
         }
         try {
             String done = book.apply(who.uid(), who.pid(), id, req, policy.quota(who.uid()));
-            LOG.info("{} for uid {} (pid {})", done, who.uid(), who.pid());
+            changes.log(who.uid(), "{} for uid {} (pid {})", done, who.uid(), who.pid());
             return "OK " + done;
         } catch (RuleBook.Refused e) {
             refused.incrementAndGet();
@@ -403,14 +419,14 @@ public final class ControlServer implements AutoCloseable {
             if (req.verb() == AgentRequest.Verb.SERVICE) {
                 String no = policy.serviceRefusal(who.uid(), who.groups(), req.service());
                 if (no != null) {
-                    LOG.info("Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
+                    refusals.log(who.uid(), "Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
                     throw new RuleBook.Refused(no);
                 }
                 done = services.put(who.uid(), who.pid(), req.service(), policy.quota(who.uid()));
             } else {
                 done = services.remove(who.uid(), req.service().vip());
             }
-            LOG.info("{} for uid {} (pid {})", done, who.uid(), who.pid());
+            changes.log(who.uid(), "{} for uid {} (pid {})", done, who.uid(), who.pid());
             return "OK " + done;
         } catch (RuleBook.Refused | IOException e) {
             refused.incrementAndGet();
