@@ -98,6 +98,15 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 		count(SM4J_CTR_REGISTER_FAILED, 1);
 		return;
 	}
+	if (BPF_CORE_READ_BITFIELD(tp, repair)) {
+		/*
+		 * A socket in repair mode (TCP_REPAIR, CAP_NET_ADMIN in any network namespace a user
+		 * makes) is "established" by connect() without a packet, with sequence numbers its user
+		 * chose: its key and the pairing proof would be the user's to forge. It stays on TCP.
+		 */
+		count(SM4J_CTR_KEY_TAKEN, 1);
+		return;
+	}
 	st->last_seq = tp->write_seq;
 	st->policy_bound = policy->bound;
 	err = bpf_sock_hash_update(skops, &sm4j_socks, key, BPF_NOEXIST);

@@ -220,7 +220,8 @@ enum sm4j_counter {
 	SM4J_CTR_SVC_NO_LOCAL,  /* a connect to a Service in the map that has no local endpoint now */
 	SM4J_CTR_CLIENT_UNREGISTERED, /* an accepted socket left out of the map: its client did not register */
 	SM4J_CTR_PEER_NOT_LOCAL, /* a client left out of the map: its server's address is not of this node */
-	SM4J_CTR_KEY_TAKEN,     /* a socket left out of the map: its key, or its peer's, is another connection's */
+	SM4J_CTR_KEY_TAKEN,     /* a socket left out of the map: its key, or its peer's, is another connection's,
+				 * or no handshake made it (TCP_REPAIR) */
 	SM4J_CTR_SOCKET_BUSY,   /* a socket left out of the map: another program's sockmap (its sk_msg) holds it */
 	SM4J_CTR_MAX,
 };

@@ -10,6 +10,7 @@
 struct tcp_sock {
 	__u32 write_seq;  /* the next byte the application queues to TCP */
 	__u32 copied_seq; /* the next byte the application reads */
+	__u8 repair : 1;  /* TCP_REPAIR: its sequence numbers are the user's, no handshake made them */
 } __attribute__((preserve_access_index));
 
 /* Sized by the loader (bpf_map__set_max_entries) before load. */

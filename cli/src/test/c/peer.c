@@ -20,11 +20,18 @@
  *                                         SRC_ADDR:SRC_PORT, accept, send 64 KiB from the client to the
  *                                         server (then prints twin=1); until stdin closes, read whatever either end
  *                                         is sent; prints stolen=N, the bytes beyond its own 64 KiB
+ *   peer repair ADDR PORT SRC_ADDR SRC_PORT N  N sockets in TCP_REPAIR mode (CAP_NET_ADMIN in the network
+ *                                         namespace, as unshare -Urn gives any user), each bound to SRC_ADDR and
+ *                                         SRC_PORT+i with sequence numbers of its choosing, connected to ADDR:PORT
+ *                                         (no packet is sent); prints repaired=K, the sockets connected, and
+ *                                         holds them until stdin closes
  * Servers print port=N once listening (PORT 0: any free port), clients peer=ADDR:PORT once connected
  * (getpeername); all print ok=1 when done, or why not. A client binds to the address and port in
  * SM4J_PEER_BIND (ADDR:PORT, IPv4) before it connects, when set.
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
@@ -225,6 +232,35 @@ int main(int argc, char **argv)
 		}
 		printf("refused=%d\nok=1\n", refused);
 		fflush(stdout);
+		return 0;
+	}
+	if (!strcmp(mode, "repair") && argc == 7) {
+		int n = atoi(argv[6]), made = 0;
+
+		for (int i = 0; i < n; i++) {
+			struct sockaddr_storage src, dst;
+			socklen_t slen, dlen;
+			int one = 1, q = TCP_SEND_QUEUE, fd;
+			unsigned int seq = 0x5eed0000u + i;
+
+			if (addr_of(argv[4], atoi(argv[5]) + i, &src, &slen) < 0 || addr_of(argv[2], atoi(argv[3]), &dst, &dlen) < 0)
+				return fail("address");
+			fd = socket(src.ss_family, SOCK_STREAM, 0);
+			if (fd < 0 || setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one)) < 0)
+				return fail("TCP_REPAIR");
+			setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q));
+			setsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &seq, sizeof(seq));
+			q = TCP_RECV_QUEUE;
+			setsockopt(fd, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q));
+			setsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &seq, sizeof(seq));
+			if (bind(fd, (struct sockaddr *)&src, slen) < 0 || connect(fd, (struct sockaddr *)&dst, dlen) < 0)
+				return fail("repair connect");
+			made++;
+		}
+		printf("repaired=%d\n", made);
+		fflush(stdout);
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
 		return 0;
 	}
 	if (!strcmp(mode, "twin") && argc == 6) {

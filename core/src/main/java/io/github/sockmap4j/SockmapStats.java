@@ -27,8 +27,9 @@ import io.github.sockmap4j.internal.bpf.Counter;
  *                           node's pods says): they would only miss
  * @param keysTaken          sockets of an opted-in port left out of the SOCKHASH because a socket
  *                           of another connection holds their key, or their peer's (the same
- *                           4-tuple in another network namespace): they stay on TCP, and the other
- *                           connection keeps its entries
+ *                           4-tuple in another network namespace), or because no handshake made
+ *                           them (a socket connected in TCP_REPAIR mode, its sequence numbers its
+ *                           user's): they stay on TCP, and the other connection keeps its entries
  * @param socketsBusy        sockets of an opted-in port left out of the SOCKHASH because another
  *                           program's sockmap held them (the kernel gives a socket one sk_msg
  *                           program): they stay on TCP under that program

@@ -467,4 +467,35 @@ class SecurityModelTest {
             assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "deny", port + "/10.77.0.0/16").code());
         }
     }
+
+    /**
+     * Trust III, row 7: sockets connected in TCP_REPAIR mode, by a user with no grant in a user
+     * namespace of its own (CAP_NET_ADMIN there), to a port root opted in for every address of
+     * the bed: connect() makes them established without a packet, with sequence numbers of the
+     * user's choosing, so their keys and pairing proofs would be the user's to forge ahead of a
+     * victim. None is registered; each is counted as a key taken; the map holds what it held.
+     */
+    @org.junit.jupiter.api.Test
+    void socketsInRepairModeAreNeverRegistered() throws Exception {
+        int port = 47333;
+        int n = 32;
+        assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", port + "/10.77.0.0/16").code());
+        try {
+            SockmapStats before = SockmapAdmin.stats(pins);
+            String script = "ip link set lo up && ip addr add " + A_ADDR + "/32 dev lo && ip addr add " + B_ADDR
+                    + "/32 dev lo && exec " + peer + " repair " + B_ADDR + " " + port + " " + A_ADDR + " 47500 " + n;
+            try (ChildJvm attacker = ChildJvm.startInCgroup(cgroup, as(U2, List.of("unshare", "-Urn", "sh", "-c",
+                    script)))) {
+                assertEquals(Integer.toString(n), attacker.expect("repaired=", 30), attacker.output());
+                SockmapStats during = SockmapAdmin.stats(pins);
+                assertEquals(before.socketsRegistered(), during.socketsRegistered(),
+                        "no repair-mode socket registered: " + before + " -> " + during);
+                assertEquals(n, during.keysTaken() - before.keysTaken(), "each counted as a key taken: " + during);
+                assertEquals(before.socketsInMap(), during.socketsInMap(), "the map holds what it held");
+                attacker.closeInput();
+            }
+        } finally {
+            assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "deny", port + "/10.77.0.0/16").code());
+        }
+    }
 }
