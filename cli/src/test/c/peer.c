@@ -25,6 +25,9 @@
  *                                         SRC_PORT+i with sequence numbers of its choosing, connected to ADDR:PORT
  *                                         (no packet is sent); prints repaired=K, the sockets connected, and
  *                                         holds them until stdin closes
+ *   peer dribble ADDR PORT N MS           N connections to ADDR:PORT (as many as it gets), each sent one byte of
+ *                                         a request every MS ms until stdin closes; prints dribbling=K, the
+ *                                         connections it got
  * Servers print port=N once listening (PORT 0: any free port), clients peer=ADDR:PORT once connected
  * (getpeername); all print ok=1 when done, or why not. A client binds to the address and port in
  * SM4J_PEER_BIND (ADDR:PORT, IPv4) before it connects, when set.
@@ -232,6 +235,34 @@ int main(int argc, char **argv)
 		}
 		printf("refused=%d\nok=1\n", refused);
 		fflush(stdout);
+		return 0;
+	}
+	if (!strcmp(mode, "dribble") && argc == 6) {
+		static int fds[4096];
+		const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+		int n = atoi(argv[4]), ms = atoi(argv[5]), got = 0;
+		size_t at = 0;
+
+		for (int i = 0; i < n && i < 4096; i++) {
+			int fd = dial_quietly(argv[2], atoi(argv[3]), 0);
+
+			if (fd >= 0)
+				fds[got++] = fd;
+		}
+		printf("dribbling=%d\n", got);
+		fflush(stdout);
+		for (;;) {
+			struct pollfd p = {.fd = 0, .events = POLLIN};
+
+			if (poll(&p, 1, ms) > 0 && read(0, buf, sizeof(buf)) <= 0)
+				break;
+			for (int i = 0; i < got; i++)
+				if (fds[i] >= 0 && send(fds[i], req + at, 1, MSG_NOSIGNAL) < 0) {
+					close(fds[i]);
+					fds[i] = -1;
+				}
+			at = (at + 1) % strlen(req);
+		}
 		return 0;
 	}
 	if (!strcmp(mode, "repair") && argc == 7) {

@@ -10,6 +10,8 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
@@ -27,7 +29,8 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.handler.timeout.ReadTimeoutHandler;
+import io.github.sockmap4j.internal.sys.SockDiag;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
@@ -43,9 +46,14 @@ import org.slf4j.LoggerFactory;
  * otherwise).
  *
  * <p>Any local user can connect, so no client can hold it: Netty's HTTP codec on one event loop,
- * never blocking on a client, a request (line and headers) read whole within
- * {@link #READ_TIMEOUT_SECONDS} or the connection closed, at most {@link #MAX_CONNECTIONS} open
- * connections (one more is closed at once), no request body. A port someone else holds is no reason
+ * never blocking on a client; each request (line and headers) whole within
+ * {@link #READ_TIMEOUT_SECONDS} of the connection's start or of the last response, a deadline a
+ * byte now and then does not move, or the connection closed; at most {@link #MAX_CONNECTIONS}
+ * open connections, of which users other than root (asked of the kernel, sock_diag) hold at most
+ * all but {@link #ROOT_SLOTS} between them, so the kubelet's probes (root's) always find a slot;
+ * a request sent while the answers to the last ones lie unread closes its connection, and a
+ * connection whose answers pile up is not read, so no client can make the agent hold more than a
+ * response or so each; no request body. A port someone else holds is no reason
  * to stop the control plane: it is tried again every {@link #RETRY_SECONDS} seconds, said once,
  * until it binds.
  *
@@ -55,6 +63,8 @@ public final class AgentHttp implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AgentHttp.class);
     public static final int READ_TIMEOUT_SECONDS = 5;
     public static final int MAX_CONNECTIONS = 64;
+    /** Slots only root's connections take: users other than root hold at most the rest between them. */
+    public static final int ROOT_SLOTS = 16;
     static final int RETRY_SECONDS = 2;
 
     private final InetSocketAddress address;
@@ -65,6 +75,11 @@ public final class AgentHttp implements AutoCloseable {
     private final NodeAgent agent;
     private final BooleanSupplier extraReadiness;
     private final AtomicInteger open = new AtomicInteger();
+    /** Connections of users other than root. */
+    private final AtomicInteger others = new AtomicInteger();
+    /** The kernel's sockets, asked whose a client's is; used from the event loop only. */
+    private SockDiag diag;
+    private boolean diagFailed;
     private volatile Channel bound;
     private volatile String bindFailure;
     private volatile boolean closed;
@@ -96,17 +111,29 @@ public final class AgentHttp implements AutoCloseable {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
-                        if (open.incrementAndGet() > MAX_CONNECTIONS) {
+                        // Root's (the kubelet's probes) may take every slot; other users together
+                        // the share left after ROOT_SLOTS, so that no user can hold the probes off.
+                        boolean root = peerUid(ch) == 0;
+                        if (open.incrementAndGet() > MAX_CONNECTIONS
+                                || !root && others.incrementAndGet() > MAX_CONNECTIONS - ROOT_SLOTS) {
                             open.decrementAndGet();
+                            if (!root) {
+                                others.decrementAndGet();
+                            }
                             ch.close();
                             return;
                         }
-                        ch.closeFuture().addListener(f -> open.decrementAndGet());
-                        ch.pipeline().addLast(new ReadTimeoutHandler(READ_TIMEOUT_SECONDS, TimeUnit.SECONDS),
-                                new HttpServerCodec(4096, 8192, 8192), new HttpServerKeepAliveHandler(),
-                                new HttpObjectAggregator(0), new Endpoints());
+                        ch.closeFuture().addListener(f -> {
+                            open.decrementAndGet();
+                            if (!root) {
+                                others.decrementAndGet();
+                            }
+                        });
+                        ch.pipeline().addLast(new RequestDeadline(), new HttpServerCodec(4096, 8192, 8192),
+                                new HttpServerKeepAliveHandler(), new HttpObjectAggregator(0), new Endpoints());
                     }
-                });
+                })
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 << 10, 64 << 10));
         ChannelFuture f = b.bind(address);
         if (first) {
             // From the caller's thread (never the event loop's): the first outcome is known when start returns.
@@ -154,9 +181,108 @@ public final class AgentHttp implements AutoCloseable {
         return address;
     }
 
+    /**
+     * The uid owning the client's socket (sock_diag, this namespace), or -1 when the kernel does not
+     * say (then it counts as another user's).
+     */
+    private int peerUid(SocketChannel ch) {
+        if (diagFailed || !(ch.remoteAddress() instanceof InetSocketAddress peer)
+                || !(ch.localAddress() instanceof InetSocketAddress own)) {
+            return -1;
+        }
+        try {
+            if (diag == null) {
+                diag = SockDiag.open();
+            }
+            return diag.ownerUid(mapped(peer.getAddress()), peer.getPort(), mapped(own.getAddress()), own.getPort());
+        } catch (IOException | RuntimeException e) {
+            diagFailed = true;
+            LOG.warn("Cannot tell whose connections the metrics port has ({}): every one counts as another user's, "
+                    + "and {} of {} slots are root's alone", e.toString(), ROOT_SLOTS, MAX_CONNECTIONS);
+            return -1;
+        }
+    }
+
+    private static byte[] mapped(java.net.InetAddress a) {
+        byte[] b = a.getAddress();
+        if (b.length == 16) {
+            return b;
+        }
+        byte[] m = new byte[16];
+        m[10] = (byte) 0xff;
+        m[11] = (byte) 0xff;
+        System.arraycopy(b, 0, m, 12, 4);
+        return m;
+    }
+
+    /**
+     * Each request must come whole within {@link #READ_TIMEOUT_SECONDS} of the connection's start or
+     * of the last response: a deadline, not an idle timer, so that a client sending a byte now and
+     * then holds no slot for longer. A keep-alive connection with no request for that long closes.
+     */
+    private static final class RequestDeadline extends io.netty.channel.ChannelDuplexHandler {
+        private io.netty.util.concurrent.ScheduledFuture<?> deadline;
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) throws Exception {
+            arm(ctx);
+            super.channelActive(ctx);
+        }
+
+        private void arm(ChannelHandlerContext ctx) {
+            disarm();
+            deadline = ctx.executor().schedule(() -> {
+                ctx.close();
+            }, READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        }
+
+        private void disarm() {
+            if (deadline != null) {
+                deadline.cancel(false);
+                deadline = null;
+            }
+        }
+
+        /** A whole request came: no deadline until its response is written. */
+        void requestCame() {
+            disarm();
+        }
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise promise) {
+            // A response: the next request's time starts once it is written.
+            ctx.write(msg, promise.unvoid()).addListener(f -> {
+                if (ctx.channel().isActive()) {
+                    arm(ctx);
+                }
+            });
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+            disarm();
+            super.channelInactive(ctx);
+        }
+    }
+
     private final class Endpoints extends SimpleChannelInboundHandler<FullHttpRequest> {
         @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
+            ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+            super.channelWritabilityChanged(ctx);
+        }
+
+        @Override
         protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
+            RequestDeadline d = ctx.pipeline().get(RequestDeadline.class);
+            if (d != null) {
+                d.requestCame();
+            }
+            if (!ctx.channel().isWritable()) {
+                // Requests sent on while the answers to the last ones lie unread: no more answers to hold.
+                ctx.close();
+                return;
+            }
             if (!req.decoderResult().isSuccess()) {
                 reply(ctx, req, HttpResponseStatus.BAD_REQUEST, "bad request\n", "text/plain", true);
                 return;
@@ -214,6 +340,17 @@ public final class AgentHttp implements AutoCloseable {
         Channel c = bound;
         if (c != null) {
             c.close().awaitUninterruptibly();
+        }
+        try {
+            // Its memory is confined to the event loop's thread: closed there.
+            group.submit(() -> {
+                if (diag != null) {
+                    diag.close();
+                    diag = null;
+                }
+            }).awaitUninterruptibly();
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+            // The loop is gone already, and its thread with it.
         }
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
         registry.close();

@@ -138,6 +138,68 @@ class SecurityModelTest {
     }
 
     /**
+     * Trust III, row 1: another user (no grant) holds more connections than the server takes, each
+     * sent a byte of a request every second, so that no idle timer ever fires. Every probe of the
+     * kubelet's (root's, with its 1 s timeout) is answered all the same: the user's connections
+     * take at most the share left to users other than root, and each must bring a whole request
+     * within the read timeout of its start.
+     */
+    @Test
+    void dribblingClientsOfAnotherUserStallNoProbe() throws Exception {
+        URI base = URI.create(http);
+        try (ChildJvm dribbler = ChildJvm.start(as(U2, List.of(peer.toString(), "dribble", base.getHost(),
+                Integer.toString(base.getPort()), Integer.toString(AgentHttp.MAX_CONNECTIONS + 16), "1000")))) {
+            assertTrue(Integer.parseInt(dribbler.expect("dribbling=", 30)) > 0, dribbler.output());
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(AgentHttp.READ_TIMEOUT_SECONDS + 4L);
+            int probes = 0;
+            while (System.nanoTime() - end < 0) {
+                try (HttpClient c = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build()) {
+                    HttpResponse<String> r = c.send(HttpRequest.newBuilder(URI.create(http + "/healthz"))
+                            .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.ofString());
+                    assertEquals(200, r.statusCode(), "probe " + probes + ": " + r.body());
+                } catch (IOException e) {
+                    throw new AssertionError("probe " + probes + " not answered within 1 s: " + e, e);
+                }
+                probes++;
+                Thread.sleep(500); // the kubelet's period is seconds; the point is every probe, not a rate
+            }
+            dribbler.closeInput();
+        }
+    }
+
+    /**
+     * Trust III, row 2: a client pipelines {@code GET /metrics} and never reads an answer. Once its
+     * answers fill the socket and {@link AgentHttp}'s small outbound share, the agent stops reading
+     * it, and the request deadline closes it: the client's writes fail (the code before read on,
+     * holding each answer in memory: RSS 155 to 330 MB in the report), and the probes answer.
+     */
+    @Test
+    void pipelinedRequestsWhoseAnswersAreNeverReadAreCutOff() throws Exception {
+        URI base = URI.create(http);
+        byte[] req = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+        java.util.concurrent.ExecutorService writer = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (Socket s = new Socket(base.getHost(), base.getPort())) {
+            java.io.OutputStream out = s.getOutputStream();
+            java.util.concurrent.Future<Integer> writes = writer.submit(() -> {
+                int n = 0;
+                try {
+                    for (; n < 1_000_000; n++) {
+                        out.write(req);
+                    }
+                } catch (IOException cut) {
+                    return n;
+                }
+                return -1;
+            });
+            int written = writes.get(60, TimeUnit.SECONDS);
+            assertTrue(written > 0, "the agent cut the connection off before a million requests were written");
+        } finally {
+            writer.shutdownNow();
+        }
+        assertEquals(200, get(http + "/healthz").statusCode());
+    }
+
+    /**
      * An agent whose metrics port another process holds when it starts: its control plane comes up
      * and serves (on 6a39524 the agent exited 1), it says the port is held, and it serves the
      * probes once the port is free.

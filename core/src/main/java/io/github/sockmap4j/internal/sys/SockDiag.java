@@ -94,7 +94,51 @@ public final class SockDiag implements AutoCloseable {
         return a[10] == (byte) 0xff && a[11] == (byte) 0xff;
     }
 
+    /**
+     * The uid that owns the TCP socket whose own side is {@code local} and peer {@code remote}
+     * (16-byte addresses, IPv4 v4-mapped), as the kernel keeps it (the creator's, seen from the
+     * initial user namespace); -1 when no such socket is in this namespace.
+     */
+    public int ownerUid(byte[] local, int localPort, byte[] remote, int remotePort) throws NativeIOException {
+        boolean found = ask(Linux.AF_INET6, local, localPort, remote, remotePort);
+        if (!found && isV4Mapped(local) && isV4Mapped(remote)) {
+            found = ask(Linux.AF_INET, local, localPort, remote, remotePort);
+        }
+        return found ? resp.get(ValueLayout.JAVA_INT, HDR + IDIAG_UID) : -1;
+    }
+
+    /** Where struct inet_diag_msg keeps idiag_uid: after family, state, timer, retrans, the id, expires, queues. */
+    private static final long IDIAG_UID = 4 + 48 + 4 + 4 + 4;
+
     private long[] query(int family, byte[] local, int localPort, byte[] remote, int remotePort)
+            throws NativeIOException {
+        if (!ask(family, local, localPort, remote, remotePort)) {
+            return null;
+        }
+        int len = Math.min(resp.get(ValueLayout.JAVA_INT, NativeLayouts.NLMSG_LEN), (int) resp.byteSize());
+        long off = ATTR_OFFSET;
+        while (off + NLA_HDR <= len) {
+            int alen = resp.get(ValueLayout.JAVA_SHORT, off + NativeLayouts.NLA_LEN) & 0xffff;
+            int atype = resp.get(ValueLayout.JAVA_SHORT, off + NativeLayouts.NLA_TYPE) & 0xffff;
+            if (alen < NLA_HDR) {
+                break;
+            }
+            if (atype == INET_DIAG_SKMEMINFO) {
+                // SK_MEMINFO_*: an array of __u32, indexed by the constants above.
+                int count = (int) ((alen - NLA_HDR) / 4);
+                long[] out = new long[count];
+                for (int i = 0; i < count; i++) {
+                    out[i] = resp.get(ValueLayout.JAVA_INT, off + NLA_HDR + 4L * i) & 0xffffffffL;
+                }
+                return out;
+            }
+            off += (alen + 3) & ~3; // NLA_ALIGN
+        }
+        return null;
+    }
+
+    /** Asks for the one socket of {@code family} with this id: whether {@code resp} now holds its message. */
+    private boolean ask(int family, byte[] local, int localPort, byte[] remote, int remotePort)
             throws NativeIOException {
         req.fill((byte) 0);
         req.set(ValueLayout.JAVA_INT, NativeLayouts.NLMSG_LEN, REQ_SIZE);
@@ -127,33 +171,11 @@ public final class SockDiag implements AutoCloseable {
         if (type == NLMSG_ERROR) {
             int err = -resp.get(ValueLayout.JAVA_INT, HDR); // struct nlmsgerr starts with the error
             if (err == Errno.ENOENT || err == 0) {
-                return null;
+                return false;
             }
             throw new NativeIOException("sock_diag", err);
         }
-        if (type != SOCK_DIAG_BY_FAMILY) {
-            return null;
-        }
-        int len = Math.min((int) n, resp.get(ValueLayout.JAVA_INT, NativeLayouts.NLMSG_LEN));
-        long off = ATTR_OFFSET;
-        while (off + NLA_HDR <= len) {
-            int alen = resp.get(ValueLayout.JAVA_SHORT, off + NativeLayouts.NLA_LEN) & 0xffff;
-            int atype = resp.get(ValueLayout.JAVA_SHORT, off + NativeLayouts.NLA_TYPE) & 0xffff;
-            if (alen < NLA_HDR) {
-                break;
-            }
-            if (atype == INET_DIAG_SKMEMINFO) {
-                // SK_MEMINFO_*: an array of __u32, indexed by the constants above.
-                int count = (int) ((alen - NLA_HDR) / 4);
-                long[] out = new long[count];
-                for (int i = 0; i < count; i++) {
-                    out[i] = resp.get(ValueLayout.JAVA_INT, off + NLA_HDR + 4L * i) & 0xffffffffL;
-                }
-                return out;
-            }
-            off += (alen + 3) & ~3; // NLA_ALIGN
-        }
-        return null;
+        return type == SOCK_DIAG_BY_FAMILY && n >= HDR + IDIAG_UID + 4;
     }
 
     @Override
