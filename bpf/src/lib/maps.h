@@ -13,6 +13,18 @@ struct tcp_sock {
 	__u8 repair : 1;  /* TCP_REPAIR: its sequence numbers are the user's, no handshake made them */
 } __attribute__((preserve_access_index));
 
+/*
+ * The fields of the kernel's sock we read (at offset 0 of every tcp_sock), relocated by libbpf
+ * (CO-RE): the uid owning the socket (the creator's filesystem uid, its effective uid unless set
+ * apart), and the psock of a socket in a sockmap.
+ */
+struct sock___sm4j {
+	struct {
+		__u32 val;
+	} sk_uid;
+	void *sk_user_data; /* the kernel's psock of a socket in a sockmap, tagged in its low bits */
+} __attribute__((preserve_access_index));
+
 /* Sized by the loader (bpf_map__set_max_entries) before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKHASH);

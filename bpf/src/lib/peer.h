@@ -16,11 +16,7 @@ static __always_inline void count(__u32 idx, __u64 n)
 }
 
 #ifndef SM4J_NO_DRAIN
-/* The kernel's psock of a socket in a sockmap (sk_user_data, tagged in its low bits). */
-struct sock___sm4j {
-	void *sk_user_data;
-} __attribute__((preserve_access_index));
-
+/* The kernel's psock of a socket in a sockmap: sock___sm4j's sk_user_data (lib/maps.h). */
 struct sk_psock___sm4j {
 	__u32 msg_tot_len; /* bytes in the psock's ingress queue: redirected, not yet read */
 } __attribute__((preserve_access_index));

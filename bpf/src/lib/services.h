@@ -13,6 +13,20 @@
  * kube-proxy, which picks again among all, it would make local endpoints likelier than the
  * Service's odds.
  */
+/* The uid owning the connecting socket (its creator's effective uid), or -1 where it cannot be read. */
+static __always_inline __u32 sock_uid(struct bpf_sock_addr *ctx)
+{
+	struct bpf_sock *sk = ctx->sk;
+	struct tcp_sock *tp;
+
+	if (!sk)
+		return (__u32)-1;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return (__u32)-1;
+	return ((struct sock___sm4j *)tp)->sk_uid.val;
+}
+
 static __always_inline const struct sm4j_endpoint *svc_pick(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k)
 {
 	struct sm4j_svc *s = bpf_map_lookup_elem(&sm4j_services, k);
@@ -20,8 +34,12 @@ static __always_inline const struct sm4j_endpoint *svc_pick(struct bpf_sock_addr
 
 	if (!s)
 		return 0;
-	/* A user's Service moves that user's connects only; a loopback one, its namespace's only. */
-	if (s->owner && (__u32)bpf_get_current_uid_gid() != s->owner - 1)
+	/*
+	 * A user's Service moves that user's connects only; a loopback one, its namespace's only.
+	 * "That user's": the real uid of the caller and the owner of its socket (the creator's
+	 * effective uid) both, so that a setuid program the user runs is not moved.
+	 */
+	if (s->owner && ((__u32)bpf_get_current_uid_gid() != s->owner - 1 || sock_uid(ctx) != s->owner - 1))
 		return 0;
 	if (s->netns && bpf_get_netns_cookie(ctx) != s->netns)
 		return 0;

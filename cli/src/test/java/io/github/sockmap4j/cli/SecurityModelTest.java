@@ -342,6 +342,38 @@ class SecurityModelTest {
     }
 
     /**
+     * Trust III, row 10: uid {@value #U1}'s Service moves its own connects, and a setuid-root
+     * program it runs is not its own: that program's connects (real uid {@value #U1}, effective
+     * uid 0) reach root's server (the code before compared the real uid alone and moved them to
+     * uid {@value #U1}'s listener).
+     */
+    @Test
+    void aSetuidProgramAUserRunsIsNotMovedByThatUsersService() throws Exception {
+        Path setuid = work.resolve("peer-setuid");
+        Files.copy(peer, setuid, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Files.setPosixFilePermissions(setuid, PosixFilePermissions.fromString("rwxr-xr-x"));
+        new ProcessBuilder("chmod", "4755", setuid.toString()).inheritIO().start().waitFor();
+        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "47341");
+             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "47342")) {
+            root.expect("port=", 30);
+            mine.expect("port=", 30);
+            assertTrue(agentCall(U1, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK service"));
+            try (ChildJvm c = ChildJvm.startInCgroup(cgroup, as(U1, List.of(setuid.toString(), "conn-client",
+                    "127.0.0.1", "47341", "3")))) {
+                assertEquals("1", c.expect("ok=", 30), c.output());
+                assertEquals(0, c.waitFor(30));
+            } finally {
+                connect(U1, null, "127.0.0.1", 47341, 2);
+                assertTrue(agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
+            }
+            assertEquals(3, connections(root), "the setuid program's connects reached root's server");
+            assertEquals(2, connections(mine), "uid " + U1 + "'s own connects reached its endpoint");
+        } finally {
+            Files.deleteIfExists(setuid);
+        }
+    }
+
+    /**
      * Root puts a Service with a loopback VIP from the host's namespace: a client in a pod dialing
      * its own 127.0.0.1 of that port reaches its own namespace's server (on 6a39524 the pod's
      * connects went to the pod's 127.0.0.1 of the endpoint's port), the host's are moved.
