@@ -379,8 +379,18 @@ class AgentTest {
     void anUnprivilegedUserOptsInOnlyWhatThePolicyAllows() throws Exception {
         assertEquals("600", Integer.toOctalString(
                 (Integer) Files.getAttribute(pins.resolve("policy"), "unix:mode") & 0777), "the policy pin is root's");
-        List<String> a = asNobody("ALLOW 47301 * 0 65536", "ALLOW 47303 * 0 0", "ALLOW 47302 * 0 -1",
-                "ALLOW 47302 * 0 2097152", "DENY 47301 * 0");
+        // A bound is set on one's own server once it listens, never ahead of one.
+        assertTrue(asNobody("ALLOW 47301 * 0 65536").get(0).startsWith("ERR no server of uid " + NOBODY
+                + " listens on port 47301"));
+        List<String> a;
+        try (ChildJvm server = ChildJvm.start(List.of("setpriv", "--reuid=" + NOBODY, "--regid=" + NOBODY,
+                "--clear-groups", peer.toString(), "conn-server", "127.0.0.1", "47301"))) {
+            server.expect("port=", 30);
+            a = asNobody("ALLOW 47301 * 0 65536", "ALLOW 47303 * 0 0", "ALLOW 47302 * 0 -1",
+                    "ALLOW 47302 * 0 2097152", "DENY 47301 * 0");
+            server.closeInput();
+            server.expect("conns=", 30);
+        }
         assertTrue(a.get(0).startsWith("OK allowed 47301"), a.get(0));
         assertTrue(a.get(1).startsWith("ERR uid 65534 may not opt in port 47303"), a.get(1));
         assertTrue(a.get(2).startsWith("ERR only root may make a rule unbounded"), a.get(2));

@@ -11,7 +11,8 @@ import java.util.function.BiFunction;
 /**
  * A bound sets how much may be redirected to a server unread: set low, every stream to it goes by
  * TCP. So a user other than root sets a bound (other than the receiver's own, 0) only on a port
- * where no other uid's server listens within the rule's network.
+ * where a server of its own listens within the rule's network and no other uid's does: not ahead
+ * of a server, where it would fall on whoever listens there next.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
@@ -28,12 +29,24 @@ final class ForeignServers {
         if (uid == 0 || req.bound() == 0) {
             return null;
         }
+        boolean own = false;
         for (Listeners.Listener s : listeners.apply(req.port(), pid)) {
-            if (s.uid() != uid && covers(req, s.address())) {
+            if (!covers(req, s.address())) {
+                continue;
+            }
+            if (s.uid() != uid) {
                 return "uid " + s.uid() + " listens on " + AgentRequest.show(new InetSocketAddress(s.address(),
                         s.port())) + ": only root, or a rule with bound 0 (the receiver's own), may set the bound of "
                         + "another user's server";
             }
+            own = true;
+        }
+        if (!own) {
+            // Set ahead of any server, a bound would fall on whoever listens there next.
+            return "no server of uid " + uid + " listens on port " + req.port() + (req.network() == null ? ""
+                    : " within " + AgentRequest.show(new InetSocketAddress(req.network(), req.port()))
+                    + "/" + req.keyBits()) + ": a bound is set on one's own server once it listens (or bound 0, "
+                    + "the receiver's own)";
         }
         return null;
     }

@@ -29,7 +29,9 @@ class ForeignServersTest {
         assertTrue(no != null && no.startsWith("uid 0 listens on 127.0.0.1:7050"), no);
         assertTrue(root.refusal(1000, 1, allow("127.0.0.0", 104, 1)) != null, "a network that covers it");
         assertTrue(root.refusal(1000, 1, allow(null, 0, 1)) != null, "any address");
-        assertNull(root.refusal(1000, 1, allow("10.0.0.0", 104, 1)), "a network that does not");
+        String none = root.refusal(1000, 1, allow("10.0.0.0", 104, 1));
+        assertTrue(none != null && none.startsWith("no server of uid 1000 listens on port 7050"),
+                "a network that does not cover it, with no server of its own there: " + none);
         assertNull(root.refusal(1000, 1, allow("127.0.0.1", 128, 0)), "the receiver's own bound");
         assertNull(root.refusal(0, 1, allow("127.0.0.1", 128, 1)), "root");
     }
@@ -40,5 +42,15 @@ class ForeignServersTest {
         assertTrue(any.refusal(1000, 1, allow("10.0.0.0", 104, 1)) != null);
         ForeignServers mine = listening(new Listeners.Listener(1000, InetAddress.ofLiteral("0.0.0.0"), PORT));
         assertNull(mine.refusal(1000, 1, allow("127.0.0.1", 128, 65536)), "its own server");
+    }
+
+    /** Trust III, row 12: a bound set before anyone listens would fall on whoever listens next. */
+    @Test
+    void noBoundAheadOfAServer() throws Exception {
+        ForeignServers nobody = listening();
+        String no = nobody.refusal(1000, 1, allow("127.0.0.1", 128, 1));
+        assertTrue(no != null && no.contains("no server of uid 1000 listens on port 7050 within 127.0.0.1:7050/128"), no);
+        assertNull(nobody.refusal(1000, 1, allow("127.0.0.1", 128, 0)), "the receiver's own bound needs no server");
+        assertNull(nobody.refusal(0, 1, allow("127.0.0.1", 128, 1)), "root");
     }
 }
