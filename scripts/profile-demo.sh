@@ -68,17 +68,8 @@ def kind(t):
     if re.match(r'C[12] CompilerThre', t): return 'JIT'
     if re.match(r'(GC |G1 |VM Thread|VM Periodic)', t): return 'GC/VM'
     return 'rest'
-# sockmap4j: samples whose innermost Java frame is sockmap4j's own (what its code costs itself, not
-# what runs below its handlers).
-groups = [('sockmap4j', None),
-          ('k:sockmap', r'^(tcp_bpf|sk_msg|sk_psock|bpf_prog|__sk_msg|bpf_msg|sock_map|bpf_tcp)'),
-          ('k:tcp/ip', r'^(ip_|__ip_|ipt_|nf_|nft_|veth_|__netif|net_rx|napi|__dev_queue|dev_hard|ip6_|__ip6|netif_receive'
-                       r'|tcp_v4_rcv|tcp_v6_rcv|tcp_rcv|tcp_ack|tcp_transmit|__tcp_transmit|tcp_write_xmit|__tcp_push'
-                       r'|do_softirq|__do_softirq|__local_bh_enable)'),
-          ('sendmsg', r'^(tcp_sendmsg|sock_sendmsg|__sys_sendmsg|sock_write_iter|__x64_sys_write|__x64_sys_writev|do_writev)'),
-          ('recvmsg', r'^(tcp_recvmsg|sock_recvmsg|__sys_recvmsg|sock_read_iter|__x64_sys_read|tcp_bpf_recvmsg)'),
-          ('epoll_wait', r'^(do_epoll_wait|ep_poll)'), ('wake-ups', r'^try_to_wake_up'), ('futex', r'^(futex_|__x64_sys_futex)'),
-          ('http2', r'io/netty/handler/codec/http2'), ('grpc', r'^io/grpc'), ('arrow', r'org/apache/arrow')]
+sys.path.insert(0, os.path.join(os.getcwd(), 'scripts'))
+from profile_stacks import GROUPS as groups, count
 kinds = ['handlers', 'loops', 'sockmap4j', 'JIT', 'GC/VM', 'rest']
 rows = []
 for stage in ['embedding', 'search', 'context', 'gateway']:
@@ -93,15 +84,7 @@ for stage in ['embedding', 'search', 'context', 'gateway']:
             frames = stack.split(';')
             k[kind(re.sub(r' tid=.*', '', frames[0].lstrip('[')))] += n
             total += n
-            java = [fr for fr in frames[1:] if '/' in fr]
-            if java and re.search(r'io/github/sockmap4j/(?!examples)', java[-1]):
-                g['sockmap4j'] += n
-            seen = set()
-            for fr in frames[1:]:
-                for name, pat in groups:
-                    if pat and name not in seen and re.search(pat, fr):
-                        seen.add(name)
-                        g[name] += n
+            count(frames[1:], n, g, 'examples')
         rows.append((stage, path, total, k, g))
 print('samples (1 ms of CPU each) by thread kind')
 print('%-10s %-5s %6s ' % ('stage', 'path', 'all') + ' '.join('%9s' % x for x in kinds))

@@ -55,20 +55,8 @@ import collections, os, re, sys
 out, secs, turns, transports = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 def group(name):
     return re.sub(r'[-_]?\d+', '', name).rstrip('-_')
-# sockmap4j: samples whose innermost Java frame is sockmap4j's own (not the benchmark's), what its
-# code costs itself rather than what runs below its handlers.
-groups = [('sockmap4j', None),
-          ('k:sockmap', r'^(tcp_bpf|sk_msg|sk_psock|bpf_prog|__sk_msg|bpf_msg|sock_map|bpf_tcp|sock_hash)'),
-          ('k:tcp/ip', r'^(ip_|__ip_|ipt_|nf_|nft_|__netif|net_rx|napi|__dev_queue|dev_hard|loopback_xmit|ip6_|__ip6'
-                       r'|netif_receive|tcp_v4_rcv|tcp_v6_rcv|tcp_rcv|tcp_ack|tcp_transmit|__tcp_transmit|tcp_write_xmit'
-                       r'|__tcp_push|do_softirq|__do_softirq|__local_bh_enable)'),
-          ('k:unix', r'^(unix_stream|unix_|__unix)'),
-          ('sendmsg', r'^(tcp_sendmsg|sock_sendmsg|__sys_sendmsg|sock_write_iter|__x64_sys_write|__x64_sys_writev|do_writev'
-                      r'|unix_stream_sendmsg)'),
-          ('recvmsg', r'^(tcp_recvmsg|sock_recvmsg|__sys_recvmsg|sock_read_iter|__x64_sys_read|tcp_bpf_recvmsg'
-                      r'|unix_stream_recvmsg)'),
-          ('epoll_wait', r'^(do_epoll_wait|ep_poll)'), ('wake-ups', r'^try_to_wake_up'),
-          ('futex', r'^(futex_|__x64_sys_futex)'), ('http2', r'io/netty/handler/codec/http2'), ('grpc', r'^io/grpc')]
+sys.path.insert(0, os.path.join(os.getcwd(), 'scripts'))
+from profile_stacks import GROUPS as groups, count
 # Calls a second from GrpcHandoffs' own wall-clock row (µs a call over its whole measured phase).
 def calls_in_window(log):
     for line in open(log):
@@ -91,15 +79,7 @@ for turn in range(1, turns + 1):
             frames = stack.split(';')
             k[group(re.sub(r' tid=.*', '', frames[0].lstrip('[')))] += n
             total += n
-            java = [fr for fr in frames[1:] if '/' in fr]
-            if java and re.search(r'io/github/sockmap4j/(?!bench)', java[-1]):
-                g['sockmap4j'] += n
-            seen = set()
-            for fr in frames[1:]:
-                for name, pat in groups:
-                    if pat and name not in seen and re.search(pat, fr):
-                        seen.add(name)
-                        g[name] += n
+            count(frames[1:], n, g, 'bench')
         rows.append((t, calls, wall, total, k, g))
     per = lambda n, calls: n * 1000.0 / calls  # samples of 1 ms -> µs a call
     print('== turn %d: CPU µs a call (async-profiler, %d s a transport), by thread group' % (turn, secs))

@@ -29,6 +29,7 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
+import io.github.sockmap4j.internal.bpf.SockKeyLayout;
 import io.github.sockmap4j.internal.sys.SockDiag;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -194,25 +195,14 @@ public final class AgentHttp implements AutoCloseable {
             if (diag == null) {
                 diag = SockDiag.open();
             }
-            return diag.ownerUid(mapped(peer.getAddress()), peer.getPort(), mapped(own.getAddress()), own.getPort());
+            return diag.ownerUid(SockKeyLayout.mapped(peer.getAddress()), peer.getPort(), SockKeyLayout.mapped(own.getAddress()),
+                    own.getPort());
         } catch (IOException | RuntimeException e) {
             diagFailed = true;
             LOG.warn("Cannot tell whose connections the metrics port has ({}): every one counts as another user's, "
                     + "and {} of {} slots are root's alone", e.toString(), ROOT_SLOTS, MAX_CONNECTIONS);
             return -1;
         }
-    }
-
-    private static byte[] mapped(java.net.InetAddress a) {
-        byte[] b = a.getAddress();
-        if (b.length == 16) {
-            return b;
-        }
-        byte[] m = new byte[16];
-        m[10] = (byte) 0xff;
-        m[11] = (byte) 0xff;
-        System.arraycopy(b, 0, m, 12, 4);
-        return m;
     }
 
     /**

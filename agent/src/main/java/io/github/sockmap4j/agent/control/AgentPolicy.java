@@ -181,15 +181,7 @@ public final class AgentPolicy {
     }
 
     static byte[] mapped(InetAddress a) {
-        byte[] b = a.getAddress();
-        if (b.length == 16) {
-            return b;
-        }
-        byte[] m = new byte[16];
-        m[10] = (byte) 0xff;
-        m[11] = (byte) 0xff;
-        System.arraycopy(b, 0, m, 12, 4);
-        return m;
+        return io.github.sockmap4j.internal.bpf.SockKeyLayout.mapped(a);
     }
 
     private static int count(String s) {
