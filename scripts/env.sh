@@ -83,3 +83,15 @@ leave_child_cgroup() {
 
 # Maven, quiet about downloads, on the JDK found above.
 mvn_b() { mvn -B -ntp "$@"; }
+
+# async-profiler's native library (Maven Central's tools.profiler:async-profiler, the library
+# inside its jar) extracted under DIR; prints its path. For scripts/profile-*.sh.
+async_profiler_lib() {
+  local dir=$1 version=4.1
+  mvn_b -q dependency:get -Dartifact=tools.profiler:async-profiler:$version >/dev/null || return 1
+  if [ ! -f "$dir/ap/linux-x64/libasyncProfiler.so" ]; then
+    (mkdir -p "$dir/ap" && cd "$dir/ap" && unzip -q -o \
+      ~/.m2/repository/tools/profiler/async-profiler/$version/async-profiler-$version.jar 'linux-x64/*')
+  fi
+  echo "$dir/ap/linux-x64/libasyncProfiler.so"
+}

@@ -13,13 +13,8 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 out=${1:-/tmp/sm4j-profile}
 secs=${2:-15}
-ap_version=4.1
 mkdir -p "$out"
-mvn_b -q dependency:get -Dartifact=tools.profiler:async-profiler:$ap_version >/dev/null
-lib="$out/ap/linux-x64/libasyncProfiler.so"
-if [ ! -f "$lib" ]; then
-  (mkdir -p "$out/ap" && cd "$out/ap" && unzip -q -o ~/.m2/repository/tools/profiler/async-profiler/$ap_version/async-profiler-$ap_version.jar 'linux-x64/*')
-fi
+lib=$(async_profiler_lib "$out")
 mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-profile
 java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector

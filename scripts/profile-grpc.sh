@@ -16,13 +16,8 @@ out=${1:-/tmp/sm4j-grpc-profile}
 secs=${2:-5}
 transports=${3:-SOCKMAP UDS TCP}
 turns=${TURNS:-1}
-ap_version=4.1
 mkdir -p "$out"
-mvn_b -q dependency:get -Dartifact=tools.profiler:async-profiler:$ap_version >/dev/null
-lib="$out/ap/linux-x64/libasyncProfiler.so"
-if [ ! -f "$lib" ]; then
-  (mkdir -p "$out/ap" && cd "$out/ap" && unzip -q -o ~/.m2/repository/tools/profiler/async-profiler/$ap_version/async-profiler-$ap_version.jar 'linux-x64/*')
-fi
+lib=$(async_profiler_lib "$out")
 mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-profile
 
