@@ -15,7 +15,7 @@ public final class Bpftool {
 
     public static String run(String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
-        cmd.add("bpftool");
+        cmd.add(io.github.sockmap4j.testbed.Sh.tool("bpftool"));
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

@@ -84,7 +84,7 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
             if (!Await.holdsWithin(Duration.ofSeconds(10), () -> Sockmap.global().stats().socketsInMap() == 0)) {
                 // A channel a test left open: say which, so that the failure below can be traced.
                 System.err.println("sockets still registered at the end of the run (a test left a channel open):");
-                new ProcessBuilder("bpftool", "map", "dump", "pinned", kernel.pinDir.resolve("socks").toString())
+                new ProcessBuilder(io.github.sockmap4j.testbed.Sh.tool("bpftool"), "map", "dump", "pinned", kernel.pinDir.resolve("socks").toString())
                         .inheritIO().start().waitFor();
                 new ProcessBuilder("ss", "-tanp").inheritIO().start().waitFor();
             }

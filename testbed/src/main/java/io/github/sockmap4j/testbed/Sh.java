@@ -2,6 +2,8 @@ package io.github.sockmap4j.testbed;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -28,7 +30,9 @@ public final class Sh {
 
     /** As {@link #run}, with {@code input} (when not null) as the command's standard input. */
     public static String runWithInput(String input, List<String> cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        List<String> resolved = new ArrayList<>(cmd);
+        resolved.set(0, tool(cmd.get(0)));
+        Process p = new ProcessBuilder(resolved).redirectErrorStream(true).start();
         try (var stdin = p.getOutputStream()) {
             if (input != null) {
                 stdin.write(input.getBytes(StandardCharsets.UTF_8));
@@ -43,6 +47,29 @@ public final class Sh {
             throw new IOException(String.join(" ", cmd) + " failed (" + p.exitValue() + "): " + out);
         }
         return out;
+    }
+
+    /**
+     * Where the command {@code name} is: on the PATH, else in the system directories a user's
+     * PATH leaves out on Debian ({@code /usr/sbin}, {@code /sbin}, {@code /usr/local/sbin}), where
+     * bpftool, ip and iptables live; {@code name} itself when it has a slash or is nowhere.
+     */
+    public static String tool(String name) {
+        if (name.indexOf('/') >= 0) {
+            return name;
+        }
+        List<String> dirs = new ArrayList<>();
+        String path = System.getenv("PATH");
+        if (path != null) {
+            dirs.addAll(List.of(path.split(":")));
+        }
+        dirs.addAll(List.of("/usr/local/sbin", "/usr/sbin", "/sbin"));
+        for (String dir : dirs) {
+            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, name))) {
+                return Path.of(dir, name).toString();
+            }
+        }
+        return name;
     }
 
     /** {@code command} run inside network namespace {@code ns} ({@code ip netns exec}: its own /sys too). */

@@ -40,7 +40,7 @@ public record Btf(Map<String, Struct> structs) {
     }
 
     public static Btf of(Path file) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("bpftool", "btf", "dump", "file", file.toString(), "format", "raw")
+        Process p = new ProcessBuilder(io.github.sockmap4j.testbed.Sh.tool("bpftool"), "btf", "dump", "file", file.toString(), "format", "raw")
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
