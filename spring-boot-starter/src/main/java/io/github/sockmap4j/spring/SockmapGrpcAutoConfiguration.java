@@ -1,5 +1,6 @@
 package io.github.sockmap4j.spring;
 
+import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.netty.NettyChannelBuilder;
@@ -37,7 +38,7 @@ public class SockmapGrpcAutoConfiguration {
         @Bean
         ServerBuilderCustomizer<NettyServerBuilder> sockmapGrpcServer(SockmapNetty transport,
                 @Qualifier(SockmapAutoConfiguration.EVENT_LOOPS) EventLoopGroup loops, SockmapProperties properties,
-                Environment env) {
+                Environment env, Sockmap sockmap) {
             int bound = properties.inFlightBoundBytes();
             return builder -> {
                 if (domainSocketServer(env)) {
@@ -47,7 +48,7 @@ public class SockmapGrpcAutoConfiguration {
                 builder.channelFactory(transport.serverChannels(bound)).bossEventLoopGroup(loops)
                         .workerEventLoopGroup(loops);
                 GrpcProfiles.executor(builder, properties.getGrpcProfile());
-                LOG.info("The gRPC server runs on the sockmap fast path ({}, profile {})", transport,
+                LOG.info("The gRPC server {} ({}, profile {})", FastPathState.of(sockmap), transport,
                         properties.getGrpcProfile());
             };
         }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.spring;
 
+import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.reactor.SockmapLoopResources;
 import java.time.Duration;
@@ -61,7 +62,8 @@ public class SockmapReactorAutoConfiguration {
      * resources (Spring Boot's tests turn them off), and before the context starts it.
      */
     @Bean
-    static BeanPostProcessor sockmapReactorResourceFactoryLoops(ObjectProvider<SockmapLoopResources> loops) {
+    static BeanPostProcessor sockmapReactorResourceFactoryLoops(ObjectProvider<SockmapLoopResources> loops,
+            ObjectProvider<Sockmap> sockmap) {
         return new BeanPostProcessor() {
             @Override
             public Object postProcessAfterInitialization(Object bean, String beanName) {
@@ -73,8 +75,9 @@ public class SockmapReactorAutoConfiguration {
                     } else {
                         factory.setLoopResources(resources);
                     }
-                    LOG.info("Reactor Netty ({}, {} resources) runs on the sockmap fast path: {}", beanName,
-                            factory.isUseGlobalResources() ? "global" : "its own", resources);
+                    LOG.info("Reactor Netty ({}, {} resources) {}: {}", beanName,
+                            factory.isUseGlobalResources() ? "global" : "its own", FastPathState.of(sockmap.getObject()),
+                            resources);
                 }
                 return bean;
             }

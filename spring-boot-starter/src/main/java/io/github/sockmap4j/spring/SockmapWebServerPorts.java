@@ -37,9 +37,15 @@ class SockmapWebServerPorts implements ApplicationListener<WebServerInitializedE
             return;
         }
         try {
-            optIns.add(sockmap.optIn(port));
-            LOG.info("Port {} of {} opted in to the sockmap fast path (blocking sockets: redirected, without "
-                    + "credit)", port, server);
+            OptIn optIn = sockmap.optIn(port);
+            optIns.add(optIn);
+            if (optIn.active()) {
+                LOG.info("Port {} of {} opted in to the sockmap fast path (blocking sockets: redirected, without "
+                        + "credit)", port, server);
+            } else {
+                LOG.info("Port {} of {} serves over plain TCP: the sockmap fast path is off ({})", port, server,
+                        sockmap.unavailabilityCause());
+            }
         } catch (IOException | RuntimeException e) {
             if (sockmap.config().required()) {
                 throw new SockmapUnavailableException("port " + port + " of " + server + " could not be opted in: "

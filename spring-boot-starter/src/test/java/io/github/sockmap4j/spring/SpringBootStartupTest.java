@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapAvailability;
 import io.github.sockmap4j.SockmapUnavailableException;
 import io.github.sockmap4j.spring.app.EchoApplication;
 import io.github.sockmap4j.testsupport.RedirectedShare;
@@ -39,6 +40,15 @@ import reactor.netty.http.client.HttpClient;
 class SpringBootStartupTest {
     /** A cgroup setting that names no cgroup: the fast path is off, and nothing is made anywhere. */
     static final String NO_CGROUP = "sockmap4j.cgroup=/nonexistent/sockmap4j-test-cgroup";
+
+    /**
+     * The reason a start with {@link #NO_CGROUP} must give: the missing cgroup where this host can
+     * run the fast path (as root), else what the host lacks first (without privileges: them).
+     */
+    static String reasonWithNoCgroup() {
+        return SockmapAvailability.isAvailable() ? "/nonexistent/sockmap4j-test-cgroup is not a cgroup v2 directory"
+                : SockmapAvailability.unavailabilityCause();
+    }
 
     @BeforeEach
     void forgetChannels() {
@@ -112,12 +122,12 @@ class SpringBootStartupTest {
         assertTrue(root instanceof SockmapUnavailableException, () -> "the cause: " + e);
         String out = output.getAll();
         assertTrue(out.contains("APPLICATION FAILED TO START"), out);
-        assertTrue(out.contains("/nonexistent/sockmap4j-test-cgroup is not a cgroup v2 directory"), out);
+        assertTrue(out.contains(reasonWithNoCgroup()), out);
         assertTrue(out.contains("sockmap4j.require=false"), "says what to do: " + out);
     }
 
     @Test
-    void notRequiredItStartsOnPlainTcpAndTheHealthSaysWhy() {
+    void notRequiredItStartsOnPlainTcpAndTheHealthSaysWhy(CapturedOutput output) {
         byte[] body = new byte[1024];
         try (ConfigurableApplicationContext context = run("sockmap4j.require=false", NO_CGROUP)) {
             Sockmap sockmap = context.getBean(Sockmap.class);
@@ -127,9 +137,16 @@ class SpringBootStartupTest {
             String health = client.get().uri("/actuator/health/sockmap").retrieve().bodyToMono(String.class)
                     .block(Duration.ofSeconds(30));
             assertTrue(health.contains("\"status\":\"UP\"") && health.contains("\"active\":false"), health);
-            assertTrue(health.contains("is not a cgroup v2 directory"), health);
+            assertTrue(health.contains(reasonWithNoCgroup()), health);
             assertEquals(0.0, context.getBean(io.micrometer.core.instrument.MeterRegistry.class)
                     .get("sockmap4j.active").gauge().value());
+            // The lines users are told to look for do not claim the fast path where it is off.
+            String out = output.getAll();
+            assertFalse(out.contains("on the sockmap fast path"), out);
+            String reactor = out.lines().filter(l -> l.contains("Reactor Netty (")).findFirst().orElse("");
+            assertTrue(reactor.contains("uses sockmap4j's transport on plain TCP (the sockmap fast path is off: ")
+                    && reactor.contains(reasonWithNoCgroup()), out);
+            assertTrue(out.contains("The gRPC server uses sockmap4j's transport on plain TCP"), out);
         }
     }
 }

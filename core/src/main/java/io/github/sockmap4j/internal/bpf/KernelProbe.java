@@ -67,9 +67,12 @@ public final class KernelProbe {
             case TCP_BYTES_ONLY -> log.info("This kernel's FIONREAD does not count redirected bytes: "
                     + "InputStream.available() of a java.net.Socket on an opted-in port says 0 while redirected "
                     + "data waits (reads return it; sockmap4j's channels and its Netty transport do not use FIONREAD)");
-            case REDIRECTED_BYTES_ONLY, NO_BYTES -> log.warn("This kernel's FIONREAD says 0 for TCP bytes queued to a "
+            // A fact about the kernel that sockmap4j's channels and Netty transport handle (they do not
+            // use FIONREAD): worth a line for users of available(), not a warning on every start.
+            case REDIRECTED_BYTES_ONLY, NO_BYTES -> log.info("This kernel's FIONREAD says 0 for TCP bytes queued to a "
                     + "registered socket: InputStream.available() of a java.net.Socket on an opted-in port, and any "
-                    + "FIONREAD user, sees 0 while TCP data waits (reads return it)");
+                    + "FIONREAD user, sees 0 while TCP data waits (reads return it; sockmap4j's channels and its "
+                    + "Netty transport do not use FIONREAD)");
             default -> {
             }
         }
