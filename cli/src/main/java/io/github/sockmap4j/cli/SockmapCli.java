@@ -66,10 +66,44 @@ public final class SockmapCli {
         cl.setOut(out);
         cl.setErr(err);
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            cmd.getErr().println("sockmap4j: " + (e.getMessage() != null ? e.getMessage() : e.toString()));
+            String message = e.getMessage() != null ? e.getMessage() : e.toString();
+            cmd.getErr().println("sockmap4j: " + message
+                    + withoutPrivileges(cmd.getCommandName(), message, effectiveCapabilities()));
             return FAILED;
         });
         return cl.execute(args);
+    }
+
+    /** CAP_SYS_ADMIN and CAP_BPF: either lets a process open the kernel's pinned maps. */
+    private static final long CAN_BPF = (1L << 21) | (1L << 39);
+
+    /**
+     * What to do when a command failed without the privileges it needs: every command but help
+     * and version opens the kernel's pinned maps or programs, which root (CAP_BPF, or
+     * CAP_SYS_ADMIN) may, and a group the pins' owner granted may for the policy map only.
+     */
+    static String withoutPrivileges(String command, String message, long capEff) {
+        if (!(message.contains("EACCES") || message.contains("EPERM")) || (capEff & CAN_BPF) != 0) {
+            return "";
+        }
+        return System.lineSeparator() + "sockmap4j: '" + command + "' opens the kernel's pinned maps, which needs root "
+                + "(CAP_BPF or CAP_SYS_ADMIN; 'up', 'down', 'agent' and 'xdp' also CAP_NET_ADMIN): run it with sudo, "
+                + "or in the agent's container ('kubectl exec ... sockmap4j " + command + "'); a service's own process "
+                + "needs none of it to opt in where an agent runs";
+    }
+
+    /** This process's effective capabilities (/proc/self/status); all of them when it cannot tell. */
+    static long effectiveCapabilities() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("CapEff:")) {
+                    return Long.parseUnsignedLong(line.substring(7).trim(), 16);
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // cannot tell: say nothing rather than something wrong
+        }
+        return -1L;
     }
 
     /** An in-flight bound in bytes: 0 (each receiver's) or more. */

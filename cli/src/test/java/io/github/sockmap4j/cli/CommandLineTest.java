@@ -49,6 +49,19 @@ class CommandLineTest {
     }
 
     @Test
+    void aCommandRefusedForWantOfPrivilegesSaysWhatNeedsRoot() {
+        String refused = "bpf_obj_get failed: EACCES (Permission denied) (/sys/fs/bpf/sockmap4j/counters)";
+        String note = SockmapCli.withoutPrivileges("stats", refused, 0L);
+        assertTrue(note.contains("'stats' opens the kernel's pinned maps, which needs root"), note);
+        assertTrue(note.contains("sudo"), note);
+        assertEquals("", SockmapCli.withoutPrivileges("stats", refused, 1L << 39), "with CAP_BPF it was not that");
+        assertEquals("", SockmapCli.withoutPrivileges("stats", refused, 1L << 21), "nor with CAP_SYS_ADMIN");
+        assertEquals("", SockmapCli.withoutPrivileges("stats", "no such port", 0L), "another failure");
+        assertTrue(SockmapCli.withoutPrivileges("up", "bpf_prog_load failed: EPERM (Operation not permitted)", 0L)
+                .contains("'up'"));
+    }
+
+    @Test
     void anUnknownCommandIsAUsageError() {
         Result r = run("frobnicate");
         assertEquals(2, r.code());
