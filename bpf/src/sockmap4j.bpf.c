@@ -18,6 +18,7 @@
  */
 #include <linux/bpf.h>
 #include <linux/in.h>
+#include <linux/in6.h>
 #include <linux/socket.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -39,6 +40,14 @@
 #ifndef SOCK_STREAM
 #define SOCK_STREAM 1
 #endif
+#ifndef SOL_IP
+#define SOL_IP 0
+#endif
+#ifndef SOL_IPV6
+#define SOL_IPV6 41
+#endif
+/* linux/netfilter_ipv4.h's SO_ORIGINAL_DST; linux/netfilter_ipv6/ip6_tables.h's IP6T_SO_ORIGINAL_DST is the same. */
+#define SM4J_SO_ORIGINAL_DST 80
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -221,9 +230,7 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 		 * dialed go, even if its process died.
 		 */
 		if (skops->args[1] == BPF_TCP_CLOSE) {
-			__u64 cookie = bpf_get_socket_cookie(skops);
-
-			bpf_map_delete_elem(&sm4j_svcsock, &cookie);
+			svc_forget(skops, key.local_ip, key.local_port);
 			forget_socket(skops, &key);
 		}
 		return 1;
@@ -231,6 +238,7 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 
 	/* The server is the remote end for a connect(), the local end for an accept(). */
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
+		svc_remember_end(skops, key.local_ip, key.local_port);
 		policy = policy_of(key.remote_ip, key.remote_port);
 		/*
 		 * A server on another node never registers here: the client's sends would only miss.
@@ -478,6 +486,76 @@ int sm4j_getpeername6(struct bpf_sock_addr *ctx)
 		ctx->user_ip6[2] = v->addr[2];
 		ctx->user_ip6[3] = v->addr[3];
 		ctx->user_port = bpf_htons((__u16)v->port);
+	}
+	return 1;
+}
+
+/*
+ * SO_ORIGINAL_DST of a socket a proxy accepted through a NAT rule of its namespace (a service
+ * mesh's sidecar: REDIRECT of every outbound connect to its port), when the connection's client
+ * was translated at connect: the Service the client dialed, as without the translation, instead
+ * of the endpoint the connect went to. Only where the kernel's answer is that endpoint, for a
+ * client socket of this namespace whose translation sm4j_svcorig remembers; any other answer
+ * stands. The proxy then routes the connection as the Service's, with its mTLS and policy
+ * (docs/services.md, "A service mesh").
+ */
+SEC("cgroup/getsockopt")
+int sm4j_getsockopt(struct bpf_sockopt *ctx)
+{
+	struct sm4j_svc_orig_key k = {};
+	struct sm4j_svc_orig *o;
+	struct sm4j_svc_sock *v;
+	struct bpf_sock *sk = ctx->sk;
+	__u32 peer[4];
+	__u32 family;
+	__u16 port;
+
+	if (ctx->optname != SM4J_SO_ORIGINAL_DST || ctx->retval != 0 || !sk)
+		return 1;
+	if (ctx->level != SOL_IP && ctx->level != SOL_IPV6)
+		return 1;
+	/* The accepted socket's peer is the client's end (fields read one load each, as ctx_u32). */
+	family = ctx_u32(sk, family);
+	if (family == AF_INET) {
+		map_v4(peer, ctx_u32(sk, dst_ip4));
+	} else if (family == AF_INET6) {
+		peer[0] = ctx_u32(sk, dst_ip6[0]);
+		peer[1] = ctx_u32(sk, dst_ip6[1]);
+		peer[2] = ctx_u32(sk, dst_ip6[2]);
+		peer[3] = ctx_u32(sk, dst_ip6[3]);
+	} else {
+		return 1;
+	}
+	port = sk->dst_port;
+	asm volatile("" : "+r"(port));
+	svc_orig_key(&k, bpf_get_netns_cookie(ctx), peer, bpf_ntohs(port));
+	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
+	if (!o)
+		return 1;
+	v = &o->svc;
+	if (ctx->level == SOL_IP) {
+		struct sockaddr_in *sin = ctx->optval;
+
+		if ((void *)(sin + 1) > ctx->optval_end || !is_v4_mapped(v->addr))
+			return 1;
+		if (sin->sin_addr.s_addr != v->ep_addr[3] || bpf_ntohs(sin->sin_port) != v->ep_port)
+			return 1;
+		sin->sin_addr.s_addr = v->addr[3];
+		sin->sin_port = bpf_htons((__u16)v->port);
+	} else {
+		struct sockaddr_in6 *sin6 = ctx->optval;
+
+		if ((void *)(sin6 + 1) > ctx->optval_end)
+			return 1;
+		if (sin6->sin6_addr.in6_u.u6_addr32[0] != v->ep_addr[0] || sin6->sin6_addr.in6_u.u6_addr32[1] != v->ep_addr[1]
+		    || sin6->sin6_addr.in6_u.u6_addr32[2] != v->ep_addr[2]
+		    || sin6->sin6_addr.in6_u.u6_addr32[3] != v->ep_addr[3] || bpf_ntohs(sin6->sin6_port) != v->ep_port)
+			return 1;
+		sin6->sin6_addr.in6_u.u6_addr32[0] = v->addr[0];
+		sin6->sin6_addr.in6_u.u6_addr32[1] = v->addr[1];
+		sin6->sin6_addr.in6_u.u6_addr32[2] = v->addr[2];
+		sin6->sin6_addr.in6_u.u6_addr32[3] = v->addr[3];
+		sin6->sin6_port = bpf_htons((__u16)v->port);
 	}
 	return 1;
 }

@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 12
+#define SM4J_ABI_VERSION 13
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -180,6 +180,26 @@ struct sm4j_svc_sock {
 	__u32 port;
 	__u32 ep_port;
 	__u32 ep_addr[4];
+};
+
+/*
+ * A translated socket by its own end (sm4j_svcorig in lib/maps.h): its network namespace's cookie,
+ * its local address (v4-mapped for IPv4) and port. A proxy in that namespace which took the
+ * connection over by a NAT rule (a service mesh's sidecar) asks for the original destination
+ * (SO_ORIGINAL_DST) of the socket it accepted, whose peer is this end: the answer is the Service
+ * dialed (the entry's struct sm4j_svc_sock), not the endpoint the connect was sent to.
+ */
+struct sm4j_svc_orig_key {
+	__u64 netns;
+	__u32 addr[4];
+	__u32 port;
+	__u32 pad;
+};
+
+/* Its value: the Service and endpoint, and the cookie of the socket it is of (whose close removes it). */
+struct sm4j_svc_orig {
+	struct sm4j_svc_sock svc;
+	__u64 cookie;
 };
 
 /*

@@ -158,6 +158,14 @@ struct {
 	__type(value, struct sm4j_svc_sock);
 } sm4j_svcsock SEC(".maps");
 
+/* The same entries by the translated socket's own end, for SO_ORIGINAL_DST (struct sm4j_svc_orig_key). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sm4j_svc_orig_key);
+	__type(value, struct sm4j_svc_orig);
+} sm4j_svcorig SEC(".maps");
+
 /*
  * Set by the loader before load from net.ipv4.tcp_rmem (the default and the maximum), then
  * read-only: no lookup per message. The loader pins this .rodata map as the directory's config,

@@ -75,4 +75,49 @@ static __always_inline int is_v4_mapped(const __u32 ip[4])
 	return ip[0] == 0 && ip[1] == 0 && ip[2] == bpf_htonl(0x0000ffff);
 }
 
+/* The key of sm4j_svcorig for the end {addr}:{port} of a socket in namespace {netns}. */
+static __always_inline void svc_orig_key(struct sm4j_svc_orig_key *k, __u64 netns, const __u32 addr[4], __u32 port)
+{
+	k->netns = netns;
+	__builtin_memcpy(k->addr, addr, 16);
+	k->port = port;
+}
+
+/*
+ * A translated socket is established: what it dialed, by its own end, for a proxy that accepted
+ * it through a NAT rule of its namespace ({local} is the socket's key's local address and port).
+ */
+static __always_inline void svc_remember_end(struct bpf_sock_ops *skops, const __u32 local_ip[4], __u32 local_port)
+{
+	__u64 cookie = bpf_get_socket_cookie(skops);
+	struct sm4j_svc_sock *v = bpf_map_lookup_elem(&sm4j_svcsock, &cookie);
+	struct sm4j_svc_orig_key k = {};
+	struct sm4j_svc_orig o = {};
+
+	if (!v)
+		return;
+	__builtin_memcpy(&o.svc, v, sizeof(o.svc));
+	o.cookie = cookie;
+	svc_orig_key(&k, bpf_get_netns_cookie(skops), local_ip, local_port);
+	bpf_map_update_elem(&sm4j_svcorig, &k, &o, BPF_ANY);
+}
+
+/*
+ * A socket that asked for its state changes closed: its Service entries go, the one by its end
+ * only if it is this socket's (another socket of the namespace may have bound the same end since,
+ * and the entry by cookie may have left the LRU map first).
+ */
+static __always_inline void svc_forget(struct bpf_sock_ops *skops, const __u32 local_ip[4], __u32 local_port)
+{
+	__u64 cookie = bpf_get_socket_cookie(skops);
+	struct sm4j_svc_orig_key k = {};
+	struct sm4j_svc_orig *o;
+
+	svc_orig_key(&k, bpf_get_netns_cookie(skops), local_ip, local_port);
+	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
+	if (o && o->cookie == cookie)
+		bpf_map_delete_elem(&sm4j_svcorig, &k);
+	bpf_map_delete_elem(&sm4j_svcsock, &cookie);
+}
+
 #endif /* SM4J_LIB_SERVICES_H */

@@ -28,6 +28,10 @@
  *   peer dribble ADDR PORT N MS           N connections to ADDR:PORT (as many as it gets), each sent one byte of
  *                                         a request every MS ms until stdin closes; prints dribbling=K, the
  *                                         connections it got
+ *   peer mesh-proxy ADDR PORT             a service mesh's sidecar in miniature: listen on ADDR:PORT (0.0.0.0, or ::
+ *                                         for IPv6), accept one connection a NAT rule sent there, print
+ *                                         origdst=ADDR:PORT (its SO_ORIGINAL_DST), connect there and relay both ways
+ *                                         until either end closes
  * Servers print port=N once listening (PORT 0: any free port), clients peer=ADDR:PORT once connected
  * (getpeername); all print ok=1 when done, or why not. A client binds to the address and port in
  * SM4J_PEER_BIND (ADDR:PORT, IPv4) before it connects, when set.
@@ -340,6 +344,48 @@ int main(int argc, char **argv)
 		printf("ok=1\n");
 		fflush(stdout);
 		return 0;
+	}
+	if (!strcmp(mode, "mesh-proxy") && argc == 4) {
+		struct sockaddr_storage orig;
+		socklen_t olen = sizeof(orig);
+		char host[INET6_ADDRSTRLEN];
+		int c = serve(argv[2], atoi(argv[3])), up, port, v6;
+
+		if (c < 0)
+			return fail("listen/accept");
+		/* SO_ORIGINAL_DST (IPv4) and IP6T_SO_ORIGINAL_DST are both 80, at the accepted socket's IP level. */
+		v6 = strchr(argv[2], ':') != NULL;
+		if (getsockopt(c, v6 ? SOL_IPV6 : SOL_IP, 80, &orig, &olen) < 0)
+			return fail("SO_ORIGINAL_DST");
+		if (v6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&orig)->sin6_addr, host, sizeof(host));
+		else
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&orig)->sin_addr, host, sizeof(host));
+		port = ntohs(((struct sockaddr_in *)&orig)->sin_port);
+		printf("origdst=%s:%d\n", host, port);
+		fflush(stdout);
+		up = dial_quietly(host, port, 0);
+		if (up < 0)
+			return fail("connect upstream");
+		for (;;) {
+			struct pollfd p[2] = { { .fd = c, .events = POLLIN }, { .fd = up, .events = POLLIN } };
+			ssize_t n;
+
+			if (poll(p, 2, -1) < 0)
+				return fail("poll");
+			for (int i = 0; i < 2; i++) {
+				if (!p[i].revents)
+					continue;
+				n = read(p[i].fd, buf, sizeof(buf));
+				if (n <= 0) {
+					printf("ok=1\n");
+					fflush(stdout);
+					return 0;
+				}
+				if (full(p[1 - i].fd, buf, n, 0) < 0)
+					return fail("relay");
+			}
+		}
 	}
 	if (!strcmp(mode, "conn-server")) {
 		long conns = 0;

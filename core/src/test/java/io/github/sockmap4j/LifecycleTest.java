@@ -21,9 +21,9 @@ class LifecycleTest {
         try {
             assertTrue(kernel.sockmap.isActive());
             java.util.List<String> attached = Bpftool.cgroupAttachments(kernel.cgroup);
-            assertEquals(5, attached.size(), "sockops and the Service translation's four: " + attached);
+            assertEquals(6, attached.size(), "sockops and the Service translation's five: " + attached);
             for (String p : new String[] {"sm4j_sockops", "sm4j_connect4", "sm4j_connect6", "sm4j_getpeername4",
-                "sm4j_getpeername6"}) {
+                "sm4j_getpeername6", "sm4j_getsockopt"}) {
                 assertTrue(attached.stream().anyMatch(a -> a.contains(p)), p + " attached: " + attached);
             }
             assertTrue(Files.exists(kernel.pinDir.resolve("prog_redirect")));

@@ -170,10 +170,10 @@ class ProcessBoundaryTest {
         // The child was not the last user: pins and the attachment stay for this JVM.
         assertTrue(Files.exists(kernel.pinDir.resolve("socks")));
         try (var entries = Files.list(kernel.pinDir)) {
-            assertEquals(5, entries.filter(p -> p.getFileName().toString().startsWith("link_cgroup_")).count(),
+            assertEquals(6, entries.filter(p -> p.getFileName().toString().startsWith("link_cgroup_")).count(),
                     "a pinned link per cgroup program");
         }
-        assertEquals(5, Bpftool.cgroupAttachments(kernel.cgroup).size(),
+        assertEquals(6, Bpftool.cgroupAttachments(kernel.cgroup).size(),
                 "one attachment of each cgroup program (sockops, connect4/6, getpeername4/6), reused");
         // And this JVM's fast path still works.
         try (SockmapServerChannel server = sockmap.openServerChannel()) {

@@ -330,6 +330,110 @@ class NodeBedTest {
         assertEquals(1, natPackets("iptables", "KUBE-SVC-2") - nat, "the connect went through the DNAT again");
     }
 
+    /** The uid of the mesh's proxy, which its NAT rule leaves alone (Istio's). */
+    static final int PROXY_UID = 1337;
+    static final int PROXY_PORT = 15001;
+
+    /**
+     * A call from a pod shaped like a meshed one (the rules {@link #meshPod0} makes) through its
+     * proxy to the server in pod 1: {@code count} round trips of the client dialing {@code vip};
+     * returns where the proxy learned the connection was going (its SO_ORIGINAL_DST).
+     */
+    String meshedCall(String vip, int count) throws Exception {
+        boolean v6 = vip.contains(":");
+        try (ChildJvm server = inPod(1, "pp-server", v6 ? NodeBed.podAddress6(1) : NodeBed.podAddress(1),
+                Integer.toString(PORT))) {
+            server.expect("port=", 30);
+            List<String> proxyCmd = new ArrayList<>(NodeBed.in(bed.pod(0), List.of("setpriv", "--reuid=" + PROXY_UID,
+                    "--regid=" + PROXY_UID, "--clear-groups", peer.toString(), "mesh-proxy",
+                    v6 ? "::" : "0.0.0.0", Integer.toString(PROXY_PORT))));
+            try (ChildJvm proxy = ChildJvm.startInCgroup(cgroup, proxyCmd)) {
+                proxy.expect("port=", 30);
+                String origdst;
+                try (ChildJvm client = inPod(0, "pp-client", vip, Integer.toString(PORT), Integer.toString(count),
+                        "64")) {
+                    assertEquals(vip + ":" + PORT, client.expect("peer=", 30), "the application's getpeername");
+                    origdst = proxy.expect("origdst=", 30);
+                    assertEquals("1", client.expect("ok=", 120), client.output());
+                }
+                assertEquals("1", proxy.expect("ok=", 30), proxy.output());
+                assertEquals("1", server.expect("ok=", 30), server.output());
+                return origdst;
+            }
+        }
+    }
+
+    /** In pod 0, a sidecar mesh's NAT: TCP to PORT from any uid but the proxy's goes to the proxy's port. */
+    void meshPod0(boolean on) throws Exception {
+        meshPod0("iptables", on);
+        meshPod0("ip6tables", on);
+    }
+
+    void meshPod0(String tool, boolean on) throws Exception {
+        List<List<String>> rules = on
+                ? List.of(List.of("-N", "SM4J-MESH"),
+                        List.of("-A", "SM4J-MESH", "-m", "owner", "--uid-owner", Integer.toString(PROXY_UID), "-j",
+                                "RETURN"),
+                        List.of("-A", "SM4J-MESH", "-p", "tcp", "--dport", Integer.toString(PORT), "-j", "REDIRECT",
+                                "--to-ports", Integer.toString(PROXY_PORT)),
+                        List.of("-A", "OUTPUT", "-p", "tcp", "-j", "SM4J-MESH"))
+                : List.of(List.of("-D", "OUTPUT", "-p", "tcp", "-j", "SM4J-MESH"), List.of("-F", "SM4J-MESH"),
+                        List.of("-X", "SM4J-MESH"));
+        for (List<String> rule : rules) {
+            List<String> cmd = new ArrayList<>(List.of(tool, "-w", "-t", "nat"));
+            cmd.addAll(rule);
+            Sh.run(NodeBed.in(bed.pod(0), cmd).toArray(String[]::new));
+        }
+    }
+
+    /**
+     * A service mesh's sidecar learns where each outbound connection of its pod was going from the
+     * kernel (SO_ORIGINAL_DST, which conntrack answers with the destination before its NAT rule)
+     * and routes it as that Service's, with the mesh's mTLS and policy. A translated connect would
+     * hand it the endpoint instead (traffic to an unknown address, passed through without mTLS):
+     * sm4j_getsockopt answers with the Service, as without the translation, and the proxy's own
+     * connect to it is translated and redirected.
+     */
+    @Test
+    void aMeshedPodsProxyLearnsTheServiceItsApplicationDialed() throws Exception {
+        meshPod0(true);
+        try {
+            assertEquals(VIP2 + ":" + PORT, meshedCall(VIP2, 10), "kube-proxy's Service: the proxy learns the VIP");
+            putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
+            try {
+                long nat = natPackets("iptables", "KUBE-SVC-2");
+                SockmapStats before = SockmapAdmin.stats(pins);
+                String seen = meshedCall(VIP2, 2_000);
+                SockmapStats after = SockmapAdmin.stats(pins);
+                long redirected = after.messagesRedirected() - before.messagesRedirected();
+                long tcp = after.messagesPassed() - before.messagesPassed();
+                System.out.printf(Locale.ROOT, "node bed: meshed pod 0 -> %s through its proxy, 2000 x 64 B: the proxy "
+                        + "learned %s; %d messages redirected, %d by TCP; %d connects translated%n", VIP2, seen,
+                        redirected, tcp, after.servicesTranslated() - before.servicesTranslated());
+                assertEquals(VIP2 + ":" + PORT, seen, "with the Service translated, the proxy still learns the VIP");
+                assertEquals(2, after.servicesTranslated() - before.servicesTranslated(),
+                        "the application's connect and the proxy's");
+                assertEquals(0, natPackets("iptables", "KUBE-SVC-2") - nat, "the proxy's connect went straight");
+                // The proxy to the server and back is redirected; the application to the proxy goes by TCP.
+                assertTrue(redirected >= 2 * 2_000, "the proxy's hop redirected: " + redirected);
+            } finally {
+                removeService(VIP2 + ":" + PORT);
+            }
+            // The same over IPv6 (IP6T_SO_ORIGINAL_DST).
+            assertEquals(VIP6 + ":" + PORT, meshedCall(VIP6, 10), "kube-proxy's IPv6 Service");
+            putService("[" + VIP6 + "]:" + PORT, "[" + NodeBed.podAddress6(1) + "]:" + PORT, null);
+            try {
+                assertEquals(VIP6 + ":" + PORT, meshedCall(VIP6, 10), "an IPv6 Service translated: the proxy learns it");
+            } finally {
+                removeService("[" + VIP6 + "]:" + PORT);
+            }
+            assertEquals(0, io.github.sockmap4j.Bpftool.awaitMapEntries(pins.resolve("svcorig"), 0),
+                    "each translated socket's entry by its end went at its close");
+        } finally {
+            meshPod0(false);
+        }
+    }
+
     /**
      * One local endpoint (pod 1, in the agent's cgroup) and one standing for another node's (pod
      * 2, outside it: its sockets are never registered), no local preference: 1,000 connects to

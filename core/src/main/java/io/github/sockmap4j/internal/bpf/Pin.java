@@ -21,6 +21,8 @@ enum Pin {
     CONFIG(".rodata", "config", false),
     SERVICES("sm4j_services", "services", false),
     SVC_SOCK("sm4j_svcsock", "svcsock", false),
+    /** Translated sockets by their own end, for SO_ORIGINAL_DST (a mesh's proxy). */
+    SVC_ORIG("sm4j_svcorig", "svcorig", false),
     /** This node's address prefixes: where a registered socket's server may be (LocalPeersMap). */
     LOCAL("sm4j_local", "local", false),
     /** Sockets another program's sockmap held when they were to be registered (Collisions). */
@@ -31,7 +33,8 @@ enum Pin {
     CONNECT4("sm4j_connect4", "prog_connect4", true),
     CONNECT6("sm4j_connect6", "prog_connect6", true),
     GETPEERNAME4("sm4j_getpeername4", "prog_getpeername4", true),
-    GETPEERNAME6("sm4j_getpeername6", "prog_getpeername6", true);
+    GETPEERNAME6("sm4j_getpeername6", "prog_getpeername6", true),
+    GETSOCKOPT("sm4j_getsockopt", "prog_getsockopt", true);
 
     final String objectName;
     final String fileName;

@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class Pins {
     /** SM4J_ABI_VERSION: a process refuses pins whose meta map holds another. */
-    public static final int ABI_VERSION = 12;
+    public static final int ABI_VERSION = 13;
     /** The pin that marks a directory as an agent's: its pins outlive every other process. */
     static final String AGENT_PIN = "agent";
     private static final String LINK_PREFIX = "link_cgroup_";
@@ -136,8 +136,8 @@ public final class Pins {
     }
 
     /**
-     * Attaches the cgroup programs (sockops; connect4/6 and getpeername4/6 of the Service
-     * translation) to {@code cgroup}, each through a pinned link, unless one is pinned.
+     * Attaches the cgroup programs (sockops; connect4/6, getpeername4/6 and getsockopt of the
+     * Service translation) to {@code cgroup}, each through a pinned link, unless one is pinned.
      *
      * @param programs pairs of program fd and attach type, the sockops program first
      */

@@ -28,6 +28,7 @@ public final class Libbpf {
     public static final int BPF_CGROUP_SOCK_OPS = 3;
     public static final int BPF_CGROUP_INET4_CONNECT = 10;
     public static final int BPF_CGROUP_INET6_CONNECT = 11;
+    public static final int BPF_CGROUP_GETSOCKOPT = 21;
     public static final int BPF_CGROUP_INET4_GETPEERNAME = 29;
     public static final int BPF_CGROUP_INET6_GETPEERNAME = 30;
     public static final int BPF_SK_MSG_VERDICT = 7;
