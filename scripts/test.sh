@@ -17,8 +17,10 @@ restore_stats() {
 trap restore_stats EXIT
 
 mvn_b verify -Pkernel -Dsockmap4j.require=true "$@"
-# The whole suite (no arguments): also a new user's projects, built from the README alone.
+# The whole suite (no arguments): also a new user's projects, built from the README alone, and
+# services that do not change (Spring Boot 3.5 on Java 17) under the node agent.
 if [ "$#" = 0 ]; then
   ./scripts/new-user.sh
   ./scripts/framework-examples.sh
+  ./scripts/unchanged-services.sh 300 67108864 1
 fi

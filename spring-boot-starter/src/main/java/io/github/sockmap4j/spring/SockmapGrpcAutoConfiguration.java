@@ -85,9 +85,10 @@ public class SockmapGrpcAutoConfiguration {
     @ConditionalOnMissingClass("io.grpc.netty.NettyServerBuilder")
     static class Shaded {
         Shaded() {
-            LOG.warn("gRPC runs on io.grpc:grpc-netty-shaded, whose Netty sockmap4j cannot reach: its server and "
-                    + "channels stay on plain TCP. Depend on io.grpc:grpc-netty instead (Spring gRPC uses it when "
-                    + "it is on the class path).");
+            LOG.warn("gRPC runs on io.grpc:grpc-netty-shaded, whose Netty sockmap4j's transport cannot reach: its "
+                    + "server and channels stay on plain TCP unless the node agent opts their ports in (then they are "
+                    + "redirected without credit). Depend on io.grpc:grpc-netty instead (Spring gRPC uses it when it "
+                    + "is on the class path).");
         }
     }
 }

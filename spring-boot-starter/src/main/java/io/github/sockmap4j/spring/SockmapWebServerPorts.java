@@ -40,8 +40,8 @@ class SockmapWebServerPorts implements ApplicationListener<WebServerInitializedE
             OptIn optIn = sockmap.optIn(port);
             optIns.add(optIn);
             if (optIn.active()) {
-                LOG.info("Port {} of {} opted in to the sockmap fast path (blocking sockets: redirected, without "
-                        + "credit)", port, server);
+                LOG.info("Port {} of {} opted in to the sockmap fast path (not the transport's sockets: "
+                        + "redirected, without credit)", port, server);
             } else {
                 LOG.info("Port {} of {} serves over plain TCP: the sockmap fast path is off ({})", port, server,
                         sockmap.unavailabilityCause());
