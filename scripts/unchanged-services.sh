@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Services that do not change: examples/unchanged-spring-boot3 (Spring Boot 3.5 on Java 17:
 # WebFlux on Reactor Netty with Netty 4.1, Spring MVC on Tomcat, WebClient, gRPC on
-# grpc-netty-shaded; no sockmap4j dependency) as a server pod and a client pod of the node-shaped
+# grpc-netty-shaded), examples/unchanged-helidon4 (Helidon 4 SE on Java 25) and
+# examples/unchanged-quarkus3 (Quarkus REST on Java 17), no sockmap4j dependency in any, as a
+# server pod and a client pod of the node-shaped
 # bed, under the node agent, which opts their ports in. Prints, per kind of traffic, the bytes the
 # kernel redirected and sent by TCP (the clients check every byte), and fails when request/response
 # traffic had less than 99% of its bytes redirected or a stream whose reader keeps up less than 90%.
@@ -23,6 +25,11 @@ if [ -z "$java17" ]; then
 fi
 mvn_b -q install -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl bench -am
 (cd examples/unchanged-spring-boot3 && mvn_b -q package -DskipTests)
+# Helidon 4 SE needs Java 21 or newer: this run's JDK.
+(cd examples/unchanged-helidon4 && mvn_b -q package -DskipTests)
+(cd examples/unchanged-quarkus3 && mvn_b -q package -DskipTests)
 mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -classpath %classpath \
+-Dhelidon.jar=$repo/examples/unchanged-helidon4/target/unchanged-helidon4.jar -Dhelidon.java=$JAVA_HOME/bin/java \
+-Dquarkus.jar=$repo/examples/unchanged-quarkus3/target/quarkus-app/quarkus-run.jar \
 io.github.sockmap4j.bench.UnchangedServices $repo/examples/unchanged-spring-boot3/target/unchanged-spring-boot3.jar \
 $java17 ${1:-500} ${2:-67108864} ${3:-3}"

@@ -25,6 +25,9 @@ import java.util.concurrent.TimeUnit;
  * traffic, what the kernel's counters say went redirected and by TCP; the clients check every byte.
  *
  * <pre>UnchangedServices JAR JAVA [CALLS] [STREAM_BYTES] [STREAM_ROUNDS]</pre>
+ * With {@code -Dhelidon.jar=JAR -Dhelidon.java=JAVA} also examples/unchanged-helidon4's server (Helidon 4
+ * SE on its own web server), with {@code -Dquarkus.jar=JAR} examples/unchanged-quarkus3's (Quarkus REST,
+ * Java 17), each called by the same WebClient.
  * Exits 1 when a client failed, request/response traffic had less than 99% of its bytes redirected,
  * or a paced stream (its reader keeping up) less than 90%.
  */
@@ -32,6 +35,8 @@ public final class UnchangedServices {
     static final int WEBFLUX = 47411;
     static final int MVC = 47412;
     static final int GRPC = 47413;
+    static final int HELIDON = 47414;
+    static final int QUARKUS = 47415;
 
     private UnchangedServices() {
     }
@@ -121,19 +126,41 @@ public final class UnchangedServices {
         try (NodeBed bed = NodeBed.create("us", 2);
              NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
             agent.hold(Owner.named("unchanged-services"), List.of(new Rule(WEBFLUX, null, 0, 0),
-                    new Rule(MVC, null, 0, 0), new Rule(GRPC, null, 0, 0)));
+                    new Rule(MVC, null, 0, 0), new Rule(GRPC, null, 0, 0), new Rule(HELIDON, null, 0, 0),
+                    new Rule(QUARKUS, null, 0, 0)));
             String server = NodeBed.podAddress(1);
+            String helidonJar = System.getProperty("helidon.jar");
+            String quarkusJar = System.getProperty("quarkus.jar");
             try (Child webflux = new Child("webflux", pod(bed, 1, cgroup, java, jar, "webflux", server,
                     Integer.toString(WEBFLUX), Integer.toString(GRPC)));
-                 Child mvc = new Child("mvc", pod(bed, 1, cgroup, java, jar, "mvc", server, Integer.toString(MVC)))) {
+                 Child mvc = new Child("mvc", pod(bed, 1, cgroup, java, jar, "mvc", server, Integer.toString(MVC)));
+                 Child helidon = helidonJar == null ? null : new Child("helidon", pod(bed, 1, cgroup,
+                         System.getProperty("helidon.java", java), Path.of(helidonJar), "helidon", server,
+                         Integer.toString(HELIDON)));
+                 Child quarkus = quarkusJar == null ? null : new Child("quarkus", pod(bed, 1, cgroup, java,
+                         Path.of(quarkusJar), "quarkus", server, Integer.toString(QUARKUS)))) {
                 webflux.await("ready", 120);
                 mvc.await("ready", 120);
+                for (Child other : new Child[] {helidon, quarkus}) {
+                    if (other != null) {
+                        other.await("ready", 120);
+                    }
+                }
                 moved.add(client(bed, cgroup, pins, java, jar, "WebClient to WebFlux (Reactor Netty, Netty 4.1), "
                         + calls + " calls of 4 KiB", "client-http", server, WEBFLUX, calls, 4096));
                 moved.add(client(bed, cgroup, pins, java, jar, "WebClient to Spring MVC on Tomcat, " + calls
                         + " calls of 4 KiB", "client-http", server, MVC, calls, 4096));
                 moved.add(client(bed, cgroup, pins, java, jar, "gRPC on grpc-netty-shaded, " + calls
                         + " unary calls of 4 KiB", "client-grpc", server, GRPC, calls, 4096));
+                if (helidon != null) {
+                    moved.add(client(bed, cgroup, pins, java, jar, "WebClient to Helidon 4 SE (its own web server, "
+                            + "Java 25), " + calls + " calls of 4 KiB", "client-http", server, HELIDON, calls, 4096));
+                }
+                if (quarkus != null) {
+                    moved.add(client(bed, cgroup, pins, java, jar, "WebClient to Quarkus 3.33 REST (Vert.x 4, Netty "
+                            + "4.1, Java 17), " + calls + " calls of 4 KiB", "client-http", server, QUARKUS, calls,
+                            4096));
+                }
                 // Each round: as fast as the server writes (the reader, checking every sequence number,
                 // sets the pace), then paced at half the rate that reached: a reader that keeps up.
                 for (int r = 0; r < streamRounds; r++) {
@@ -159,7 +186,7 @@ public final class UnchangedServices {
                 Cgroup2.delete(cgroup);
             }
         }
-        System.out.printf(Locale.ROOT, "%n| traffic (Spring Boot 3.5, Java 17, no sockmap4j) | redirected | by TCP | "
+        System.out.printf(Locale.ROOT, "%n| traffic (no sockmap4j in the services) | redirected | by TCP | "
                 + "redirected share | bound hits | resumes | the client |%n|---|---:|---:|---:|---:|---:|---|%n");
         for (Moved m : moved) {
             System.out.printf(Locale.ROOT, "| %s | %,d B | %,d B | %.2f%% | %d | %d | %s |%n", m.what(), m.redirected(),
@@ -179,6 +206,16 @@ public final class UnchangedServices {
     /** {@code java -jar JAR ARGS} in pod {@code i}'s network namespace and in the agent's cgroup. */
     static List<String> pod(NodeBed bed, int i, Path cgroup, String java, Path jar, String... args) {
         List<String> cmd = new ArrayList<>(List.of(java, "-XX:+UseSerialGC", "-Xmx512m"));
+        if (args[0].equals("quarkus")) {
+            cmd.addAll(List.of("-Dquarkus.http.host=" + args[1], "-Dquarkus.http.port=" + args[2], "-jar",
+                    jar.toString()));
+            return NodeRttBench.inCgroup(cgroup, NodeBed.in(bed.pod(i), cmd));
+        }
+        if (args[0].equals("helidon")) {
+            cmd.addAll(List.of("-jar", jar.toString()));
+            cmd.addAll(List.of(args).subList(1, args.length));
+            return NodeRttBench.inCgroup(cgroup, NodeBed.in(bed.pod(i), cmd));
+        }
         if (args[0].startsWith("client")) {
             cmd.addAll(List.of("-Dloader.main=com.example.unchanged.Service", "-cp", jar.toString(),
                     "org.springframework.boot.loader.launch.PropertiesLauncher"));
