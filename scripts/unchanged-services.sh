@@ -2,7 +2,7 @@
 # Services that do not change: examples/unchanged-spring-boot3 (Spring Boot 3.5 on Java 17:
 # WebFlux on Reactor Netty with Netty 4.1, Spring MVC on Tomcat, WebClient, gRPC on
 # grpc-netty-shaded), examples/unchanged-helidon4 (Helidon 4 SE on Java 25) and
-# examples/unchanged-quarkus3 (Quarkus REST on Java 17), no sockmap4j dependency in any, as a
+# examples/unchanged-quarkus3 (Quarkus REST and gRPC on Java 17), no sockmap4j dependency in any, as a
 # server pod and a client pod of the node-shaped
 # bed, under the node agent, which opts their ports in. Prints, per kind of traffic, the bytes the
 # kernel redirected and sent by TCP (the clients check every byte), and fails when request/response

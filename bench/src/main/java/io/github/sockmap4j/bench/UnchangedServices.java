@@ -26,8 +26,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <pre>UnchangedServices JAR JAVA [CALLS] [STREAM_BYTES] [STREAM_ROUNDS]</pre>
  * With {@code -Dhelidon.jar=JAR -Dhelidon.java=JAVA} also examples/unchanged-helidon4's server (Helidon 4
- * SE on its own web server), with {@code -Dquarkus.jar=JAR} examples/unchanged-quarkus3's (Quarkus REST,
- * Java 17), each called by the same WebClient.
+ * SE on its own web server), with {@code -Dquarkus.jar=JAR} examples/unchanged-quarkus3's (Quarkus REST
+ * and gRPC, Java 17), each called by the same WebClient and gRPC client.
  * Exits 1 when a client failed, request/response traffic had less than 99% of its bytes redirected,
  * or a paced stream (its reader keeping up) less than 90%.
  */
@@ -37,6 +37,7 @@ public final class UnchangedServices {
     static final int GRPC = 47413;
     static final int HELIDON = 47414;
     static final int QUARKUS = 47415;
+    static final int QUARKUS_GRPC = 47416;
 
     private UnchangedServices() {
     }
@@ -127,7 +128,7 @@ public final class UnchangedServices {
              NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
             agent.hold(Owner.named("unchanged-services"), List.of(new Rule(WEBFLUX, null, 0, 0),
                     new Rule(MVC, null, 0, 0), new Rule(GRPC, null, 0, 0), new Rule(HELIDON, null, 0, 0),
-                    new Rule(QUARKUS, null, 0, 0)));
+                    new Rule(QUARKUS, null, 0, 0), new Rule(QUARKUS_GRPC, null, 0, 0)));
             String server = NodeBed.podAddress(1);
             String helidonJar = System.getProperty("helidon.jar");
             String quarkusJar = System.getProperty("quarkus.jar");
@@ -138,7 +139,8 @@ public final class UnchangedServices {
                          System.getProperty("helidon.java", java), Path.of(helidonJar), "helidon", server,
                          Integer.toString(HELIDON)));
                  Child quarkus = quarkusJar == null ? null : new Child("quarkus", pod(bed, 1, cgroup, java,
-                         Path.of(quarkusJar), "quarkus", server, Integer.toString(QUARKUS)))) {
+                         Path.of(quarkusJar), "quarkus", server, Integer.toString(QUARKUS),
+                         Integer.toString(QUARKUS_GRPC)))) {
                 webflux.await("ready", 120);
                 mvc.await("ready", 120);
                 for (Child other : new Child[] {helidon, quarkus}) {
@@ -160,6 +162,8 @@ public final class UnchangedServices {
                     moved.add(client(bed, cgroup, pins, java, jar, "WebClient to Quarkus 3.33 REST (Vert.x 4, Netty "
                             + "4.1, Java 17), " + calls + " calls of 4 KiB", "client-http", server, QUARKUS, calls,
                             4096));
+                    moved.add(client(bed, cgroup, pins, java, jar, "gRPC to Quarkus gRPC (Java 17), " + calls
+                            + " unary calls of 4 KiB", "client-grpc-proto", server, QUARKUS_GRPC, calls, 4096));
                 }
                 // Each round: as fast as the server writes (the reader, checking every sequence number,
                 // sets the pace), then paced at half the rate that reached: a reader that keeps up.
@@ -207,7 +211,8 @@ public final class UnchangedServices {
     static List<String> pod(NodeBed bed, int i, Path cgroup, String java, Path jar, String... args) {
         List<String> cmd = new ArrayList<>(List.of(java, "-XX:+UseSerialGC", "-Xmx512m"));
         if (args[0].equals("quarkus")) {
-            cmd.addAll(List.of("-Dquarkus.http.host=" + args[1], "-Dquarkus.http.port=" + args[2], "-jar",
+            cmd.addAll(List.of("-Dquarkus.http.host=" + args[1], "-Dquarkus.http.port=" + args[2],
+                    "-Dquarkus.grpc.server.host=" + args[1], "-Dquarkus.grpc.server.port=" + args[3], "-jar",
                     jar.toString()));
             return NodeRttBench.inCgroup(cgroup, NodeBed.in(bed.pod(i), cmd));
         }

@@ -39,6 +39,7 @@ import reactor.core.publisher.Flux;
  *   mvc ADDR PORT                 Spring MVC on Tomcat serving /echo
  *   client-http ADDR PORT CALLS SIZE   WebClient: CALLS echoes of SIZE random bytes, each checked
  *   client-grpc ADDR PORT CALLS SIZE   gRPC (grpc-netty-shaded): the same
+ *   client-grpc-proto ADDR PORT CALLS SIZE   the same, each message as protobuf's {@code bytes data = 1}
  *   client-stream ADDR PORT BYTES [MBPS]  WebClient: GET /stream (the server paced at MBPS MB/s if given),
  *                                      every 8-byte sequence number checked
  * </pre>
@@ -49,6 +50,13 @@ public class Service {
     static final MethodDescriptor<byte[], byte[]> ECHO = MethodDescriptor.<byte[], byte[]>newBuilder()
             .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("unchanged.Echo/Echo")
             .setRequestMarshaller(new Bytes()).setResponseMarshaller(new Bytes()).build();
+
+    /**
+     * The same method as a protobuf service declares it ({@code message Msg { bytes data = 1; }}, for
+     * a server with generated code such as Quarkus gRPC's): field 1 framed by hand, no protobuf here.
+     */
+    static final MethodDescriptor<byte[], byte[]> ECHO_PROTO = ECHO.toBuilder(new ProtoBytes(), new ProtoBytes())
+            .build();
 
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
@@ -74,8 +82,10 @@ public class Service {
             }
             case "client-http" -> httpClient(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]),
                     Integer.parseInt(args[4]));
-            case "client-grpc" -> grpcClient(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]),
+            case "client-grpc" -> grpcClient(ECHO, args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]),
                     Integer.parseInt(args[4]));
+            case "client-grpc-proto" -> grpcClient(ECHO_PROTO, args[1], Integer.parseInt(args[2]),
+                    Integer.parseInt(args[3]), Integer.parseInt(args[4]));
             case "client-stream" -> streamClient(args[1], Integer.parseInt(args[2]), Long.parseLong(args[3]),
                     args.length > 4 ? Long.parseLong(args[4]) : 0);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
@@ -113,13 +123,14 @@ public class Service {
         done("calls=" + calls);
     }
 
-    static void grpcClient(String addr, int port, int calls, int size) throws InterruptedException {
+    static void grpcClient(MethodDescriptor<byte[], byte[]> method, String addr, int port, int calls, int size)
+            throws InterruptedException {
         ManagedChannel channel = NettyChannelBuilder.forAddress(addr, port).usePlaintext().build();
         Random random = new Random(7);
         for (int i = 0; i < calls; i++) {
             byte[] body = new byte[size];
             random.nextBytes(body);
-            byte[] back = ClientCalls.blockingUnaryCall(channel, ECHO, io.grpc.CallOptions.DEFAULT, body);
+            byte[] back = ClientCalls.blockingUnaryCall(channel, method, io.grpc.CallOptions.DEFAULT, body);
             if (!Arrays.equals(body, back)) {
                 throw new IllegalStateException("call " + i + " differs");
             }
@@ -195,6 +206,49 @@ public class Service {
                 b.flip();
                 return f.wrap(b);
             });
+        }
+    }
+
+    /** byte[] as the protobuf message {@code Msg { bytes data = 1; }}. */
+    static final class ProtoBytes implements MethodDescriptor.Marshaller<byte[]> {
+        @Override
+        public InputStream stream(byte[] value) {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(value.length + 6);
+            out.write(0x0A); // field 1, length-delimited
+            for (int n = value.length; ; n >>>= 7) {
+                if ((n & ~0x7F) == 0) {
+                    out.write(n);
+                    break;
+                }
+                out.write((n & 0x7F) | 0x80);
+            }
+            out.writeBytes(value);
+            return new ByteArrayInputStream(out.toByteArray());
+        }
+
+        @Override
+        public byte[] parse(InputStream stream) {
+            try {
+                byte[] all = stream.readAllBytes();
+                if (all.length == 0) {
+                    return all;
+                }
+                if (all[0] != 0x0A) {
+                    throw new IllegalStateException("not field 1 of Msg: tag " + all[0]);
+                }
+                int len = 0;
+                int i = 1;
+                for (int shift = 0; ; shift += 7) {
+                    int b = all[i++] & 0xFF;
+                    len |= (b & 0x7F) << shift;
+                    if ((b & 0x80) == 0) {
+                        break;
+                    }
+                }
+                return Arrays.copyOfRange(all, i, i + len);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
         }
     }
 
