@@ -4,7 +4,7 @@
 #   deploy/kubernetes/daemonset.yaml turned into 'podman run' arguments (scripts/podman-args.py,
 #   which prints what it replaced or ignored): privileged, the host's network and PIDs, bpffs,
 #   cgroup2, /run/sockmap4j and the policy ConfigMap mounted, the memory limit; attached to the
-#   cgroup the run's pods live under; /healthz and /readyz probed as the kubelet would, until ready;
+#   cgroup the run's pods live under; the DaemonSet's exec probes run as the kubelet would, until ready;
 # - two podman pods, each with a network namespace of its own (podman's "none" network, then a
 #   veth into a "node" namespace made for the run that routes between them: no podman network, so
 #   nothing in the host's netfilter): "jvm", a JVM service of plain java.net sockets
@@ -96,12 +96,27 @@ start_agent() { # NAME: the agent now
   names+=("$1")
   podman run -d --name "$1" "${agent_args[@]}" >/dev/null
 }
-probe() { # PATH: the HTTP status the agent answers, 000 when it does not
-  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$port_metrics$1" || true
+# The DaemonSet's exec probes as the kubelet runs them, in the agent's container, their socket
+# path that of this run's pin directory.
+probe_cmd() { # livenessProbe|readinessProbe: the command, one argument a line
+  python3 - "$1" "/run/sockmap4j/$(echo "$pins" | tr / _)" <<'PY'
+import sys, yaml
+for doc in yaml.safe_load_all(open("deploy/kubernetes/daemonset.yaml")):
+    if doc and doc.get("kind") == "DaemonSet":
+        c = doc["spec"]["template"]["spec"]["containers"][0]
+        for a in c[sys.argv[1]]["exec"]["command"]:
+            print(a.replace("/run/sockmap4j/_sys_fs_bpf_sockmap4j", sys.argv[2]))
+PY
+}
+mapfile -t liveness < <(probe_cmd livenessProbe)
+mapfile -t readiness < <(probe_cmd readinessProbe)
+probe() { # livenessProbe|readinessProbe: ok when the agent answers it, else failed
+  local -n cmd=$([ "$1" = livenessProbe ] && echo liveness || echo readiness)
+  podman exec "$agent" "${cmd[@]}" >/dev/null 2>&1 && echo ok || echo failed
 }
 until_ready() { # NAME: as the kubelet's readiness probe, every 0.5 s, for up to 60 s
   for _ in $(seq 120); do
-    [ "$(probe /readyz)" = 200 ] && { echo "$1: ready, /healthz $(probe /healthz)"; return 0; }
+    [ "$(probe readinessProbe)" = ok ] && { echo "$1: ready, liveness probe $(probe livenessProbe)"; return 0; }
     sleep 0.5
   done
   podman logs "$1" | tail -20; echo "$1: not ready in 60 s"; return 1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the node agent's image, sockmap4j/agent:<version>, from Maven Central and Debian's archive
 # only (no container registry): a Debian 13 (trixie) minbase root file system made by mmdebstrap
-# with Debian's OpenJDK 25 JRE (headless) and libbpf1, and the agent's distribution (mvn package
+# with Debian's OpenJDK 25 JRE (headless), libbpf1 and curl (the kubelet's exec probes ask the
+# agent's Unix socket with it), and the agent's distribution (mvn package
 # -pl cli) in /opt/sockmap4j, committed by buildah and written as a docker-archive:
 #   target/image/sockmap4j-agent-<version>.tar     (podman load -i ..., docker load -i ...)
 # Entry point /opt/sockmap4j/bin/sockmap4j, user root (the agent loads BPF programs, attaches them
@@ -17,7 +18,9 @@ fresh=false
 [ "${1:-}" = "--fresh" ] && fresh=true
 version=$(sed -n 's:.*<version>\(.*\)</version>.*:\1:p' pom.xml | head -1)
 out=target/image
-rootfs=$out/rootfs-trixie.tar
+# The root file system is cached per package list: a changed list makes a new one.
+packages=openjdk-25-jre-headless,libbpf1,curl
+rootfs=$out/rootfs-trixie-$(echo "$packages" | md5sum | cut -c1-8).tar
 archive=$out/sockmap4j-agent-$version.tar
 name=localhost/sockmap4j/agent:$version
 export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs} # no overlay inside the sandboxes this is built in
@@ -32,7 +35,7 @@ dist=cli/target/sockmap4j-cli-$version-dist/sockmap4j
 
 if $fresh || [ ! -s "$rootfs" ]; then
   # Man pages, docs and locales left out; update-alternatives still wants man1 to exist.
-  mmdebstrap --quiet --variant=minbase --include=openjdk-25-jre-headless,libbpf1 \
+  mmdebstrap --quiet --variant=minbase --include="$packages" \
     --setup-hook='mkdir -p "$1/usr/share/man/man1"' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-include=/usr/share/man/man1' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/locale/*' \

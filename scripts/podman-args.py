@@ -94,8 +94,8 @@ def main(argv):
         elif key == "ports":
             note("ports", "ignored: on the host's network the agent's port is the host's already")
         elif key in ("livenessProbe", "readinessProbe"):
-            note(key, f"not run by podman: the script polls {value['httpGet']['path']} on the metrics port as the "
-                      f"kubelet would")
+            note(key, "not run by podman: the script runs its exec command in the agent's container as the "
+                      "kubelet would")
         elif key == "resources":
             limit = value.get("limits", {}).get("memory")
             if limit:

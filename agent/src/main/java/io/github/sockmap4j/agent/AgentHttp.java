@@ -17,6 +17,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
@@ -31,8 +32,14 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.github.sockmap4j.internal.bpf.SockKeyLayout;
 import io.github.sockmap4j.internal.sys.SockDiag;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.UnixDomainSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -82,6 +89,8 @@ public final class AgentHttp implements AutoCloseable {
     private SockDiag diag;
     private boolean diagFailed;
     private volatile Channel bound;
+    private volatile Channel probe;
+    private volatile Path probePath;
     private volatile String bindFailure;
     private volatile boolean closed;
 
@@ -100,8 +109,65 @@ public final class AgentHttp implements AutoCloseable {
      */
     public static AgentHttp start(InetSocketAddress address, NodeAgent agent, BooleanSupplier extraReadiness) {
         AgentHttp http = new AgentHttp(address, agent, extraReadiness);
+        http.bindProbeSocket();
         http.bind(true);
         return http;
+    }
+
+    /**
+     * Where the same endpoints are served to root alone: a Unix socket beside the control socket
+     * ({@code /run/sockmap4j/<pin dir>/probe.sock}), mode 0600 in the agent's root-owned directory,
+     * so no other user can bind it first, connect to it, or fill it. The kubelet's probes go there
+     * (an exec probe: {@code curl --unix-socket ... http://agent/readyz}); a TCP port, which any
+     * user may take while the agent restarts, is for metrics.
+     */
+    public static Path probeSocket(Path pinDirectory) {
+        return SockmapAdmin.agentSocket(pinDirectory).resolveSibling(PROBE_SOCKET);
+    }
+
+    static final String PROBE_SOCKET = "probe.sock";
+
+    private void bindProbeSocket() {
+        Path path = probeSocket(agent.options().pinDirectory());
+        // Bound under a name of its own, made root's alone, then renamed into place: no moment at
+        // which the final name accepts anyone else's connection.
+        Path temp = path.resolveSibling(PROBE_SOCKET + ".new");
+        try {
+            Files.deleteIfExists(temp);
+            ChannelFuture f = new ServerBootstrap().group(group).channel(NioServerDomainSocketChannel.class)
+                    .childHandler(new ChannelInitializer<Channel>() {
+                        @Override
+                        protected void initChannel(Channel ch) {
+                            ch.pipeline().addLast(new RequestDeadline(), new HttpServerCodec(4096, 8192, 8192),
+                                    new HttpServerKeepAliveHandler(), new HttpObjectAggregator(0), new Endpoints());
+                        }
+                    })
+                    .bind(UnixDomainSocketAddress.of(temp)).awaitUninterruptibly();
+            if (!f.isSuccess()) {
+                throw new IOException(String.valueOf(f.cause().getMessage()), f.cause());
+            }
+            probe = f.channel();
+            Files.setPosixFilePermissions(temp, PosixFilePermissions.fromString("rw-------"));
+            Files.move(temp, path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            probePath = path;
+        } catch (IOException | RuntimeException e) {
+            LOG.error("Cannot serve the agent's health on {} ({}): probes must use the TCP port", path,
+                    e.getMessage());
+            if (probe != null) {
+                probe.close().awaitUninterruptibly();
+                probe = null;
+            }
+            try {
+                Files.deleteIfExists(temp);
+            } catch (IOException ignored) {
+                // nothing more to do
+            }
+        }
+    }
+
+    /** The Unix socket the probes use, or null when it could not be made. */
+    public Path probePath() {
+        return probePath;
     }
 
     private void bind(boolean first) {
@@ -330,6 +396,17 @@ public final class AgentHttp implements AutoCloseable {
         Channel c = bound;
         if (c != null) {
             c.close().awaitUninterruptibly();
+        }
+        Channel p = probe;
+        if (p != null) {
+            p.close().awaitUninterruptibly();
+        }
+        if (probePath != null) {
+            try {
+                Files.deleteIfExists(probePath);
+            } catch (IOException e) {
+                LOG.warn("Could not remove {}: {}", probePath, e.getMessage());
+            }
         }
         try {
             // Its memory is confined to the event loop's thread: closed there.

@@ -88,19 +88,27 @@ class DeployManifestsTest {
             CommandLine.ParseResult parsed = cl.parseArgs(c.getArgs().toArray(String[]::new));
             assertTrue(parsed.hasSubcommand() && parsed.subcommand().commandSpec().name().equals("agent"), c.getArgs()
                     .toString());
-            String port = String.valueOf(parsed.subcommand().<Integer>matchedOptionValue("--metrics-port", 9477));
+            // The probes: the agent's Unix socket for the pin directory it is given, not a TCP port any
+            // user of the node could take while the agent restarts.
+            Path pinDir = parsed.<Path>matchedOptionValue("--pin-dir", Path.of("/sys/fs/bpf/sockmap4j"));
+            String socket = io.github.sockmap4j.agent.AgentHttp.probeSocket(pinDir).toString();
+            assertTrue(c.getVolumeMounts().stream().anyMatch(m -> socket.startsWith(m.getMountPath() + "/")),
+                    "the probe socket's directory is mounted: " + socket);
             for (var probe : List.of(c.getLivenessProbe(), c.getReadinessProbe())) {
                 assertNotNull(probe, "probes");
-                assertEquals(port, probe.getHttpGet().getPort().getValue().toString(), "probes on the metrics port");
-                assertEquals("127.0.0.1", probe.getHttpGet().getHost(), "the agent serves on loopback by default");
+                assertTrue(probe.getHttpGet() == null && probe.getTcpSocket() == null, "no probe on a TCP port");
+                List<String> cmd = probe.getExec().getCommand();
+                assertEquals("curl", cmd.get(0), cmd.toString());
+                assertEquals(socket, cmd.get(cmd.indexOf("--unix-socket") + 1), "the agent's probe socket");
+                assertTrue(cmd.contains("-sf"), "fails on an error status: " + cmd);
             }
-            assertEquals("/healthz", c.getLivenessProbe().getHttpGet().getPath());
-            assertEquals("/readyz", c.getReadinessProbe().getHttpGet().getPath());
+            assertTrue(c.getLivenessProbe().getExec().getCommand().getLast().endsWith("/healthz"));
+            assertTrue(c.getReadinessProbe().getExec().getCommand().getLast().endsWith("/readyz"));
             assertTrue(c.getEnv().stream().anyMatch(e -> e.getName().equals("NODE_NAME")
                     && e.getValueFrom().getFieldRef().getFieldPath().equals("spec.nodeName")), "--kubernetes needs it");
         }
         assertTrue(spec.getHostPID(), "the agent enters pods' namespaces through /proc/PID/ns/net of host PIDs");
-        assertTrue(spec.getHostNetwork(), "the probes reach the agent's loopback");
+        assertTrue(spec.getHostNetwork(), "metrics on the host's loopback");
         assertEquals("system-node-critical", spec.getPriorityClassName());
         assertTrue(spec.getTolerations().stream().anyMatch(t -> "Exists".equals(t.getOperator())),
                 "on every node");

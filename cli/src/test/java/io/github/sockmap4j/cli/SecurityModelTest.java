@@ -199,6 +199,70 @@ class SecurityModelTest {
         assertEquals(200, get(http + "/healthz").statusCode());
     }
 
+    /** An HTTP GET over the agent's probe socket, as the kubelet's exec probe sends it: the status, or -1. */
+    static int probeOverUnixSocket(Path socket, String path) throws IOException {
+        try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open(
+                java.net.UnixDomainSocketAddress.of(socket))) {
+            ch.write(java.nio.ByteBuffer.wrap(("GET " + path + " HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII)));
+            java.nio.ByteBuffer in = java.nio.ByteBuffer.allocate(4096);
+            while (ch.read(in) >= 0 && in.position() < 12) {
+                // until the status line's code is in
+            }
+            String head = new String(in.array(), 0, in.position(), StandardCharsets.US_ASCII);
+            return head.startsWith("HTTP/1.1 ") && head.length() >= 12 ? Integer.parseInt(head.substring(9, 12)) : -1;
+        }
+    }
+
+    /**
+     * Trust III, row 3: another user (no grant) takes the agent's metrics port while the agent is
+     * down and restarts, so that whoever asks that port is answered by the user (the report's
+     * squatter answered every probe; it could say 200 to a dead agent). The kubelet's probes go to
+     * the agent's Unix socket instead: root's alone (0600) in the agent's root-owned directory, so
+     * the user can neither bind that path first nor connect to it, and while the port is held the
+     * agent's own answers come from there.
+     */
+    @Test
+    void aUserHoldingTheMetricsPortAnswersNoProbe() throws Exception {
+        Path cg = TestKernel.newCgroup("squat3");
+        Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("squat3"));
+        int port;
+        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = free.getLocalPort();
+        }
+        try (ChildJvm squatter = ChildJvm.start(as(U2, List.of(peer.toString(), "conn-server", "127.0.0.1",
+                Integer.toString(port))))) {
+            squatter.expect("port=", 30);
+            try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", dir.toString(),
+                    "agent", "--cgroup", cg.toString(), "--metrics-address", "127.0.0.1", "--metrics-port",
+                    Integer.toString(port)))) {
+                String ready = other.expect("agent: ready", 60);
+                assertTrue(ready.contains("metrics not served yet on"), "the user holds the port: " + ready);
+                Path probe = AgentHttp.probeSocket(dir);
+                assertEquals(200, probeOverUnixSocket(probe, "/healthz"), "the agent answers on its probe socket");
+                assertEquals(200, probeOverUnixSocket(probe, "/readyz"));
+                assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(probe)));
+                assertEquals(0, (Integer) Files.getAttribute(probe, "unix:uid"), "root's");
+                Path lockDir = probe.getParent();
+                assertEquals(0, (Integer) Files.getAttribute(lockDir, "unix:uid"), "in a directory of root's");
+                assertTrue(!PosixFilePermissions.toString(Files.getPosixFilePermissions(lockDir)).substring(3)
+                        .contains("w"), "that no one else may write: " + lockDir);
+                // The user cannot connect to it (and so cannot hold or fill it either).
+                try (ChildJvm call = ChildJvm.start(as(U2, List.of(peer.toString(), "agent-call", probe.toString(),
+                        "GET /healthz HTTP/1.0")))) {
+                    assertTrue(call.expect("error=", 30).startsWith("connect (Permission denied)"), call.output());
+                }
+                other.terminate();
+                assertEquals(0, other.waitFor(30), other.output());
+                assertTrue(!Files.exists(probe), "the probe socket goes with the agent");
+            }
+            squatter.closeInput();
+        } finally {
+            SockmapAdmin.removePins(dir);
+            Files.delete(cg);
+        }
+    }
+
     /**
      * An agent whose metrics port another process holds when it starts: its control plane comes up
      * and serves (on 6a39524 the agent exited 1), it says the port is held, and it serves the
