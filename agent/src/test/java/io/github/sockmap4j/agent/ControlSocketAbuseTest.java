@@ -183,6 +183,99 @@ class ControlSocketAbuseTest {
     }
 
     /**
+     * Trust III, row 5, the keep-alive: a connection that holds no rule and sends a PING every few
+     * seconds (the report's every 20 s, under the 30 s idle time) is closed all the same once the
+     * idle time has passed since it last asked for anything to be done: queries hold no slot.
+     */
+    @Test
+    void pingsDoNotKeepAnIdleConnection() throws Exception {
+        ControlServer.Limits l = ControlServer.Limits.DEFAULT;
+        try (ChildJvm c = client(USER, 0, 1, false)) {
+            c.expect("connected=", 30);
+            long start = System.nanoTime();
+            String answer = "";
+            // PINGs (and a LIST) every 5 s, until the agent answers one with the idle close or
+            // twice the idle time has passed.
+            for (int i = 0; System.nanoTime() - start < TimeUnit.SECONDS.toNanos(2L * l.idleSeconds()); i++) {
+                answer = send(c, 0, i % 3 == 2 ? "LIST" : "PING");
+                if (!answer.startsWith("OK")) {
+                    break;
+                }
+                Thread.sleep(5_000); // the keep-alive's period: what the attack does, not a wait for a condition
+            }
+            if (answer.startsWith("OK")) {
+                answer = "(still open after " + 2 * l.idleSeconds() + " s)";
+            }
+            // The close comes between two requests: the line read after the next one is the idle close.
+            long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+            assertTrue(answer.startsWith(AgentRequest.IDLE_CLOSED), "closed within twice the idle time: " + answer);
+            assertTrue(seconds >= l.idleSeconds() - 1, "not before the idle time: " + seconds + " s");
+        }
+    }
+
+    /**
+     * Trust III, row 5, many uids: a user with a range of subordinate uids (a user namespace of
+     * its own mapping 8 uids, as newuidmap maps /etc/subuid's) opens from each uid 16 processes
+     * of 8 connections, as many as the agent serves users other than root. They are one user's:
+     * together they get that user's share (the report's 8 uids took all 1,024), and another user
+     * is served.
+     */
+    @Test
+    void theUidsOfOneUsersNamespaceShareThatUsersSlots() throws Exception {
+        int base = 300_000 + (int) (ProcessHandle.current().pid() % 1000) * 16;
+        ControlServer.Limits l = ControlServer.Limits.DEFAULT;
+        List<ChildJvm> clients = new ArrayList<>();
+        // The user's namespace: made by the user, its uid and gid maps written by root as newuidmap would.
+        try (ChildJvm holder = ChildJvm.start(List.of("setpriv", "--reuid=" + USER, "--regid=" + USER,
+                "--clear-groups", "unshare", "--user", "--", "sh", "-c", "echo ns=1; exec cat"))) {
+            holder.expect("ns=", 30);
+            long pid = holder.pid();
+            Files.writeString(Path.of("/proc/" + pid + "/uid_map"), "0 " + base + " 8\n");
+            Files.writeString(Path.of("/proc/" + pid + "/gid_map"), "0 " + base + " 8\n");
+            int connected = 0;
+            int refused = 0;
+            String refusal = null;
+            try {
+                outer:
+                for (int u = 0; u < 8; u++) {
+                    for (int p = 0; p < l.connections() / 8 / l.connectionsPerProcess(); p++) {
+                        ChildJvm c = ChildJvm.start(List.of("nsenter", "--user=/proc/" + pid + "/ns/user",
+                                "--setuid=" + u, "--setgid=" + u, bin.resolve("agent_client").toString(),
+                                SockmapAdmin.agentSocket(pins).toString(), Integer.toString(l.connectionsPerProcess())));
+                        clients.add(c);
+                        c.expect("connected=", 30);
+                        for (int k = 0; k < l.connectionsPerProcess(); k++) {
+                            String a = send(c, k, "PING");
+                            if (a.startsWith("OK")) {
+                                connected++;
+                            } else {
+                                refused++;
+                                refusal = a;
+                            }
+                        }
+                        if (refused > 2 * l.connectionsPerProcess()) {
+                            break outer; // refused well past the share: the point is made
+                        }
+                    }
+                }
+                System.out.printf("8 uids of one user's namespace: %d connections served, %d refused: %s%n", connected,
+                        refused, refusal);
+                assertTrue(connected <= l.connectionsPerUid(), "one user's share at most: " + connected);
+                assertTrue(refusal != null && refusal.contains("in a user namespace of uid " + USER), refusal);
+                try (ChildJvm other = client(USER + 300, 0, 1, false)) {
+                    other.expect("connected=", 30);
+                    assertEquals("OK agent", send(other, 0, "PING"), "another user is served");
+                }
+            } finally {
+                for (ChildJvm c : clients) {
+                    c.close();
+                }
+                holder.closeInput();
+            }
+        }
+    }
+
+    /**
      * Connections that cost a user nothing to keep are closed: one that leaves half a line for the
      * line time, one that sends nothing and holds no rule for the idle time. One that holds an
      * OPTIN rule stays, idle or not, and a line over the limit is refused even when its newline
@@ -201,7 +294,8 @@ class ControlSocketAbuseTest {
             assertTrue(half.startsWith("ERR half a line for " + l.lineSeconds() + " s"), half);
             c.send("wait 1");
             String idle = c.expect("answer=1 ", l.idleSeconds() + 30L);
-            assertTrue(idle.startsWith(AgentRequest.IDLE_CLOSED + " nothing sent for " + l.idleSeconds()
+            assertTrue(idle.startsWith(AgentRequest.IDLE_CLOSED + " nothing sent but PING, LIST or SERVICES for "
+                    + l.idleSeconds()
                     + " s, holding no rule"), idle);
             assertEquals("OK agent", send(c, 2, "PING"), "the connection holding a rule stays");
             assertTrue(send(c, 2, "DENY " + (port + 5) + " * 0").startsWith("OK"));

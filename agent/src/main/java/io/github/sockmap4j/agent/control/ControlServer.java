@@ -6,6 +6,7 @@ import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.net.UnixListener;
 import io.github.sockmap4j.internal.sys.Listeners;
+import io.github.sockmap4j.internal.sys.UserNamespaces;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.List;
@@ -96,8 +97,12 @@ public final class ControlServer implements AutoCloseable {
     private final BoundedLog changes = new BoundedLog("changes", 100, TimeUnit.SECONDS.toNanos(10), System::nanoTime,
             LOG::info);
     private final Set<UnixListener.Connection> open = ConcurrentHashMap.newKeySet();
-    /** Open connections by uid and by pid (root's included, so that each leaves as it came). */
+    /** Open connections by share (a uid, or the owner of a user namespace: {@link #shareOf}) and by pid. */
     private final Map<Integer, Integer> perUid = new HashMap<>();
+    /** The share each admitted connection counts in. */
+    private final Map<UnixListener.Connection, Integer> shares = new ConcurrentHashMap<>();
+    /** The owner of a process's user namespace below the agent's, or -1 (the agent's own, gone, unknown). */
+    private final java.util.function.IntUnaryOperator namespaceOwner = UserNamespaces::ownerBelowOurs;
     private final Map<Integer, Integer> perPid = new HashMap<>();
     private int unprivileged;
     /** Token buckets by uid: tokens and the time they were counted. */
@@ -197,13 +202,42 @@ public final class ControlServer implements AutoCloseable {
         }
     }
 
+    /** What is left of {@code idle} since {@code lastUse} (at least a nanosecond), or forever. */
+    private static long left(long idle, long lastUse) {
+        return idle == Long.MAX_VALUE ? idle : Math.max(1, lastUse + idle - System.nanoTime());
+    }
+
+    /** A request that only asks (PING, LIST, SERVICES): it changes nothing, so it is no use of a slot. */
+    static boolean isQuery(String line) {
+        String verb = line.strip();
+        int sp = verb.indexOf(' ');
+        verb = sp < 0 ? verb : verb.substring(0, sp);
+        return verb.equals("PING") || verb.equals("LIST") || verb.equals("SERVICES");
+    }
+
+    /**
+     * Whose share a connection of {@code uid} (pid {@code pid}) takes: root's connections are root's;
+     * a process in a user namespace of a user other than root takes that user's share, whatever
+     * uids the namespace maps (a user with a subordinate uid range has thousands), so that no
+     * number of uids makes more than one user's share; any other process takes its uid's.
+     */
+    int shareOf(int uid, int pid) {
+        if (uid == 0 || pid == 0) {
+            return uid;
+        }
+        int owner = namespaceOwner.applyAsInt(pid);
+        return owner > 0 ? owner : uid;
+    }
+
     /** Serves {@code conn} on a thread of its own, or refuses it with the reason when its uid is at a limit. */
     private void admit(UnixListener.Connection conn) {
         int uid = conn.peer().uid();
         int pid = conn.peer().pid();
+        int share = shareOf(uid, pid);
+        shares.put(conn, share);
         String no = null;
         synchronized (perUid) {
-            int mine = perUid.getOrDefault(uid, 0);
+            int mine = perUid.getOrDefault(share, 0);
             int process = perPid.getOrDefault(pid, 0);
             // pid 0: a peer in a pid namespace the agent cannot see into (an agent without hostPID); its
             // processes cannot be told apart, so only the uid's limit counts for them.
@@ -211,17 +245,20 @@ public final class ControlServer implements AutoCloseable {
                 no = "process " + pid + " (uid " + uid + ") has " + process + " connections to the agent open, its "
                         + "limit: close one first";
             } else if (uid != 0 && mine >= limits.connectionsPerUid()) {
-                no = "uid " + uid + " has " + mine + " connections to the agent open, its limit: close one first";
+                no = (share == uid ? "uid " + uid : "uid " + uid + ", in a user namespace of uid " + share + ",")
+                        + " has " + mine + " connections to the agent open" + (share == uid ? "" : " with that user's")
+                        + ", its limit: close one first";
             } else if (uid != 0 && unprivileged >= limits.connections()) {
                 no = "the agent serves " + unprivileged + " connections of users other than root, its limit: retry "
                         + "later";
             } else {
-                perUid.put(uid, mine + 1);
+                perUid.put(share, mine + 1);
                 perPid.put(pid, process + 1);
                 unprivileged += uid != 0 ? 1 : 0;
             }
         }
         if (no != null) {
+            shares.remove(conn);
             refused.incrementAndGet();
             refusals.log(uid, "Refused a connection of uid {} (pid {}): {}", uid, conn.peer().pid(), no);
             try {
@@ -248,8 +285,9 @@ public final class ControlServer implements AutoCloseable {
     private void release(UnixListener.Connection conn) {
         open.remove(conn);
         int uid = conn.peer().uid();
+        Integer share = shares.remove(conn);
         synchronized (perUid) {
-            perUid.merge(uid, -1, (a, b) -> a + b == 0 ? null : a + b);
+            perUid.merge(share == null ? uid : share, -1, (a, b) -> a + b == 0 ? null : a + b);
             perPid.merge(conn.peer().pid(), -1, (a, b) -> a + b == 0 ? null : a + b);
             unprivileged -= uid != 0 ? 1 : 0;
         }
@@ -262,8 +300,15 @@ public final class ControlServer implements AutoCloseable {
             // Root's connections are not timed: its own tools, trusted like the rest of its requests.
             long idle = who.uid() == 0 ? Long.MAX_VALUE : TimeUnit.SECONDS.toNanos(limits.idleSeconds());
             long lineTime = who.uid() == 0 ? Long.MAX_VALUE : TimeUnit.SECONDS.toNanos(limits.lineSeconds());
-            while ((line = conn.readLine(AgentRequest.MAX_LINE, lineTime, idle, () -> book.holds(id))) != null) {
+            // The idle time runs from the last request that asked for something to be done: a
+            // PING, LIST or SERVICES now and then (a keep-alive) does not hold an idle slot.
+            long lastUse = System.nanoTime();
+            while ((line = conn.readLine(AgentRequest.MAX_LINE, lineTime, left(idle, lastUse),
+                    () -> book.holds(id))) != null) {
                 conn.writeLine(answer(who, id, line));
+                if (!isQuery(line)) {
+                    lastUse = System.nanoTime();
+                }
             }
         } catch (UnixListener.LineTooLongException e) {
             refused.incrementAndGet();
@@ -276,9 +321,10 @@ public final class ControlServer implements AutoCloseable {
                 // It hung up already.
             }
         } catch (UnixListener.IdleException e) {
-            LOG.debug("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), e.getMessage());
+            String why = "nothing sent but PING, LIST or SERVICES for " + limits.idleSeconds() + " s, holding no rule";
+            LOG.debug("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), why);
             try {
-                conn.writeLine(AgentRequest.IDLE_CLOSED + " " + e.getMessage() + ": closing this connection (connect "
+                conn.writeLine(AgentRequest.IDLE_CLOSED + " " + why + ": closing this connection (connect "
                         + "again when there is something to ask)");
             } catch (IOException ignored) {
                 // It hung up already, or takes nothing.

@@ -342,6 +342,21 @@ public final class LibC {
         }
     }
 
+    /** ioctl without an argument: its result (a new descriptor, for NS_GET_PARENT), or {@code -errno}. */
+    public static int tryIoctlNoArg(int fd, long request) {
+        MemorySegment st = Native.callState();
+        try {
+            return result((int) IOCTL.invokeExact(st, fd, request, MemorySegment.NULL), st);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** ioctl that writes an int (NS_GET_OWNER_UID): that int. */
+    public static int ioctlIntOut(String operation, int fd, long request) throws NativeIOException {
+        return (int) Errno.ok(operation, tryIoctlInt(fd, request, 0));
+    }
+
     /** FIONREAD: bytes the next read would return. */
     public static int fionread(int fd) throws NativeIOException {
         return (int) Errno.ok("ioctl(FIONREAD)", tryIoctlInt(fd, Linux.FIONREAD, 0));
