@@ -54,6 +54,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "lib/maps.h"
 #include "lib/keys.h"
 #include "lib/peer.h"
+#include "lib/shares.h"
 #include "lib/services.h"
 
 /*
@@ -71,6 +72,17 @@ static __always_inline void forget_socket(struct bpf_sock_ops *skops, struct sm4
 	p = bpf_map_lookup_elem(&sm4j_pair, key);
 	if (!p || p->cookie != bpf_get_socket_cookie(skops))
 		return;
+	if (skops->sk) {
+		/* Its entry leaves its share (once: the state's share is cleared). */
+		struct sm4j_sock_state *st = bpf_sk_storage_get(&sm4j_sockstate, skops->sk, 0, 0);
+
+		if (st && st->share_kind) {
+			struct sm4j_share_key k = {.id = st->share_id, .kind = st->share_kind};
+
+			share_give(&k);
+			st->share_kind = 0;
+		}
+	}
 	bpf_map_delete_elem(&sm4j_pair, key);
 	bpf_map_delete_elem(&sm4j_rx, key);
 	bpf_map_delete_elem(&sm4j_watch, key);
@@ -116,9 +128,32 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 		count(SM4J_CTR_KEY_TAKEN, 1);
 		return;
 	}
+	/*
+	 * Whose share the entry takes: a client's own; an accepted socket's, its client's (its pair
+	 * holds it), so that a connection costs whoever made it both entries and no one can spend a
+	 * server's share by connecting to it.
+	 */
+	if (skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB) {
+		struct sm4j_sock_key client = {};
+		struct sm4j_pair *cp;
+
+		reverse_key(&client, key);
+		cp = bpf_map_lookup_elem(&sm4j_pair, &client);
+		if (cp)
+			pair.share = cp->share;
+	} else {
+		share_of(skops, tp, &pair.share);
+	}
+	if (!share_take(&pair.share)) {
+		/* Its maker's share of the map is full: this socket stays on TCP, and so does its peer. */
+		count(SM4J_CTR_REGISTER_FAILED, 1);
+		return;
+	}
 	st->last_seq = tp->write_seq;
 	st->policy_bound = policy->bound;
 	err = bpf_sock_hash_update(skops, &sm4j_socks, key, BPF_NOEXIST);
+	if (err)
+		share_give(&pair.share);
 	if (err == -EBUSY) {
 		/*
 		 * Another program's sockmap holds this socket with its own sk_msg program (an
@@ -142,9 +177,12 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 	if (bpf_map_update_elem(&sm4j_pair, key, &pair, BPF_ANY) != 0) {
 		/* Without its proof its peer could not register: off the map again, on TCP. */
 		bpf_map_delete_elem(&sm4j_socks, key);
+		share_give(&pair.share);
 		count(SM4J_CTR_REGISTER_FAILED, 1);
 		return;
 	}
+	st->share_id = pair.share.id;
+	st->share_kind = pair.share.kind;
 	count(SM4J_CTR_SOCKETS_REGISTERED, 1);
 #ifndef SM4J_NO_DRAIN
 	{

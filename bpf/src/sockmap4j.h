@@ -77,6 +77,28 @@ struct sm4j_sock_state {
 	__u32 policy_bound; /* the bound of the connection's policy entry, 0 for the default */
 	__u32 peer_slot;    /* the peer's read slot as last found through sm4j_rx ... */
 	__u64 peer_cookie;  /* ... while the slot holds this cookie (0: look it up) */
+	__u64 share_id;     /* the share of sm4j_shares its entry counts in (struct sm4j_share_key) ... */
+	__u32 share_kind;   /* ... 0: none */
+	__u32 pad;
+};
+
+/*
+ * Shares of the SOCKHASH (sm4j_shares in lib/maps.h): no one fills the map for others. An entry
+ * counts in the share of whoever made the connection (both ends in the client's): the user that
+ * owns the outermost user namespace of the socket's network namespace, where a user other than
+ * root made it (SM4J_SHARE_USERNS: every uid it maps and every namespace below it are that one
+ * user); else the network namespace where it is not the host's (SM4J_SHARE_NETNS: a pod, made by
+ * root); else, on the host, the socket's owner uid (SM4J_SHARE_UID), root's not counted. A share
+ * holds at most sm4j_cfg.share_max entries; past it the socket stays on TCP.
+ */
+#define SM4J_SHARE_UID 1
+#define SM4J_SHARE_USERNS 2
+#define SM4J_SHARE_NETNS 3
+
+struct sm4j_share_key {
+	__u64 id;   /* a uid, or a network namespace's cookie */
+	__u32 kind; /* SM4J_SHARE_* */
+	__u32 pad;
 };
 
 /*
@@ -129,6 +151,9 @@ struct sm4j_watch {
 struct sm4j_config {
 	__u32 watch_bound;   /* the first bound of a receiver that publishes nothing */
 	__u32 watch_ceiling; /* the largest a drain doubles it to (net.ipv4.tcp_rmem's maximum) */
+	__u32 share_max;     /* entries of sm4j_socks one share may hold (0: no limit) */
+	__u32 pad;
+	__u64 host_netns;    /* the cookie of the network namespace the loader ran in: the host's */
 };
 
 /*
@@ -213,6 +238,7 @@ struct sm4j_pair {
 	__u64 cookie;
 	__u32 snd_nxt;
 	__u32 rcv_nxt;
+	struct sm4j_share_key share; /* a client's: its server's entry counts there too */
 };
 
 /*

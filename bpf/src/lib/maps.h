@@ -18,7 +18,26 @@ struct tcp_sock {
  * (CO-RE): the uid owning the socket (the creator's filesystem uid, its effective uid unless set
  * apart), and the psock of a socket in a sockmap.
  */
+struct user_namespace___sm4j {
+	struct user_namespace___sm4j *parent;
+	int level; /* 0: the initial user namespace */
+	struct {
+		__u32 val;
+	} owner;
+} __attribute__((preserve_access_index));
+
+struct net___sm4j {
+	struct user_namespace___sm4j *user_ns; /* the user namespace that owns the network namespace */
+} __attribute__((preserve_access_index));
+
+struct sock_common___sm4j {
+	struct {
+		struct net___sm4j *net;
+	} skc_net;
+} __attribute__((preserve_access_index));
+
 struct sock___sm4j {
+	struct sock_common___sm4j __sk_common;
 	struct {
 		__u32 val;
 	} sk_uid;
@@ -57,6 +76,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } sm4j_counters SEC(".maps");
+
+/* Entries of sm4j_socks by share (struct sm4j_share_key in sockmap4j.h); an entry goes at 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sm4j_share_key);
+	__type(value, __u64);
+} sm4j_shares SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -174,6 +201,8 @@ struct {
 const volatile struct sm4j_config sm4j_cfg = {
 	.watch_bound = 131072,
 	.watch_ceiling = 6 << 20,
+	.share_max = 0,
+	.host_netns = 0,
 };
 
 #endif /* SM4J_LIB_MAPS_H */

@@ -28,6 +28,8 @@
  *   peer dribble ADDR PORT N MS           N connections to ADDR:PORT (as many as it gets), each sent one byte of
  *                                         a request every MS ms until stdin closes; prints dribbling=K, the
  *                                         connections it got
+ *   peer hold ADDR PORT N                 listen on ADDR:PORT, connect N clients to it and accept them (its descriptor
+ *                                         limit raised to the hard one), print held=N, keep them until stdin closes
  *   peer mesh-proxy ADDR PORT             a service mesh's sidecar in miniature: listen on ADDR:PORT (0.0.0.0, or ::
  *                                         for IPv6), accept one connection a NAT rule sent there, print
  *                                         origdst=ADDR:PORT (its SO_ORIGINAL_DST), connect there and relay both ways
@@ -45,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -343,6 +346,30 @@ int main(int argc, char **argv)
 		printf("stolen=%lld\n", got > 65536 ? got - 65536 : 0);
 		printf("ok=1\n");
 		fflush(stdout);
+		return 0;
+	}
+	if (!strcmp(mode, "hold") && argc == 5) {
+		struct rlimit rl;
+		long n = atol(argv[4]), held = 0;
+		int lfd;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		lfd = listener(argv[2], atoi(argv[3]), 4096);
+		if (lfd < 0)
+			return fail("listen");
+		for (; held < n; held++) {
+			int c = dial_quietly(argv[2], atoi(argv[3]), 0);
+
+			if (c < 0 || accept(lfd, NULL, NULL) < 0)
+				break;
+		}
+		printf("held=%ld\n", held);
+		fflush(stdout);
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
 		return 0;
 	}
 	if (!strcmp(mode, "mesh-proxy") && argc == 4) {

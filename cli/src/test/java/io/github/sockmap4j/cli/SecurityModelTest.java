@@ -264,6 +264,61 @@ class SecurityModelTest {
     }
 
     /**
+     * Trust III, row 6: a user without a grant opens connections to a port root opted in for every
+     * address, from network and user namespaces of its own ({@code unshare -Urn}), enough for
+     * more entries than the SOCKHASH has (the report's 4 x 8,200 filled 65,535 in 2 s, and the
+     * next connection of anyone was a register failure). The map is shared: every namespace of
+     * one user counts as that user, and a share holds a quarter of the map; the user's
+     * connections past it stay on TCP, and another user's connection is still redirected. An
+     * agent of its own with a map of 1,024, so that the attack takes 600 connections.
+     */
+    @Test
+    void aUserFillsAtMostItsShareOfTheMap() throws Exception {
+        Path cg = TestKernel.newCgroup("share");
+        Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("share"));
+        int port = 47345;
+        int maxSockets = 1024;
+        try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", dir.toString(),
+                "agent", "--cgroup", cg.toString(), "--metrics-port", "-1", "--max-sockets",
+                Integer.toString(maxSockets)))) {
+            other.expect("agent: ready", 60);
+            assertEquals(0, CommandLineTest.run("--pin-dir", dir.toString(), "allow", Integer.toString(port)).code());
+            SockmapStats before = SockmapAdmin.stats(dir);
+            String script = "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + port + " 600";
+            try (ChildJvm attacker = ChildJvm.startInCgroup(cg, as(U2, List.of("unshare", "-Urn", "sh", "-c",
+                    script)))) {
+                assertEquals("600", attacker.expect("held=", 120), attacker.output());
+                SockmapStats during = SockmapAdmin.stats(dir);
+                long taken = during.socketsInMap() - before.socketsInMap();
+                System.out.printf("a user's 600 connections from its own namespaces: %d entries of %d taken, %d "
+                        + "registrations refused%n", taken, maxSockets,
+                        during.registerFailures() - before.registerFailures());
+                int share = io.github.sockmap4j.internal.bpf.ObjectLoader.shareMax(maxSockets);
+                assertTrue(taken > 0 && taken <= share, "the user's share of the map at most: " + taken + " of " + share);
+                // Another user, on the host: its ping-pong is registered and redirected.
+                try (ChildJvm server = ChildJvm.startInCgroup(cg, as(U1, List.of(peer.toString(), "pp-server",
+                        "127.0.0.1", Integer.toString(port))))) {
+                    server.expect("port=", 30);
+                    try (ChildJvm client = ChildJvm.startInCgroup(cg, as(U1, List.of(peer.toString(), "pp-client",
+                            "127.0.0.1", Integer.toString(port), "100", "64")))) {
+                        assertEquals("1", client.expect("ok=", 60), client.output());
+                    }
+                    assertEquals("1", server.expect("ok=", 30), server.output());
+                }
+                SockmapStats after = SockmapAdmin.stats(dir);
+                assertTrue(after.messagesRedirected() - during.messagesRedirected() >= 200,
+                        "the other user's 100 round trips redirected: " + after);
+                attacker.closeInput();
+            }
+            other.terminate();
+            assertEquals(0, other.waitFor(30), other.output());
+        } finally {
+            SockmapAdmin.removePins(dir);
+            Leftovers.removeCgroups(cg);
+        }
+    }
+
+    /**
      * An agent whose metrics port another process holds when it starts: its control plane comes up
      * and serves (on 6a39524 the agent exited 1), it says the port is held, and it serves the
      * probes once the port is free.

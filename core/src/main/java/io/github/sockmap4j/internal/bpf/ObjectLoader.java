@@ -84,6 +84,10 @@ public final class ObjectLoader {
                 MemorySegment cfg = arena.allocate(WatchLayout.CONFIG);
                 cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_BOUND, defaultWatchBound());
                 cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_WATCH_CEILING, watchCeiling());
+                // No one fills the map for others: a share (a user, a pod) holds a quarter of it.
+                cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_SHARE_MAX, shareMax(maxSockets));
+                cfg.set(ValueLayout.JAVA_LONG, WatchLayout.CONFIG_HOST_NETNS,
+                        io.github.sockmap4j.internal.sys.NetnsCookie.here());
                 bpf.setInitialValue(bpf.findMap(obj, Pin.CONFIG.objectName), cfg);
                 try {
                     bpf.loadObject(obj);
@@ -140,6 +144,14 @@ public final class ObjectLoader {
      */
     static int defaultWatchBound() {
         return tcpRmem(1, 131072);
+    }
+
+    /**
+     * Entries of a SOCKHASH of {@code maxSockets} one share may hold: a quarter, so that a user,
+     * a pod or one user's namespaces leave three quarters to the others (two entries a connection).
+     */
+    public static int shareMax(int maxSockets) {
+        return Math.max(2, maxSockets / 4);
     }
 
     /**

@@ -23,6 +23,8 @@ enum Pin {
     SVC_SOCK("sm4j_svcsock", "svcsock", false),
     /** Translated sockets by their own end, for SO_ORIGINAL_DST (a mesh's proxy). */
     SVC_ORIG("sm4j_svcorig", "svcorig", false),
+    /** SOCKHASH entries by share (a user, a pod): no one fills the map for others. */
+    SHARES("sm4j_shares", "shares", false),
     /** This node's address prefixes: where a registered socket's server may be (LocalPeersMap). */
     LOCAL("sm4j_local", "local", false),
     /** Sockets another program's sockmap held when they were to be registered (Collisions). */

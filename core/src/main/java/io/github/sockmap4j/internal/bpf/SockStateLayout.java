@@ -14,6 +14,9 @@ import java.lang.foreign.ValueLayout;
  *     __u32 policy_bound;    // the bound of the connection's policy entry, 0 for the default
  *     __u32 peer_slot;       // the peer's read slot as the verdict last found it ...
  *     __u64 peer_cookie;     // ... while the slot holds this cookie (0: look it up)
+ *     __u64 share_id;        // the share of the SOCKHASH its entry counts in ...
+ *     __u32 share_kind;      // ... 0: none
+ *     __u32 pad;
  * };
  * </pre>
  */
@@ -25,7 +28,10 @@ public final class SockStateLayout {
             ValueLayout.JAVA_INT.withName("flags"),
             ValueLayout.JAVA_INT.withName("policy_bound"),
             ValueLayout.JAVA_INT.withName("peer_slot"),
-            ValueLayout.JAVA_LONG.withName("peer_cookie")).withName("sm4j_sock_state");
+            ValueLayout.JAVA_LONG.withName("peer_cookie"),
+            ValueLayout.JAVA_LONG.withName("share_id"),
+            ValueLayout.JAVA_INT.withName("share_kind"),
+            ValueLayout.JAVA_INT.withName("pad")).withName("sm4j_sock_state");
     public static final long REDIRECTED = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("redirected"));
     public static final long TCP_BYTES = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("tcp"));
     public static final long FLAGS = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("flags"));

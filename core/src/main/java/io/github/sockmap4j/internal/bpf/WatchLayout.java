@@ -16,6 +16,9 @@ import java.lang.foreign.ValueLayout;
  * struct sm4j_config {    // the programs' .rodata (const volatile sm4j_cfg), pinned as "config"
  *     __u32 watch_bound;   // first bound of a receiver that publishes nothing
  *     __u32 watch_ceiling; // the largest a drain doubles it to (tcp_rmem's maximum)
+ *     __u32 share_max;     // entries of the SOCKHASH one share may hold (0: no limit)
+ *     __u32 pad;
+ *     __u64 host_netns;    // the cookie of the loader's network namespace: the host's
  * };
  * </pre>
  */
@@ -27,7 +30,10 @@ public final class WatchLayout {
             ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_watch");
     public static final StructLayout CONFIG = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("watch_bound"),
-            ValueLayout.JAVA_INT.withName("watch_ceiling")).withName("sm4j_config");
+            ValueLayout.JAVA_INT.withName("watch_ceiling"),
+            ValueLayout.JAVA_INT.withName("share_max"),
+            ValueLayout.JAVA_INT.withName("pad"),
+            ValueLayout.JAVA_LONG.withName("host_netns")).withName("sm4j_config");
     public static final long SENT = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("sent"));
     public static final long READ = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("read"));
     public static final long BOUND = WATCH.byteOffset(MemoryLayout.PathElement.groupElement("bound"));
@@ -35,6 +41,8 @@ public final class WatchLayout {
     public static final long CONFIG_WATCH_BOUND = CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("watch_bound"));
     public static final long CONFIG_WATCH_CEILING =
             CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("watch_ceiling"));
+    public static final long CONFIG_SHARE_MAX = CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("share_max"));
+    public static final long CONFIG_HOST_NETNS = CONFIG.byteOffset(MemoryLayout.PathElement.groupElement("host_netns"));
     /** SM4J_WATCH_WANTED: the sender is held on TCP or near the bound, so poll it often. */
     public static final int WANTED = 1;
     /** SM4J_WATCH_FIXED: the bound is the port's own; the watcher leaves it as it is. */
