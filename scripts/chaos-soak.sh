@@ -35,6 +35,8 @@ cleanup() {
   for j in $jobs_live; do kill -9 "${job_spid[$j]}" "${job_cpid[$j]}" 2>/dev/null; done
   [ -n "${hold_pid:-}" ] && kill -9 "$hold_pid" 2>/dev/null
   [ -n "$agent_pid" ] && kill -9 "$agent_pid" 2>/dev/null
+  # Whatever of the run is still in its cgroup (a peer no job holds any more) goes too.
+  [ -f "$cg/cgroup.procs" ] && xargs -r kill -9 < "$cg/cgroup.procs" 2>/dev/null
   wait 2>/dev/null
   $sm --pin-dir "$pins" down --force >/dev/null 2>&1
   for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
@@ -48,6 +50,9 @@ java_peer="$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -Xmx256m -XX:+
 java_peer="$java_peer -XX:TieredStopAtLevel=1 -Dsockmap4j.pinDir=$pins -Dsockmap4j.cgroup=$cg"
 java_peer="$java_peer -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp $cp io.github.sockmap4j.bench.SoakPeer"
 incg() { sh -c "echo \$\$ > $cg/cgroup.procs; exec $*"; }
+# The same for a peer started with '&': exec, so that $! is the peer itself (the JVM or C
+# program), not a subshell whose SIGKILL would leave the peer running.
+incg_bg() { exec sh -c "echo \$\$ > $cg/cgroup.procs; exec $*"; }
 start_agent() {
   $sm --pin-dir "$pins" agent --cgroup "$cg" --metrics-port -1 --max-sockets 1024 > "$work/agent.log" 2>&1 &
   agent_pid=$!
@@ -70,20 +75,21 @@ start_job() { # TYPE
   local t=$1 j=$((seq_n += 1)) p s_out c_out
   local busy=" " k
   for k in $jobs_live; do busy="$busy${job_port[$k]} "; done
-  # The next port no live job holds (a server whose client was killed before it connected can
-  # still be listening on its own).
+  # The next port no live job holds and nothing listens on (a server whose client was killed can
+  # still be listening on its own while its job has ended: a JVM takes a moment to exit).
   while :; do
     port_i=$(( (port_i + 1) % 40 )); p=$((20700 + port_i))
-    case "$busy" in *" $p "*) ;; *) break ;; esac
+    case "$busy" in *" $p "*) continue ;; esac
+    [ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] && break
   done
   s_out="$work/$j.s"; c_out="$work/$j.c"
   case $t in
-    c-stream) incg "$work/peer" stream-server 127.0.0.1 "$p" $((1 << 30)) > "$s_out" 2>&1 & ;;
-    c-pp) incg "$work/peer" pp-server 127.0.0.1 "$p" > "$s_out" 2>&1 & ;;
-    jvm-stream) incg $java_peer stream-server "$p" $((256 << 20)) > "$s_out" 2>&1 & ;;
-    jvm-pp) incg $java_peer pp-server "$p" > "$s_out" 2>&1 & ;;
+    c-stream) incg_bg "$work/peer" stream-server 127.0.0.1 "$p" $((1 << 30)) > "$s_out" 2>&1 & ;;
+    c-pp) incg_bg "$work/peer" pp-server 127.0.0.1 "$p" > "$s_out" 2>&1 & ;;
+    jvm-stream) incg_bg $java_peer stream-server "$p" $((256 << 20)) > "$s_out" 2>&1 & ;;
+    jvm-pp) incg_bg $java_peer pp-server "$p" > "$s_out" 2>&1 & ;;
     churn) ( ok=0; for i in $(seq 30); do
-               incg "$work/peer" pp-server 127.0.0.1 "$p" > "$s_out.$i" 2>&1 & sp=$!
+               incg_bg "$work/peer" pp-server 127.0.0.1 "$p" > "$s_out.$i" 2>&1 & sp=$!
                wait_port "$s_out.$i" || break
                incg "$work/peer" pp-client 127.0.0.1 "$p" 20 512 > "$c_out.$i" 2>&1
                wait $sp; grep -q ok=1 "$c_out.$i" && ok=$((ok + 1))
@@ -94,10 +100,10 @@ start_job() { # TYPE
   job_spid[$j]=$!
   if ! wait_port "$s_out"; then fail "job $j ($t): the server never listened: $(cat "$s_out")"; return; fi
   case $t in
-    c-stream) incg "$work/peer" stream-client 127.0.0.1 "$p" $((1 << 30)) 300 > "$c_out" 2>&1 & ;;
-    c-pp) incg "$work/peer" pp-client 127.0.0.1 "$p" 20000 1024 > "$c_out" 2>&1 & ;;
-    jvm-stream) incg $java_peer stream-client "$p" $((256 << 20)) > "$c_out" 2>&1 & ;;
-    jvm-pp) incg $java_peer pp-client "$p" 20000 1024 > "$c_out" 2>&1 & ;;
+    c-stream) incg_bg "$work/peer" stream-client 127.0.0.1 "$p" $((1 << 30)) 300 > "$c_out" 2>&1 & ;;
+    c-pp) incg_bg "$work/peer" pp-client 127.0.0.1 "$p" 20000 1024 > "$c_out" 2>&1 & ;;
+    jvm-stream) incg_bg $java_peer stream-client "$p" $((256 << 20)) > "$c_out" 2>&1 & ;;
+    jvm-pp) incg_bg $java_peer pp-client "$p" 20000 1024 > "$c_out" 2>&1 & ;;
   esac
   job_cpid[$j]=$!; job_type[$j]=$t; job_start[$j]=$(date +%s); job_killed[$j]=0; job_port[$j]=$p
   jobs_live="$jobs_live $j"
@@ -147,7 +153,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   now=$(date +%s); elapsed=$((now - t0))
   # The nearly full map, in the middle third.
   if [ -z "$hold_pid" ] && [ "$elapsed" -ge $((seconds / 3)) ]; then
-    incg $java_peer hold $spare 400 $((seconds / 3)) > "$work/hold.out" 2>&1 & hold_pid=$!
+    incg_bg $java_peer hold $spare 400 $((seconds / 3)) > "$work/hold.out" 2>&1 & hold_pid=$!
     echo "t=${elapsed}s: a JVM holds 400 idle connection pairs for $((seconds / 3)) s"
   elif [ -n "$hold_pid" ] && [ "$hold_pid" != done ] && ! kill -0 "$hold_pid" 2>/dev/null; then
     wait "$hold_pid"

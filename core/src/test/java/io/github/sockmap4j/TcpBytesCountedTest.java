@@ -30,7 +30,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The counters against what the sockets sent: a writer that does not hold back for credit (a
  * JDK socket on an opted-in port, as an unchanged service's) goes past the in-flight bound to
- * TCP and back; afterwards the bytes the counters say went by TCP are what the writing socket's
+ * TCP (and back, when its reader happens to drain everything at a send: not in every run, as
+ * docs/in-flight-bound.md says); afterwards the bytes the counters say went by TCP are what the writing socket's
  * TCP sent and had acknowledged ({@code ss -ti}'s {@code bytes_acked}), and redirected plus by
  * TCP is what the application wrote.
  */
@@ -196,7 +197,6 @@ class TcpBytesCountedTest {
                         after.boundHits() - before.boundHits(), after.resumes() - before.resumes());
                 assertTrue(optIn.active(), "opted in");
                 assertTrue(after.boundHits() > before.boundHits(), "the reader was slow enough to hit the bound");
-                assertTrue(after.resumes() > before.resumes(), "the writer came back once its reader caught up");
                 assertEquals(sockets[0], tcp, "bytes by TCP: the counters against what the socket's TCP had acked");
                 assertEquals(sockets[1] - sockets[2], tcp, "and against what it sent, less its retransmissions");
                 assertEquals(total, redirected + tcp, "redirected and by TCP: what was written");
