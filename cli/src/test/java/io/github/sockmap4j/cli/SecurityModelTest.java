@@ -318,6 +318,57 @@ class SecurityModelTest {
         }
     }
 
+    /** The value of a gauge in the agent's /metrics. */
+    long metric(String name) throws Exception {
+        for (String line : get(http + "/metrics").body().split("\n")) {
+            if (line.startsWith(name + " ")) {
+                return (long) Double.parseDouble(line.substring(name.length() + 1).trim());
+            }
+        }
+        throw new AssertionError("no " + name + " in /metrics");
+    }
+
+    /**
+     * Trust III, row 9: a user without a grant runs 1,000 processes in the agent's cgroup, each in
+     * network and user namespaces of its own ({@code unshare -Urn sleep}). The agent looked into
+     * every one (a netlink socket each, kept: 97 to 1,097 descriptors) and a bounded request read
+     * them all (39 ms to 14.7 s). Now a user's namespaces past its first 16 are not looked into:
+     * the watcher's sockets and a request's reads grow by 16 for that user, not 1,000.
+     */
+    @Test
+    void aThousandNamespacesOfOneUserCostTheAgentSixteen() throws Exception {
+        long before = metric("sockmap4j_agent_namespaces");
+        long fdsBefore;
+        try (var fds = Files.list(Path.of("/proc", Long.toString(agent.pid()), "fd"))) {
+            fdsBefore = fds.count();
+        }
+        // The sleepers go with the script, also when the test fails and closes it (SIGTERM).
+        String script = "pids=''; trap 'kill $pids 2>/dev/null; exit 1' TERM; "
+                + "for i in $(seq 1000); do unshare -Urn sleep 600 & pids=\"$pids $!\"; done; "
+                + "self=$(readlink /proc/self/ns/net); for p in $pids; do "
+                + "while [ \"$(readlink /proc/$p/ns/net)\" = \"$self\" ]; do sleep 0.01; done; done; "
+                + "echo spawned=1; read x; kill $pids; wait";
+        try (ChildJvm many = ChildJvm.startInCgroup(cgroup, as(U2, List.of("sh", "-c", script)))) {
+            many.expect("spawned=", 120);
+            Await.until("the watcher looks at the cgroup again", Duration.ofSeconds(30),
+                    () -> metric("sockmap4j_agent_namespaces") >= before + 16);
+            long now = metric("sockmap4j_agent_namespaces");
+            long fdsNow;
+            try (var fds = Files.list(Path.of("/proc", Long.toString(agent.pid()), "fd"))) {
+                fdsNow = fds.count();
+            }
+            long t0 = System.nanoTime();
+            List<String> answer = agentCall(U1, "ALLOW 47341 127.0.0.0 104 65536");
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            System.out.printf("1,000 namespaces of uid %d: the agent looks into %d more (descriptors %d -> %d); a "
+                    + "bounded request answered in %d ms: %s%n", U2, now - before, fdsBefore, fdsNow, ms, answer);
+            assertEquals(before + 16, now, "that user's first 16 namespaces, no more");
+            assertTrue(fdsNow - fdsBefore < 100, "descriptors " + fdsBefore + " -> " + fdsNow);
+            many.closeInput();
+            assertEquals(0, many.waitFor(60), many.output());
+        }
+    }
+
     /**
      * An agent whose metrics port another process holds when it starts: its control plane comes up
      * and serves (on 6a39524 the agent exited 1), it says the port is held, and it serves the

@@ -33,7 +33,10 @@ public final class Listeners {
      * {@code cgroups} (and below), and that of each of {@code pids}.
      */
     public static List<Listener> on(int port, List<Path> cgroups, long... pids) {
-        Map<Long, Long> namespaces = new LinkedHashMap<>(NetnsDiags.namespaces(cgroups));
+        // Each user's first namespaces only, as the watcher looks in (NetnsDiags.boundedPerUser): a
+        // request's cost does not grow with the namespaces another user makes.
+        Map<Long, Long> namespaces = new LinkedHashMap<>(NetnsDiags.boundedPerUser(NetnsDiags.namespaces(cgroups),
+                UserNamespaces::ownerBelowOurs));
         List<Long> who = new ArrayList<>(List.of(ProcessHandle.current().pid()));
         for (long p : pids) {
             who.add(p);

@@ -124,7 +124,7 @@ public final class NetnsDiags implements AutoCloseable {
         if (cgroups.isEmpty()) {
             return;
         }
-        Map<Long, Long> present = namespaces(cgroups);
+        Map<Long, Long> present = boundedPerUser(namespaces(cgroups), UserNamespaces::ownerBelowOurs);
         Set<Long> stale = new HashSet<>(byInode.keySet());
         stale.removeAll(present.keySet());
         for (Long inode : stale) {
@@ -168,6 +168,39 @@ public final class NetnsDiags implements AutoCloseable {
             }
         }
         return present;
+    }
+
+    /**
+     * Network namespaces a user other than root may have looked into: any user can make thousands
+     * ({@code unshare -Urn}), and each costs the agent a socket and a query per look. Namespaces
+     * of user namespaces a user other than root made count as that user's, and each user's
+     * {@value #PER_USER} with the lowest inodes are kept (the same ones from look to look); the
+     * rest (root's: the host's, the pods') are all kept.
+     */
+    static final int PER_USER = 16;
+
+    /** {@code present} (inode to a pid in it) without each user's namespaces past {@link #PER_USER}. */
+    static Map<Long, Long> boundedPerUser(Map<Long, Long> present, java.util.function.IntUnaryOperator ownerOfPid) {
+        Map<Integer, java.util.TreeMap<Long, Long>> byOwner = new HashMap<>();
+        Map<Long, Long> kept = new HashMap<>();
+        for (Map.Entry<Long, Long> e : present.entrySet()) {
+            int owner = ownerOfPid.applyAsInt((int) (long) e.getValue());
+            if (owner > 0) {
+                byOwner.computeIfAbsent(owner, o -> new java.util.TreeMap<>()).put(e.getKey(), e.getValue());
+            } else {
+                kept.put(e.getKey(), e.getValue());
+            }
+        }
+        for (java.util.TreeMap<Long, Long> mine : byOwner.values()) {
+            int n = 0;
+            for (Map.Entry<Long, Long> e : mine.entrySet()) {
+                if (n++ == PER_USER) {
+                    break;
+                }
+                kept.put(e.getKey(), e.getValue());
+            }
+        }
+        return kept;
     }
 
     private void add(Ns ns) {
