@@ -26,14 +26,26 @@
  *                                         (no packet is sent); prints repaired=K, the sockets connected, and
  *                                         holds them until stdin closes
  *   peer dribble ADDR PORT N MS           N connections to ADDR:PORT (as many as it gets), each sent one byte of
- *                                         a request every MS ms until stdin closes; prints dribbling=K, the
- *                                         connections it got
+ *                                         a request every MS ms until stdin closes, dialled again when cut off;
+ *                                         prints dribbling=K, the connections it got first
+ *   peer pipeline ADDR PORT               connect to ADDR:PORT and write GET /metrics requests without reading an
+ *                                         answer until the connection is cut, then again, until killed; prints
+ *                                         pipelining=1 once the first is written
+ *   peer ctl-keepalive SOCKET N MS        N connections to the agent's Unix socket SOCKET, each sent a PING every
+ *                                         MS ms, dialled again when closed or refused, until killed; prints
+ *                                         kept=K, the connections its first round got served
  *   peer hold ADDR PORT N                 listen on ADDR:PORT, connect N clients to it and accept them (its descriptor
  *                                         limit raised to the hard one), print held=N, keep them until stdin closes
  *   peer mesh-proxy ADDR PORT             a service mesh's sidecar in miniature: listen on ADDR:PORT (0.0.0.0, or ::
  *                                         for IPv6), accept one connection a NAT rule sent there, print
  *                                         origdst=ADDR:PORT (its SO_ORIGINAL_DST), connect there and relay both ways
  *                                         until either end closes
+ *   peer listen-flood ADDR PORT N SOCKET CONNS SECONDS RATE LINE  N listeners on ADDR:PORT, PORT+1, ...
+ *                                         (its descriptor limit raised to the hard one; prints listening=K), then
+ *                                         for SECONDS sends LINE on each of CONNS connections to the Unix socket
+ *                                         SOCKET and reads the answers, round after round, RATE lines a second at
+ *                                         most; prints requests=R, refused=F (answers other than the first's) and
+ *                                         answer=the first answer
  * Servers print port=N once listening (PORT 0: any free port), clients peer=ADDR:PORT once connected
  * (getpeername); all print ok=1 when done, or why not. A client binds to the address and port in
  * SM4J_PEER_BIND (ADDR:PORT, IPv4) before it connects, when set.
@@ -265,12 +277,75 @@ int main(int argc, char **argv)
 				break;
 			for (int i = 0; i < got; i++)
 				if (fds[i] >= 0 && send(fds[i], req + at, 1, MSG_NOSIGNAL) < 0) {
+					/* Cut off: dial again, as an attacker would. */
 					close(fds[i]);
-					fds[i] = -1;
+					fds[i] = dial_quietly(argv[2], atoi(argv[3]), 0);
 				}
 			at = (at + 1) % strlen(req);
 		}
 		return 0;
+	}
+	if (!strcmp(mode, "pipeline") && argc == 4) {
+		const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+		int announced = 0;
+
+		for (;;) {
+			int fd = dial_quietly(argv[2], atoi(argv[3]), 0);
+			struct timespec pause = { 0, 100000000L };
+
+			while (fd >= 0 && send(fd, req, strlen(req), MSG_NOSIGNAL) > 0)
+				if (!announced++) {
+					printf("pipelining=1\n");
+					fflush(stdout);
+				}
+			if (fd >= 0)
+				close(fd);
+			nanosleep(&pause, NULL);
+		}
+	}
+	if (!strcmp(mode, "ctl-keepalive") && argc == 5) {
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		int n = atoi(argv[3]), ms = atoi(argv[4]), fds[64], round = 0;
+
+		strncpy(un.sun_path, argv[2], sizeof(un.sun_path) - 1);
+		for (int c = 0; c < n && c < 64; c++)
+			fds[c] = -1;
+		for (;; round++) {
+			int served = 0;
+			struct timespec pause = { ms / 1000, (ms % 1000) * 1000000L };
+
+			for (int c = 0; c < n && c < 64; c++) {
+				size_t len = 0;
+
+				if (fds[c] < 0) {
+					fds[c] = socket(AF_UNIX, SOCK_STREAM, 0);
+					if (fds[c] >= 0 && connect(fds[c], (struct sockaddr *)&un, sizeof(un)) < 0) {
+						close(fds[c]);
+						fds[c] = -1;
+					}
+				}
+				if (fds[c] < 0 || send(fds[c], "PING\n", 5, MSG_NOSIGNAL) != 5) {
+					if (fds[c] >= 0)
+						close(fds[c]);
+					fds[c] = -1;
+					continue;
+				}
+				while (len < sizeof(buf) - 1 && read(fds[c], buf + len, 1) == 1 && buf[len] != '\n')
+					len++;
+				buf[len] = 0;
+				if (!strncmp(buf, "OK", 2)) {
+					served++;
+				} else {
+					close(fds[c]);
+					fds[c] = -1;
+				}
+			}
+			if (!round) {
+				printf("kept=%d\n", served);
+				fflush(stdout);
+			}
+			nanosleep(&pause, NULL);
+		}
 	}
 	if (!strcmp(mode, "repair") && argc == 7) {
 		int n = atoi(argv[6]), made = 0;
@@ -370,6 +445,57 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		while (read(0, buf, sizeof(buf)) > 0)
 			;
+		return 0;
+	}
+	if (!strcmp(mode, "listen-flood") && argc == 10) {
+		struct rlimit rl;
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+		long n = atol(argv[4]), made = 0, requests = 0, other = 0;
+		int conns = atoi(argv[6]), *fds;
+		struct timespec pause = { 0, 0 };
+		time_t end;
+		char first[512] = "";
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		for (; made < n; made++)
+			if (listener(argv[2], atoi(argv[3]) + made, 1) < 0)
+				break;
+		printf("listening=%ld\n", made);
+		fflush(stdout);
+		fds = calloc(conns, sizeof(int));
+		strncpy(un.sun_path, argv[5], sizeof(un.sun_path) - 1);
+		for (int c = 0; c < conns; c++) {
+			fds[c] = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (fds[c] < 0 || connect(fds[c], (struct sockaddr *)&un, sizeof(un)) < 0)
+				return fail("connect");
+		}
+		pause.tv_nsec = 1000000000L / atol(argv[8]) * conns;
+		pause.tv_sec = pause.tv_nsec / 1000000000L;
+		pause.tv_nsec %= 1000000000L;
+		end = time(NULL) + atoi(argv[7]);
+		while (time(NULL) < end) {
+			for (int c = 0; c < conns; c++)
+				if (send(fds[c], argv[9], strlen(argv[9]), MSG_NOSIGNAL) < 0
+				    || send(fds[c], "\n", 1, MSG_NOSIGNAL) != 1)
+					return fail("write");
+			for (int c = 0; c < conns; c++) {
+				size_t len = 0;
+
+				while (len < sizeof(buf) - 1 && read(fds[c], buf + len, 1) == 1 && buf[len] != '\n')
+					len++;
+				buf[len] = 0;
+				if (!requests++)
+					snprintf(first, sizeof(first), "%s", buf);
+				else if (strcmp(first, buf))
+					other++;
+			}
+			nanosleep(&pause, NULL);
+		}
+		printf("requests=%ld\nrefused=%ld\nanswer=%s\n", requests, other, first);
+		fflush(stdout);
 		return 0;
 	}
 	if (!strcmp(mode, "mesh-proxy") && argc == 4) {

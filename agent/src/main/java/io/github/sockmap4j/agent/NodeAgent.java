@@ -156,7 +156,8 @@ public final class NodeAgent implements AutoCloseable {
                     .load(serviceMap, lockDir.resolve("agent-services"));
             control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, services,
                     agentPolicy, ControlServer.Limits.DEFAULT);
-            control.checkListeners((port, pid) -> Listeners.on(port, options.cgroups(), pid));
+            Listeners listeners = new Listeners();
+            control.checkListeners((port, pid) -> listeners.on(port, options.cgroups(), pid));
             control.start();
             ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "sockmap4j-agent-reaper");

@@ -12,7 +12,9 @@ import java.util.function.BiFunction;
  * A bound sets how much may be redirected to a server unread: set low, every stream to it goes by
  * TCP. So a user other than root sets a bound (other than the receiver's own, 0) only on a port
  * where a server of its own listens within the rule's network and no other uid's does: not ahead
- * of a server, where it would fall on whoever listens there next.
+ * of a server, where it would fall on whoever listens there next. Where a namespace's listeners
+ * cannot be read now ({@link Listeners.NotRead}: too many, or reads have used their share of a
+ * CPU for longer than what was read may be used), nothing can be said, and the bound is refused.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */
@@ -30,7 +32,13 @@ final class ForeignServers {
             return null;
         }
         boolean own = false;
-        for (Listeners.Listener s : listeners.apply(req.port(), pid)) {
+        List<Listeners.Listener> found;
+        try {
+            found = listeners.apply(req.port(), pid);
+        } catch (Listeners.NotRead e) {
+            return e.getMessage();
+        }
+        for (Listeners.Listener s : found) {
             if (!covers(req, s.address())) {
                 continue;
             }

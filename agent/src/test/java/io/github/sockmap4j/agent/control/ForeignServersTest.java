@@ -53,4 +53,17 @@ class ForeignServersTest {
         assertNull(nobody.refusal(1000, 1, allow("127.0.0.1", 128, 0)), "the receiver's own bound needs no server");
         assertNull(nobody.refusal(0, 1, allow("127.0.0.1", 128, 1)), "root");
     }
+
+    /** Trust III, row 8: where a namespace holds more listeners than are read, a user's bound is refused, root's not. */
+    @Test
+    void tooManyListenersToReadRefuseAUsersBound() throws Exception {
+        ForeignServers unknown = new ForeignServers((port, pid) -> {
+            throw Listeners.NotRead.tooMany(42);
+        });
+        String no = unknown.refusal(1000, 1, allow("127.0.0.1", 128, 1));
+        assertTrue(no != null && no.contains("more than " + Listeners.MAX_PER_FILE + " listening sockets")
+                && no.contains("only root may set a bound"), no);
+        assertNull(unknown.refusal(0, 1, allow("127.0.0.1", 128, 1)), "root");
+        assertNull(unknown.refusal(1000, 1, allow("127.0.0.1", 128, 0)), "the receiver's own bound");
+    }
 }
