@@ -1,0 +1,227 @@
+package io.github.sockmap4j.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.agent.AgentHttp;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Trust III's attacks on the node agent at once, for {@code sockmap4j.soakSeconds} (60 in the
+ * build, 300 from scripts/agent-soak.sh), against an agent with the heap the DaemonSet's memory
+ * limit gives it ({@code -Xmx96m}):
+ * <ul>
+ * <li>row 1: a user without a grant holds more HTTP connections than the agent serves, each sent a
+ *     byte of a request every second, dialled again whenever cut off;</li>
+ * <li>row 2: the same user pipelines {@code GET /metrics} on two connections, reading no answer,
+ *     and connects again when cut off;</li>
+ * <li>row 5: the same user, from 8 uids of a user namespace of its own, runs 16 processes of 8
+ *     control-socket connections per uid with a PING every 20 s, dialling again when closed;</li>
+ * <li>row 6: the same user holds 600 connections to a port root opted in for every address, from
+ *     a network and user namespace of its own, against a map of 1,024.</li>
+ * </ul>
+ * Every second, as the kubelet and a bystander would: the DaemonSet's probes over the agent's
+ * Unix socket and root's probe on the metrics port, each answered 200 within 1 s; a granted user's
+ * opt-in answered within 1 s, and its 20 round trips redirected; the agent's resident memory is
+ * read, and must be as high at the end as after the first quarter, no higher.
+ */
+@Tag("kernel")
+@Timeout(value = 900, unit = TimeUnit.SECONDS)
+class AgentSoakTest {
+    /** A user with a grant on ports 47351-47352 of 127.0.0.0/8: the bystander. */
+    static final int BYSTANDER = 65534;
+    /** A user with no grant: the attacker. */
+    static final int ATTACKER = 65533;
+    static final int HELD_PORT = 47353;
+
+    @Test
+    void rowsOneTwoFiveAndSixTogetherStallNoProbeAndNoBystander() throws Exception {
+        int seconds = Integer.getInteger("sockmap4j.soakSeconds", 60);
+        Path work = Files.createTempDirectory("sockmap4j-soak", PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-xr-x")));
+        Path cgroup = null;
+        Path attackers = null;
+        Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("soak"));
+        ChildJvm agent = null;
+        List<ChildJvm> attacks = new ArrayList<>();
+        try {
+            Path peer = ChildJvm.compileC("src/test/c/peer.c", work.resolve("peer"));
+            Path policy = work.resolve("policy");
+            Files.writeString(policy, "uid " + BYSTANDER + " 47351,47352 127.0.0.0/8 1048576\n");
+            cgroup = TestKernel.newCgroup("soak");
+            attackers = TestKernel.newCgroup("soak-attack");
+            List<String> command = ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+                    "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", policy.toString(),
+                    "--max-sockets", "1024");
+            command.add(1, "-Xmx96m");
+            agent = ChildJvm.start(command);
+            String ready = agent.expect("agent: ready", 60);
+            URI http = URI.create(ready.substring(ready.indexOf("http://"), ready.indexOf("/metrics")));
+            Path probe = AgentHttp.probeSocket(pins);
+            Path control = SockmapAdmin.agentSocket(pins);
+            assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", Integer.toString(HELD_PORT))
+                    .code());
+
+            // Row 1 and row 2.
+            ChildJvm dribble = ChildJvm.startInCgroup(attackers, SecurityModelTest.as(ATTACKER, List.of(
+                    peer.toString(), "dribble", http.getHost(), Integer.toString(http.getPort()),
+                    Integer.toString(AgentHttp.MAX_CONNECTIONS + 16), "1000")));
+            attacks.add(dribble);
+            assertTrue(Integer.parseInt(dribble.expect("dribbling=", 30)) > 0, dribble.output());
+            for (int i = 0; i < 2; i++) {
+                ChildJvm pipe = ChildJvm.startInCgroup(attackers, SecurityModelTest.as(ATTACKER, List.of(
+                        peer.toString(), "pipeline", http.getHost(), Integer.toString(http.getPort()))));
+                attacks.add(pipe);
+                pipe.expect("pipelining=", 30);
+            }
+            // Row 5: a user namespace of the attacker's, its uid map written by root as newuidmap would.
+            int base = 310_000 + (int) (ProcessHandle.current().pid() % 1000) * 16;
+            ChildJvm holder = ChildJvm.start(SecurityModelTest.as(ATTACKER, List.of("unshare", "--user", "--", "sh",
+                    "-c", "echo ns=1; exec cat")));
+            attacks.add(holder);
+            holder.expect("ns=", 30);
+            Files.writeString(Path.of("/proc/" + holder.pid() + "/uid_map"), "0 " + base + " 8\n");
+            Files.writeString(Path.of("/proc/" + holder.pid() + "/gid_map"), "0 " + base + " 8\n");
+            int kept = 0;
+            for (int u = 0; u < 8; u++) {
+                ChildJvm keepalive = ChildJvm.startInCgroup(attackers, List.of("nsenter", "--user=/proc/"
+                        + holder.pid() + "/ns/user", "--setuid=" + u, "--setgid=" + u, "sh", "-c",
+                        "for i in $(seq 16); do '" + peer + "' ctl-keepalive '" + control + "' 8 20000 & done; wait"));
+                attacks.add(keepalive);
+                for (int p = 0; p < 16; p++) {
+                    kept += Integer.parseInt(keepalive.expect("kept=", 30));
+                }
+            }
+            // Row 6.
+            ChildJvm hold = ChildJvm.startInCgroup(cgroup, SecurityModelTest.as(ATTACKER, List.of("unshare", "-Urn",
+                    "sh", "-c", "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + HELD_PORT + " 600")));
+            attacks.add(hold);
+            assertEquals("600", hold.expect("held=", 120), hold.output());
+            System.out.printf("soak: %d control connections of the attacker's namespace served at first; %d entries "
+                    + "in the map%n", kept, SockmapAdmin.stats(pins).socketsInMap());
+
+            long start = System.nanoTime();
+            long end = start + TimeUnit.SECONDS.toNanos(seconds);
+            List<long[]> rss = new ArrayList<>(); // {nanos since start, kB}
+            long slowestProbe = 0;
+            long slowestOptIn = 0;
+            int cycles = 0;
+            long redirected = 0;
+            while (System.nanoTime() - end < 0) {
+                long c0 = System.nanoTime();
+                for (String path : List.of("/healthz", "/readyz")) {
+                    long t = System.nanoTime();
+                    int status = probe(probe, path);
+                    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t);
+                    slowestProbe = Math.max(slowestProbe, ms);
+                    assertEquals(200, status, "cycle " + cycles + ": the exec probe of " + path);
+                    assertTrue(ms < 1000, "cycle " + cycles + ": the exec probe of " + path + " took " + ms + " ms");
+                }
+                assertEquals(200, rootProbe(http), "cycle " + cycles + ": root's probe on the metrics port");
+                int port = 47351 + cycles % 2;
+                long t = System.nanoTime();
+                String allowed = call(peer, control, "ALLOW " + port + " 127.0.0.1 128 0");
+                long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t);
+                slowestOptIn = Math.max(slowestOptIn, ms);
+                assertTrue(allowed.startsWith("OK"), "cycle " + cycles + ": the bystander's opt-in: " + allowed);
+                assertTrue(ms < 1000, "cycle " + cycles + ": the bystander's opt-in took " + ms + " ms");
+                SockmapStats before = SockmapAdmin.stats(pins);
+                try (ChildJvm server = ChildJvm.startInCgroup(cgroup, SecurityModelTest.as(BYSTANDER, List.of(
+                        peer.toString(), "pp-server", "127.0.0.1", Integer.toString(port))))) {
+                    server.expect("port=", 30);
+                    try (ChildJvm client = ChildJvm.startInCgroup(cgroup, SecurityModelTest.as(BYSTANDER, List.of(
+                            peer.toString(), "pp-client", "127.0.0.1", Integer.toString(port), "20", "64")))) {
+                        assertEquals("1", client.expect("ok=", 30), client.output());
+                    }
+                    assertEquals("1", server.expect("ok=", 30), server.output());
+                }
+                long moved = SockmapAdmin.stats(pins).messagesRedirected() - before.messagesRedirected();
+                assertTrue(moved >= 40, "cycle " + cycles + ": the bystander's 20 round trips redirected: " + moved);
+                redirected += moved;
+                String denied = call(peer, control, "DENY " + port + " 127.0.0.1 128");
+                assertTrue(denied.startsWith("OK"), "cycle " + cycles + ": " + denied);
+                rss.add(new long[] {System.nanoTime() - start, residentKb(agent.pid())});
+                cycles++;
+                long rest = TimeUnit.SECONDS.toMillis(1) - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - c0);
+                if (rest > 0) {
+                    Thread.sleep(rest); // the probes' period, not a wait for a condition
+                }
+            }
+            long quarter = TimeUnit.SECONDS.toNanos(seconds) / 4;
+            long early = rss.stream().filter(r -> r[0] <= quarter).mapToLong(r -> r[1]).max().orElseThrow();
+            long late = rss.stream().filter(r -> r[0] >= 3 * quarter).mapToLong(r -> r[1]).max().orElseThrow();
+            long highest = rss.stream().mapToLong(r -> r[1]).max().orElseThrow();
+            System.out.printf("soak of %d s: %d cycles; probes within %d ms, the bystander's opt-in within %d ms, %d of "
+                    + "its messages redirected; agent RSS %d kB after the first quarter, %d kB in the last, %d kB at "
+                    + "most; %d entries in the map%n", seconds, cycles, slowestProbe, slowestOptIn, redirected, early,
+                    late, highest, SockmapAdmin.stats(pins).socketsInMap());
+            assertTrue(late <= early + early / 10, "the agent's RSS flat: " + early + " kB then " + late + " kB");
+            assertTrue(agent.isAlive(), agent.output());
+        } finally {
+            for (ChildJvm a : attacks) {
+                a.close();
+            }
+            for (Path cg : new Path[] {attackers, cgroup}) {
+                if (cg != null && Files.exists(cg)) {
+                    Files.writeString(cg.resolve("cgroup.kill"), "1");
+                }
+            }
+            try {
+                Leftovers.removeAgent(agent, pins);
+            } finally {
+                Leftovers.removeCgroups(cgroup, attackers);
+                Leftovers.removeDirectory(work);
+            }
+        }
+    }
+
+    /** The kubelet's exec probe (curl -m 1 over the Unix socket): the status, or -1. */
+    static int probe(Path socket, String path) throws IOException {
+        return SecurityModelTest.probeOverUnixSocket(socket, path);
+    }
+
+    /** Root's probe on the metrics port with the kubelet's 1 s timeout: the status. */
+    static int rootProbe(URI http) throws IOException, InterruptedException {
+        try (HttpClient c = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build()) {
+            return c.send(HttpRequest.newBuilder(http.resolve("/healthz")).timeout(Duration.ofSeconds(1)).build(),
+                    HttpResponse.BodyHandlers.discarding()).statusCode();
+        }
+    }
+
+    /** One request of the bystander's on the control socket: the answer. */
+    static String call(Path peer, Path control, String line) throws Exception {
+        try (ChildJvm c = ChildJvm.start(SecurityModelTest.as(BYSTANDER, List.of(peer.toString(), "agent-call",
+                control.toString(), line)))) {
+            String answer = c.expect("answer=", 30);
+            assertEquals(0, c.waitFor(30), c.output());
+            return answer;
+        }
+    }
+
+    static long residentKb(long pid) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.substring(6).trim().split("\\s+")[0]);
+            }
+        }
+        throw new IOException("no VmRSS for pid " + pid);
+    }
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Trust III's attacks on the node agent together for SECONDS (default 300): HTTP connections
+# dribbling a byte a second (row 1), pipelined /metrics never read (row 2), a user namespace's
+# 8 uids holding control-socket connections with keep-alives (row 5), and 600 connections from a
+# user's own namespaces against a map of 1,024 (row 6). Every second the DaemonSet's probes,
+# root's probe and a granted bystander's opt-in must be answered within 1 s, the bystander's
+# round trips redirected; the agent's RSS must be flat (AgentSoakTest). The build runs it for 60 s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec ./scripts/test.sh -pl testbed,core,test-support,agent,cli -Dtest=AgentSoakTest \
+  -Dsurefire.failIfNoSpecifiedTests=false -Dsockmap4j.soakSeconds="${1:-300}"
