@@ -7,7 +7,6 @@ import io.netty.buffer.ByteBufHolder;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.DefaultFileRegion;
 import io.netty.channel.FileRegion;
 import io.netty.channel.PendingWriteQueue;
 import io.netty.channel.epoll.EpollSocketChannel;
@@ -48,8 +47,8 @@ final class HoldForCredit extends ChannelDuplexHandler {
     private volatile boolean holding;
     /** The largest part of a file region read into one buffer. */
     private static final int MAX_PART = 1 << 20;
-    /** Bytes of the file region at the head of {@link #held} already written in parts. */
-    private long headSent;
+    /** Whether the file region at the head of {@link #held} has been written in part. */
+    private boolean headBegun;
 
     HoldForCredit(RawSockets sockets, boolean serverSide) {
         this.sockets = sockets;
@@ -213,7 +212,7 @@ final class HoldForCredit extends ChannelDuplexHandler {
         WriteCredit c = credit;
         while (!held.isEmpty()) {
             Object msg = held.current();
-            long size = size(msg) - headSent;
+            long size = size(msg);
             if (force || size <= 0) {
                 if (size > 0) {
                     c.sent(size);
@@ -236,7 +235,7 @@ final class HoldForCredit extends ChannelDuplexHandler {
                 ctx.write(buf.readRetainedSlice((int) a), ctx.voidPromise());
                 c.sent(a);
                 wrote = true;
-            } else if (a >= c.worthSending(size) && msg instanceof DefaultFileRegion region
+            } else if (a >= c.worthSending(size) && msg instanceof FileRegion region
                     && writePart(ctx, region, a)) {
                 wrote = true;
             } else {
@@ -249,9 +248,9 @@ final class HoldForCredit extends ChannelDuplexHandler {
         return wrote;
     }
 
-    /** A buffer, or a file region that can be cut: either goes in parts the credit covers. */
+    /** A buffer or a file region: either goes in parts the credit covers. */
     private static boolean splittable(Object msg) {
-        return msg instanceof ByteBuf || msg instanceof DefaultFileRegion && FileRegionChunks.available();
+        return msg instanceof ByteBuf || msg instanceof FileRegion;
     }
 
     /**
@@ -260,14 +259,14 @@ final class HoldForCredit extends ChannelDuplexHandler {
      * they met the kernel's bound after 166 KB and the rest went by TCP, where buffers stayed on
      * the redirect (100%); why sendfile's parts did was not found.
      */
-    private boolean writePart(ChannelHandlerContext ctx, DefaultFileRegion region, long length) {
-        ByteBuf part = FileRegionChunks.read(region, headSent, (int) Math.min(length, MAX_PART), ctx.alloc());
+    private boolean writePart(ChannelHandlerContext ctx, FileRegion region, long length) {
+        ByteBuf part = FileRegionChunks.read(region, (int) Math.min(length, MAX_PART), ctx.alloc());
         if (part == null) {
             return false;
         }
         int n = part.readableBytes();
         ctx.write(part, ctx.voidPromise());
-        headSent += n;
+        headBegun = true;
         credit.sent(n);
         return true;
     }
@@ -277,18 +276,16 @@ final class HoldForCredit extends ChannelDuplexHandler {
      * its rest in parts, the last with the promise.
      */
     private void writeHead(ChannelHandlerContext ctx) {
-        if (headSent > 0 && held.current() instanceof DefaultFileRegion region) {
-            long rest = region.count() - region.transferred() - headSent;
-            while (rest > 0) {
-                ByteBuf part = FileRegionChunks.read(region, headSent, (int) Math.min(rest, MAX_PART), ctx.alloc());
+        if (headBegun && held.current() instanceof FileRegion region) {
+            headBegun = false;
+            while (region.transferred() < region.count()) {
+                ByteBuf part = FileRegionChunks.read(region, MAX_PART, ctx.alloc());
                 if (part == null) {
                     break;
                 }
-                headSent += part.readableBytes();
-                rest -= part.readableBytes();
                 ctx.write(part, ctx.voidPromise());
             }
-            headSent = 0;
+            long rest = region.count() - region.transferred();
             ChannelPromise promise = held.remove(); // releases the region: its bytes are in the parts
             if (rest > 0) {
                 promise.tryFailure(new java.io.IOException("the file of a region ended " + rest
@@ -298,7 +295,7 @@ final class HoldForCredit extends ChannelDuplexHandler {
             }
             return;
         }
-        headSent = 0;
+        headBegun = false;
         held.removeAndWrite();
     }
 
@@ -408,7 +405,7 @@ final class HoldForCredit extends ChannelDuplexHandler {
         if (held != null && !held.isEmpty()) {
             held.removeAndFailAll(new ClosedChannelException());
         }
-        headSent = 0;
+        headBegun = false;
         holding = false;
     }
 

@@ -14,6 +14,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.DefaultFileRegion;
+import io.netty.channel.FileRegion;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
@@ -35,9 +36,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Files sent as {@link DefaultFileRegion}s (sendfile) by the transport to a transport reader
- * slower than the writer: the writer's regions go in parts its receiver's credit covers, so the
- * file stays on the redirect as a stream of buffers does, byte for byte in order.
+ * Files sent as {@link DefaultFileRegion}s (sendfile) and as a user's own {@link FileRegion}s by
+ * the transport to a transport reader slower than the writer: the writer's regions go in parts
+ * its receiver's credit covers, so the file stays on the redirect as a stream of buffers does,
+ * byte for byte in order.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @Tag("kernel")
@@ -124,8 +126,7 @@ class NettyFileRegionCreditTest {
 
     @Test
     void regionsLargerThanTheBoundStayOnTheRedirectForASlowReader() throws Exception {
-        assertTrue(FileRegionChunks.available(), "file regions can be cut on this class path");
-        SlowChecker checker = new SlowChecker(2L * FILE_BYTES);
+        SlowChecker checker = new SlowChecker(3L * FILE_BYTES);
         CompletableFuture<Channel> accepted = new CompletableFuture<>();
         Channel server = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory())
                 .childHandler(new ChannelInitializer<SocketChannel>() {
@@ -144,12 +145,16 @@ class NettyFileRegionCreditTest {
             NettyBoundAndWakeupTest.awaitBound(accepted.get(10, TimeUnit.SECONDS));
             SockmapStats before = Sockmap.global().stats();
             long waitsBefore = Sockmap.flowStats().creditWaits();
-            // The file twice: once as one region, once in regions of 1 MiB (File-based, opened lazily).
+            // The file three times: as one region, in regions of 1 MiB (File-based, opened lazily),
+            // and as a user's own region (not a DefaultFileRegion: the code before sent it whole,
+            // and past the bound by TCP).
             client.write(new DefaultFileRegion(FileChannel.open(file), 0, FILE_BYTES));
             File f = file.toFile();
             for (long at = 0; at < FILE_BYTES; at += 1 << 20) {
                 client.write(new DefaultFileRegion(f, at, 1 << 20));
             }
+            FileChannel own = FileChannel.open(file);
+            client.write(new OwnRegion(own, FILE_BYTES));
             client.flush();
             long got;
             try {
@@ -166,7 +171,7 @@ class NettyFileRegionCreditTest {
                     passed, after.boundHits() - before.boundHits());
             long waits = Sockmap.flowStats().creditWaits() - waitsBefore;
             System.out.printf(Locale.ROOT, "file regions: the writer waited for credit %d times%n", waits);
-            assertEquals(2L * FILE_BYTES, got);
+            assertEquals(3L * FILE_BYTES, got);
             assertTrue(waits > 0, "the reader was slower than the writer: it held for credit");
             assertTrue(redirected > 0 && redirected >= 0.99 * (redirected + passed),
                     "redirected " + redirected + " B, by TCP " + passed);
@@ -175,6 +180,77 @@ class NettyFileRegionCreditTest {
                 client.close().sync();
             }
             server.close().sync();
+        }
+    }
+
+    /** A file region of a user's own making, as Netty's SocketFileRegionTest has one: transferTo from a channel. */
+    static final class OwnRegion extends io.netty.util.AbstractReferenceCounted implements FileRegion {
+        private final FileChannel file;
+        private final long count;
+        private long transferred;
+
+        OwnRegion(FileChannel file, long count) {
+            this.file = file;
+            this.count = count;
+        }
+
+        @Override
+        public long position() {
+            return 0;
+        }
+
+        @Override
+        @Deprecated
+        public long transfered() {
+            return transferred;
+        }
+
+        @Override
+        public long transferred() {
+            return transferred;
+        }
+
+        @Override
+        public long count() {
+            return count;
+        }
+
+        @Override
+        public long transferTo(java.nio.channels.WritableByteChannel target, long position) throws java.io.IOException {
+            long n = file.transferTo(position, count - position, target);
+            transferred += n;
+            return n;
+        }
+
+        @Override
+        public OwnRegion retain() {
+            super.retain();
+            return this;
+        }
+
+        @Override
+        public OwnRegion retain(int increment) {
+            super.retain(increment);
+            return this;
+        }
+
+        @Override
+        public OwnRegion touch() {
+            return this;
+        }
+
+        @Override
+        public OwnRegion touch(Object hint) {
+            return this;
+        }
+
+        @Override
+        protected void deallocate() {
+            try {
+                file.close();
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
     }
 }
