@@ -37,42 +37,38 @@ public final class LocalPeersMap implements AutoCloseable {
     public record Prefix(InetAddress address, int bits) {
     }
 
-    private final Libbpf bpf;
-    private final int fd;
+    private final BpfMap map;
 
-    private LocalPeersMap(Libbpf bpf, int fd) {
-        this.bpf = bpf;
-        this.fd = fd;
+    private LocalPeersMap(BpfMap map) {
+        this.map = map;
     }
 
     /** The local peers of {@code pinDir}; throws naming the pin when there is none. */
     public static LocalPeersMap open(Libbpf bpf, Path pinDir) throws IOException {
-        return new LocalPeersMap(bpf, Pin.LOCAL.open(bpf, pinDir));
+        return new LocalPeersMap(BpfMap.open(bpf, Pin.LOCAL, pinDir, KEY.byteSize()));
     }
 
-    /** Puts ::/0 (every address) into the map of descriptor {@code fd}: how the pins start. */
+    /** Puts ::/0 (every address) into the map of descriptor {@code fd} (the caller's): how the pins start. */
     static void allowEverywhere(Libbpf bpf, int fd) throws NativeIOException {
+        BpfMap local = BpfMap.of(bpf, Pin.LOCAL.fileName, fd, KEY.byteSize()); // not closed: fd is the caller's
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate(KEY);
-            int r = bpf.tryMapUpdate(fd, k, arena.allocate(ValueLayout.JAVA_BYTE), Libbpf.BPF_ANY);
-            if (r < 0) {
-                throw new NativeIOException("bpf_map_update_elem(local ::/0)", -r);
-            }
+            local.update(arena.allocate(KEY), arena.allocate(ValueLayout.JAVA_BYTE), Libbpf.BPF_ANY, "::/0");
         }
     }
 
     /** Every prefix in the map. */
     public List<Prefix> list() throws UnknownHostException {
         List<Prefix> out = new ArrayList<>();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment prev = arena.allocate(KEY);
-            MemorySegment next = arena.allocate(KEY);
-            MemorySegment cursor = MemorySegment.NULL;
-            while (bpf.tryMapNextKey(fd, cursor, next) == 0) {
-                out.add(prefixOf(next));
-                MemorySegment.copy(next, 0, prev, 0, KEY.byteSize());
-                cursor = prev;
+        UnknownHostException[] bad = {null};
+        map.forEachKey(k -> {
+            try {
+                out.add(prefixOf(k));
+            } catch (UnknownHostException e) {
+                bad[0] = e; // 16 bytes are always an address
             }
+        });
+        if (bad[0] != null) {
+            throw bad[0];
         }
         return out;
     }
@@ -93,16 +89,13 @@ public final class LocalPeersMap implements AutoCloseable {
             for (Prefix p : wanted) {
                 if (!had.contains(p)) {
                     fill(k, p);
-                    int r = bpf.tryMapUpdate(fd, k, v, Libbpf.BPF_ANY);
-                    if (r < 0) {
-                        throw new NativeIOException("bpf_map_update_elem(local " + p + ")", -r);
-                    }
+                    map.update(k, v, Libbpf.BPF_ANY, p.address().getHostAddress() + "/" + p.bits());
                 }
             }
             for (Prefix p : had) {
                 if (!wanted.contains(p)) {
                     fill(k, p);
-                    bpf.tryMapDelete(fd, k);
+                    map.tryDelete(k);
                 }
             }
         }
@@ -148,6 +141,6 @@ public final class LocalPeersMap implements AutoCloseable {
 
     @Override
     public void close() {
-        io.github.sockmap4j.internal.ffi.LibC.close(fd);
+        map.close();
     }
 }

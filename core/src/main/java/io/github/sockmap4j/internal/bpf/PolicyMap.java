@@ -1,7 +1,6 @@
 package io.github.sockmap4j.internal.bpf;
 
 import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
@@ -20,12 +19,10 @@ import java.util.HexFormat;
  * <p><b>Note:</b> this class is threadsafe.
  */
 public final class PolicyMap implements AutoCloseable {
-    private final Libbpf bpf;
-    private int fd;
+    private final BpfMap map;
 
     PolicyMap(Libbpf bpf, int fd) {
-        this.bpf = bpf;
-        this.fd = fd;
+        this.map = BpfMap.of(bpf, Pin.POLICY.fileName, fd, PolicyKeyLayout.LAYOUT.byteSize());
     }
 
     /**
@@ -55,7 +52,7 @@ public final class PolicyMap implements AutoCloseable {
     public synchronized void put(PolicyRule rule, int bound) throws IOException {
         int r = update(rule, bound, Libbpf.BPF_ANY);
         if (r < 0) {
-            throw new NativeIOException("bpf_map_update_elem(policy)", -r,
+            throw new NativeIOException("bpf_map_update_elem(" + Pin.POLICY.fileName + ")", -r,
                     -r == Errno.ENOSPC || -r == Errno.E2BIG
                             ? "the policy map is full (65,536 rules): deny rules no longer needed"
                             : "port " + rule.port());
@@ -66,7 +63,7 @@ public final class PolicyMap implements AutoCloseable {
     public synchronized void setBound(PolicyRule rule, int bound) throws IOException {
         int r = update(rule, bound, Libbpf.BPF_EXIST);
         if (r < 0) {
-            throw new NativeIOException("bpf_map_update_elem(policy)", -r, "port " + rule.port());
+            throw new NativeIOException("bpf_map_update_elem(" + Pin.POLICY.fileName + ")", -r, "port " + rule.port());
         }
     }
 
@@ -75,7 +72,7 @@ public final class PolicyMap implements AutoCloseable {
             MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
             MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
             val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
-            return bpf.tryMapUpdate(fd, key, val, flags);
+            return map.tryUpdate(key, val, flags);
         }
     }
 
@@ -99,7 +96,7 @@ public final class PolicyMap implements AutoCloseable {
             MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
             PolicyKeyLayout.fill(key, port, SockKeyLayout.mapped(server), 128);
             MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
-            return bpf.tryMapLookup(fd, key, val) == 0
+            return map.lookup(key, val)
                     ? Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND)) : -1;
         }
     }
@@ -107,17 +104,7 @@ public final class PolicyMap implements AutoCloseable {
     /** The keys (in hex, as {@link PolicyRule#prefixHex}) of every rule in the map. */
     public synchronized java.util.List<String> keysHex() {
         java.util.List<String> out = new java.util.ArrayList<>();
-        long size = PolicyKeyLayout.LAYOUT.byteSize();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment prev = arena.allocate(size, 8);
-            MemorySegment next = arena.allocate(size, 8);
-            MemorySegment from = MemorySegment.NULL;
-            while (bpf.tryMapNextKey(fd, from, next) == 0) {
-                out.add(HexFormat.of().formatHex(next.toArray(ValueLayout.JAVA_BYTE)));
-                MemorySegment.copy(next, 0, prev, 0, size);
-                from = prev;
-            }
-        }
+        map.forEachKey(k -> out.add(HexFormat.of().formatHex(k.toArray(ValueLayout.JAVA_BYTE))));
         return out;
     }
 
@@ -130,7 +117,7 @@ public final class PolicyMap implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
             MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
-            return bpf.tryMapLookup(fd, key, val) == 0
+            return map.lookup(key, val)
                     ? Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND)) : -1;
         }
     }
@@ -141,18 +128,13 @@ public final class PolicyMap implements AutoCloseable {
 
     /** Removes a rule; 0 or {@code -errno} (ENOENT when it was not there). */
     public synchronized int tryRemove(PolicyRule rule) {
-        if (fd < 0) {
-            return -Errno.EBADF;
-        }
         try (Arena arena = Arena.ofConfined()) {
-            return bpf.tryMapDelete(fd, arena.allocateFrom(ValueLayout.JAVA_BYTE,
-                    HexFormat.of().parseHex(rule.prefixHex())));
+            return map.tryDelete(arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex())));
         }
     }
 
     @Override
     public synchronized void close() {
-        LibC.close(fd);
-        fd = -1;
+        map.close();
     }
 }

@@ -1,7 +1,5 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.sys.NetnsCookie;
@@ -84,12 +82,10 @@ public final class ServiceMap implements AutoCloseable {
                 .anyMatch(e -> e.getAddress().isLoopbackAddress());
     }
 
-    private final Libbpf bpf;
-    private final int fd;
+    private final BpfMap map;
 
-    private ServiceMap(Libbpf bpf, int fd) {
-        this.bpf = bpf;
-        this.fd = fd;
+    private ServiceMap(BpfMap map) {
+        this.map = map;
     }
 
     /**
@@ -99,7 +95,7 @@ public final class ServiceMap implements AutoCloseable {
      *         an older version without Services)
      */
     public static ServiceMap open(Libbpf bpf, Path pinDir) throws IOException {
-        return new ServiceMap(bpf, Pin.SERVICES.open(bpf, pinDir));
+        return new ServiceMap(BpfMap.open(bpf, Pin.SERVICES, pinDir, ServiceLayout.KEY.byteSize()));
     }
 
     /**
@@ -125,52 +121,52 @@ public final class ServiceMap implements AutoCloseable {
                         ServiceLayout.ENDPOINT.byteSize()), e);
                 i++;
             }
-            int r = bpf.tryMapUpdate(fd, key(arena, s.vip()), v, Libbpf.BPF_ANY);
-            if (r < 0) {
-                throw new NativeIOException("bpf_map_update_elem(services)", -r, s.vip().toString());
-            }
+            map.update(key(arena, s.vip()), v, Libbpf.BPF_ANY, s.vip().toString());
         }
     }
 
     /** Removes the Service of {@code vip}; whether there was one. */
     public boolean remove(InetSocketAddress vip) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
-            int r = bpf.tryMapDelete(fd, key(arena, vip));
-            if (r < 0 && -r != Errno.ENOENT) {
-                throw new NativeIOException("bpf_map_delete_elem(services)", -r, vip.toString());
-            }
-            return r == 0;
+            return map.delete(key(arena, vip), vip.toString());
         }
     }
 
     /** Every Service in the map. */
     public List<Service> list() throws IOException {
         List<Service> out = new ArrayList<>();
+        UnknownHostException[] bad = {null};
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate(ServiceLayout.KEY);
-            MemorySegment next = arena.allocate(ServiceLayout.KEY);
             MemorySegment v = arena.allocate(ServiceLayout.SERVICE);
-            MemorySegment prev = MemorySegment.NULL;
-            while (bpf.tryMapNextKey(fd, prev, next) == 0) {
-                MemorySegment.copy(next, 0, k, 0, k.byteSize());
-                prev = k;
-                if (bpf.tryMapLookup(fd, k, v) != 0) {
-                    continue;
+            map.forEachKey(k -> {
+                if (!map.lookup(k, v)) {
+                    return; // removed meanwhile
                 }
-                int count = v.get(ValueLayout.JAVA_INT, ServiceLayout.COUNT);
-                int local = v.get(ValueLayout.JAVA_INT, ServiceLayout.LOCAL_COUNT);
-                List<InetSocketAddress> l = new ArrayList<>();
-                List<InetSocketAddress> r = new ArrayList<>();
-                for (int i = 0; i < Math.min(count, ServiceLayout.ENDPOINTS); i++) {
-                    InetSocketAddress e = address(v.asSlice(ServiceLayout.EP + i * ServiceLayout.ENDPOINT.byteSize(),
-                            ServiceLayout.ENDPOINT.byteSize()));
-                    (i < local ? l : r).add(e);
+                try {
+                    out.add(service(k, v));
+                } catch (UnknownHostException e) {
+                    bad[0] = e; // 16 bytes are always an address
                 }
-                out.add(new Service(address(k), l, r,
-                        (v.get(ValueLayout.JAVA_INT, ServiceLayout.FLAGS) & ServiceLayout.LOCAL_ONLY) != 0));
-            }
+            });
+        }
+        if (bad[0] != null) {
+            throw bad[0];
         }
         return out;
+    }
+
+    private static Service service(MemorySegment k, MemorySegment v) throws UnknownHostException {
+        int count = v.get(ValueLayout.JAVA_INT, ServiceLayout.COUNT);
+        int local = v.get(ValueLayout.JAVA_INT, ServiceLayout.LOCAL_COUNT);
+        List<InetSocketAddress> l = new ArrayList<>();
+        List<InetSocketAddress> r = new ArrayList<>();
+        for (int i = 0; i < Math.min(count, ServiceLayout.ENDPOINTS); i++) {
+            InetSocketAddress e = address(v.asSlice(ServiceLayout.EP + i * ServiceLayout.ENDPOINT.byteSize(),
+                    ServiceLayout.ENDPOINT.byteSize()));
+            (i < local ? l : r).add(e);
+        }
+        return new Service(address(k), l, r, (v.get(ValueLayout.JAVA_INT, ServiceLayout.FLAGS)
+                & ServiceLayout.LOCAL_ONLY) != 0);
     }
 
     /**
@@ -178,20 +174,8 @@ public final class ServiceMap implements AutoCloseable {
      * Service, for getpeername): those open, as each entry goes at its socket's close.
      */
     public static int translatedSockets(Libbpf bpf, java.nio.file.Path pinDir) throws IOException {
-        int fd = Pin.SVC_SOCK.open(bpf, pinDir);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate(8);
-            MemorySegment next = arena.allocate(8);
-            MemorySegment prev = MemorySegment.NULL;
-            int n = 0;
-            while (bpf.tryMapNextKey(fd, prev, next) == 0) {
-                MemorySegment.copy(next, 0, k, 0, 8);
-                prev = k;
-                n++;
-            }
-            return n;
-        } finally {
-            LibC.close(fd);
+        try (BpfMap svcsock = BpfMap.open(bpf, Pin.SVC_SOCK, pinDir, 8)) {
+            return svcsock.count();
         }
     }
 
@@ -214,6 +198,6 @@ public final class ServiceMap implements AutoCloseable {
 
     @Override
     public void close() {
-        LibC.close(fd);
+        map.close();
     }
 }
