@@ -2,7 +2,7 @@ package io.github.sockmap4j.agent;
 
 import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;

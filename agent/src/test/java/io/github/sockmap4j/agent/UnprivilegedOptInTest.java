@@ -1,7 +1,7 @@
 package io.github.sockmap4j.agent;
 
 import io.github.sockmap4j.TestKernel;
-import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.PeerMains;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.SockmapChannel;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.cli;
 
 import io.github.sockmap4j.testbed.Await;
-import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.Await;
-import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.Fionread;
 import io.github.sockmap4j.OptIn;
 import io.github.sockmap4j.Sockmap;

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.Await;
-import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
-import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.testbed.Cgroup2;
 import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testbed.NodeBed;
@@ -90,8 +90,8 @@ class GrpcServiceVipTest {
 
     @Test
     void aGrpcClientDialingAServiceVipIsRedirectedToTheServersPod() throws Exception {
-        Path cgroup = TestKernel.newCgroup("grpcvip");
-        Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("grpcvip"));
+        Path cgroup = Cgroup2.create("grpcvip");
+        Path pins = Path.of("/sys/fs/bpf").resolve(Cgroup2.uniqueName("grpcvip"));
         try (NodeBed bed = NodeBed.create("gv", 2)) {
             bed.service(VIP, PORT, NodeBed.podAddress(1) + ":" + PORT);
             try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {

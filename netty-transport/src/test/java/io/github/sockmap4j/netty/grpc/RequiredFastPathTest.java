@@ -3,7 +3,7 @@ package io.github.sockmap4j.netty.grpc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.ChildJvm;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.SockmapUnavailableException;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;

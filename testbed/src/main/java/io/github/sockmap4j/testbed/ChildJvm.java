@@ -1,6 +1,5 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.testbed;
 
-import io.github.sockmap4j.testbed.Await;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
