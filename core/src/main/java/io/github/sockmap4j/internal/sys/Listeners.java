@@ -24,16 +24,16 @@ import java.util.concurrent.TimeUnit;
  *     connections cost nothing;</li>
  * <li>past {@value #MAX_PER_FILE} listeners in one file a namespace is {@linkplain NotRead too many
  *     to read}, so one read costs at most that many of the kernel's lines;</li>
- * <li>a read is charged what its lines cost ({@link #costNanos}: about 2 &micro;s a line of the
- *     kernel's, measured), and reads take at most {@value #CPU_PERCENT}% of a CPU so charged:
- *     after reads charged c, the next wait {@code (100 / CPU_PERCENT - 1) * c}. A namespace's
+ * <li>a read is charged what its lines cost ({@link #costNanos}: 2-3 &micro;s a line, measured),
+ *     and reads take at most {@value #CPU_PERCENT}% of a CPU so charged: after reads charged c,
+ *     the next wait {@code (100 / CPU_PERCENT - 1) * c}. A namespace's
  *     first read is owed. What a namespace holds is used again without asking for
  *     {@value #FRESH_MILLIS} ms, and up to {@value #STALE_MILLIS} ms while the share is spent;
  *     older than that, a request is refused ({@link NotRead}) until it can be read. A request the
  *     share allows reads every namespace older than the fresh time;</li>
  * <li>the requester's own namespace, where a server it has just started is, is read again at
- *     each request, from a share of its own of the same size: so a user's requests do not make
- *     what others read old, nor the reverse.</li>
+ *     each request, from a share of its own of the same size (a tenth of a CPU for both): so a
+ *     user's requests do not make what others read old, nor the reverse.</li>
  * </ul>
  *
  * <p><b>Note:</b> this class is threadsafe.
@@ -46,12 +46,16 @@ public final class Listeners {
     public static final long FRESH_MILLIS = 1000;
     /** How long at most what a namespace holds is used, whatever reads cost. */
     public static final long STALE_MILLIS = 5000;
-    /** The share of one CPU the reads that may wait take at most. */
-    static final int CPU_PERCENT = 10;
+    /** The share of one CPU each of the two kinds of reads takes at most (so a tenth for both). */
+    static final int CPU_PERCENT = 5;
     /** What a read is charged besides its lines: opening the file and the first page. */
     static final long READ_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
-    /** What a line of {@code /proc/net/tcp} costs the kernel to print: 1.8-2 us measured here (6.18). */
-    static final long LINE_NANOS = TimeUnit.MICROSECONDS.toNanos(2);
+    /**
+     * What a line of {@code /proc/net/tcp} costs to read: 2-3 us measured here (6.18), nine
+     * tenths of it the kernel's printing ({@code vsnprintf}, {@code tcp4_seq_show}) and its walk
+     * of the listening and established hashes.
+     */
+    static final long LINE_NANOS = TimeUnit.MICROSECONDS.toNanos(3);
 
     /** What a read of {@code files} files and {@code lines} lines in all is charged. */
     static long costNanos(int files, long lines) {
@@ -163,6 +167,11 @@ public final class Listeners {
     private long readsAllowedAt;
     /** The same for the requesters' reads of their own namespaces. */
     private long ownReadsAllowedAt;
+    /** The namespaces looked into, as last listed, when, and when a listing may come sooner. */
+    private Map<Long, Long> watched;
+    private long watchedAt;
+    private long listAllowedAt;
+    private long lists;
 
     /** Listeners read from {@code /proc}. */
     public Listeners() {
@@ -190,6 +199,17 @@ public final class Listeners {
      *                  longer than it may be used
      */
     public List<Listener> on(int port, List<Path> cgroups, long pid) {
+        long requester = -1;
+        try {
+            requester = NetnsDiags.inodeOf(Long.toString(pid));
+        } catch (IOException gone) {
+            // The process ended.
+        }
+        return on(port, watched(() -> namespacesOf(cgroups), requester), requester);
+    }
+
+    /** This process's namespace and each user's first of those of the processes of {@code cgroups}. */
+    private static Map<Long, Long> namespacesOf(List<Path> cgroups) {
         Map<Long, Long> namespaces = new LinkedHashMap<>();
         long self = ProcessHandle.current().pid();
         try {
@@ -199,13 +219,27 @@ public final class Listeners {
         }
         NetnsDiags.boundedPerUser(NetnsDiags.namespaces(cgroups), UserNamespaces::ownerBelowOurs)
                 .forEach(namespaces::putIfAbsent);
-        long requester = -1;
-        try {
-            requester = NetnsDiags.inodeOf(Long.toString(pid));
-        } catch (IOException gone) {
-            // The process ended.
+        return namespaces;
+    }
+
+    /**
+     * The namespaces looked into, listed again (a walk of the cgroups and a look at each of their
+     * processes: 0.6 ms a request with a few processes, measured) once they are a fresh time
+     * old, or sooner where {@code requester} is not among them (a pod's first request) and the
+     * listing's own share of a CPU ({@value #CPU_PERCENT}%, by its wall time) allows.
+     */
+    synchronized Map<Long, Long> watched(java.util.function.Supplier<Map<Long, Long>> list, long requester) {
+        long now = nanoClock.getAsLong();
+        boolean stale = watched == null || now - watchedAt > TimeUnit.MILLISECONDS.toNanos(FRESH_MILLIS);
+        boolean missing = watched != null && requester >= 0 && !watched.containsKey(requester);
+        if (stale || missing && now - listAllowedAt >= 0) {
+            watched = Map.copyOf(list.get());
+            long end = nanoClock.getAsLong();
+            watchedAt = now;
+            listAllowedAt = end + (end - now) * (100 / CPU_PERCENT - 1);
+            lists++;
         }
-        return on(port, namespaces, requester);
+        return watched;
     }
 
     /**
@@ -255,6 +289,11 @@ public final class Listeners {
     /** How many namespace reads were made: what tests read. */
     synchronized long reads() {
         return reads;
+    }
+
+    /** How many times the namespaces looked into were listed: what tests read. */
+    synchronized long lists() {
+        return lists;
     }
 
     private Snapshot read(long pid, long now) {
