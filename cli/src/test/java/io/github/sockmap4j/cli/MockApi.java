@@ -36,12 +36,24 @@ final class MockApi implements AutoCloseable {
                 "-Dkubernetes.auth.tryKubeConfig=false", "-Dkubernetes.auth.tryServiceAccount=false");
     }
 
+    /**
+     * Closes the client, then the server. The server's own shutdown waits at most 10 s for its
+     * Vert.x HTTP server to close and then throws "Unable to close MockWebServer"; that happened
+     * once in CI (2026-12-04, after every assertion of ServiceRulesTest had passed) and not in
+     * six runs of the same test since. The server runs in this JVM and holds nothing of the
+     * kernel's, so a slow close is reported, with its cause, and does not fail the test it ends.
+     */
     @Override
     public void close() {
         try {
             client.close();
         } finally {
-            server.destroy();
+            try {
+                server.destroy();
+            } catch (IllegalStateException e) {
+                System.err.println("MockApi: the mock API server did not close in time (in-process, nothing of the"
+                        + " kernel's): " + e + (e.getCause() == null ? "" : "; cause: " + e.getCause()));
+            }
         }
     }
 }
