@@ -2,15 +2,14 @@ package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.agent.AgentRule;
 import io.github.sockmap4j.internal.bpf.KernelProbe;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.LockDir;
 import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
 import io.github.sockmap4j.internal.bpf.Rules;
-import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.Platform;
 import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.flow.FastPathAccess;
 import io.github.sockmap4j.internal.flow.PeerCredit;
 import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.internal.sys.Cgroups;
@@ -55,32 +54,18 @@ public final class Sockmap implements AutoCloseable {
     private static boolean exitHookAdded;
     private static boolean exiting;
 
-    private final SockmapConfig config;
-    private final KernelSockmap kernel;
-    /** The kernel side as channels use it; null when {@link #kernel} is. */
-    private final FastPath fastPath;
-    private final String cause;
-    private final Throwable causeException;
-    /** Without privileges but with an agent serving the pin directory: where opt-ins go. */
-    private final AgentClient agent;
-    private volatile boolean closed;
-    /** Set once at open: why this process's own sockets are not covered, null when they are. */
-    private String outside;
-    /** Set once at open: what the start-up probe found FIONREAD to count. */
-    private Fionread fionread = Fionread.NOT_PROBED;
-
-    private Sockmap(SockmapConfig config, KernelSockmap kernel, String cause, Throwable causeException) {
-        this(config, kernel, cause, causeException, null);
+    static {
+        FastPathAccess.install(s -> ((Sockmap) s).fastPath());
     }
 
-    private Sockmap(SockmapConfig config, KernelSockmap kernel, String cause, Throwable causeException,
-                    AgentClient agent) {
+    private final SockmapConfig config;
+    /** The mode chosen at open: the kernel's objects, a node agent's client, or off. */
+    private final Backend backend;
+    private volatile boolean closed;
+
+    private Sockmap(SockmapConfig config, Backend backend) {
         this.config = config;
-        this.kernel = kernel;
-        this.cause = cause;
-        this.causeException = causeException;
-        this.agent = agent;
-        this.fastPath = kernel == null ? null : new FastPath(kernel, config.credit());
+        this.backend = backend;
     }
 
     /**
@@ -97,8 +82,7 @@ public final class Sockmap implements AutoCloseable {
         synchronized (GLOBAL_LOCK) {
             if (exiting) {
                 // The exit hook has closed it: opening again now would pin objects nothing removes.
-                return global != null ? global : new Sockmap(SockmapConfig.fromSystemProperties(), null,
-                        "the JVM is exiting", null);
+                return global != null ? global : inactive(SockmapConfig.fromSystemProperties(), "the JVM is exiting", null);
             }
             if (global == null || global.closed) {
                 Sockmap s;
@@ -109,8 +93,8 @@ public final class Sockmap implements AutoCloseable {
                     // service does not fail to start over it unless the fast path is required.
                     SockmapConfig defaults = SockmapConfig.builder()
                             .required(Boolean.getBoolean("sockmap4j.require")).build();
-                    s = new Sockmap(defaults, null, e.getMessage() + ": fix the setting", e);
-                    LOG.warn("sockmap4j fast path off, plain TCP: {}", s.cause);
+                    s = inactive(defaults, e.getMessage() + ": fix the setting", e);
+                    LOG.warn("sockmap4j fast path off, plain TCP: {}", s.unavailabilityCause());
                 }
                 global = s;
                 if (s.kernelOpen() && !exitHookAdded) {
@@ -120,11 +104,13 @@ public final class Sockmap implements AutoCloseable {
             }
             if (global.config.required() && !global.kernelOpen()) {
                 throw new SockmapUnavailableException(
-                        "sockmap4j.require=true but the fast path is off: " + global.cause, global.causeException);
+                        "sockmap4j.require=true but the fast path is off: " + global.unavailabilityCause(),
+                        global.backend.causeException());
             }
             if (global.config.required() && !global.isActive()) {
                 throw new SockmapUnavailableException(
-                        "sockmap4j.require=true but the fast path does not cover this process: " + global.outside,
+                        "sockmap4j.require=true but the fast path does not cover this process: "
+                                + global.unavailabilityCause(),
                         null);
             }
             return global;
@@ -162,22 +148,23 @@ public final class Sockmap implements AutoCloseable {
         Sockmap s = openQuietly(config, platform);
         if (config.required() && !s.kernelOpen()) {
             throw new SockmapUnavailableException(
-                    "the fast path was required but is off: " + s.cause, s.causeException);
+                    "the fast path was required but is off: " + s.unavailabilityCause(), s.backend.causeException());
         }
         return s;
     }
 
     private static Sockmap openQuietly(SockmapConfig config, Platform platform) {
         Sockmap s = tryOpen(config, platform);
+        String cgroup = s.cgroup().map(Path::toString).orElse("");
         FastPathStateEvent.emit(s.isActive(), s.isActive() ? "" : s.unavailabilityCause(), config.pinDirectory().toString(),
-                s.kernelOpen() ? s.kernel.cgroupDir().toString() : "");
-        if (s.kernelOpen() && s.outside != null) {
+                cgroup);
+        if (s.kernelOpen() && !s.isActive()) {
             LOG.warn("sockmap4j fast path set up (pins {}, cgroup {}) but NOT for this process: {}",
-                    config.pinDirectory(), s.kernel.cgroupDir(), s.outside);
+                    config.pinDirectory(), cgroup, s.coverageProblem());
         } else if (s.kernelOpen()) {
-            LOG.info("sockmap4j fast path active: pins {}, cgroup {}", config.pinDirectory(), s.kernel.cgroupDir());
+            LOG.info("sockmap4j fast path active: pins {}, cgroup {}", config.pinDirectory(), cgroup);
         } else {
-            LOG.info("sockmap4j fast path off, plain TCP: {}", s.cause);
+            LOG.info("sockmap4j fast path off, plain TCP: {}", s.unavailabilityCause());
         }
         return s;
     }
@@ -212,10 +199,8 @@ public final class Sockmap implements AutoCloseable {
                 return inactive(config, probed.failure(), null);
             }
         }
-        Sockmap s = new Sockmap(config, kernel, null, null);
-        s.fionread = probed.fionread();
-        s.outside = Cgroups.whyOutside(kernel.cgroupDir());
-        return s;
+        return new Sockmap(config, new KernelBackend(kernel, config.credit(), probed.fionread(),
+                Cgroups.whyOutside(kernel.cgroupDir())));
     }
 
     /**
@@ -224,12 +209,12 @@ public final class Sockmap implements AutoCloseable {
      * {@link Fionread#NOT_PROBED} when it did not run.
      */
     public Fionread fionread() {
-        return fionread;
+        return backend.fionread();
     }
 
     /** Why a fast path set up here does not cover this process's own connections, or null. */
     public String coverageProblem() {
-        return kernelOpen() ? outside : null;
+        return closed ? null : backend.coverageProblem();
     }
 
     /**
@@ -247,10 +232,10 @@ public final class Sockmap implements AutoCloseable {
             AgentClient agent = AgentClient.connectIfRunning(
                     AgentRequest.socketPath(LockDir.pathFor(config.pinDirectory())));
             if (agent != null) {
-                return new Sockmap(config, null, cause + "; opt-ins of this process go through the sockmap4j agent "
-                        + "of " + config.pinDirectory() + " (its connections in the agent's cgroups are redirected "
-                        + "by the kernel, but this process cannot read the kernel's maps: no stats, no "
-                        + "acceleration checks)", host.exception(), agent);
+                return new Sockmap(config, new AgentBackend(agent, cause + "; opt-ins of this process go through "
+                        + "the sockmap4j agent of " + config.pinDirectory() + " (its connections in the agent's "
+                        + "cgroups are redirected by the kernel, but this process cannot read the kernel's maps: "
+                        + "no stats, no acceleration checks)", host.exception()));
             }
         } catch (IOException e) {
             LOG.debug("No sockmap4j agent reachable for {}: {}", config.pinDirectory(), e.toString());
@@ -259,7 +244,7 @@ public final class Sockmap implements AutoCloseable {
     }
 
     private static Sockmap inactive(SockmapConfig config, String cause, Throwable e) {
-        return new Sockmap(config, null, cause, e);
+        return new Sockmap(config, new OffBackend(cause, e));
     }
 
     /**
@@ -270,17 +255,17 @@ public final class Sockmap implements AutoCloseable {
      * ({@link #unavailabilityCause()}).
      */
     public boolean isActive() {
-        return kernelOpen() && outside == null;
+        return !closed && backend.coversThisProcess();
     }
 
     /** The kernel side is open here: maps readable, opt-ins written (whatever this process's cgroup). */
     boolean kernelOpen() {
-        return kernel != null && !closed;
+        return fastPath() != null;
     }
 
     /** Why the fast path is off, or null when it is active. */
     public String unavailabilityCause() {
-        return closed ? "closed" : cause != null ? cause : outside;
+        return closed ? "closed" : backend.cause();
     }
 
     /**
@@ -292,7 +277,7 @@ public final class Sockmap implements AutoCloseable {
     public void ensureActive() throws SockmapUnavailableException {
         if (!isActive()) {
             throw new SockmapUnavailableException("sockmap4j fast path is off: " + unavailabilityCause(),
-                    causeException);
+                    backend.causeException());
         }
     }
 
@@ -302,24 +287,16 @@ public final class Sockmap implements AutoCloseable {
 
     /** The cgroup the sockops program is attached to, when active. */
     public Optional<Path> cgroup() {
-        return kernelOpen() ? Optional.of(kernel.cgroupDir()) : Optional.empty();
+        return closed ? Optional.empty() : backend.cgroup();
     }
 
     /**
      * The kernel side as channels, {@link io.github.sockmap4j.spi.RawSockets} and
-     * {@link io.github.sockmap4j.admin.SockmapAdmin} use it; null unless the kernel side is open.
-     * Not API: its type is in a package the module does not export.
-     *
-     * @return the open fast path, or null
+     * {@link io.github.sockmap4j.admin.SockmapAdmin} use it (those two through
+     * {@link FastPathAccess}); null unless the kernel side is open in this process.
      */
-    @SuppressWarnings("exports")
-    public FastPath fastPath() {
-        return kernelOpen() ? fastPath : null;
-    }
-
-    /** The kernel handle, open or closed; null when this instance never had one. */
-    KernelSockmap kernelHandle() {
-        return kernel;
+    FastPath fastPath() {
+        return closed ? null : backend.fastPath();
     }
 
     /** Opts in every same-host connection to {@code port}, whoever serves it. */
@@ -345,22 +322,10 @@ public final class Sockmap implements AutoCloseable {
         Rules.checkBound(boundBytes);
         Rules.checkPort(port);
         int bits = Rules.keyBits(network, prefixBits);
-        if (!kernelOpen()) {
-            if (agent != null && !closed) {
-                try {
-                    return new PolicyOptIn(this, null, AgentRule.request(agent, port, network, bits, boundBytes), port);
-                } catch (AgentClient.AgentRefusedException e) {
-                    if (config.required()) {
-                        throw e;
-                    }
-                    // As for any missing prerequisite: plain TCP, and the reason in the log.
-                    LOG.warn("Port {} stays on plain TCP: {}", port, e.getMessage());
-                    return new PolicyOptIn(this, null, null, port);
-                }
-            }
-            return new PolicyOptIn(this, null, null, port);
+        if (closed) {
+            return new OffBackend.NoRule(port);
         }
-        return new PolicyOptIn(this, kernel.optIn(port, network, bits, boundBytes), null, port);
+        return backend.optIn(port, network, bits, boundBytes, config.required());
     }
 
     /**
@@ -370,19 +335,12 @@ public final class Sockmap implements AutoCloseable {
      * or an {@link io.github.sockmap4j.admin.SockmapAdmin#enableKernelRunStats()} handle open anywhere on the host.
      */
     public long verdictRunCount() {
-        if (!kernelOpen()) {
-            return -1;
-        }
-        try {
-            return Libbpf.load().progRuns(kernel.redirectProgramFd()).runCount();
-        } catch (IOException e) {
-            return -1;
-        }
+        return closed ? -1 : backend.verdictRunCount();
     }
 
     /** The kernel counters (zeros when inactive). */
     public SockmapStats stats() {
-        return kernelOpen() ? SockmapStats.of(kernel.counters(), kernel.registeredSockets()) : SockmapStats.EMPTY;
+        return closed ? SockmapStats.EMPTY : backend.stats();
     }
 
     /**
@@ -419,26 +377,11 @@ public final class Sockmap implements AutoCloseable {
             return;
         }
         closed = true;
-        if (agent != null) {
-            try {
-                agent.close(); // the agent removes this process's opt-ins
-            } catch (IOException e) {
-                LOG.debug("Closing the connection to the sockmap4j agent: {}", e.toString());
-            }
-        }
-        if (kernel != null) {
-            FastPathStateEvent.emit(false, "closed", config.pinDirectory().toString(), kernel.cgroupDir().toString());
-            try {
-                fastPath.close();
-            } catch (IOException e) {
-                LOG.warn("Closing the sockmap4j kernel objects in {}: {}", config.pinDirectory(), e.getMessage());
-            }
-        }
+        backend.close();
     }
 
     @Override
     public String toString() {
-        return kernelOpen() ? "Sockmap[active, pins=" + config.pinDirectory() + ", cgroup=" + kernel.cgroupDir() + "]"
-                : "Sockmap[off: " + unavailabilityCause() + "]";
+        return kernelOpen() ? "Sockmap[active, " + backend + "]" : "Sockmap[off: " + unavailabilityCause() + "]";
     }
 }

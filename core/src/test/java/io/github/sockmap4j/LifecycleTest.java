@@ -3,6 +3,9 @@ package io.github.sockmap4j;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
@@ -73,6 +76,29 @@ class LifecycleTest {
             assertTrue(kernel.policyHas(4711), "still opted in by b");
             b.close();
             assertFalse(kernel.policyHas(4711));
+        }
+    }
+
+    @Test
+    void anOptInOutlivingItsSockmapIsInactiveAndClosesQuietly() throws Exception {
+        try (TestKernel kernel = TestKernel.start("outlive")) {
+            Sockmap s = kernel.sockmap;
+            OptIn o = s.optIn(4712);
+            assertTrue(o.active());
+            assertNotNull(s.fastPath());
+            s.close();
+            assertFalse(o.active(), "its Sockmap is closed");
+            assertNull(s.fastPath());
+            assertEquals("closed", s.unavailabilityCause());
+            assertEquals(SockmapStats.EMPTY, s.stats());
+            assertEquals(-1, s.verdictRunCount());
+            assertTrue(s.cgroup().isEmpty());
+            o.setBound(4096); // nothing to change: no exception
+            assertThrows(IllegalArgumentException.class, () -> o.setBound(-2));
+            o.close();
+            OptIn late = s.optIn(4713);
+            assertFalse(late.active(), "a closed Sockmap opts nothing in");
+            late.close();
         }
     }
 

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.admin;
 
+import io.github.sockmap4j.internal.flow.FastPathAccess;
 import io.github.sockmap4j.internal.bpf.RetiredSets;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
@@ -42,7 +43,7 @@ public final class SockmapAdmin {
     public static void up(SockmapConfig config) throws IOException {
         HostCheck.mountBpffs(config.pinDirectory());
         try (Sockmap s = Sockmap.open(config.toBuilder().required(true).build())) {
-            s.fastPath().kernel().markAgentOwned();
+            FastPathAccess.of(s).kernel().markAgentOwned();
         }
     }
 

@@ -2,6 +2,7 @@ package io.github.sockmap4j.spi;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.flow.FastPathAccess;
 import io.github.sockmap4j.internal.flow.PeerCredit;
 import io.github.sockmap4j.internal.flow.ReadPublisher;
 import io.github.sockmap4j.internal.jfr.ConnectionEvent;
@@ -56,7 +57,7 @@ public final class RawSockets {
      * @throws IOException when {@code fd} is not a connected socket
      */
     public ReadCounter readCounter(int fd, boolean serverSide) throws IOException {
-        FastPath fp = sockmap.fastPath();
+        FastPath fp = FastPathAccess.of(sockmap);
         ReadPublisher p = fp == null ? null : fp.claimReadSlot(NativeSocket.borrowed(fd), serverSide, false);
         return p == null ? null : new ReadCounter(p);
     }
@@ -73,7 +74,7 @@ public final class RawSockets {
      * @throws IOException when {@code fd} is not a connected socket
      */
     public WriteCredit writeCredit(int fd, boolean serverSide) throws IOException {
-        FastPath fp = sockmap.fastPath();
+        FastPath fp = FastPathAccess.of(sockmap);
         PeerCredit c = fp == null ? null : fp.writeCredit(NativeSocket.borrowed(fd), serverSide);
         return c == null ? null : new WriteCredit(c);
     }
@@ -87,7 +88,7 @@ public final class RawSockets {
      * @return false too when the fast path is off or {@code fd} is not a connected socket
      */
     public boolean isAccelerated(int fd) {
-        FastPath fp = sockmap.fastPath();
+        FastPath fp = FastPathAccess.of(sockmap);
         return fp != null && fp.isAccelerated(NativeSocket.borrowed(fd));
     }
 
@@ -100,6 +101,6 @@ public final class RawSockets {
      * @param bound the in-flight bound it sets as a receiver, -1 for none
      */
     public void recordConnection(int fd, int bound) {
-        ConnectionEvent.record(sockmap.fastPath(), NativeSocket.borrowed(fd), bound);
+        ConnectionEvent.record(FastPathAccess.of(sockmap), NativeSocket.borrowed(fd), bound);
     }
 }

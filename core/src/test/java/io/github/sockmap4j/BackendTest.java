@@ -1,0 +1,138 @@
+package io.github.sockmap4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.flow.FastPathAccess;
+import io.github.sockmap4j.spi.RawSockets;
+import java.io.IOException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.lang.reflect.Type;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The off mode as every caller sees it, without root: a {@code Sockmap} that is off opts in
+ * nothing, answers zeros and "not accelerated", and says why; and no exported class hands out a
+ * type of the library's internal packages.
+ */
+class BackendTest {
+    static Sockmap off() throws IOException {
+        return Sockmap.open(SockmapConfig.fromSystemProperties().withRequired(false).withDisabled(true));
+    }
+
+    @Test
+    void theOffModeMovesNothingAndSaysWhy() throws Exception {
+        try (Sockmap s = off()) {
+            assertFalse(s.isActive());
+            assertNull(s.fastPath());
+            assertNull(FastPathAccess.of(s));
+            assertTrue(s.unavailabilityCause().contains("sockmap4j.disable=true"), s.unavailabilityCause());
+            assertNull(s.coverageProblem(), "no kernel objects here to cover anything");
+            assertEquals(Fionread.NOT_PROBED, s.fionread());
+            assertEquals(SockmapStats.EMPTY, s.stats());
+            assertEquals(-1, s.verdictRunCount());
+            assertTrue(s.cgroup().isEmpty());
+            assertTrue(s.toString().startsWith("Sockmap[off: "), s.toString());
+            try (OptIn o = s.optIn(8080)) {
+                assertFalse(o.active());
+                assertEquals(8080, o.port());
+                o.setBound(65536);
+                assertThrows(IllegalArgumentException.class, () -> o.setBound(-2));
+            }
+            RawSockets raw = RawSockets.of(s);
+            assertFalse(raw.isAccelerated(0));
+            assertNull(raw.readCounter(0, false));
+            assertNull(raw.writeCredit(0, false));
+        }
+    }
+
+    @Test
+    void aClosedSockmapSaysClosedAndOptsNothingIn() throws Exception {
+        Sockmap s = off();
+        s.close();
+        s.close();
+        assertEquals("closed", s.unavailabilityCause());
+        assertThrows(SockmapUnavailableException.class, s::ensureActive);
+        try (OptIn o = s.optIn(8081)) {
+            assertFalse(o.active());
+        }
+    }
+
+    @Test
+    void badInputIsRefusedInEveryModeBeforeAnyModeSeesIt() throws Exception {
+        try (Sockmap s = off()) {
+            assertThrows(IllegalArgumentException.class, () -> s.optIn(0));
+            assertThrows(IllegalArgumentException.class, () -> s.optIn(70000));
+            assertThrows(IllegalArgumentException.class, () -> s.optIn(80, null, 0, -5));
+        }
+    }
+
+    @Test
+    void theAccessorIsInstalledOnceByTheClass() throws Exception {
+        try (Sockmap s = off()) {
+            assertNull(FastPathAccess.of(s));
+        }
+        assertThrows(IllegalStateException.class, () -> FastPathAccess.install(o -> (FastPath) null));
+    }
+
+    /**
+     * The exported packages' public and protected methods and fields: none takes or returns a type
+     * of {@code io.github.sockmap4j.internal}, which other modules cannot name (a public accessor
+     * that exists only for the library's own packages would).
+     */
+    @Test
+    void noExportedSignatureNamesAnInternalType() throws Exception {
+        List<String> leaks = new ArrayList<>();
+        for (Class<?> c : exportedClasses()) {
+            if (!Modifier.isPublic(c.getModifiers())) {
+                continue;
+            }
+            for (Method m : c.getDeclaredMethods()) {
+                if (!(Modifier.isPublic(m.getModifiers()) || Modifier.isProtected(m.getModifiers())) || m.isSynthetic()) {
+                    continue;
+                }
+                List<Type> types = new ArrayList<>(List.of(m.getGenericParameterTypes()));
+                types.add(m.getGenericReturnType());
+                for (Type t : types) {
+                    if (t.getTypeName().contains(".internal.")) {
+                        leaks.add(c.getName() + "." + m.getName() + ": " + t.getTypeName());
+                    }
+                }
+            }
+            for (var f : c.getDeclaredFields()) {
+                if ((Modifier.isPublic(f.getModifiers()) || Modifier.isProtected(f.getModifiers()))
+                        && f.getGenericType().getTypeName().contains(".internal.")) {
+                    leaks.add(c.getName() + "." + f.getName() + ": " + f.getGenericType().getTypeName());
+                }
+            }
+        }
+        assertEquals(List.of(), leaks);
+    }
+
+    static List<Class<?>> exportedClasses() throws IOException, URISyntaxException, ClassNotFoundException {
+        Path root = Path.of(Sockmap.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        List<Class<?>> classes = new ArrayList<>();
+        for (String pkg : List.of("io/github/sockmap4j", "io/github/sockmap4j/spi", "io/github/sockmap4j/admin",
+                "io/github/sockmap4j/xdp")) {
+            try (Stream<Path> files = Files.list(root.resolve(pkg))) {
+                for (Path f : files.filter(p -> p.toString().endsWith(".class")).toList()) {
+                    String name = root.relativize(f).toString().replace('/', '.').replaceAll("\\.class$", "");
+                    classes.add(Class.forName(name, false, Sockmap.class.getClassLoader()));
+                }
+            }
+        }
+        assertTrue(classes.size() > 20, "found the exported classes: " + classes.size());
+        return classes;
+    }
+}
