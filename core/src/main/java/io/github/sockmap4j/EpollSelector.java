@@ -69,7 +69,7 @@ final class EpollSelector extends AbstractSelector {
         if (r < 0) {
             LibC.close(wakeFd);
             LibC.close(epfd);
-            throw new NativeIOException("epoll_ctl", -r);
+            throw Errno.error("epoll_ctl", r);
         }
         events = arena.allocate(EpollEvent.SIZE * MAX_EVENTS, 8);
         wakeBuf = arena.allocate(8, 8);
@@ -161,7 +161,7 @@ final class EpollSelector extends AbstractSelector {
             k.inEpoll = r == 0;
         }
         if (r < 0 && -r != Errno.ENOENT && -r != Errno.EBADF) {
-            throw new UncheckedIOException(new NativeIOException("epoll_ctl", -r));
+            throw new UncheckedIOException(Errno.error("epoll_ctl", r));
         }
     }
 
@@ -248,7 +248,7 @@ final class EpollSelector extends AbstractSelector {
                     end();
                 }
                 if (n < 0 && n != -Errno.EINTR) {
-                    throw new NativeIOException("epoll_wait", -n);
+                    throw Errno.error("epoll_wait", n);
                 }
                 boolean wakeup = woken;
                 woken = false;

@@ -10,7 +10,6 @@ import io.github.sockmap4j.internal.bpf.PolicyRule;
 import io.github.sockmap4j.internal.bpf.ServiceMap;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;
@@ -215,7 +214,7 @@ public final class PolicyClient implements AutoCloseable {
             return false;
         }
         if (rc != 0) {
-            throw new NativeIOException("removing the rule for port " + port + " from the policy map", -rc);
+            throw Errno.error("removing the rule for port " + port + " from the policy map", rc);
         }
         return true;
     }

@@ -138,12 +138,12 @@ public final class XdpFilter implements AutoCloseable {
                 link = bpf.tryLinkCreate(prog, ifindex, Libbpf.BPF_XDP, XDP_FLAGS_SKB_MODE);
             }
             if (link == -Errno.EBUSY || link == -Errno.EEXIST) {
-                throw new NativeIOException("attach XDP", -link, ifname
+                throw Errno.error("attach XDP", link, ifname
                         + " already has an XDP program; sockmap4j does not replace it (detach it first: "
                         + "ip link set dev " + ifname + " xdp off)");
             }
             if (link < 0) {
-                throw new NativeIOException("attach XDP", -link, ifname);
+                throw Errno.error("attach XDP", link, ifname);
             }
             XdpFilter f = new XdpFilter(bpf, obj, ifname, mode, link);
             f.setDefaultAction(defaultAction);
@@ -174,7 +174,7 @@ public final class XdpFilter implements AutoCloseable {
 
     private static void check(String map, int r) throws NativeIOException {
         if (r < 0) {
-            throw new NativeIOException("bpf_map_update_elem(" + map + ")", -r,
+            throw Errno.error("bpf_map_update_elem(" + map + ")", r,
                     -r == Errno.E2BIG || -r == Errno.ENOSPC ? "at most " + MAX_RULES + " rules" : "");
         }
     }
@@ -264,7 +264,7 @@ public final class XdpFilter implements AutoCloseable {
         ensureOpen();
         int r = bpf.tryMapDelete(mapFd, key);
         if (r < 0 && -r != Errno.ENOENT) {
-            throw new NativeIOException("bpf_map_delete_elem", -r, name);
+            throw Errno.error("bpf_map_delete_elem", r, name);
         }
         Integer id = ruleIds.remove(name);
         if (id != null) {

@@ -3,7 +3,6 @@ package io.github.sockmap4j.agent.control;
 import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.net.UnixListener;
 import io.github.sockmap4j.internal.sys.Listeners;
 import io.github.sockmap4j.internal.sys.UserNamespaces;
@@ -129,7 +128,7 @@ public final class ControlServer implements AutoCloseable {
 
     public synchronized ControlServer start() {
         // What the loop's error path needs, loaded now: out of descriptors, a class file could not be opened then.
-        new NativeIOException("accept", Errno.EMFILE, listener.path().toString()).getMessage();
+        Errno.error("accept", -Errno.EMFILE, listener.path().toString()).getMessage();
         acceptor = new Thread(this::acceptLoop, "sockmap4j-agent-control");
         acceptor.setDaemon(true);
         acceptor.start();

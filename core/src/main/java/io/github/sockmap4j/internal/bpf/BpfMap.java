@@ -106,8 +106,8 @@ final class BpfMap implements AutoCloseable {
     }
 
     private NativeIOException error(String call, int r, String what) {
-        return what == null ? new NativeIOException(call + "(" + name + ")", -r)
-                : new NativeIOException(call + "(" + name + ")", -r, what);
+        return what == null ? Errno.error(call + "(" + name + ")", r)
+                : Errno.error(call + "(" + name + ")", r, what);
     }
 
     @Override

@@ -3,7 +3,6 @@ package io.github.sockmap4j.internal.bpf;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -82,7 +81,7 @@ public final class InFlightMaps implements AutoCloseable {
             int r = bpf.tryMapUpdate(rxFd, key, val, Libbpf.BPF_ANY);
             if (r < 0) {
                 slots.release(idx, cookie);
-                throw new NativeIOException("bpf_map_update_elem(rx)", -r);
+                throw Errno.error("bpf_map_update_elem(rx)", r);
             }
             return new ReadSlot(idx, cookie, key.toArray(ValueLayout.JAVA_BYTE));
         }

@@ -6,7 +6,6 @@ import io.github.sockmap4j.internal.ffi.EpollEvent;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.net.NativeSocket;
 import io.github.sockmap4j.internal.sys.Cgroups;
 import java.io.IOException;
@@ -96,7 +95,7 @@ public final class KernelProbe {
             client = NativeSocket.newStream();
             int r = client.connectNow(new InetSocketAddress(lo, port), false);
             if (r < 0 && -r != Errno.EINPROGRESS) {
-                throw new NativeIOException("connect", -r);
+                throw Errno.error("connect", r);
             }
             if (!client.await(Linux.POLLOUT, TIMEOUT_MS)) {
                 return Result.failed("probe: loopback connect timed out");
@@ -118,7 +117,7 @@ public final class KernelProbe {
             epfd = Epoll.epollCreate();
             int c = Epoll.tryEpollCtl(epfd, Linux.EPOLL_CTL_ADD, accepted.intValue(), Linux.EPOLLIN | Linux.EPOLLET);
             if (c < 0) {
-                throw new NativeIOException("epoll_ctl", -c);
+                throw Errno.error("epoll_ctl", c);
             }
             Probe p = new Probe(arena, client, accepted, epfd);
 

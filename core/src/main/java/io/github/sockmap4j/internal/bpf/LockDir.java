@@ -68,7 +68,7 @@ public final class LockDir implements AutoCloseable {
                 return;
             }
             if (-r != Errno.EINTR) {
-                throw new NativeIOException("flock", -r, what);
+                throw Errno.error("flock", r, what);
             }
         }
     }

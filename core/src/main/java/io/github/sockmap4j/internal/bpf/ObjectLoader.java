@@ -1,5 +1,6 @@
 package io.github.sockmap4j.internal.bpf;
 
+import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.LibbpfLog;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
@@ -103,7 +104,7 @@ public final class ObjectLoader {
                 MemorySegment val = arena.allocateFrom(ValueLayout.JAVA_INT, Pins.ABI_VERSION);
                 int r = bpf.tryMapUpdate(bpf.mapFd(bpf.findMap(obj, Pin.META.objectName)), key, val, Libbpf.BPF_ANY);
                 if (r < 0) {
-                    throw new NativeIOException("bpf_map_update_elem(meta)", -r);
+                    throw Errno.error("bpf_map_update_elem(meta)", r);
                 }
                 for (Pin p : Pin.values()) {
                     int fd = p.program ? bpf.programFd(bpf.findProgram(obj, p.objectName))

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.internal.bpf;
 
+import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.nio.file.Path;
@@ -62,7 +63,7 @@ enum Pin {
         String path = path(pinDir);
         int fd = bpf.tryGetPinned(path);
         if (fd < 0) {
-            throw new NativeIOException("bpf_obj_get", -fd, path);
+            throw Errno.error("bpf_obj_get", fd, path);
         }
         return fd;
     }

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.internal.bpf;
 
+import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.NativeIOException;
@@ -24,7 +25,7 @@ record PinnedObjects(int socks, int policy, int counters, int sockState, int rx,
                 String path = p.path(dir);
                 int fd = bpf.tryGetPinned(path);
                 if (fd < 0) {
-                    throw new NativeIOException("bpf_obj_get", -fd, path);
+                    throw Errno.error("bpf_obj_get", fd, path);
                 }
                 fds.put(p, fd);
             }

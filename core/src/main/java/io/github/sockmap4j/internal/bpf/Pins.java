@@ -4,7 +4,6 @@ import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
 import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -106,7 +105,7 @@ public final class Pins {
             MemorySegment val = arena.allocate(ValueLayout.JAVA_INT);
             int r = bpf.tryMapLookup(metaFd, key, val);
             if (r < 0) {
-                throw new NativeIOException("bpf_map_lookup_elem(meta)", -r, dir.toString());
+                throw Errno.error("bpf_map_lookup_elem(meta)", r, dir.toString());
             }
             return val.get(ValueLayout.JAVA_INT, 0);
         }
@@ -126,7 +125,7 @@ public final class Pins {
             if (-fd == Errno.ENOENT) {
                 return OptionalInt.empty();
             }
-            throw new NativeIOException("bpf_obj_get", -fd, Pin.META.path(dir));
+            throw Errno.error("bpf_obj_get", fd, Pin.META.path(dir));
         }
         try {
             return OptionalInt.of(abiOf(bpf, dir, fd));
@@ -235,7 +234,7 @@ public final class Pins {
             if (-counters == Errno.ENOENT) {
                 return null;
             }
-            throw new NativeIOException("bpf_obj_get", -counters, Pin.COUNTERS.path(dir));
+            throw Errno.error("bpf_obj_get", counters, Pin.COUNTERS.path(dir));
         }
         int socks = bpf.tryGetPinned(Pin.SOCKS.path(dir));
         try {

@@ -2,7 +2,6 @@ package io.github.sockmap4j.internal.bpf;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -37,7 +36,7 @@ public final class PolicyMap implements AutoCloseable {
                     + "sockmap4j process, with this pin directory)"
                     : -fd == Errno.EACCES || -fd == Errno.EPERM ? "this user may not write it: the owner of the pins "
                     + "must grant its group (PolicyClient.grant)" : "";
-            throw new NativeIOException("bpf_obj_get", -fd, path + ": " + why);
+            throw Errno.error("bpf_obj_get", fd, path + ": " + why);
         }
         return new PolicyMap(bpf, fd);
     }
@@ -52,7 +51,7 @@ public final class PolicyMap implements AutoCloseable {
     public synchronized void put(PolicyRule rule, int bound) throws IOException {
         int r = update(rule, bound, Libbpf.BPF_ANY);
         if (r < 0) {
-            throw new NativeIOException("bpf_map_update_elem(" + Pin.POLICY.fileName + ")", -r,
+            throw Errno.error("bpf_map_update_elem(" + Pin.POLICY.fileName + ")", r,
                     -r == Errno.ENOSPC || -r == Errno.E2BIG
                             ? "the policy map is full (65,536 rules): deny rules no longer needed"
                             : "port " + rule.port());
@@ -63,7 +62,7 @@ public final class PolicyMap implements AutoCloseable {
     public synchronized void setBound(PolicyRule rule, int bound) throws IOException {
         int r = update(rule, bound, Libbpf.BPF_EXIST);
         if (r < 0) {
-            throw new NativeIOException("bpf_map_update_elem(" + Pin.POLICY.fileName + ")", -r, "port " + rule.port());
+            throw Errno.error("bpf_map_update_elem(" + Pin.POLICY.fileName + ")", r, "port " + rule.port());
         }
     }
 

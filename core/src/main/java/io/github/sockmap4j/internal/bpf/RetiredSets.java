@@ -3,7 +3,6 @@ package io.github.sockmap4j.internal.bpf;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -108,7 +107,7 @@ public final class RetiredSets {
             if (-fd == Errno.ENOENT) {
                 return 0;
             }
-            throw new NativeIOException("bpf_obj_get", -fd, Pin.SOCKS.path(set));
+            throw Errno.error("bpf_obj_get", fd, Pin.SOCKS.path(set));
         }
         try {
             return Pins.countKeys(bpf, fd, bpf.mapInfo(fd).keySize());

@@ -1,5 +1,7 @@
 package io.github.sockmap4j.internal.ffi;
 
+import java.lang.foreign.MemorySegment;
+
 /** errno values this library reacts to (x86_64 and aarch64 Linux share them). */
 public final class Errno {
     public static final int EPERM = 1;
@@ -41,7 +43,7 @@ public final class Errno {
      */
     public static int ok(String op, int res) throws NativeIOException {
         if (res < 0) {
-            throw new NativeIOException(op, -res);
+            throw error(op, res);
         }
         return res;
     }
@@ -49,7 +51,7 @@ public final class Errno {
     /** As {@link #ok(String, int)}, for calls that return a size. */
     public static long ok(String op, long res) throws NativeIOException {
         if (res < 0) {
-            throw new NativeIOException(op, (int) -res);
+            throw error(op, res);
         }
         return res;
     }
@@ -57,9 +59,45 @@ public final class Errno {
     /** As {@link #ok(String, int)}, with what the call was about (a path, a size) in the message. */
     public static int ok(String op, int res, String detail) throws NativeIOException {
         if (res < 0) {
-            throw new NativeIOException(op, -res, detail);
+            throw error(op, res, detail);
         }
         return res;
+    }
+
+    /**
+     * The one way a failed native call becomes an exception (Netty's {@code Errors.ioResult}
+     * shape): {@code res} is what the {@code try*} call returned, {@code -errno}. Callers that
+     * react to some errno values (EAGAIN, EINTR, ENOENT) test those first and hand the rest here.
+     *
+     * @throws IllegalArgumentException when {@code res} is not negative (no failure to report)
+     */
+    public static NativeIOException error(String op, long res) {
+        return new NativeIOException(op, errnoOf(op, res));
+    }
+
+    /** As {@link #error(String, long)}, with what the call was about (a path, a size) in the message. */
+    public static NativeIOException error(String op, long res, String detail) {
+        return new NativeIOException(op, errnoOf(op, res), detail);
+    }
+
+    /**
+     * The check of a call that returns a pointer: {@code p}, unless it is the call's failure value
+     * ({@code failed}: 0 for NULL, -1 for mmap's MAP_FAILED); then the errno the call left in its
+     * call state {@code st}.
+     */
+    static MemorySegment okPointer(String op, MemorySegment p, long failed, MemorySegment st, String detail)
+            throws NativeIOException {
+        if (p.address() == failed) {
+            throw detail == null ? error(op, -Native.errno(st)) : error(op, -Native.errno(st), detail);
+        }
+        return p;
+    }
+
+    private static int errnoOf(String op, long res) {
+        if (res >= 0 || res < -4095) {
+            throw new IllegalArgumentException(op + ": " + res + " is not a failed call's -errno");
+        }
+        return (int) -res;
     }
 
     /** "ENOENT (No such file or directory)", from the C library's own text. */

@@ -190,10 +190,7 @@ public final class Libbpf {
         try {
             MemorySegment obj = (MemorySegment) loader().objectOpenMem.invokeExact(st, elf, elf.byteSize(),
                     MemorySegment.NULL);
-            if (obj.equals(MemorySegment.NULL)) {
-                throw new NativeIOException("bpf_object__open_mem", Native.errno(st));
-            }
-            return obj;
+            return Errno.okPointer("bpf_object__open_mem", obj, 0L, st, null);
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -205,7 +202,7 @@ public final class Libbpf {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment m = (MemorySegment) loader().objectFindMap.invokeExact(obj, arena.allocateFrom(name));
             if (m.equals(MemorySegment.NULL)) {
-                throw new NativeIOException("bpf_object__find_map_by_name", Errno.ENOENT, name);
+                throw Errno.error("bpf_object__find_map_by_name", -Errno.ENOENT, name);
             }
             return m;
         } catch (NativeIOException e) {
@@ -219,7 +216,7 @@ public final class Libbpf {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment p = (MemorySegment) loader().objectFindProgram.invokeExact(obj, arena.allocateFrom(name));
             if (p.equals(MemorySegment.NULL)) {
-                throw new NativeIOException("bpf_object__find_program_by_name", Errno.ENOENT, name);
+                throw Errno.error("bpf_object__find_program_by_name", -Errno.ENOENT, name);
             }
             return p;
         } catch (NativeIOException e) {
@@ -275,7 +272,7 @@ public final class Libbpf {
         try (Arena arena = Arena.ofConfined()) {
             int res = (int) loader().objPin.invokeExact(fd, arena.allocateFrom(path));
             if (res < 0) {
-                throw new NativeIOException("bpf_obj_pin", -res, path);
+                throw Errno.error("bpf_obj_pin", res, path);
             }
         } catch (NativeIOException e) {
             throw e;

@@ -61,7 +61,7 @@ public final class ProgQuery {
                     continue;
                 }
                 if (r < 0) {
-                    throw new NativeIOException("bpf_prog_query", -r);
+                    throw Errno.error("bpf_prog_query", r);
                 }
                 List<Integer> out = new ArrayList<>();
                 for (int i = 0; i < count.get(ValueLayout.JAVA_INT, 0); i++) {
@@ -88,7 +88,7 @@ public final class ProgQuery {
             return null;
         }
         if (fd < 0) {
-            throw new NativeIOException("bpf_prog_get_fd_by_id", -fd, Integer.toString(id));
+            throw Errno.error("bpf_prog_get_fd_by_id", fd, Integer.toString(id));
         }
         try {
             return program(fd, id);
@@ -108,7 +108,7 @@ public final class ProgQuery {
             MemorySegment len = arena.allocateFrom(ValueLayout.JAVA_INT, (int) info.byteSize());
             int r = (int) objGetInfo.invokeExact(fd, info, len);
             if (r < 0) {
-                throw new NativeIOException("bpf_obj_get_info_by_fd", -r, id < 0 ? "fd " + fd : "program " + id);
+                throw Errno.error("bpf_obj_get_info_by_fd", r, id < 0 ? "fd " + fd : "program " + id);
             }
             byte[] name = info.asSlice(INFO_NAME, 16).toArray(ValueLayout.JAVA_BYTE);
             int end = 0;

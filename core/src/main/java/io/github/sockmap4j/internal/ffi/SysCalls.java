@@ -159,10 +159,8 @@ public final class SysCalls {
         try {
             MemorySegment p = (MemorySegment) MMAP.invokeExact(st, MemorySegment.NULL, length, prot,
                     Linux.MAP_SHARED, fd, 0L);
-            if (p.address() == -1L) {
-                throw new NativeIOException("mmap", Native.errno(st), length + " bytes of fd " + fd);
-            }
-            return p.reinterpret(length, arena, SysCalls::munmap);
+            return Errno.okPointer("mmap", p, -1L, st, length + " bytes of fd " + fd)
+                    .reinterpret(length, arena, SysCalls::munmap);
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {

@@ -3,7 +3,6 @@ package io.github.sockmap4j.internal.flow;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.NativeLayouts;
 import io.github.sockmap4j.internal.net.NativeSocket;
 import java.io.IOException;
@@ -197,7 +196,7 @@ public final class SocketWriter {
         if (!open.getAsBoolean()) {
             throw new AsynchronousCloseException();
         }
-        throw new NativeIOException(call, (int) -n);
+        throw Errno.error(call, n);
     }
 
     /** For a selector: whether a non-blocking writer held for credit may write again. */

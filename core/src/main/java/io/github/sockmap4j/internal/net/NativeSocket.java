@@ -306,7 +306,7 @@ public final class NativeSocket {
                 return null;
             }
             if (-afd != Errno.EINTR && -afd != Errno.ECONNABORTED) {
-                throw new NativeIOException("accept4", -afd);
+                throw Errno.error("accept4", afd);
             }
         }
     }
@@ -321,7 +321,7 @@ public final class NativeSocket {
                 return r != 0;
             }
             if (-r != Errno.EINTR) {
-                throw new NativeIOException("poll", -r);
+                throw Errno.error("poll", r);
             }
         }
     }

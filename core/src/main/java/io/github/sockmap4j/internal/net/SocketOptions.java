@@ -3,7 +3,6 @@ package io.github.sockmap4j.internal.net;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -52,9 +51,9 @@ public final class SocketOptions {
     public static IOException connectFailure(int errno, InetSocketAddress remote) {
         if (errno == Errno.ECONNREFUSED) {
             ConnectException e = new ConnectException("Connection refused: " + remote);
-            e.initCause(new NativeIOException("connect", errno));
+            e.initCause(Errno.error("connect", -errno));
             return e;
         }
-        return new NativeIOException("connect", errno, remote.toString());
+        return Errno.error("connect", -errno, remote.toString());
     }
 }

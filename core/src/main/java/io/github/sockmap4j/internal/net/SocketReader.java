@@ -2,7 +2,6 @@ package io.github.sockmap4j.internal.net;
 
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.AsynchronousCloseException;
@@ -72,6 +71,6 @@ public final class SocketReader {
     }
 
     private static IOException failure(int errno, BooleanSupplier open) {
-        return open.getAsBoolean() ? new NativeIOException("recv", errno) : new AsynchronousCloseException();
+        return open.getAsBoolean() ? Errno.error("recv", -errno) : new AsynchronousCloseException();
     }
 }

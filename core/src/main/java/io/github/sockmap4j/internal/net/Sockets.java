@@ -53,7 +53,7 @@ public final class Sockets {
             return SockAddr.encode6(arena, addr);
         }
         if (addr.getAddress() instanceof Inet6Address) {
-            throw new NativeIOException("connect", Errno.EINVAL, "IPv6 is not available on this host: " + addr);
+            throw Errno.error("connect", -Errno.EINVAL, "IPv6 is not available on this host: " + addr);
         }
         return SockAddr.encode4(arena, addr);
     }

@@ -113,7 +113,7 @@ public final class UnixListener implements AutoCloseable {
                 continue;
             }
             if (r < 0) {
-                throw new NativeIOException("poll", -r, path.toString());
+                throw Errno.error("poll", r, path.toString());
             }
             NativeSocket c;
             try {
@@ -122,7 +122,7 @@ public final class UnixListener implements AutoCloseable {
                 if (closed) {
                     return null;
                 }
-                throw new NativeIOException("accept", e.errno(), path.toString());
+                throw Errno.error("accept", -e.errno(), path.toString());
             }
             if (c == null) {
                 continue;
@@ -308,7 +308,7 @@ public final class UnixListener implements AutoCloseable {
                         continue;
                     }
                     if (n < 0) {
-                        throw new NativeIOException("write", (int) -n, "agent connection");
+                        throw Errno.error("write", n, "agent connection");
                     }
                     off += n;
                     progress = System.nanoTime();

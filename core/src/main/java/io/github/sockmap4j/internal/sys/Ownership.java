@@ -3,7 +3,6 @@ package io.github.sockmap4j.internal.sys;
 import io.github.sockmap4j.internal.ffi.Errno;
 import io.github.sockmap4j.internal.ffi.LibC;
 import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
 import io.github.sockmap4j.internal.ffi.SysCalls;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -87,7 +86,7 @@ public final class Ownership {
                             + "a directory (realpath " + abs + "), or choose another one");
                 }
                 if (next < 0) {
-                    throw new NativeIOException("open", -next, at.toString());
+                    throw Errno.error("open", next, at.toString());
                 }
                 LibC.close(fd);
                 fd = next;

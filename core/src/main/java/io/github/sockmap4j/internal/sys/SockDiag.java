@@ -161,11 +161,11 @@ public final class SockDiag implements AutoCloseable {
         req.set(ValueLayout.JAVA_INT, id + NativeLayouts.ID_COOKIE + 4, -1);
         long sent = LibC.trySend(fd, req, 0);
         if (sent < 0) {
-            throw new NativeIOException("send(sock_diag)", (int) -sent);
+            throw Errno.error("send(sock_diag)", sent);
         }
         long n = LibC.tryRecv(fd, resp, 0);
         if (n < 0) {
-            throw new NativeIOException("recv(sock_diag)", (int) -n);
+            throw Errno.error("recv(sock_diag)", n);
         }
         short type = resp.get(ValueLayout.JAVA_SHORT, NativeLayouts.NLMSG_TYPE);
         if (type == NLMSG_ERROR) {
@@ -173,7 +173,7 @@ public final class SockDiag implements AutoCloseable {
             if (err == Errno.ENOENT || err == 0) {
                 return false;
             }
-            throw new NativeIOException("sock_diag", err);
+            throw Errno.error("sock_diag", -err);
         }
         return type == SOCK_DIAG_BY_FAMILY && n >= HDR + IDIAG_UID + 4;
     }
