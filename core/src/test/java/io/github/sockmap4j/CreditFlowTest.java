@@ -335,7 +335,7 @@ class CreditFlowTest {
 
         void awaitHeld() throws InterruptedException {
             Await.until("the writer waits for credit", () -> thread[0] != null
-                    && Await.isIn(thread[0], io.github.sockmap4j.internal.flow.ChannelCredit.class.getName(), "await"));
+                    && Await.isIn(thread[0], io.github.sockmap4j.internal.flow.CreditEngine.class.getName(), "await"));
         }
 
         void assertFailsWithin1s(long since, String event) throws Exception {

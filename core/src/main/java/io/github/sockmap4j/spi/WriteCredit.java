@@ -1,6 +1,6 @@
 package io.github.sockmap4j.spi;
 
-import io.github.sockmap4j.internal.flow.CreditRule;
+import io.github.sockmap4j.internal.flow.CreditEngine;
 import io.github.sockmap4j.internal.flow.PeerCredit;
 
 /**
@@ -10,92 +10,53 @@ import io.github.sockmap4j.internal.flow.PeerCredit;
  * throw it off the fast path. Credit is the receiver's bound minus what is unread; a writer that
  * sends no more than its credit is never sent by TCP for the bound.
  *
- * <p>The rule is the one a blocking {@code SockmapChannel} write follows: {@link #fits} says
- * what goes now; a writer that holds calls {@link #holdBegins} once, then {@link #stalled} at each
- * retry, retrying after {@link #retryNanos()}, which {@link #backOff()} doubles to
- * {@value CreditRule#MAX_WAIT_NANOS} ns and {@link #progressed()} resets; a receiver that reads
- * nothing at all for 200 ms of the writer's running time is not waited for ({@link #released()})
- * until it reads again.
+ * <p>The decisions are the library's one credit rule, the one a blocking {@code SockmapChannel}
+ * write follows; the writer only carries them out. A message with nothing held before it goes if
+ * {@link #admit} says so, else the writer holds it (and what follows). At each flush and each
+ * retry, {@link #next} says how much of the oldest held message goes (all, a part, nothing yet);
+ * the writer reports what it sent ({@link #sent}), and {@link #drained()} once nothing is held.
+ * Retries come after {@link #retryNanos()}; at each, {@link #retry()} says whether to wait, send
+ * what the credit covers, or send everything (the receiver has gone, or has read nothing at all
+ * for 200 ms of the writer's running time), and {@link #retried} whether it sent anything.
  *
  * <p>For a receiver that publishes its reads (a sockmap4j channel, a Netty channel of this
- * transport) {@link #available()} reads shared memory: no system call. For one that publishes
- * nothing (a JDK socket, C, Rust) the credit follows the kernel watcher's estimate, which
- * {@link #refresh()} reads.
+ * transport) the credit is read from shared memory: no system call. For one that publishes
+ * nothing (a JDK socket, C, Rust) it follows the kernel watcher's estimate.
  *
  * <p><b>Note:</b> not threadsafe: one writer thread at a time, as for the socket's writes.
  */
 public final class WriteCredit {
-    /** Credit when nothing holds the writer (the receiver has gone, or sets no bound). */
-    public static final long UNLIMITED = PeerCredit.UNLIMITED;
+    /** {@link #next}: the whole message goes. */
+    public static final long WHOLE = CreditEngine.WHOLE;
 
-    private final PeerCredit credit;
-    private final CreditRule rule = new CreditRule();
+    private final CreditEngine engine;
 
     WriteCredit(PeerCredit credit) {
-        this.credit = credit;
+        this.engine = CreditEngine.of(credit);
     }
 
     /**
-     * Bytes that may be sent now; no system call for a receiver that publishes its reads.
+     * A message with nothing held before it: whether it goes now (it is then counted as sent);
+     * when not, the writer holds it, and the hold begins.
      *
-     * @return the credit, {@link #UNLIMITED} once the fast path closed
-     */
-    public long available() {
-        return credit.available();
-    }
-
-    /**
-     * As {@link #available()}, after looking again at what the kernel holds: one or two system
-     * calls, for a writer whose {@link #available()} fell short, at its retry pace.
-     *
-     * @return the credit
-     */
-    public long refresh() {
-        return credit.refresh();
-    }
-
-    /**
-     * Whether a message goes now, whole or, when it can be split, in a part worth sending.
-     *
-     * @param size       its bytes
+     * @param size       the bytes it puts on the wire, -1 for a message that is not data
      * @param splittable whether it can go in parts
-     * @param available  the credit now
-     * @return whether to send (all of it, or {@code available} of it when split)
+     * @return whether to write it now
      */
-    public boolean fits(long size, boolean splittable, long available) {
-        return CreditRule.fits(size, splittable, available, credit.bound());
+    public boolean admit(long size, boolean splittable) {
+        return engine.admit(size, splittable);
     }
 
     /**
-     * The credit worth a send of {@code remaining} bytes: all of it, or enough for a message that
-     * is not tiny (tiny redirected messages cost more than they carry).
+     * How much of the oldest held message goes now.
      *
-     * @param remaining bytes left to send
-     * @return at least 1, at most {@code remaining}
+     * @param size       its bytes left, 0 or less for a message that is not data
+     * @param splittable whether it can go in parts
+     * @param force      everything goes (the channel closes, or {@link #retry()} said so)
+     * @return {@link #WHOLE}, a part of that many bytes, or 0: nothing yet
      */
-    public long worthSending(long remaining) {
-        return credit.worthSending(remaining);
-    }
-
-    /**
-     * The receiver's bound as last seen: a message that cannot be split and is larger goes once
-     * the receiver has read everything ({@link #available()} reaches it).
-     *
-     * @return bytes
-     */
-    public long bound() {
-        return credit.bound();
-    }
-
-    /**
-     * Whether the kernel sends this socket by TCP now (after a bound hit): it comes back to the
-     * redirect at a send once its receiver has read everything sent, so a writer that has it
-     * sends nothing more until {@link #available()} reaches {@link #bound()}. A system call.
-     *
-     * @return false where it cannot be told
-     */
-    public boolean onTcp() {
-        return credit.onTcp();
+    public long next(long size, boolean splittable, boolean force) {
+        return engine.next(size, splittable, force);
     }
 
     /**
@@ -104,76 +65,48 @@ public final class WriteCredit {
      * @param bytes how many were sent, more than 0
      */
     public void sent(long bytes) {
-        credit.sent(bytes);
+        engine.sent(bytes);
+    }
+
+    /** Nothing is held any more: the hold is counted in {@code Sockmap.flowStats()}. */
+    public void drained() {
+        engine.drained();
     }
 
     /**
-     * Whether the receiver has closed or died (its socket left the socket map): the writer then
-     * stops waiting and sends, meeting the close or error a TCP writer meets. A system call.
+     * At a retry of a holding writer: what to do now.
      *
-     * @return true when it has gone
+     * @return whether to wait (retry later), send what the credit covers, or send everything
      */
-    public boolean receiverGone() {
-        return credit.receiverGone();
+    public Retry retry() {
+        return switch (engine.retry()) {
+            case WAIT -> Retry.WAIT;
+            case DRAIN -> Retry.DRAIN;
+            case DRAIN_ALL -> Retry.DRAIN_ALL;
+        };
     }
 
     /**
-     * A writer begins to hold (its first message did not fit): the stall rule starts counting.
+     * After a retry's sends.
      *
-     * @param now {@link System#nanoTime()}
+     * @param wrote whether it sent anything (the next retry is soon again) or not (twice as late, up to 1 ms)
      */
-    public void holdBegins(long now) {
-        rule.begin(credit.receiverRead(), now);
-    }
-
-    /**
-     * At a retry of a holding writer: whether its receiver has stalled (read nothing for 200 ms
-     * of this writer's running time). From then on {@link #released()} is true until it reads.
-     *
-     * @param now {@link System#nanoTime()}
-     * @return whether to stop holding
-     */
-    public boolean stalled(long now) {
-        return rule.watch(credit.receiverRead(), now);
-    }
-
-    /**
-     * Whether this writer is released from holding: its receiver stalled and has read nothing
-     * since (looks at the credit, no system call).
-     *
-     * @return true while released
-     */
-    public boolean released() {
-        credit.available();
-        return rule.released(credit.receiverRead());
+    public void retried(boolean wrote) {
+        engine.retried(wrote);
     }
 
     /** @return the delay before the next retry, in nanoseconds */
     public long retryNanos() {
-        return rule.retryNanos();
+        return engine.retryNanos();
     }
 
-    /** A retry sent nothing: the next one waits twice as long, up to 1 ms. */
-    public void backOff() {
-        rule.nextRetryNanos();
-    }
-
-    /** @return whether the retry delay has reached its longest (the receiver had time to read) */
-    public boolean backedOffFully() {
-        return rule.retryNanos() >= CreditRule.MAX_WAIT_NANOS;
-    }
-
-    /** A retry sent something: the next one is soon again. */
-    public void progressed() {
-        rule.progressed();
-    }
-
-    /**
-     * Counts a wait for credit in this process's statistics ({@code Sockmap.flowStats()}).
-     *
-     * @param nanos how long the writer held
-     */
-    public void waited(long nanos) {
-        credit.waited(nanos);
+    /** What a retry does. */
+    public enum Retry {
+        /** Nothing goes yet: retry after {@link #retryNanos()}. */
+        WAIT,
+        /** Send what the credit covers: {@link #next} without force. */
+        DRAIN,
+        /** Send everything held: {@link #next} with force. */
+        DRAIN_ALL
     }
 }

@@ -24,8 +24,10 @@ import org.slf4j.LoggerFactory;
  * pending outbound bytes: the channel turns unwritable above its high water mark and writable
  * again as the credit returns, the back-pressure Netty, gRPC and Arrow already follow. The
  * credit is checked again on the channel's event loop with a back-off from 50 µs to 1 ms: no
- * thread of its own, and no system call while the receiver publishes its reads. The rule is
- * {@link WriteCredit}'s, the one a blocking {@code SockmapChannel} write follows.
+ * thread of its own, and no system call while the receiver publishes its reads. Every decision
+ * (what goes, what is held, when to stop holding) is {@link WriteCredit}'s, the library's one
+ * credit rule, the one a blocking {@code SockmapChannel} write follows; this handler carries
+ * them out.
  *
  * <p>A receiver that closes or dies lets everything through (the writes then meet the close), and
  * so does one that reads nothing at all for 200 ms, until it reads again (the kernel's bound then
@@ -43,7 +45,6 @@ final class HoldForCredit extends ChannelDuplexHandler {
     private WriteCredit credit;
     private PendingWriteQueue held;
     private ScheduledFuture<?> retry;
-    private long heldSince;
     private volatile boolean holding;
     /** The largest part of a file region read into one buffer. */
     private static final int MAX_PART = 1 << 20;
@@ -171,22 +172,9 @@ final class HoldForCredit extends ChannelDuplexHandler {
             ctx.write(msg, promise);
             return;
         }
-        if (held.isEmpty() && c.released()) {
-            c.sent(Math.max(0, size)); // still reading nothing: the kernel's bound decides
+        if (held.isEmpty() && c.admit(size, splittable(msg))) {
             ctx.write(msg, promise);
             return;
-        }
-        if (held.isEmpty() && (size < 0 || c.available() >= size
-                || !splittable(msg) && c.fits(size, false, c.available()))) {
-            if (size > 0) {
-                c.sent(size);
-            }
-            ctx.write(msg, promise);
-            return;
-        }
-        if (held.isEmpty()) {
-            heldSince = System.nanoTime();
-            c.holdBegins(heldSince);
         }
         held.add(msg, promise);
         holding = true;
@@ -213,37 +201,25 @@ final class HoldForCredit extends ChannelDuplexHandler {
         while (!held.isEmpty()) {
             Object msg = held.current();
             long size = size(msg);
-            if (force || size <= 0) {
+            long n = c.next(size, splittable(msg), force);
+            if (n == WriteCredit.WHOLE) {
                 if (size > 0) {
                     c.sent(size);
                 }
                 writeHead(ctx);
                 wrote = true;
-                continue;
-            }
-            long a = c.available();
-            if (!c.fits(size, splittable(msg), a)) {
-                a = c.refresh(); // the receiver may have claimed its slot, or the watcher moved on
-            }
-            if (a >= size || !splittable(msg) && c.fits(size, false, a)) {
-                // Whole; or a message that cannot be split and is larger than the bound, once
-                // everything sent before it has been read.
-                c.sent(size);
-                writeHead(ctx);
+            } else if (n > 0 && msg instanceof ByteBuf buf) {
+                ctx.write(buf.readRetainedSlice((int) n), ctx.voidPromise());
+                c.sent(n);
                 wrote = true;
-            } else if (a >= c.worthSending(size) && msg instanceof ByteBuf buf) {
-                ctx.write(buf.readRetainedSlice((int) a), ctx.voidPromise());
-                c.sent(a);
-                wrote = true;
-            } else if (a >= c.worthSending(size) && msg instanceof FileRegion region
-                    && writePart(ctx, region, a)) {
+            } else if (n > 0 && msg instanceof FileRegion region && writePart(ctx, region, n)) {
                 wrote = true;
             } else {
                 break;
             }
         }
         if (wrote && held.isEmpty()) {
-            c.waited(System.nanoTime() - heldSince);
+            c.drained();
         }
         return wrote;
     }
@@ -310,25 +286,16 @@ final class HoldForCredit extends ChannelDuplexHandler {
         if (!heldNow() || !ctx.channel().isActive()) {
             return;
         }
-        credit.available();
-        // Reading nothing at all: stop holding (the kernel's bound takes over, with TCP's buffers)
-        // until the receiver reads again, so that nothing waits on a peer that waits on us.
-        boolean stalled = credit.stalled(System.nanoTime());
-        boolean gone = credit.backedOffFully() && (stalled || credit.receiverGone());
-        // Sent by TCP since a bound hit: the kernel takes it back at a send once the receiver has
-        // read everything, so nothing goes before that (a part sent earlier would keep it on TCP).
-        boolean drained = credit.available() >= credit.bound();
-        if (!gone && !stalled && !drained && credit.onTcp()) {
-            credit.backOff();
+        WriteCredit.Retry what = credit.retry();
+        if (what == WriteCredit.Retry.WAIT) {
             scheduleRetry(ctx);
             return;
         }
-        if (drain(ctx, gone)) {
+        boolean wrote = drain(ctx, what == WriteCredit.Retry.DRAIN_ALL);
+        if (wrote) {
             ctx.flush();
-            credit.progressed();
-        } else {
-            credit.backOff();
         }
+        credit.retried(wrote);
         if (heldNow()) {
             scheduleRetry(ctx);
         }

@@ -27,7 +27,7 @@ public final class ConnectionFlow {
     private volatile SocketIdentity identity;
     /** Where this end publishes its reads; null when it sets no bound. */
     private volatile ReadPublisher readSlot;
-    private volatile PeerCredit credit;
+    private volatile CreditEngine credit;
     private boolean creditResolved;
 
     /**
@@ -101,14 +101,15 @@ public final class ConnectionFlow {
      * The connection's write credit, resolved at the first call (the first write: by then the
      * peer is registered if it ever is); null when nothing holds its writes.
      */
-    public PeerCredit credit() {
+    public CreditEngine credit() {
         if (!creditResolved) {
             creditResolved = true;
             try {
                 FastPath fp = fastPath.get();
                 SocketIdentity id = identity;
-                credit = fp == null ? null : id != null ? fp.writeCredit(socket, id, serverSide)
+                PeerCredit c = fp == null ? null : id != null ? fp.writeCredit(socket, id, serverSide)
                         : fp.writeCredit(socket, serverSide);
+                credit = c == null ? null : CreditEngine.of(c);
             } catch (IOException e) {
                 LoggerFactory.getLogger(ConnectionFlow.class).warn(
                         "{} writes without credit (the in-flight bound may send it by TCP): {}", owner, e.getMessage());
@@ -118,7 +119,7 @@ public final class ConnectionFlow {
     }
 
     /** The credit if a write resolved it, else null: for a selector, from any thread. */
-    public PeerCredit resolvedCredit() {
+    public CreditEngine resolvedCredit() {
         return credit;
     }
 

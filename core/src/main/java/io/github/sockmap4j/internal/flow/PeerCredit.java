@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p><b>Note:</b> not threadsafe: one writer thread at a time, as for the socket's writes.
  */
-public final class PeerCredit {
+public final class PeerCredit implements CreditEngine.Receiver {
     /** Credit when nothing holds the writer (the receiver has gone, or sets no bound). */
     public static final long UNLIMITED = Long.MAX_VALUE;
     private static final LongAdder WAITS = new LongAdder();
@@ -43,7 +43,7 @@ public final class PeerCredit {
     private long watchRead;
     private long watchBound = -1;
     /** The bound last seen, for {@link #worthSending}. */
-    private long lastBound = CreditRule.MIN_SEND * 4;
+    private long lastBound = CreditEngine.MIN_SEND * 4;
     private long lastRead;
 
     private PeerCredit(KernelSockmap kernel, NativeSocket socket, MemorySegment peerKey, Arena arena) {
@@ -89,6 +89,7 @@ public final class PeerCredit {
     }
 
     /** Bytes that may be sent now; no system call for a receiver that publishes its reads. */
+    @Override
     public long available() {
         InFlightMaps.PeerSlot s = slot;
         if (s != null) {
@@ -115,6 +116,7 @@ public final class PeerCredit {
      * As {@link #available()}, after looking again at what the kernel holds (the receiver's slot,
      * which it may claim late, or the watcher's estimate): one or two system calls.
      */
+    @Override
     public long refresh() {
         if (maps.isClosed()) {
             return UNLIMITED;
@@ -143,17 +145,14 @@ public final class PeerCredit {
                 + ", lastBound=" + lastBound + "]";
     }
 
-    /** {@link CreditRule#worthSending} with the bound as last seen. */
-    public long worthSending(long remaining) {
-        return CreditRule.worthSending(remaining, lastBound);
-    }
-
     /** The receiver's bound as last seen. */
+    @Override
     public long bound() {
         return lastBound;
     }
 
     /** What the receiver has read as last seen. */
+    @Override
     public long receiverRead() {
         return lastRead;
     }
@@ -162,6 +161,7 @@ public final class PeerCredit {
      * Whether the kernel sends this socket by TCP now (after a bound hit): it comes back to the
      * redirect at a send once its receiver has read everything sent. A system call.
      */
+    @Override
     public boolean onTcp() {
         try {
             return (maps.socketFlags(socket.intValue()) & SockStateLayout.TCP) != 0;
@@ -171,16 +171,19 @@ public final class PeerCredit {
     }
 
     /** After {@code bytes > 0} were sent. */
+    @Override
     public void sent(long bytes) {
         sent += bytes;
     }
 
     /** Whether the receiver has closed or died (its socket left the socket map). A system call. */
+    @Override
     public boolean receiverGone() {
         return maps.isClosed() || !kernel.isRegistered(peerKey, rxScratch);
     }
 
     /** Counts a wait of {@code nanos} for credit in this process's statistics. */
+    @Override
     public void waited(long nanos) {
         WAITS.increment();
         WAIT_NANOS.add(nanos);

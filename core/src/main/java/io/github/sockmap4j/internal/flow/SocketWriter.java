@@ -46,7 +46,7 @@ public final class SocketWriter {
      * @param open whether the channel is still open
      * @return the bytes sent
      */
-    public long write(NativeSocket socket, MemorySegment src, boolean blocking, BooleanSupplier open, PeerCredit c)
+    public long write(NativeSocket socket, MemorySegment src, boolean blocking, BooleanSupplier open, CreditEngine c)
             throws IOException {
         long size = src.byteSize();
         long written = 0;
@@ -96,7 +96,7 @@ public final class SocketWriter {
      * @return the bytes sent
      */
     public long gather(NativeSocket socket, ByteBuffer[] srcs, int offset, int length, boolean blocking, BooleanSupplier open,
-                       PeerCredit c) throws IOException {
+                       CreditEngine c) throws IOException {
         int max = Math.min(length, Linux.IOV_MAX);
         MemorySegment s = scratch(max);
         MemorySegment msghdr = s.asSlice(0, LibC.MSGHDR_SIZE);
@@ -200,7 +200,7 @@ public final class SocketWriter {
     }
 
     /** For a selector: whether a non-blocking writer held for credit may write again. */
-    public boolean returned(ReentrantLock writeLock, PeerCredit credit) {
+    public boolean returned(ReentrantLock writeLock, CreditEngine credit) {
         return credits.returned(writeLock, credit);
     }
 
