@@ -27,5 +27,14 @@ public enum Fionread {
     /** Neither: FIONREAD says 0 for every registered socket; reads return the bytes. */
     NO_BYTES,
     /** The probe did not run: skipped by configuration, this process outside the cgroup, or the fast path off. */
-    NOT_PROBED
+    NOT_PROBED;
+
+    /** The name of what the start-up probe counted; {@link #NOT_PROBED} for null (it did not run). */
+    static Fionread of(io.github.sockmap4j.internal.bpf.KernelProbe.Counts c) {
+        if (c == null) {
+            return NOT_PROBED;
+        }
+        return c.redirected() && c.tcp() ? ALL_BYTES : c.tcp() ? TCP_BYTES_ONLY : c.redirected() ? REDIRECTED_BYTES_ONLY
+                : NO_BYTES;
+    }
 }

@@ -187,7 +187,7 @@ public final class Sockmap implements AutoCloseable {
         } catch (IOException e) {
             return inactive(config, "setting up the kernel objects failed: " + e.getMessage(), e);
         }
-        KernelProbe.Result probed = new KernelProbe.Result(null, Fionread.NOT_PROBED);
+        KernelProbe.Result probed = new KernelProbe.Result(null, null);
         if (config.probe()) {
             probed = KernelProbe.runIfInside(kernel);
             if (probed.failure() != null) {
@@ -199,7 +199,7 @@ public final class Sockmap implements AutoCloseable {
                 return inactive(config, probed.failure(), null);
             }
         }
-        return new Sockmap(config, new KernelBackend(kernel, config.credit(), probed.fionread(),
+        return new Sockmap(config, new KernelBackend(kernel, config.credit(), Fionread.of(probed.counts()),
                 Cgroups.whyOutside(kernel.cgroupDir())));
     }
 

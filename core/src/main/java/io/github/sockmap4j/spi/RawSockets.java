@@ -101,6 +101,7 @@ public final class RawSockets {
      * @param bound the in-flight bound it sets as a receiver, -1 for none
      */
     public void recordConnection(int fd, int bound) {
-        ConnectionEvent.record(FastPathAccess.of(sockmap), NativeSocket.borrowed(fd), bound);
+        FastPath fp = FastPathAccess.of(sockmap);
+        ConnectionEvent.record(NativeSocket.borrowed(fd), fp == null ? null : fp::isAccelerated, bound);
     }
 }

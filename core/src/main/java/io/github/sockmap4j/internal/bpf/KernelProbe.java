@@ -1,6 +1,5 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.Fionread;
 import io.github.sockmap4j.internal.ffi.Epoll;
 import io.github.sockmap4j.internal.ffi.EpollEvent;
 import io.github.sockmap4j.internal.ffi.Errno;
@@ -20,18 +19,26 @@ import java.net.InetSocketAddress;
  * redirected bytes must arrive whole and in order, counted as redirected, and wake an
  * edge-triggered epoll each time they arrive; any of that missing turns the fast path off. What
  * FIONREAD counts on a registered socket is measured too, for redirected bytes and for TCP bytes
- * (the sender taken out of the map), and reported as a {@link Fionread}: the library's channels do
- * not use it, so it decides nothing by itself.
+ * (the sender taken out of the map), and reported as {@link Counts} (the public
+ * {@code Fionread} names them): the library's channels do not use it, so it decides nothing by
+ * itself.
  */
 public final class KernelProbe {
     private static final int TIMEOUT_MS = 2000;
     private static final int SIZE = 64;
 
-    /** What the probe found: {@code failure} is null when the fast path works. */
-    public record Result(String failure, Fionread fionread) {
+    /**
+     * What the probe found: {@code failure} is null when the fast path works; {@code counts} is
+     * null when it did not run.
+     */
+    public record Result(String failure, Counts counts) {
         static Result failed(String why) {
-            return new Result(why, Fionread.NOT_PROBED);
+            return new Result(why, null);
         }
+    }
+
+    /** What FIONREAD counted on a registered socket: redirected bytes, TCP bytes. */
+    public record Counts(boolean redirected, boolean tcp) {
     }
 
     private KernelProbe() {
@@ -47,33 +54,33 @@ public final class KernelProbe {
             if (own.isEmpty() || !own.get().startsWith(kernel.cgroupDir())) {
                 org.slf4j.LoggerFactory.getLogger(KernelProbe.class)
                         .debug("Start-up probe skipped: this process is not in {}", kernel.cgroupDir());
-                return new Result(null, Fionread.NOT_PROBED);
+                return new Result(null, null);
             }
         } catch (IOException e) {
             return Result.failed(e.getMessage());
         }
         Result r = run(kernel);
         if (r.failure() == null) {
-            log(r.fionread());
+            log(r.counts());
         }
         return r;
     }
 
     /** What a user of {@code available()} should know about this kernel, at start. */
-    private static void log(Fionread f) {
-        org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(io.github.sockmap4j.Sockmap.class);
-        switch (f) {
-            case TCP_BYTES_ONLY -> log.info("This kernel's FIONREAD does not count redirected bytes: "
+    private static void log(Counts c) {
+        // The channel's class names the line, as for the fast path's other start-up lines.
+        org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger("io.github.sockmap4j.Sockmap");
+        if (c.tcp() && !c.redirected()) {
+            log.info("This kernel's FIONREAD does not count redirected bytes: "
                     + "InputStream.available() of a java.net.Socket on an opted-in port says 0 while redirected "
                     + "data waits (reads return it; sockmap4j's channels and its Netty transport do not use FIONREAD)");
+        } else if (!c.tcp()) {
             // A fact about the kernel that sockmap4j's channels and Netty transport handle (they do not
             // use FIONREAD): worth a line for users of available(), not a warning on every start.
-            case REDIRECTED_BYTES_ONLY, NO_BYTES -> log.info("This kernel's FIONREAD says 0 for TCP bytes queued to a "
+            log.info("This kernel's FIONREAD says 0 for TCP bytes queued to a "
                     + "registered socket: InputStream.available() of a java.net.Socket on an opted-in port, and any "
                     + "FIONREAD user, sees 0 while TCP data waits (reads return it; sockmap4j's channels and its "
                     + "Netty transport do not use FIONREAD)");
-            default -> {
-            }
         }
     }
 
@@ -167,13 +174,8 @@ public final class KernelProbe {
     }
 
     /** What FIONREAD said with {@code SIZE} redirected, then {@code SIZE} TCP bytes queued. */
-    static Fionread classify(int redirectedCount, int tcpCount) {
-        boolean redirected = redirectedCount == SIZE;
-        boolean tcp = tcpCount == SIZE;
-        return redirected && tcp ? Fionread.ALL_BYTES
-                : tcp ? Fionread.TCP_BYTES_ONLY
-                : redirected ? Fionread.REDIRECTED_BYTES_ONLY
-                : Fionread.NO_BYTES;
+    static Counts classify(int redirectedCount, int tcpCount) {
+        return new Counts(redirectedCount == SIZE, tcpCount == SIZE);
     }
 
     /** One probe connection: a client sending {@code SIZE} bytes at a time, an accepted socket under an edge-triggered epoll. */

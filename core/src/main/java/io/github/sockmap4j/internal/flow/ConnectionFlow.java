@@ -61,7 +61,7 @@ public final class ConnectionFlow {
                     .warn("{} receives without an in-flight bound: {}", owner, e.getMessage());
         }
         ReadPublisher p = readSlot;
-        ConnectionEvent.record(fp, socket, p == null ? -1 : p.bound());
+        ConnectionEvent.record(socket, fp == null ? null : fp::isAccelerated, p == null ? -1 : p.bound());
     }
 
     /** Whether this end publishes its reads (a spinning reader then polls first). */

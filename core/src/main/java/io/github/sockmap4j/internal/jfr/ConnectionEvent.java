@@ -1,8 +1,8 @@
 package io.github.sockmap4j.internal.jfr;
 
-import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.net.NativeSocket;
 import java.io.IOException;
+import java.util.function.Predicate;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
@@ -36,15 +36,16 @@ public final class ConnectionEvent extends Event {
      * (-1 for none). Costs nothing unless a recording enables the event, and a few system calls
      * when one does.
      *
-     * @param fastPath the socket's fast path, null when off
+     * @param accelerated whether a socket sends through the redirect (asked only when a recording
+     *                    takes the event); null when the fast path is off
      */
-    public static void record(FastPath fastPath, NativeSocket socket, int bound) {
+    public static void record(NativeSocket socket, Predicate<NativeSocket> accelerated, int bound) {
         ConnectionEvent event = new ConnectionEvent();
         if (event.shouldCommit()) {
             try {
                 event.local = String.valueOf(socket.localAddress());
                 event.remote = String.valueOf(socket.remoteAddress());
-                event.accelerated = fastPath != null && fastPath.isAccelerated(socket);
+                event.accelerated = accelerated != null && accelerated.test(socket);
                 event.bound = bound;
                 event.commit();
             } catch (IOException ignored) {

@@ -1,0 +1,76 @@
+package io.github.sockmap4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Core's packages in layers, read from its sources' imports (no root): each package imports
+ * only packages of lower layers, so no import runs back up and there is no cycle. A new import
+ * that does fails here with the file that has it.
+ */
+class LayersTest {
+    private static final String BASE = "io.github.sockmap4j";
+    /** Lowest first; a package may import those before it. */
+    static final List<List<String>> LAYERS = List.of(
+            List.of("internal.ffi"),
+            List.of("internal.net"),
+            List.of("internal.sys"),
+            List.of("internal.bpf"),
+            List.of("internal.agent", "internal.jfr"),
+            List.of("internal.flow"),
+            List.of(""),
+            List.of("spi", "admin", "xdp"));
+    private static final Pattern IMPORT = Pattern.compile("^import (?:static )?(io\\.github\\.sockmap4j[\\w.]*?)\\.[A-Z]",
+            Pattern.MULTILINE);
+
+    @Test
+    void everyImportRunsDown() throws IOException {
+        Map<String, Integer> layer = new TreeMap<>();
+        for (int i = 0; i < LAYERS.size(); i++) {
+            for (String p : LAYERS.get(i)) {
+                layer.put(p.isEmpty() ? BASE : BASE + "." + p, i);
+            }
+        }
+        Path src = Path.of("src/main/java");
+        List<String> up = new ArrayList<>();
+        TreeSet<String> unplaced = new TreeSet<>();
+        int files = 0;
+        try (Stream<Path> all = Files.walk(src.resolve("io/github/sockmap4j"))) {
+            for (Path f : all.filter(p -> p.toString().endsWith(".java")).toList()) {
+                String pkg = src.relativize(f.getParent()).toString().replace('/', '.');
+                Integer own = layer.get(pkg);
+                if (own == null) {
+                    unplaced.add(pkg);
+                    continue;
+                }
+                files++;
+                Matcher m = IMPORT.matcher(Files.readString(f));
+                while (m.find()) {
+                    String to = m.group(1);
+                    Integer other = layer.get(to);
+                    if (other == null) {
+                        unplaced.add(to);
+                    } else if (!to.equals(pkg) && other >= own) {
+                        up.add(src.relativize(f) + " imports " + to);
+                    }
+                }
+            }
+        }
+        assertTrue(files > 100, "read core's sources: " + files);
+        assertEquals(List.of(), List.copyOf(unplaced), "packages with no layer: give them one");
+        assertEquals(List.of(), up, "imports that run up or across a layer");
+    }
+}
