@@ -8,7 +8,7 @@
 # - two podman pods, each with a network namespace of its own (podman's "none" network, then a
 #   veth into a "node" namespace made for the run that routes between them: no podman network, so
 #   nothing in the host's netfilter): "jvm", a JVM service of plain java.net sockets
-#   (cli/src/test/jvm-peer), and "c", C clients (cli/src/test/c/peer.c); neither knows sockmap4j;
+#   (cli/src/test/jvm-peer), and "c", C clients (testbed/src/main/c/peer.c); neither knows sockmap4j;
 # - the pods' ports opted in through the agent for each pod's address only, as the pod reconciler
 #   does from the annotation; a 64 MiB stream from the JVM pod to the C pod and a 20,000 x 1 KiB
 #   ping-pong from the C pod to the JVM pod, byte-checked by both, at least 99% redirected by the
@@ -38,7 +38,7 @@ done
 id=$$
 work=$repo/target/agent-container
 rm -rf "$work"; mkdir -p "$work"
-gcc -O2 -Wall -o "$work/peer" cli/src/test/c/peer.c
+gcc -O2 -Wall -o "$work/peer" testbed/src/main/c/peer.c
 "${JAVA_HOME:-/usr}/bin/javac" --release 21 -d "$work" cli/src/test/jvm-peer/JvmPeer.java
 
 # podman's settings for this run only: runc (crun refuses this machine's hybrid cgroups), limits

@@ -2,7 +2,7 @@
 # How much of C peers' traffic the fast path carries under 'sockmap4j agent', no sockmap4j JVM:
 # RUNS rounds of a 64 B ping-pong (20,000 round trips), a 1 GiB stream whose reader keeps up (the
 # writer paced at half the rate the same pair reached unpaced in this run) and a 1 GiB stream whose
-# writer runs as fast as it can (cli/src/test/c/peer.c), on loopback and between two veth "pods",
+# writer runs as fast as it can (testbed/src/main/c/peer.c), on loopback and between two veth "pods",
 # each in a cgroup the agent attached to. Prints each round's redirected share and the medians;
 # removes all it made.
 #   ./scripts/agent-coverage.sh [RUNS]
@@ -29,7 +29,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-cc -O2 -Wall -o "$work/peer" cli/src/test/c/peer.c
+cc -O2 -Wall -o "$work/peer" testbed/src/main/c/peer.c
 mkdir "$cg"
 ip netns add "$nsa"; ip netns add "$nsb"
 ip link add "c${id}a" type veth peer name "c${id}b"

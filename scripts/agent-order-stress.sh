@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Byte order of C streams under 'sockmap4j agent' with a busy CPU: ROUNDS streams of SIZE bytes on
-# loopback between cli/src/test/c/peer.c's writer and its checking reader, in a cgroup the agent
+# loopback between testbed/src/main/c/peer.c's writer and its checking reader, in a cgroup the agent
 # attached to, with BUSY shell busy loops running; every second round the agent is stopped with
 # SIGTERM and started again mid-stream. Prints each round's reader verdict (ok=1, or bad=OFFSET
 # where a byte was out of place) and the count of bad rounds; exits 1 when any was bad. Removes
@@ -29,7 +29,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-cc -O2 -Wall -o "$work/peer" cli/src/test/c/peer.c || exit 1
+cc -O2 -Wall -o "$work/peer" testbed/src/main/c/peer.c || exit 1
 mkdir "$cg"
 start_agent() {
   $sm --pin-dir "$pins" agent --cgroup "$cg" --metrics-port -1 > "$work/agent.log" 2>&1 &

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chaos soak of the fast path under 'sockmap4j agent': C peers (cli/src/test/c/peer.c) and JVM
+# Chaos soak of the fast path under 'sockmap4j agent': C peers (testbed/src/main/c/peer.c) and JVM
 # peers (bench's SoakPeer, SockmapChannels) run streams, ping-pongs and connection churn on
 # loopback in a cgroup the agent attached to, four jobs at a time, while every few seconds one of
 # these happens: a peer is killed with SIGKILL, the agent is killed with SIGKILL and started again
@@ -44,7 +44,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-cc -O2 -Wall -o "$work/peer" cli/src/test/c/peer.c || exit 1
+cc -O2 -Wall -o "$work/peer" testbed/src/main/c/peer.c || exit 1
 mkdir "$cg"
 java_peer="$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -Xmx256m -XX:+UseSerialGC"
 java_peer="$java_peer -XX:TieredStopAtLevel=1 -Dsockmap4j.pinDir=$pins -Dsockmap4j.cgroup=$cg"

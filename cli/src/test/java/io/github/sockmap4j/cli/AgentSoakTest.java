@@ -63,7 +63,7 @@ class AgentSoakTest {
         ChildJvm agent = null;
         List<ChildJvm> attacks = new ArrayList<>();
         try {
-            Path peer = ChildJvm.compileC("src/test/c/peer.c", work.resolve("peer"));
+            Path peer = ChildJvm.compilePeer(work.resolve("peer"));
             Path policy = work.resolve("policy");
             Files.writeString(policy, "uid " + BYSTANDER + " 47351,47352 127.0.0.0/8 1048576\n");
             cgroup = TestKernel.newCgroup("soak");

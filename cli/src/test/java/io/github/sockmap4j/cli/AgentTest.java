@@ -41,7 +41,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * {@code sockmap4j agent} as a process of its own, with peers that are not sockmap4j (C programs,
- * src/test/c/peer.c) in a cgroup it attached to, in the host's namespace and in two veth "pods",
+ * the test bed's peer.c) in a cgroup it attached to, in the host's namespace and in two veth "pods",
  * and no sockmap4j JVM among them. This test JVM is not in that cgroup.
  */
 @Tag("kernel")
@@ -69,7 +69,7 @@ class AgentTest {
         work = Files.createTempDirectory("sockmap4j-agent", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        Sh.run("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        ChildJvm.compilePeer(peer);
         policy = work.resolve("policy");
         Files.writeString(policy, "# uid nobody: two ports, bounds up to 1 MiB\nuid " + NOBODY + " 47301,47302 * 1048576\n"
                 + "# and Services of port 47311 from a Service range to a pod range\nuid " + NOBODY

@@ -56,7 +56,7 @@ class AnotherSockmapUserTest {
     void start() throws Exception {
         work = Files.createTempDirectory("sockmap4j-other", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
-        peer = ChildJvm.compileC("src/test/c/peer.c", work.resolve("peer"));
+        peer = ChildJvm.compilePeer(work.resolve("peer"));
         Path object = work.resolve("other_sockmap.bpf.o");
         Sh.run("../bpf/build.sh", "src/test/bpf/other_sockmap.bpf.c", object.toString(), "-DOTHER_PORT=" + OTHER_PORT);
         parent = TestKernel.newCgroup("other");

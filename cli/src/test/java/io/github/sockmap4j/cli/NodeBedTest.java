@@ -1,5 +1,7 @@
 package io.github.sockmap4j.cli;
 
+import io.github.sockmap4j.testsupport.MockApi;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -38,7 +40,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The node-shaped bed ({@link NodeBed}) under {@code sockmap4j agent}: two pods routed through a
  * node namespace, a Service VIP NAT-ed to pod 1 by kube-proxy-style rules in the node, C peers
- * (src/test/c/peer.c) in the agent's cgroup. Pod to pod by pod IP takes the redirect; pod to the
+ * (the test bed's peer.c) in the agent's cgroup. Pod to pod by pod IP takes the redirect; pod to the
  * Service VIP reaches its endpoint through the node's NAT (the rule's own counter says it carried
  * the connection) and, without connect-time translation, goes by TCP.
  */
@@ -77,7 +79,7 @@ class NodeBedTest {
         work = Files.createTempDirectory("sockmap4j-nodebed", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        Sh.run("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        ChildJvm.compilePeer(peer);
         cgroup = TestKernel.newCgroup("nodebed");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("nodebed"));
         bed = NodeBed.create("nb", 3);

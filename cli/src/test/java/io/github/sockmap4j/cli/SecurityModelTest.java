@@ -42,7 +42,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * and uid {@value #U2} nothing: a grant holder's Service that would take root's and other users'
  * connects, a loopback Service that would reach into other namespaces, and a user with no grant
  * who rebuilds a live connection's 4-tuple in a user and network namespace of its own. Peers are
- * C programs (src/test/c/peer.c) in the agent's cgroup.
+ * C programs (the test bed's peer.c) in the agent's cgroup.
  */
 @Tag("kernel")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -70,7 +70,7 @@ class SecurityModelTest {
     void start() throws Exception {
         work = Files.createTempDirectory("sockmap4j-attack", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
-        peer = ChildJvm.compileC("src/test/c/peer.c", work.resolve("peer"));
+        peer = ChildJvm.compilePeer(work.resolve("peer"));
         Path policy = work.resolve("policy");
         Files.writeString(policy, "uid " + U1 + " 47341,47342 127.0.0.0/8 1048576\n");
         cgroup = TestKernel.newCgroup("attack");

@@ -137,7 +137,7 @@ class KernelSmokeTest {
 
     @Test
     void aCPingPongIsRedirected(@TempDir Path work) throws Exception {
-        Path exe = ChildJvm.compileC("../cli/src/test/c/peer.c", work.resolve("peer"));
+        Path exe = ChildJvm.compilePeer(work.resolve("peer"));
 
         Sockmap s = Sockmap.global();
         SockmapStats before = s.stats();

@@ -1,4 +1,4 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.testsupport;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
@@ -12,18 +12,22 @@ import java.util.HashMap;
  * The Kubernetes API of these tests: fabric8's {@code kubernetes-server-mock} in CRUD mode (it
  * keeps what it is given and answers lists and watches from it) on loopback, plain HTTP, and a
  * client of it. Field selectors are not applied by it: an agent against it runs with
- * {@code --node-filter client}.
+ * {@code --node-filter client}. Its module's dependency on {@code kubernetes-server-mock} is
+ * optional: a module whose tests use this class declares that dependency itself.
  */
-final class MockApi implements AutoCloseable {
-    final KubernetesMockServer server;
-    final KubernetesClient client;
+public final class MockApi implements AutoCloseable {
+    /** The server, on loopback. */
+    public final KubernetesMockServer server;
+    /** A client of it. */
+    public final KubernetesClient client;
 
     private MockApi(KubernetesMockServer server) {
         this.server = server;
         this.client = server.createClient();
     }
 
-    static MockApi start() {
+    /** Starts the server on a free loopback port, in CRUD mode. */
+    public static MockApi start() {
         KubernetesMockServer server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
                 new KubernetesCrudDispatcher(), false);
         server.init(InetAddress.getLoopbackAddress(), 0);
@@ -31,7 +35,7 @@ final class MockApi implements AutoCloseable {
     }
 
     /** The JVM options that point a child's fabric8 client here, and at nothing of the host's. */
-    java.util.List<String> clientOptions() {
+    public java.util.List<String> clientOptions() {
         return java.util.List.of("-Dkubernetes.master=http://127.0.0.1:" + server.getPort(),
                 "-Dkubernetes.auth.tryKubeConfig=false", "-Dkubernetes.auth.tryServiceAccount=false");
     }

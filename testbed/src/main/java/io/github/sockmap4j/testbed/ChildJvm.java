@@ -102,6 +102,26 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     /**
+     * Compiles the test bed's C peer ({@code testbed/src/main/c/peer.c}: ping-pong, streams,
+     * dribbling and flooding clients, the modes its usage line lists) to {@code exe}, from the copy
+     * in this jar.
+     */
+    public static Path compilePeer(Path exe) throws IOException, InterruptedException {
+        Path source = exe.resolveSibling(exe.getFileName() + ".c");
+        try (var in = ChildJvm.class.getResourceAsStream("peer.c")) {
+            if (in == null) {
+                throw new IllegalStateException("peer.c is not in the test bed's jar: build testbed first");
+            }
+            java.nio.file.Files.copy(in, source, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+        try {
+            return compileC(source.toString(), exe);
+        } finally {
+            java.nio.file.Files.deleteIfExists(source);
+        }
+    }
+
+    /**
      * Compiles a C program of the tests (a path relative to the module, e.g. src/test/c/x.c) to
      * {@code exe}; fails the test with the compiler's output when it does not compile.
      */

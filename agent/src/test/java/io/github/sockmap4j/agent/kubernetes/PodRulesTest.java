@@ -1,4 +1,4 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent.kubernetes;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -11,7 +11,7 @@ import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.NodeAgent;
-import io.github.sockmap4j.agent.kubernetes.PodRules;
+import io.github.sockmap4j.testsupport.MockApi;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.NodeBed;
 import io.github.sockmap4j.testbed.Sh;
@@ -62,7 +62,7 @@ class PodRulesTest {
         work = Files.createTempDirectory("sockmap4j-pods", PosixFilePermissions.asFileAttribute(
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
-        Sh.run("cc", "-O2", "-Wall", "-o", peer.toString(), "src/test/c/peer.c");
+        ChildJvm.compilePeer(peer);
         cgroup = TestKernel.newCgroup("kubepods");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("pods"));
         vethPods = VethPods.create("k", DB_ADDR, APP_ADDR);

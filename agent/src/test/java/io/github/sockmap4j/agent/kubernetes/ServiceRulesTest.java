@@ -1,7 +1,5 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent.kubernetes;
 
-import io.github.sockmap4j.agent.kubernetes.ServiceRules;
-import io.github.sockmap4j.agent.kubernetes.PodRules;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +8,7 @@ import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.github.sockmap4j.testsupport.MockApi;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.agent.NodeAgent;
