@@ -148,8 +148,13 @@ metric() { # LABEL: prints "name value" lines, one a run and metric
   fi
   if [ "${SM4J_AGAINST:-node}" = jvm ]; then
     for f in "$out"/jmh-"$label"-*.txt; do
-      # JMH's result lines: "SendReceiveBench.single  redirect  64  avgt  5  4038.1 ± 117.2  ns/op"
-      awk '/^SendReceiveBench.single/ {print "jmh_single_64B_" $2 "_ns", $6}' "$f"
+      # JMH's result lines: "SendReceiveBench.single  [blocking]  redirect  64  avgt  5  4038.1 ± 117.2  ns/op"
+      # (the blocking column since SendReceiveBench took that parameter): found from "avgt" back.
+      awk '/^SendReceiveBench.single/ {
+        for (k = 1; k <= NF; k++) if ($k == "avgt") break
+        key = (k > 4 ? ($2 == "true" ? "blocking_" : "nonblocking_") : "") $(k - 2)
+        print "jmh_single_" $(k - 1) "B_" key "_ns", $(k + 2)
+      }' "$f"
     done
     for f in "$out"/rtt-"$label"-*.txt; do
       # RttBench's table: "64 B    SockmapChannel, redirect    p50 p99 p99.9 CPU ratio ratio"
