@@ -1,6 +1,6 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.net.NativeSocket;
+import io.github.sockmap4j.linux.net.NativeSocket;
 import java.io.IOException;
 import java.net.SocketOption;
 import java.net.StandardSocketOptions;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.net.NativeSocket;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.net.NativeSocket;
 import java.nio.channels.SelectionKey;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntBinaryOperator;

@@ -1,6 +1,6 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.sys.HostCheck;
+import io.github.sockmap4j.linux.sys.HostCheck;
 
 /**
  * Whether this host can run the fast path at all, decided once per JVM, as Netty's

@@ -1,10 +1,10 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.Linux;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.Linux;
 import io.github.sockmap4j.internal.flow.ConnectionFlow;
-import io.github.sockmap4j.internal.net.NativeSocket;
-import io.github.sockmap4j.internal.net.SocketOptions;
+import io.github.sockmap4j.linux.net.NativeSocket;
+import io.github.sockmap4j.linux.net.SocketOptions;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;

@@ -1,9 +1,9 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.net.NativeSocket;
-import io.github.sockmap4j.internal.net.SocketOptions;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.ffi.NativeIOException;
+import io.github.sockmap4j.linux.net.NativeSocket;
+import io.github.sockmap4j.linux.net.SocketOptions;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;

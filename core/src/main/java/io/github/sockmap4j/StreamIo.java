@@ -2,9 +2,9 @@ package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.flow.ConnectionFlow;
 import io.github.sockmap4j.internal.flow.SocketWriter;
-import io.github.sockmap4j.internal.net.Buffers;
-import io.github.sockmap4j.internal.net.NativeSocket;
-import io.github.sockmap4j.internal.net.SocketReader;
+import io.github.sockmap4j.linux.net.Buffers;
+import io.github.sockmap4j.linux.net.NativeSocket;
+import io.github.sockmap4j.linux.net.SocketReader;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.internal.sys.Cgroups;
+import io.github.sockmap4j.linux.sys.Cgroups;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -667,8 +667,8 @@ abstract class ChannelContractTest {
      * waits in (no event says it got there).
      */
     static boolean inRecv(Thread t) {
-        return Await.isIn(t, "io.github.sockmap4j.internal.ffi.LibC", "tryPoll")
-                || Await.isIn(t, "io.github.sockmap4j.internal.ffi.LibC", "tryRecv");
+        return Await.isIn(t, "io.github.sockmap4j.linux.ffi.LibC", "tryPoll")
+                || Await.isIn(t, "io.github.sockmap4j.linux.ffi.LibC", "tryRecv");
     }
 
     @Test

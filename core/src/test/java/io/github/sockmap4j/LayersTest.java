@@ -17,17 +17,17 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Core's packages in layers, read from its sources' imports (no root): each package imports
- * only packages of lower layers, so no import runs back up and there is no cycle. A new import
- * that does fails here with the file that has it.
+ * Core's packages and the linux module's under them in layers, read from their sources' imports
+ * (no root): each package imports only packages of lower layers, so no import runs back up and
+ * there is no cycle. A new import that does fails here with the file that has it.
  */
 class LayersTest {
     private static final String BASE = "io.github.sockmap4j";
     /** Lowest first; a package may import those before it. */
     static final List<List<String>> LAYERS = List.of(
-            List.of("internal.ffi"),
-            List.of("internal.net"),
-            List.of("internal.sys"),
+            List.of("linux.ffi"),
+            List.of("linux.net"),
+            List.of("linux.sys"),
             List.of("internal.bpf"),
             List.of("internal.agent", "internal.jfr"),
             List.of("internal.flow"),
@@ -44,27 +44,29 @@ class LayersTest {
                 layer.put(p.isEmpty() ? BASE : BASE + "." + p, i);
             }
         }
-        Path src = Path.of("src/main/java");
         List<String> up = new ArrayList<>();
         TreeSet<String> unplaced = new TreeSet<>();
         int files = 0;
-        try (Stream<Path> all = Files.walk(src.resolve("io/github/sockmap4j"))) {
-            for (Path f : all.filter(p -> p.toString().endsWith(".java")).toList()) {
-                String pkg = src.relativize(f.getParent()).toString().replace('/', '.');
-                Integer own = layer.get(pkg);
-                if (own == null) {
-                    unplaced.add(pkg);
-                    continue;
-                }
-                files++;
-                Matcher m = IMPORT.matcher(Files.readString(f));
-                while (m.find()) {
-                    String to = m.group(1);
-                    Integer other = layer.get(to);
-                    if (other == null) {
-                        unplaced.add(to);
-                    } else if (!to.equals(pkg) && other >= own) {
-                        up.add(src.relativize(f) + " imports " + to);
+        // core's sources and those of the linux module under it, one layering over both
+        for (Path src : List.of(Path.of("src/main/java"), Path.of("../linux/src/main/java"))) {
+            try (Stream<Path> all = Files.walk(src.resolve("io/github/sockmap4j"))) {
+                for (Path f : all.filter(p -> p.toString().endsWith(".java")).toList()) {
+                    String pkg = src.relativize(f.getParent()).toString().replace('/', '.');
+                    Integer own = layer.get(pkg);
+                    if (own == null) {
+                        unplaced.add(pkg);
+                        continue;
+                    }
+                    files++;
+                    Matcher m = IMPORT.matcher(Files.readString(f));
+                    while (m.find()) {
+                        String to = m.group(1);
+                        Integer other = layer.get(to);
+                        if (other == null) {
+                            unplaced.add(to);
+                        } else if (!to.equals(pkg) && other >= own) {
+                            up.add(f.normalize() + " imports " + to);
+                        }
                     }
                 }
             }

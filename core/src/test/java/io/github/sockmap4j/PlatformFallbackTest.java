@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.internal.ffi.Platform;
-import io.github.sockmap4j.internal.sys.HostCheck;
+import io.github.sockmap4j.linux.ffi.Platform;
+import io.github.sockmap4j.linux.sys.HostCheck;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;

@@ -31,7 +31,7 @@ import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.github.sockmap4j.internal.bpf.SockKeyLayout;
-import io.github.sockmap4j.internal.sys.SockDiag;
+import io.github.sockmap4j.linux.sys.SockDiag;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;
 import java.net.InetSocketAddress;

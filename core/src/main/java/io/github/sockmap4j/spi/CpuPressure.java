@@ -1,6 +1,6 @@
 package io.github.sockmap4j.spi;
 
-import io.github.sockmap4j.internal.sys.Cgroups;
+import io.github.sockmap4j.linux.sys.Cgroups;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

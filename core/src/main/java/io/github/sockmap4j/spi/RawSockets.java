@@ -6,7 +6,7 @@ import io.github.sockmap4j.internal.flow.FastPathAccess;
 import io.github.sockmap4j.internal.flow.PeerCredit;
 import io.github.sockmap4j.internal.flow.ReadPublisher;
 import io.github.sockmap4j.internal.jfr.ConnectionEvent;
-import io.github.sockmap4j.internal.net.NativeSocket;
+import io.github.sockmap4j.linux.net.NativeSocket;
 import java.io.IOException;
 import java.util.Objects;
 

@@ -2,12 +2,12 @@ package io.github.sockmap4j.xdp;
 
 import io.github.sockmap4j.internal.bpf.SockKeyLayout;
 import io.github.sockmap4j.internal.bpf.XdpLayout;
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.ffi.SysCalls;
-import io.github.sockmap4j.internal.sys.Capabilities;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.NativeIOException;
+import io.github.sockmap4j.linux.ffi.SysCalls;
+import io.github.sockmap4j.linux.sys.Capabilities;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;

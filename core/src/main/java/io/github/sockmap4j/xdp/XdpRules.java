@@ -1,6 +1,6 @@
 package io.github.sockmap4j.xdp;
 
-import io.github.sockmap4j.internal.net.Cidr;
+import io.github.sockmap4j.linux.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.net.Cidr;
+import io.github.sockmap4j.linux.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Files;

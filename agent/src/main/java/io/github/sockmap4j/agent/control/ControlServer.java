@@ -2,10 +2,10 @@ package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.net.UnixListener;
-import io.github.sockmap4j.internal.sys.Listeners;
-import io.github.sockmap4j.internal.sys.UserNamespaces;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.net.UnixListener;
+import io.github.sockmap4j.linux.sys.Listeners;
+import io.github.sockmap4j.linux.sys.UserNamespaces;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.List;

@@ -4,7 +4,7 @@ import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.PolicyMap;
 import io.github.sockmap4j.internal.bpf.PolicyRule;
-import io.github.sockmap4j.internal.net.Cidr;
+import io.github.sockmap4j.linux.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;

@@ -2,8 +2,8 @@ package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.bpf.ServiceMap;
-import io.github.sockmap4j.internal.net.Cidr;
-import io.github.sockmap4j.internal.sys.NetnsCookie;
+import io.github.sockmap4j.linux.net.Cidr;
+import io.github.sockmap4j.linux.sys.NetnsCookie;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;

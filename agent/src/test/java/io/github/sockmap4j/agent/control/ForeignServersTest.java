@@ -4,7 +4,7 @@ import io.github.sockmap4j.internal.agent.AgentRequest;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.internal.sys.Listeners;
+import io.github.sockmap4j.linux.sys.Listeners;
 import java.net.InetAddress;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.agent;
 
 import io.github.sockmap4j.internal.bpf.ServiceMap;
-import io.github.sockmap4j.internal.net.Cidr;
+import io.github.sockmap4j.linux.net.Cidr;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.Libbpf;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,9 +1,9 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.SysCalls;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.ffi.SysCalls;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.sys.NetnsDiags;
-import io.github.sockmap4j.internal.sys.SockDiag;
+import io.github.sockmap4j.linux.sys.NetnsDiags;
+import io.github.sockmap4j.linux.sys.SockDiag;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,12 +1,12 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Epoll;
-import io.github.sockmap4j.internal.ffi.EpollEvent;
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.net.NativeSocket;
-import io.github.sockmap4j.internal.sys.Cgroups;
+import io.github.sockmap4j.linux.ffi.Epoll;
+import io.github.sockmap4j.linux.ffi.EpollEvent;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.net.NativeSocket;
+import io.github.sockmap4j.linux.sys.Cgroups;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,13 +1,13 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.net.NativeSocket;
-import io.github.sockmap4j.internal.net.SocketIdentity;
-import io.github.sockmap4j.internal.sys.Cgroups;
-import io.github.sockmap4j.internal.sys.Ownership;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.net.NativeSocket;
+import io.github.sockmap4j.linux.net.SocketIdentity;
+import io.github.sockmap4j.linux.sys.Cgroups;
+import io.github.sockmap4j.linux.sys.Ownership;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,11 +1,11 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.ffi.SysCalls;
-import io.github.sockmap4j.internal.sys.Ownership;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.ffi.NativeIOException;
+import io.github.sockmap4j.linux.ffi.SysCalls;
+import io.github.sockmap4j.linux.sys.Ownership;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

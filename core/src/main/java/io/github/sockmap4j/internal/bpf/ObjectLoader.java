@@ -1,9 +1,9 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.LibbpfLog;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.LibbpfLog;
+import io.github.sockmap4j.linux.ffi.NativeIOException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
@@ -88,7 +88,7 @@ public final class ObjectLoader {
                 // No one fills the map for others: a share (a user, a pod) holds a quarter of it.
                 cfg.set(ValueLayout.JAVA_INT, WatchLayout.CONFIG_SHARE_MAX, shareMax(maxSockets));
                 cfg.set(ValueLayout.JAVA_LONG, WatchLayout.CONFIG_HOST_NETNS,
-                        io.github.sockmap4j.internal.sys.NetnsCookie.here());
+                        io.github.sockmap4j.linux.sys.NetnsCookie.here());
                 bpf.setInitialValue(bpf.findMap(obj, Pin.CONFIG.objectName), cfg);
                 try {
                     bpf.loadObject(obj);

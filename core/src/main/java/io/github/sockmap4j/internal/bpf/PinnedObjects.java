@@ -1,9 +1,9 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.NativeIOException;
 import java.nio.file.Path;
 import java.util.EnumMap;
 import java.util.Map;

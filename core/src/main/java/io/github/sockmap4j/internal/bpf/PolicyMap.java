@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.Libbpf;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,8 +1,8 @@
 package io.github.sockmap4j.internal.bpf;
 
-import io.github.sockmap4j.internal.ffi.Libbpf;
-import io.github.sockmap4j.internal.ffi.NativeIOException;
-import io.github.sockmap4j.internal.sys.NetnsCookie;
+import io.github.sockmap4j.linux.ffi.Libbpf;
+import io.github.sockmap4j.linux.ffi.NativeIOException;
+import io.github.sockmap4j.linux.sys.NetnsCookie;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

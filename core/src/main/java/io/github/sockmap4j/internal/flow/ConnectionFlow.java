@@ -1,8 +1,8 @@
 package io.github.sockmap4j.internal.flow;
 
 import io.github.sockmap4j.internal.jfr.ConnectionEvent;
-import io.github.sockmap4j.internal.net.NativeSocket;
-import io.github.sockmap4j.internal.net.SocketIdentity;
+import io.github.sockmap4j.linux.net.NativeSocket;
+import io.github.sockmap4j.linux.net.SocketIdentity;
 import java.io.IOException;
 import java.util.function.Supplier;
 import org.slf4j.LoggerFactory;

@@ -3,8 +3,8 @@ package io.github.sockmap4j.internal.flow;
 import io.github.sockmap4j.internal.bpf.InFlightWatcher;
 import io.github.sockmap4j.internal.bpf.KernelSockmap;
 import io.github.sockmap4j.internal.bpf.SockStateLayout;
-import io.github.sockmap4j.internal.net.NativeSocket;
-import io.github.sockmap4j.internal.net.SocketIdentity;
+import io.github.sockmap4j.linux.net.NativeSocket;
+import io.github.sockmap4j.linux.net.SocketIdentity;
 import java.io.IOException;
 
 /**

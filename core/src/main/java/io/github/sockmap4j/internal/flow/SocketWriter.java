@@ -1,10 +1,10 @@
 package io.github.sockmap4j.internal.flow;
 
-import io.github.sockmap4j.internal.ffi.Errno;
-import io.github.sockmap4j.internal.ffi.LibC;
-import io.github.sockmap4j.internal.ffi.Linux;
-import io.github.sockmap4j.internal.ffi.NativeLayouts;
-import io.github.sockmap4j.internal.net.NativeSocket;
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.ffi.NativeLayouts;
+import io.github.sockmap4j.linux.net.NativeSocket;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.internal.jfr;
 
-import io.github.sockmap4j.internal.net.NativeSocket;
+import io.github.sockmap4j.linux.net.NativeSocket;
 import java.io.IOException;
 import java.util.function.Predicate;
 import jdk.jfr.Category;

@@ -1,5 +1,0 @@
-/**
- * Not an API: the host as the fast path needs it: capabilities, cgroups, the host check,
- * trusted directories, network namespaces, sock_diag.
- */
-package io.github.sockmap4j.internal.sys;

@@ -1,0 +1,60 @@
+package io.github.sockmap4j.linux.net;
+
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.ffi.NativeIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+
+/** What sockets of this host take: whether IPv6 is there, and addresses in the family a socket is made in. */
+public final class Sockets {
+    private static volatile Boolean ipv6;
+
+    private Sockets() {
+    }
+
+    /** Whether AF_INET6 sockets can be made here (IPv6 may be disabled in the kernel). */
+    public static boolean ipv6Available() {
+        Boolean v = ipv6;
+        if (v == null) {
+            try {
+                LibC.close(LibC.socket(Linux.AF_INET6, Linux.SOCK_STREAM | Linux.SOCK_CLOEXEC, 0));
+                v = Boolean.TRUE;
+            } catch (NativeIOException e) {
+                v = Boolean.FALSE;
+            }
+            ipv6 = v;
+        }
+        return v;
+    }
+
+    private static final InetAddress IN6ADDR_ANY;
+
+    static {
+        try {
+            IN6ADDR_ANY = InetAddress.getByAddress(new byte[16]);
+        } catch (java.net.UnknownHostException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** The sockaddr of {@code addr} in the family {@link NativeSocket#newStream()} makes. */
+    public static MemorySegment encode(Arena arena, InetSocketAddress addr) throws NativeIOException {
+        if (ipv6Available()) {
+            // As the JDK's dual-stack sockets do: the IPv4 wildcard is the IPv6 one, which takes both
+            // families (IPV6_V6ONLY is off), where ::ffff:0.0.0.0 would take IPv4 only.
+            if (addr.getAddress() instanceof java.net.Inet4Address && addr.getAddress().isAnyLocalAddress()) {
+                addr = new InetSocketAddress(IN6ADDR_ANY, addr.getPort());
+            }
+            return SockAddr.encode6(arena, addr);
+        }
+        if (addr.getAddress() instanceof Inet6Address) {
+            throw Errno.error("connect", -Errno.EINVAL, "IPv6 is not available on this host: " + addr);
+        }
+        return SockAddr.encode4(arena, addr);
+    }
+}
