@@ -30,7 +30,7 @@ public enum Fionread {
     NOT_PROBED;
 
     /** The name of what the start-up probe counted; {@link #NOT_PROBED} for null (it did not run). */
-    static Fionread of(io.github.sockmap4j.internal.bpf.KernelProbe.Counts c) {
+    static Fionread of(io.github.sockmap4j.linux.bpf.KernelProbe.Counts c) {
         if (c == null) {
             return NOT_PROBED;
         }

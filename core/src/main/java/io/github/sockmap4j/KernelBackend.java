@@ -1,8 +1,8 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
-import io.github.sockmap4j.internal.bpf.PolicyRule;
-import io.github.sockmap4j.internal.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.KernelSockmap;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
+import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.jfr.FastPathStateEvent;

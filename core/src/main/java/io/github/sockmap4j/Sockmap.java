@@ -2,11 +2,11 @@ package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.bpf.KernelProbe;
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
-import io.github.sockmap4j.internal.bpf.LockDir;
-import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
-import io.github.sockmap4j.internal.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.KernelProbe;
+import io.github.sockmap4j.linux.bpf.KernelSockmap;
+import io.github.sockmap4j.linux.bpf.LockDir;
+import io.github.sockmap4j.linux.bpf.PolicyKeyLayout;
+import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.ffi.Platform;
 import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.flow.FastPathAccess;

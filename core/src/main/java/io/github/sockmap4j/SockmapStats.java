@@ -1,6 +1,6 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.bpf.Counter;
+import io.github.sockmap4j.linux.bpf.Counter;
 
 /**
  * The kernel counters of one pin directory (all processes sharing it), summed over CPUs.

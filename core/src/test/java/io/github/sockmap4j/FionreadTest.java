@@ -2,7 +2,7 @@ package io.github.sockmap4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.github.sockmap4j.internal.bpf.KernelProbe;
+import io.github.sockmap4j.linux.bpf.KernelProbe;
 import org.junit.jupiter.api.Test;
 
 /** The public names of what the start-up probe counted; no kernel needed. */

@@ -28,7 +28,7 @@ class LayersTest {
             List.of("linux.ffi"),
             List.of("linux.net"),
             List.of("linux.sys"),
-            List.of("internal.bpf"),
+            List.of("linux.bpf"),
             List.of("internal.agent", "internal.jfr"),
             List.of("internal.flow"),
             List.of(""),

@@ -40,7 +40,7 @@ class ModuleBoundaryTest {
      */
     static final Set<String> KNOWN = Set.of(
             "agent -> io.github.sockmap4j.internal.agent",
-            "agent -> io.github.sockmap4j.internal.bpf",
+            "agent -> io.github.sockmap4j.linux.bpf",
             "agent -> io.github.sockmap4j.linux.ffi",
             "agent -> io.github.sockmap4j.linux.net",
             "agent -> io.github.sockmap4j.linux.sys");
@@ -72,7 +72,7 @@ class ModuleBoundaryTest {
                 owner.put(p, m);
             }
         }
-        assertTrue(owner.containsKey("io.github.sockmap4j.linux.ffi") && owner.containsKey("io.github.sockmap4j.internal.bpf")
+        assertTrue(owner.containsKey("io.github.sockmap4j.linux.ffi") && owner.containsKey("io.github.sockmap4j.linux.bpf")
                 && modules.stream().anyMatch(m -> m.dir().equals("agent")), "read the build's modules: " + modules);
         Path root = Path.of("..").toAbsolutePath().normalize();
         TreeSet<String> crossings = new TreeSet<>();

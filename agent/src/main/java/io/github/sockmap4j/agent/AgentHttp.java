@@ -30,7 +30,7 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import io.github.sockmap4j.internal.bpf.SockKeyLayout;
+import io.github.sockmap4j.linux.bpf.SockKeyLayout;
 import io.github.sockmap4j.linux.sys.SockDiag;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import java.io.IOException;

@@ -1,24 +1,24 @@
 package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.internal.bpf.RetiredSets;
+import io.github.sockmap4j.linux.bpf.RetiredSets;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
 import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.internal.bpf.Collisions;
-import io.github.sockmap4j.internal.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.Collisions;
+import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.sys.HostCheck;
 import io.github.sockmap4j.linux.sys.Listeners;
 import io.github.sockmap4j.agent.control.AgentPolicy;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.agent.control.ControlServer;
 import io.github.sockmap4j.agent.control.RuleBook;
-import io.github.sockmap4j.internal.bpf.InFlightWatcher;
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
-import io.github.sockmap4j.internal.bpf.LockDir;
-import io.github.sockmap4j.internal.bpf.Pins;
-import io.github.sockmap4j.internal.bpf.PolicyMap;
+import io.github.sockmap4j.linux.bpf.InFlightWatcher;
+import io.github.sockmap4j.linux.bpf.KernelSockmap;
+import io.github.sockmap4j.linux.bpf.LockDir;
+import io.github.sockmap4j.linux.bpf.Pins;
+import io.github.sockmap4j.linux.bpf.PolicyMap;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.linux.net.UnixListener;
 import java.io.IOException;
@@ -82,13 +82,13 @@ public final class NodeAgent implements AutoCloseable {
     private final PolicyMap policy;
     private final RuleBook book;
     private final ControlServer control;
-    private final io.github.sockmap4j.internal.bpf.ServiceMap serviceMap;
+    private final io.github.sockmap4j.linux.bpf.ServiceMap serviceMap;
     private final ScheduledExecutorService reaper;
     private volatile boolean closed;
     private final CompletableFuture<String> lost = new CompletableFuture<>();
 
     private NodeAgent(Options options, List<KernelSockmap> kernels, InFlightWatcher watcher, PolicyMap policy,
-                      RuleBook book, ControlServer control, io.github.sockmap4j.internal.bpf.ServiceMap serviceMap,
+                      RuleBook book, ControlServer control, io.github.sockmap4j.linux.bpf.ServiceMap serviceMap,
                       ScheduledExecutorService reaper) {
         this.serviceMap = serviceMap;
         this.options = options;
@@ -117,7 +117,7 @@ public final class NodeAgent implements AutoCloseable {
         InFlightWatcher watcher = null;
         PolicyMap policy = null;
         ControlServer control = null;
-        io.github.sockmap4j.internal.bpf.ServiceMap serviceMap = null;
+        io.github.sockmap4j.linux.bpf.ServiceMap serviceMap = null;
         // Before anything of the directory is touched: an agent of another version would retire the
         // pins a running one uses (a DaemonSet surging a second pod onto the node, two units by mistake).
         if (SockmapAdmin.agentRunning(options.pinDirectory())) {
@@ -151,7 +151,7 @@ public final class NodeAgent implements AutoCloseable {
             policy = PolicyMap.open(host.bpf(), options.pinDirectory());
             Path lockDir = LockDir.pathFor(options.pinDirectory());
             RuleBook book = RuleBook.load(policy, lockDir.resolve("agent-rules"), retiredNow);
-            serviceMap = io.github.sockmap4j.internal.bpf.ServiceMap.open(host.bpf(), options.pinDirectory());
+            serviceMap = io.github.sockmap4j.linux.bpf.ServiceMap.open(host.bpf(), options.pinDirectory());
             io.github.sockmap4j.agent.control.ServiceBook services = io.github.sockmap4j.agent.control.ServiceBook
                     .load(serviceMap, lockDir.resolve("agent-services"));
             control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, services,

@@ -10,7 +10,7 @@ import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.testbed.VethPods;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.internal.bpf.LockDir;
+import io.github.sockmap4j.linux.bpf.LockDir;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -293,7 +293,7 @@ class SecurityModelTest {
                 System.out.printf("a user's 600 connections from its own namespaces: %d entries of %d taken, %d "
                         + "registrations refused%n", taken, maxSockets,
                         during.registerFailures() - before.registerFailures());
-                int share = io.github.sockmap4j.internal.bpf.ObjectLoader.shareMax(maxSockets);
+                int share = io.github.sockmap4j.linux.bpf.ObjectLoader.shareMax(maxSockets);
                 assertTrue(taken > 0 && taken <= share, "the user's share of the map at most: " + taken + " of " + share);
                 // Another user, on the host: its ping-pong is registered and redirected.
                 try (ChildJvm server = ChildJvm.startInCgroup(cg, as(U1, List.of(peer.toString(), "pp-server",

@@ -1,13 +1,13 @@
 package io.github.sockmap4j.admin;
 
 import io.github.sockmap4j.OptIn;
-import io.github.sockmap4j.internal.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
 import io.github.sockmap4j.internal.agent.AgentRule;
-import io.github.sockmap4j.internal.bpf.PolicyMap;
-import io.github.sockmap4j.internal.bpf.PolicyRule;
-import io.github.sockmap4j.internal.bpf.ServiceMap;
+import io.github.sockmap4j.linux.bpf.PolicyMap;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
+import io.github.sockmap4j.linux.bpf.ServiceMap;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import java.io.IOException;
@@ -95,7 +95,7 @@ public final class PolicyClient implements AutoCloseable {
         } catch (java.nio.file.attribute.UserPrincipalNotFoundException e) {
             throw new IOException("no group named '" + group + "' on this host ('getent group' lists them)", e);
         }
-        Path policy = io.github.sockmap4j.internal.bpf.Pins.policyPin(pinDirectory);
+        Path policy = io.github.sockmap4j.linux.bpf.Pins.policyPin(pinDirectory);
         if (!Files.exists(policy)) {
             throw new IOException("no policy map pinned in " + pinDirectory + ": open the fast path there first");
         }

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.admin;
 
-import io.github.sockmap4j.internal.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.Rules;
 import java.net.InetAddress;
 
 /**

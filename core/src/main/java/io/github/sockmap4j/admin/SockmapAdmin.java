@@ -1,7 +1,7 @@
 package io.github.sockmap4j.admin;
 
 import io.github.sockmap4j.internal.flow.FastPathAccess;
-import io.github.sockmap4j.internal.bpf.RetiredSets;
+import io.github.sockmap4j.linux.bpf.RetiredSets;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
@@ -9,10 +9,10 @@ import io.github.sockmap4j.SockmapUnavailableException;
 import io.github.sockmap4j.linux.sys.HostCheck;
 import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.bpf.LockDir;
-import io.github.sockmap4j.internal.bpf.Pins;
-import io.github.sockmap4j.internal.bpf.LocalPeersMap;
-import io.github.sockmap4j.internal.bpf.ServiceMap;
+import io.github.sockmap4j.linux.bpf.LockDir;
+import io.github.sockmap4j.linux.bpf.Pins;
+import io.github.sockmap4j.linux.bpf.LocalPeersMap;
+import io.github.sockmap4j.linux.bpf.ServiceMap;
 import io.github.sockmap4j.linux.ffi.LibC;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.linux.net.Cidr;
@@ -214,10 +214,10 @@ public final class SockmapAdmin {
 
     /** What {@link Collisions} says for the pin directory and {@code cgroup}. */
     public static Collisions collisions(Path pinDirectory, Path cgroup) throws IOException {
-        java.util.List<String> sockets = io.github.sockmap4j.internal.bpf.Collisions.busySockets(libbpf(), pinDirectory)
+        java.util.List<String> sockets = io.github.sockmap4j.linux.bpf.Collisions.busySockets(libbpf(), pinDirectory)
                 .stream().map(Object::toString).toList();
         return new Collisions(sockets,
-                io.github.sockmap4j.internal.bpf.Collisions.otherSockopsPrograms(libbpf(), pinDirectory, cgroup));
+                io.github.sockmap4j.linux.bpf.Collisions.otherSockopsPrograms(libbpf(), pinDirectory, cgroup));
     }
 
     /**

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.xdp;
 
-import io.github.sockmap4j.internal.bpf.SockKeyLayout;
-import io.github.sockmap4j.internal.bpf.XdpLayout;
+import io.github.sockmap4j.linux.bpf.SockKeyLayout;
+import io.github.sockmap4j.linux.bpf.XdpLayout;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.ffi.LibC;
 import io.github.sockmap4j.linux.ffi.Libbpf;
@@ -9,7 +9,6 @@ import io.github.sockmap4j.linux.ffi.NativeIOException;
 import io.github.sockmap4j.linux.ffi.SysCalls;
 import io.github.sockmap4j.linux.sys.Capabilities;
 import java.io.IOException;
-import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -115,13 +114,7 @@ public final class XdpFilter implements AutoCloseable {
         } catch (UnsatisfiedLinkError e) {
             throw new IOException(e.getMessage(), e);
         }
-        byte[] elf;
-        try (InputStream in = XdpFilter.class.getResourceAsStream("xdp_filter.bpf.o")) {
-            if (in == null) {
-                throw new IOException("the XDP object is missing from the sockmap4j-core jar (a broken build)");
-            }
-            elf = in.readAllBytes();
-        }
+        byte[] elf = XdpLayout.embeddedObject();
         MemorySegment obj;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(elf.length, 8);

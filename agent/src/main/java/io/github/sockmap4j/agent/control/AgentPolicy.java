@@ -181,7 +181,7 @@ public final class AgentPolicy {
     }
 
     static byte[] mapped(InetAddress a) {
-        return io.github.sockmap4j.internal.bpf.SockKeyLayout.mapped(a);
+        return io.github.sockmap4j.linux.bpf.SockKeyLayout.mapped(a);
     }
 
     private static int count(String s) {
@@ -255,7 +255,7 @@ public final class AgentPolicy {
      * port as well as each endpoint's address and port (as a rule for that one address would
      * need: {@link #refusal}); root may put any.
      */
-    public String serviceRefusal(int uid, Set<Integer> gids, io.github.sockmap4j.internal.bpf.ServiceMap.Service s) {
+    public String serviceRefusal(int uid, Set<Integer> gids, io.github.sockmap4j.linux.bpf.ServiceMap.Service s) {
         if (uid == 0) {
             return null;
         }

@@ -2,8 +2,8 @@ package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.internal.agent.AgentRequest;
-import io.github.sockmap4j.internal.bpf.PolicyMap;
-import io.github.sockmap4j.internal.bpf.PolicyRule;
+import io.github.sockmap4j.linux.bpf.PolicyMap;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.linux.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;

@@ -83,11 +83,11 @@ class AgentPolicyTest {
     @Test
     void aServiceNeedsAGrantForItsAddressAndEachEndpoint() {
         AgentPolicy p = AgentPolicy.parse(FILE, List.of("uid 1000 6334,16334 10.96.0.0/12,10.244.0.0/16 0"));
-        var ok = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(
+        var ok = new io.github.sockmap4j.linux.bpf.ServiceMap.Service(
                 new java.net.InetSocketAddress(InetAddress.ofLiteral("10.96.0.10"), 6334),
                 List.of(new java.net.InetSocketAddress(InetAddress.ofLiteral("10.244.1.2"), 16334)), List.of(), false);
         assertNull(p.serviceRefusal(1000, Set.of(1000), ok));
-        var elsewhere = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(ok.vip(), ok.local(),
+        var elsewhere = new io.github.sockmap4j.linux.bpf.ServiceMap.Service(ok.vip(), ok.local(),
                 List.of(new java.net.InetSocketAddress(InetAddress.ofLiteral("192.168.1.1"), 16334)), false);
         String no = p.serviceRefusal(1000, Set.of(1000), elsewhere);
         assertTrue(no.contains("its endpoint 192.168.1.1:16334 is not in a grant") && no.contains(FILE.toString()), no);

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.internal.agent;
 
-import io.github.sockmap4j.internal.bpf.ServiceMap;
+import io.github.sockmap4j.linux.bpf.ServiceMap;
 import io.github.sockmap4j.linux.net.Cidr;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -99,7 +99,7 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
     }
 
     /** A Service as the control socket's SERVICES lists it ("VIP local=... remote=..."). */
-    public static String describe(io.github.sockmap4j.internal.bpf.ServiceMap.Service s) {
+    public static String describe(io.github.sockmap4j.linux.bpf.ServiceMap.Service s) {
         return show(s.vip()) + " local=" + endpoints(s.local()) + " remote=" + endpoints(s.remote())
                 + (s.localOnly() ? " local-only" : "");
     }

@@ -1,8 +1,8 @@
 package io.github.sockmap4j.internal.flow;
 
-import io.github.sockmap4j.internal.bpf.InFlightWatcher;
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
-import io.github.sockmap4j.internal.bpf.SockStateLayout;
+import io.github.sockmap4j.linux.bpf.InFlightWatcher;
+import io.github.sockmap4j.linux.bpf.KernelSockmap;
+import io.github.sockmap4j.linux.bpf.SockStateLayout;
 import io.github.sockmap4j.linux.net.NativeSocket;
 import io.github.sockmap4j.linux.net.SocketIdentity;
 import java.io.IOException;

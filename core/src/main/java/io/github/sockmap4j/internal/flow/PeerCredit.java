@@ -1,12 +1,12 @@
 package io.github.sockmap4j.internal.flow;
 
-import io.github.sockmap4j.internal.bpf.InFlightMaps;
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
-import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
-import io.github.sockmap4j.internal.bpf.ReadSlotLayout;
-import io.github.sockmap4j.internal.bpf.SockKeyLayout;
-import io.github.sockmap4j.internal.bpf.SockStateLayout;
-import io.github.sockmap4j.internal.bpf.WatchLayout;
+import io.github.sockmap4j.linux.bpf.InFlightMaps;
+import io.github.sockmap4j.linux.bpf.KernelSockmap;
+import io.github.sockmap4j.linux.bpf.PolicyKeyLayout;
+import io.github.sockmap4j.linux.bpf.ReadSlotLayout;
+import io.github.sockmap4j.linux.bpf.SockKeyLayout;
+import io.github.sockmap4j.linux.bpf.SockStateLayout;
+import io.github.sockmap4j.linux.bpf.WatchLayout;
 import io.github.sockmap4j.linux.net.NativeSocket;
 import io.github.sockmap4j.linux.net.SocketIdentity;
 import java.io.IOException;

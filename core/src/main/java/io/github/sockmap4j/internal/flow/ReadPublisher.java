@@ -1,7 +1,7 @@
 package io.github.sockmap4j.internal.flow;
 
-import io.github.sockmap4j.internal.bpf.InFlightMaps;
-import io.github.sockmap4j.internal.bpf.ReadSlots;
+import io.github.sockmap4j.linux.bpf.InFlightMaps;
+import io.github.sockmap4j.linux.bpf.ReadSlots;
 import java.net.InetSocketAddress;
 
 /**

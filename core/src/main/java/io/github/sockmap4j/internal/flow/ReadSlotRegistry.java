@@ -1,10 +1,10 @@
 package io.github.sockmap4j.internal.flow;
 
-import io.github.sockmap4j.internal.bpf.InFlightMaps;
-import io.github.sockmap4j.internal.bpf.KernelSockmap;
-import io.github.sockmap4j.internal.bpf.ObjectLoader;
-import io.github.sockmap4j.internal.bpf.Pins;
-import io.github.sockmap4j.internal.bpf.PolicyKeyLayout;
+import io.github.sockmap4j.linux.bpf.InFlightMaps;
+import io.github.sockmap4j.linux.bpf.KernelSockmap;
+import io.github.sockmap4j.linux.bpf.ObjectLoader;
+import io.github.sockmap4j.linux.bpf.Pins;
+import io.github.sockmap4j.linux.bpf.PolicyKeyLayout;
 import io.github.sockmap4j.linux.net.NativeSocket;
 import io.github.sockmap4j.linux.net.SocketIdentity;
 import io.github.sockmap4j.linux.net.SocketOptions;

@@ -70,10 +70,10 @@ class AgentRequestTest {
 
     @Test
     void aServiceReadsBackAsItWasWritten() {
-        var v4 = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(at("10.96.0.10", 6334),
+        var v4 = new io.github.sockmap4j.linux.bpf.ServiceMap.Service(at("10.96.0.10", 6334),
                 java.util.List.of(at("10.244.1.2", 16334), at("10.244.1.3", 16334)), java.util.List.of(at("10.244.2.2", 16334)),
                 false);
-        var v6 = new io.github.sockmap4j.internal.bpf.ServiceMap.Service(at("fd00:96::10", 6334),
+        var v6 = new io.github.sockmap4j.linux.bpf.ServiceMap.Service(at("fd00:96::10", 6334),
                 java.util.List.of(at("fd00:244:1::2", 16334)), java.util.List.of(), true);
         for (var s : java.util.List.of(v4, v6)) {
             assertEquals(AgentRequest.putService(s), AgentRequest.parse(AgentRequest.putService(s).format()));
@@ -86,7 +86,7 @@ class AgentRequestTest {
         for (int i = 0; i < 16; i++) {
             many.add(at("fd00:244:ffff:ffff:ffff:ffff:ffff:" + Integer.toHexString(0xff00 + i), 65535));
         }
-        String line = AgentRequest.putService(new io.github.sockmap4j.internal.bpf.ServiceMap.Service(
+        String line = AgentRequest.putService(new io.github.sockmap4j.linux.bpf.ServiceMap.Service(
                 at("fd00:96:ffff:ffff:ffff:ffff:ffff:ffff", 65535), many, java.util.List.of(), false)).format();
         assertTrue(line.length() <= AgentRequest.MAX_LINE, line.length() + " bytes");
         assertTrue(assertThrows(IllegalArgumentException.class, () -> AgentRequest.parse("SERVICE 10.96.0.10 6334 some - -"))

@@ -15,7 +15,7 @@ import java.util.Set;
 
 /**
  * One TCP socket, in the shape of Netty's {@code LinuxSocket}: the only holder of its fd outside
- * the native layer (the {@code linux.ffi} and {@code linux.sys} packages and core's {@code internal.bpf}, which take
+ * the native layer (the {@code linux.ffi}, {@code linux.sys} and {@code linux.bpf} packages, which take
  * {@link #intValue()}). It owns the fd's life and every operation the channels make on it.
  *
  * <p>Life: an owned socket's fd is closed exactly once ({@link #closeNow}); its channel does so
