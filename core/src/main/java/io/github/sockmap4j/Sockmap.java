@@ -1,7 +1,7 @@
 package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.bpf.KernelProbe;
 import io.github.sockmap4j.linux.bpf.KernelSockmap;
 import io.github.sockmap4j.linux.bpf.LockDir;

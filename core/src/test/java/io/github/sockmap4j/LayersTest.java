@@ -29,6 +29,7 @@ class LayersTest {
             List.of("linux.net"),
             List.of("linux.sys"),
             List.of("linux.bpf"),
+            List.of("linux.control"),
             List.of("internal.agent", "internal.jfr"),
             List.of("internal.flow"),
             List.of(""),

@@ -11,7 +11,7 @@ import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.sys.HostCheck;
 import io.github.sockmap4j.linux.sys.Listeners;
 import io.github.sockmap4j.agent.control.AgentPolicy;
-import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.agent.control.ControlServer;
 import io.github.sockmap4j.agent.control.RuleBook;
 import io.github.sockmap4j.linux.bpf.InFlightWatcher;

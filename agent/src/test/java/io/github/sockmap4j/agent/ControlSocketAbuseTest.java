@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.agent.control.ControlServer;
 import java.io.IOException;
 import java.net.InetAddress;

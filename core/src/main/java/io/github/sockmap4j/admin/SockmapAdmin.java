@@ -8,7 +8,7 @@ import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
 import io.github.sockmap4j.linux.sys.HostCheck;
 import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.linux.bpf.Pins;
 import io.github.sockmap4j.linux.bpf.LocalPeersMap;

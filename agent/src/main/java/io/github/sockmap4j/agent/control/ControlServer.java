@@ -1,7 +1,7 @@
 package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.agent.Owner;
-import io.github.sockmap4j.internal.agent.AgentRequest;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.net.UnixListener;
 import io.github.sockmap4j.linux.sys.Listeners;

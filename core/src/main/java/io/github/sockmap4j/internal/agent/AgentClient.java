@@ -1,5 +1,6 @@
 package io.github.sockmap4j.internal.agent;
 
+import io.github.sockmap4j.linux.control.AgentRequest;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;

@@ -1,6 +1,7 @@
 package io.github.sockmap4j.internal.agent;
 
 import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import java.io.IOException;
 import java.net.InetAddress;
 
