@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.SockmapServerChannel;
-import io.github.sockmap4j.TestKernel;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -192,6 +192,9 @@ class ArrowBridgeTest {
                             assertEquals(raw.getObject(i), decoded.getObject(i), "row " + i);
                         }
                     }
+                    // Read the end of the stream too: a reader closed before it would leave the
+                    // writer's last bytes unread, and its send fails with EPIPE.
+                    assertFalse(r.loadNextBatch(), "end of stream");
                 }
                 w.get(30, TimeUnit.SECONDS);
             }
