@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.Bpftool;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -5,6 +5,7 @@ import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

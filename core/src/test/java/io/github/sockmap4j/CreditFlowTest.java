@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.KernelQueues;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;

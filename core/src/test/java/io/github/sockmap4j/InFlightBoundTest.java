@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.KernelQueues;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -3,6 +3,7 @@ package io.github.sockmap4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;

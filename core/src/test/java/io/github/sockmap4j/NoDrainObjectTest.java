@@ -1,10 +1,13 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.testbed.Bpftool;
 import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.testbed.KernelQueues;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;

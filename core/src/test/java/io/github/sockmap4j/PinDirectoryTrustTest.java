@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.linux.bpf.LockDir;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;

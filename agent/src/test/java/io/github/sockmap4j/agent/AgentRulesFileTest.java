@@ -1,11 +1,11 @@
 package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,8 +1,6 @@
 package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.testbed.ChildJvm;
-import io.github.sockmap4j.PeerMains;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.admin.PolicyClient;
@@ -10,6 +8,7 @@ import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -92,7 +91,7 @@ class UnprivilegedOptInTest {
     }
 
     ChildJvm unprivileged(int port) throws IOException {
-        return unprivileged(PeerMains.UnprivilegedOptIn.class, kernel.pinDir, port);
+        return unprivileged(UnprivilegedMains.UnprivilegedOptIn.class, kernel.pinDir, port);
     }
 
     ChildJvm unprivileged(Class<?> main, Path pinDir, int port) throws IOException {
@@ -111,7 +110,7 @@ class UnprivilegedOptInTest {
         try {
             Files.writeString(policy, "uid 65534 " + port + " * 0\n");
             try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), policy, 1024, false))) {
-                try (ChildJvm child = unprivileged(PeerMains.UnprivilegedLibraryOptIn.class, pins, port)) {
+                try (ChildJvm child = unprivileged(UnprivilegedMains.UnprivilegedLibraryOptIn.class, pins, port)) {
                     assertEquals("false", child.expect("active=", 60), "it can read none of the kernel's maps");
                     String cause = child.expect("cause=", 30);
                     assertTrue(cause.contains("missing privileges") && cause.contains("go through the sockmap4j agent"),
@@ -124,7 +123,7 @@ class UnprivilegedOptInTest {
                 }
                 Await.until("its opt-in went with it", () -> agent.rules() == 0);
                 // A port the policy does not grant: plain TCP, the agent's reason in the log.
-                try (ChildJvm child = unprivileged(PeerMains.UnprivilegedLibraryOptIn.class, pins, port + 1)) {
+                try (ChildJvm child = unprivileged(UnprivilegedMains.UnprivilegedLibraryOptIn.class, pins, port + 1)) {
                     assertEquals("false", child.expect("opted=", 60));
                     assertTrue(child.output().contains("uid 65534 may not opt in port " + (port + 1)), child.output());
                     child.send("quit");

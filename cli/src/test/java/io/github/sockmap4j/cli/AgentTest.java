@@ -5,16 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.ChildJvm;
-import io.github.sockmap4j.KernelQueues;
+
 import io.github.sockmap4j.SockmapStats;
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.linux.bpf.ObjectLoader;
 import io.github.sockmap4j.linux.bpf.Pins;
 import io.github.sockmap4j.linux.bpf.RetiredSets;
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.KernelQueues;
 import io.github.sockmap4j.testbed.Sh;
 import io.github.sockmap4j.testbed.VethPods;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

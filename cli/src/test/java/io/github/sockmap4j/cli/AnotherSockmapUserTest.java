@@ -5,10 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

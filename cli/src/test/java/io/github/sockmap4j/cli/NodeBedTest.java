@@ -12,12 +12,12 @@ import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.kubernetes.ServiceRules;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.NodeBed;
 import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -429,7 +429,7 @@ class NodeBedTest {
             } finally {
                 removeService("[" + VIP6 + "]:" + PORT);
             }
-            assertEquals(0, io.github.sockmap4j.Bpftool.awaitMapEntries(pins.resolve("svcorig"), 0),
+            assertEquals(0, io.github.sockmap4j.testbed.Bpftool.awaitMapEntries(pins.resolve("svcorig"), 0),
                     "each translated socket's entry by its end went at its close");
         } finally {
             meshPod0(false);

@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapChannel;
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.SockmapChannel;
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.admin.PolicyClient;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

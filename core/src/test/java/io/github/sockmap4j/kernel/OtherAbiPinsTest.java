@@ -4,12 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.Bpftool;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
-import io.github.sockmap4j.TestKernel;
 import io.github.sockmap4j.linux.bpf.Pins;
 import io.github.sockmap4j.linux.bpf.RetiredSets;
+import io.github.sockmap4j.testbed.Bpftool;
+import io.github.sockmap4j.testsupport.TestKernel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -88,12 +88,7 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
                         .inheritIO().start().waitFor();
                 new ProcessBuilder("ss", "-tanp").inheritIO().start().waitFor();
             }
-            Sockmap.global().close();
-            boolean left = java.nio.file.Files.exists(kernel.pinDir); // gone with the last Sockmap over them
-            kernel.close(); // whatever happened, the kernel is left clean
-            if (left) {
-                throw new AssertionError("pins left behind in " + kernel.pinDir + " (sockets still registered)");
-            }
+            kernel.closeAfter(() -> Sockmap.global().close()); // the pins go with the last Sockmap over them
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {

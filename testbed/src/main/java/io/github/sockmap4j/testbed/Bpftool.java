@@ -1,6 +1,5 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.testbed;
 
-import io.github.sockmap4j.testbed.Await;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -15,7 +14,7 @@ public final class Bpftool {
 
     public static String run(String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
-        cmd.add(io.github.sockmap4j.testbed.Sh.tool("bpftool"));
+        cmd.add(Sh.tool("bpftool"));
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

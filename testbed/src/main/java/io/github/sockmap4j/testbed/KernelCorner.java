@@ -2,6 +2,7 @@ package io.github.sockmap4j.testbed;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Deque;
@@ -46,6 +47,24 @@ public final class KernelCorner implements AutoCloseable {
     /** Runs {@code cleanup} before the corner goes (the last registered first), at close or at JVM exit. */
     public synchronized void atExit(Closeable cleanup) {
         atExit.push(cleanup);
+    }
+
+    /**
+     * Closes {@code owner} (what opened the pins), then this corner, whatever happens; then fails
+     * if the pin directory had outlived its owner: its last user removes it when no socket is
+     * registered any more, so pins left mean a channel was left open.
+     */
+    public void closeAfter(Closeable owner) throws IOException {
+        boolean left;
+        try {
+            owner.close();
+        } finally {
+            left = Files.exists(pinDir);
+            close(); // whatever happened, the kernel is left clean
+        }
+        if (left) {
+            throw new AssertionError("pins left behind in " + pinDir + " (sockets still registered: a channel was not closed)");
+        }
     }
 
     /** Runs the registered clean-ups, moves this JVM back and removes the cgroup; once. */

@@ -1,4 +1,4 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.testbed;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -21,7 +21,7 @@ public final class KernelQueues {
     }
 
     /** The receive memory of the established socket whose local port is {@code port}; -1 if none. */
-    static long receiveMemory(int port) throws IOException, InterruptedException {
+    public static long receiveMemory(int port) throws IOException, InterruptedException {
         return largestReceiveMemory(port)[0];
     }
 
@@ -29,12 +29,12 @@ public final class KernelQueues {
      * The largest receive memory among established sockets whose local port is {@code port},
      * and that socket's receive buffer (skmem r and rb).
      */
-    static long[] largestReceiveMemory(int port) throws IOException, InterruptedException {
+    public static long[] largestReceiveMemory(int port) throws IOException, InterruptedException {
         return largest("sport = :" + port);
     }
 
     /** skmem r and rb of the established socket whose peer's port is {@code port} (a client of it). */
-    static long[] peerReceiveMemory(int port) throws IOException, InterruptedException {
+    public static long[] peerReceiveMemory(int port) throws IOException, InterruptedException {
         return largest("dport = :" + port);
     }
 
@@ -56,7 +56,7 @@ public final class KernelQueues {
     }
 
     /** skmem r and rb of the established socket whose local port is {@code port}. */
-    static long[] receiveMemoryAndBuffer(int port) throws IOException, InterruptedException {
+    public static long[] receiveMemoryAndBuffer(int port) throws IOException, InterruptedException {
         return largestReceiveMemory(port);
     }
 
@@ -65,7 +65,7 @@ public final class KernelQueues {
      * A /proc file in full. Files.readString sizes its read by the file's length, which procfs
      * gives as 0; on sysctl files that returns one byte.
      */
-    static String readProc(String path) throws IOException {
+    public static String readProc(String path) throws IOException {
         try (var in = Files.newInputStream(Path.of(path))) {
             return new String(in.readAllBytes(), StandardCharsets.US_ASCII);
         }
@@ -77,13 +77,13 @@ public final class KernelQueues {
     }
 
     /** TCP's memory in pages, host-wide (/proc/net/sockstat). */
-    static long tcpMemPages() throws IOException {
+    public static long tcpMemPages() throws IOException {
         Matcher m = TCP_MEM.matcher(readProc("/proc/net/sockstat"));
         return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 
     /** The pressure threshold of tcp_mem, in pages (its middle value). */
-    static long tcpMemPressurePages() throws IOException {
+    public static long tcpMemPressurePages() throws IOException {
         String[] v = readProc("/proc/sys/net/ipv4/tcp_mem").trim().split("\\s+");
         return Long.parseLong(v[1]);
     }
