@@ -33,18 +33,6 @@ class ModuleBoundaryTest {
     private static final Pattern EXPORTS = Pattern.compile("^\\s*exports ([\\w.]+)(?:\\s+to\\s+([\\w.,\\s]+))?;",
             Pattern.MULTILINE);
 
-    /**
-     * Crossings that are known and not yet removed: the node agent, not a named module, uses the
-     * linux module's packages, which that module exports to core only. A crossing not
-     * listed fails; so does one listed that is gone (take it off the list).
-     */
-    static final Set<String> KNOWN = Set.of(
-            "agent -> io.github.sockmap4j.linux.bpf",
-            "agent -> io.github.sockmap4j.linux.control",
-            "agent -> io.github.sockmap4j.linux.ffi",
-            "agent -> io.github.sockmap4j.linux.net",
-            "agent -> io.github.sockmap4j.linux.sys");
-
     /** A module of the build: its directory, its JPMS name (null without a descriptor), its packages and exports. */
     record Module(String dir, String name, Set<String> packages, Map<String, Set<String>> exports) {
         /** Whether code of {@code user} may use package {@code pkg} of this module. */
@@ -75,7 +63,6 @@ class ModuleBoundaryTest {
         assertTrue(owner.containsKey("io.github.sockmap4j.linux.ffi") && owner.containsKey("io.github.sockmap4j.linux.bpf")
                 && modules.stream().anyMatch(m -> m.dir().equals("agent")), "read the build's modules: " + modules);
         Path root = Path.of("..").toAbsolutePath().normalize();
-        TreeSet<String> crossings = new TreeSet<>();
         List<String> where = new ArrayList<>();
         for (Module user : modules) {
             Path src = root.resolve(user.dir()).resolve("src/main/java");
@@ -84,19 +71,13 @@ class ModuleBoundaryTest {
                     for (String pkg : used(Files.readString(f))) {
                         Module m = owner.get(pkg);
                         if (m != null && !m.allows(pkg, user)) {
-                            String crossing = user.dir() + " -> " + pkg;
-                            if (crossings.add(crossing) && !KNOWN.contains(crossing)) {
-                                where.add(root.relativize(f) + " uses " + pkg + " of " + m.dir());
-                            }
+                            where.add(root.relativize(f) + " uses " + pkg + " of " + m.dir());
                         }
                     }
                 }
             }
         }
         assertEquals(List.of(), where, "main code using another module's own packages");
-        TreeSet<String> gone = new TreeSet<>(KNOWN);
-        gone.removeAll(crossings);
-        assertEquals(Set.of(), gone, "known crossings that no longer happen: take them off KNOWN");
     }
 
     @Test
