@@ -1,12 +1,12 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.flow.ChannelCredit;
 import io.github.sockmap4j.linux.ffi.Epoll;
 import io.github.sockmap4j.linux.ffi.EpollEvent;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.ffi.LibC;
 import io.github.sockmap4j.linux.ffi.Linux;
 import io.github.sockmap4j.linux.ffi.NativeIOException;
-import io.github.sockmap4j.internal.flow.ChannelCredit;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;

@@ -1,11 +1,11 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.linux.bpf.KernelSockmap;
 import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.ffi.Libbpf;
-import io.github.sockmap4j.internal.flow.FastPath;
-import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Path;

@@ -1,17 +1,17 @@
 package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.internal.flow.FastPath;
+import io.github.sockmap4j.internal.flow.FastPathAccess;
+import io.github.sockmap4j.internal.flow.PeerCredit;
+import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.linux.bpf.KernelProbe;
 import io.github.sockmap4j.linux.bpf.KernelSockmap;
 import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.linux.bpf.PolicyKeyLayout;
 import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Platform;
-import io.github.sockmap4j.internal.flow.FastPath;
-import io.github.sockmap4j.internal.flow.FastPathAccess;
-import io.github.sockmap4j.internal.flow.PeerCredit;
-import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.linux.sys.Cgroups;
 import io.github.sockmap4j.linux.sys.HostCheck;
 import java.io.IOException;

@@ -1,8 +1,8 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.internal.flow.ConnectionFlow;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.ffi.Linux;
-import io.github.sockmap4j.internal.flow.ConnectionFlow;
 import io.github.sockmap4j.linux.net.NativeSocket;
 import io.github.sockmap4j.linux.net.SocketOptions;
 import java.io.IOException;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

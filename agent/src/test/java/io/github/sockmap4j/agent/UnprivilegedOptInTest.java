@@ -1,10 +1,10 @@
 package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.testbed.ChildJvm;
-import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -3,10 +3,10 @@ package io.github.sockmap4j.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.AgentHttp;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.URI;

@@ -1,13 +1,13 @@
 package io.github.sockmap4j.admin;
 
 import io.github.sockmap4j.OptIn;
-import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.internal.agent.AgentRule;
 import io.github.sockmap4j.linux.bpf.PolicyMap;
 import io.github.sockmap4j.linux.bpf.PolicyRule;
+import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.bpf.ServiceMap;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import java.io.IOException;

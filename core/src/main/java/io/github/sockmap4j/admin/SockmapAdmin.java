@@ -1,21 +1,21 @@
 package io.github.sockmap4j.admin;
 
-import io.github.sockmap4j.internal.flow.FastPathAccess;
-import io.github.sockmap4j.linux.bpf.RetiredSets;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
-import io.github.sockmap4j.linux.sys.HostCheck;
 import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.internal.flow.FastPathAccess;
+import io.github.sockmap4j.linux.bpf.LocalPeersMap;
 import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.linux.bpf.Pins;
-import io.github.sockmap4j.linux.bpf.LocalPeersMap;
+import io.github.sockmap4j.linux.bpf.RetiredSets;
 import io.github.sockmap4j.linux.bpf.ServiceMap;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.LibC;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.linux.net.Cidr;
+import io.github.sockmap4j.linux.sys.HostCheck;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;

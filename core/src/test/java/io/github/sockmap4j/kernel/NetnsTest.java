@@ -3,11 +3,11 @@ package io.github.sockmap4j.kernel;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.OptIn;
 import io.github.sockmap4j.PeerMains;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.VethPods;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.util.List;

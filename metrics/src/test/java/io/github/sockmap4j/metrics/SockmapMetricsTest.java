@@ -3,9 +3,9 @@ package io.github.sockmap4j.metrics;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.SockmapServerChannel;
+import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testsupport.TestKernel;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetAddress;

@@ -1,7 +1,7 @@
 package io.github.sockmap4j.agent.control;
 
-import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.bpf.SockKeyLayout;
+import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.sys.Listeners;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
