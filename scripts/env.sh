@@ -59,6 +59,13 @@ leave_child_cgroup() {
     # Processes the run left behind (there should be none) leave with it.
     while read -r pid; do echo "$pid" > "$SM4J_ORIG_CGROUP/cgroup.procs" 2>/dev/null || true; done \
       < "$SM4J_CGROUP/cgroup.procs"
+    # A process still exiting (a JVM stopped by a signal) stays in the cgroup until it is gone:
+    # wait up to 10 s for the kernel to say the cgroup is empty.
+    local i
+    for i in $(seq 1 50); do
+      grep -q '^populated 0' "$SM4J_CGROUP/cgroup.events" 2>/dev/null && break
+      sleep 0.2
+    done
     rmdir "$SM4J_CGROUP" 2>/dev/null || echo "warning: could not remove $SM4J_CGROUP" >&2
   fi
   exit $rc

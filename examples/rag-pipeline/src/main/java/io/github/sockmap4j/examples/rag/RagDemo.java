@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -348,8 +349,10 @@ public final class RagDemo implements Callable<Integer> {
             return 2;
         }
         NodeBed bed = NodeBed.create("rag", NodePods.CLIENT + 1);
+        AtomicReference<Process> inPod = new AtomicReference<>();
         Thread cleanup = new Thread(() -> {
             try {
+                stop(inPod.get()); // first the run in the pod: its stages and fast path go with it
                 bed.close();
             } catch (IOException e) {
                 System.err.println("removing the node bed: " + e.getMessage());
@@ -372,6 +375,7 @@ public final class RagDemo implements Callable<Integer> {
             cmd.add("--node-pods=" + String.join(",", pods));
             Process p = new ProcessBuilder(NodeBed.inNetwork(bed.pod(NodePods.CLIENT), cmd))
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            inPod.set(p);
             p.getOutputStream().close();
             try (java.io.BufferedReader r = p.inputReader(java.nio.charset.StandardCharsets.UTF_8)) {
                 String line;
@@ -381,12 +385,33 @@ public final class RagDemo implements Callable<Integer> {
             }
             return p.waitFor();
         } finally {
+            stop(inPod.get());
             bed.close();
             try {
                 Runtime.getRuntime().removeShutdownHook(cleanup);
             } catch (IllegalStateException exiting) {
                 // the hook runs now; the bed is already gone
             }
+        }
+    }
+
+    /**
+     * Ends the run in the client pod, if it still runs: SIGTERM (its exit hooks close its fast path;
+     * its stages stop when their input closes), SIGKILL after 30 s.
+     */
+    private static void stop(Process p) {
+        if (p == null || !p.isAlive()) {
+            return;
+        }
+        p.destroy();
+        try {
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                System.err.println("the run in the client pod did not stop in 30 s: killing it");
+                p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            p.destroyForcibly();
         }
     }
 
