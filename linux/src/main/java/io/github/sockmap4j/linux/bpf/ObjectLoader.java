@@ -129,7 +129,8 @@ public final class ObjectLoader {
         return embeddedObject(OBJECT_RESOURCE);
     }
 
-    private static byte[] embeddedObject(String resource) throws IOException {
+    /** A compiled BPF object of this jar, by its resource name in this package. */
+    static byte[] embeddedObject(String resource) throws IOException {
         try (InputStream in = Pins.class.getResourceAsStream(resource)) {
             if (in == null) {
                 throw new IOException("the BPF object " + resource

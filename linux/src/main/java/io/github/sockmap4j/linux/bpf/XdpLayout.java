@@ -1,7 +1,6 @@
 package io.github.sockmap4j.linux.bpf;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
@@ -95,12 +94,6 @@ public final class XdpLayout {
 
     /** The compiled XDP filter embedded in this jar. */
     public static byte[] embeddedObject() throws IOException {
-        try (InputStream in = XdpLayout.class.getResourceAsStream(OBJECT_RESOURCE)) {
-            if (in == null) {
-                throw new IOException("the XDP object " + OBJECT_RESOURCE
-                        + " is missing from the sockmap4j-linux jar (a broken build)");
-            }
-            return in.readAllBytes();
-        }
+        return ObjectLoader.embeddedObject(OBJECT_RESOURCE);
     }
 }
