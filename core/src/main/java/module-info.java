@@ -1,10 +1,10 @@
 /**
- * sockmap4j core: the sockmap fast path (kernel objects, policy, channels) and the XDP filter.
- * Exported by audience: {@code io.github.sockmap4j} for applications, {@code .spi} for
- * integrations that hold raw socket fds (the Netty transport), {@code .admin} for operators and
- * the node agent, {@code .xdp} for the ingress filter; {@code io.github.sockmap4j.internal.*} is
- * not exported. System calls, sockets and the host come from {@code io.github.sockmap4j.linux},
- * which exports them to this module.
+ * sockmap4j core: what a service's process needs for the sockmap fast path (opting in through the
+ * kernel or a node agent, channels, the flow, the counters it reads). Exported by audience:
+ * {@code io.github.sockmap4j} for applications, {@code .spi} for integrations that hold raw socket
+ * fds (the Netty transport); {@code io.github.sockmap4j.internal.*} is not exported. System calls,
+ * sockets, the host and the kernel objects come from {@code io.github.sockmap4j.linux}, which
+ * exports them to this module. What a node's owner does (admin, XDP) is the node module's.
  */
 module io.github.sockmap4j.core {
     requires io.github.sockmap4j.linux;
@@ -12,7 +12,5 @@ module io.github.sockmap4j.core {
     requires jdk.jfr;
 
     exports io.github.sockmap4j;
-    exports io.github.sockmap4j.admin;
     exports io.github.sockmap4j.spi;
-    exports io.github.sockmap4j.xdp;
 }

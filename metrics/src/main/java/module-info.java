@@ -1,11 +1,12 @@
 /**
  * Micrometer meters of the fast path and the XDP filter ({@code io.github.sockmap4j.metrics}).
- * Its signatures name core's and Micrometer's types, so both are read by whoever reads this
- * module; Micrometer has no module name of its own: hence the suppressed "requires-automatic".
+ * Its signatures name core's, the node module's (the XDP filter) and Micrometer's types, so all
+ * three are read by whoever reads this module; Micrometer has no module name of its own: hence the suppressed "requires-automatic".
  */
 @SuppressWarnings({"requires-automatic", "requires-transitive-automatic"})
 module io.github.sockmap4j.metrics {
     requires transitive io.github.sockmap4j.core;
+    requires transitive io.github.sockmap4j.node;
     requires transitive micrometer.core;
 
     exports io.github.sockmap4j.metrics;

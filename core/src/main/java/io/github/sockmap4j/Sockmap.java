@@ -1,6 +1,5 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.internal.agent.AgentClient;
 import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.flow.FastPathAccess;
 import io.github.sockmap4j.internal.flow.PeerCredit;
@@ -10,6 +9,7 @@ import io.github.sockmap4j.linux.bpf.KernelSockmap;
 import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.linux.bpf.PolicyKeyLayout;
 import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.control.AgentClient;
 import io.github.sockmap4j.linux.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Platform;
 import io.github.sockmap4j.linux.sys.Cgroups;
@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
  * anything it needs is missing it is <em>inactive</em>: channels then run over plain TCP, and
  * {@link #unavailabilityCause()} says why (logged once, at open). Host-wide prerequisites are
  * {@link SockmapAvailability}'s; operator functions (agent set-up, pin removal, reading another
- * process's counters) are in {@code io.github.sockmap4j.admin}, and what integrations that hold a
+ * process's counters) are in {@code io.github.sockmap4j.admin} (the sockmap4j-node module), and what integrations that hold a
  * raw socket fd use (Netty's transport) in {@code io.github.sockmap4j.spi}.
  *
  * <pre>{@code
@@ -291,9 +291,8 @@ public final class Sockmap implements AutoCloseable {
     }
 
     /**
-     * The kernel side as channels, {@link io.github.sockmap4j.spi.RawSockets} and
-     * {@link io.github.sockmap4j.admin.SockmapAdmin} use it (those two through
-     * {@link FastPathAccess}); null unless the kernel side is open in this process.
+     * The kernel side as channels and {@link io.github.sockmap4j.spi.RawSockets} use it (the latter
+     * through {@link FastPathAccess}); null unless the kernel side is open in this process.
      */
     FastPath fastPath() {
         return closed ? null : backend.fastPath();
@@ -332,7 +331,7 @@ public final class Sockmap implements AutoCloseable {
      * How many times the kernel has run the {@code sk_msg} verdict program ({@code run_cnt} of its
      * {@code bpf_prog_info}: one run per send on a registered socket), or -1 when inactive. The
      * kernel counts only while BPF run statistics are on: {@code sysctl kernel.bpf_stats_enabled=1}
-     * or an {@link io.github.sockmap4j.admin.SockmapAdmin#enableKernelRunStats()} handle open anywhere on the host.
+     * or a {@code SockmapAdmin.enableKernelRunStats()} handle (sockmap4j-node) open anywhere on the host.
      */
     public long verdictRunCount() {
         return closed ? -1 : backend.verdictRunCount();

@@ -7,6 +7,6 @@
  * io.github.sockmap4j.SockmapAvailability} whether the host can at all.
  *
  * <p>Integrations that hold raw socket fds use {@link io.github.sockmap4j.spi}; operators and the
- * node agent {@link io.github.sockmap4j.admin}.
+ * node agent {@code io.github.sockmap4j.admin} of the sockmap4j-node module.
  */
 package io.github.sockmap4j;

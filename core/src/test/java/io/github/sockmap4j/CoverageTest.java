@@ -1,10 +1,9 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,7 +36,7 @@ class CoverageTest {
             return report + " | " + child.output();
         } finally {
             if (Files.exists(pins)) {
-                SockmapAdmin.removePins(pins);
+                TestKernel.removePins(pins);
             }
         }
     }

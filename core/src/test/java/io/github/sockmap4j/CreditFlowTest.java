@@ -1,12 +1,13 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.linux.bpf.ServiceMap;
+import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.KernelQueues;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
@@ -93,8 +94,10 @@ class CreditFlowTest {
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
             InetSocketAddress service = vip == null ? null : new InetSocketAddress(vip, port);
             if (service != null) {
-                SockmapAdmin.putService(kernel.pinDir, new SockmapAdmin.Service(service,
-                        List.of((InetSocketAddress) server.getLocalAddress()), List.of(), false));
+                try (ServiceMap services = ServiceMap.open(Libbpf.load(), kernel.pinDir)) {
+                    services.put(new ServiceMap.Service(service, List.of((InetSocketAddress) server.getLocalAddress()),
+                            List.of(), false));
+                }
             }
             try (SockmapChannel writer = sockmap.openChannel()) {
                 long translated = sockmap.stats().servicesTranslated();
@@ -163,7 +166,9 @@ class CreditFlowTest {
                 }
             } finally {
                 if (service != null) {
-                    SockmapAdmin.removeService(kernel.pinDir, service);
+                    try (ServiceMap services = ServiceMap.open(Libbpf.load(), kernel.pinDir)) {
+                        services.remove(service);
+                    }
                 }
             }
         }

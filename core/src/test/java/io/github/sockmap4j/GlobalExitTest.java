@@ -1,10 +1,9 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -40,7 +39,7 @@ class GlobalExitTest {
                 assertFalse(Files.exists(pins), "run " + run + ": " + pins + " outlived the process");
             } finally {
                 if (Files.exists(pins)) {
-                    SockmapAdmin.removePins(pins);
+                    TestKernel.removePins(pins);
                 }
                 Files.deleteIfExists(cgroup);
             }

@@ -1,6 +1,5 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -62,7 +61,7 @@ class LifecycleTest {
                 side.close();
             }
         }
-        assertTrue(SockmapAdmin.removePins(kernel.pinDir) > 0);
+        assertTrue(TestKernel.removePins(kernel.pinDir) > 0);
         assertFalse(Files.exists(kernel.pinDir));
         kernel.close();
     }

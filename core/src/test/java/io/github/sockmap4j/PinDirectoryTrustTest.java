@@ -1,12 +1,11 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.linux.bpf.LockDir;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -69,7 +68,7 @@ class PinDirectoryTrustTest {
     /** Removes what a round left: the attacker's directory, or pins of an open that won. */
     private static void removeAll(Path dir) throws IOException {
         if (Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
-            SockmapAdmin.removePins(dir);
+            TestKernel.removePins(dir);
             Files.deleteIfExists(dir);
         }
         try (var s = Files.list(LockDir.pathFor(dir).getParent())) {

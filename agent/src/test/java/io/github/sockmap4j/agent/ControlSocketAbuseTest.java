@@ -1,16 +1,16 @@
 package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.admin.PolicyClient;
-import io.github.sockmap4j.admin.Rule;
-import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.testbed.ChildJvm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.admin.PolicyClient;
+import io.github.sockmap4j.admin.Rule;
+import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.control.ControlServer;
-import io.github.sockmap4j.internal.agent.AgentClient;
+import io.github.sockmap4j.linux.control.AgentClient;
 import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;

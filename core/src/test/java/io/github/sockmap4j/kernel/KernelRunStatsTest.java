@@ -6,7 +6,6 @@ import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapChannel;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapServerChannel;
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.Closeable;
 import java.net.InetAddress;
@@ -22,7 +21,7 @@ class KernelRunStatsTest {
 
     @Test
     void verdictRunCountRisesWithEverySend() throws Exception {
-        Closeable stats = SockmapAdmin.enableKernelRunStats();
+        Closeable stats = TestKernel.runStats();
         try (stats; TestKernel kernel = TestKernel.start("runstats");
                 SockmapServerChannel server = kernel.sockmap.openServerChannel()) {
             server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));

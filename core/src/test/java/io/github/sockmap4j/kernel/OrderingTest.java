@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapServerChannel;
 import io.github.sockmap4j.SockmapStats;
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -33,7 +32,7 @@ class OrderingTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void writesRightAfterConnectToALateAcceptorStayInOrder() throws Exception {
-        java.io.Closeable runStats = SockmapAdmin.enableKernelRunStats();
+        java.io.Closeable runStats = TestKernel.runStats();
         try (runStats; TestKernel kernel = TestKernel.start("ordering")) {
             Sockmap sockmap = kernel.sockmap;
             SockmapStats before = sockmap.stats();

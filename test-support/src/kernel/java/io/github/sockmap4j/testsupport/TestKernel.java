@@ -2,10 +2,13 @@ package io.github.sockmap4j.testsupport;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
-import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.linux.bpf.Pins;
+import io.github.sockmap4j.linux.bpf.RunStats;
+import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.testbed.Bpftool;
 import io.github.sockmap4j.testbed.Cgroup2;
 import io.github.sockmap4j.testbed.KernelCorner;
+import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.function.UnaryOperator;
@@ -45,6 +48,19 @@ public final class TestKernel implements AutoCloseable {
         return Cgroup2.create(what);
     }
 
+    /**
+     * Removes every pin of {@code pinDir} (maps, programs, cgroup links) even while processes use
+     * them, as an operator's {@code sockmap4j down} does; how many went.
+     */
+    public static int removePins(Path pinDir) throws IOException {
+        return Pins.forceRemove(pinDir);
+    }
+
+    /** The kernel's per-program run statistics, on until the handle is closed (CAP_SYS_ADMIN). */
+    public static Closeable runStats() throws IOException {
+        return RunStats.enable(Libbpf.loadOrThrow());
+    }
+
     public static TestKernel start(String what) throws IOException {
         return start(what, c -> c);
     }
@@ -56,7 +72,7 @@ public final class TestKernel implements AutoCloseable {
     public static TestKernel start(String what, UnaryOperator<SockmapConfig> tweak) throws IOException {
         KernelCorner corner = KernelCorner.enter(what);
         try {
-            corner.atExit(() -> SockmapAdmin.removePins(corner.pinDir));
+            corner.atExit(() -> removePins(corner.pinDir));
             SockmapConfig config = tweak.apply(SockmapConfig.fromSystemProperties()
                     .withPinDirectory(corner.pinDir).withCgroup(corner.cgroup).withRequired(REQUIRED));
             Sockmap s = Sockmap.open(config);

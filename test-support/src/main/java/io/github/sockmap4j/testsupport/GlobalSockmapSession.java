@@ -1,7 +1,6 @@
 package io.github.sockmap4j.testsupport;
 
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.KernelCorner;
 import java.io.IOException;
@@ -45,7 +44,7 @@ public abstract class GlobalSockmapSession implements LauncherSessionListener {
         }
         try {
             kernel = KernelCorner.enter(name);
-            kernel.atExit(() -> SockmapAdmin.removePins(kernel.pinDir));
+            kernel.atExit(() -> TestKernel.removePins(kernel.pinDir));
             current = this;
         } catch (IOException e) {
             throw new UncheckedIOException(e);

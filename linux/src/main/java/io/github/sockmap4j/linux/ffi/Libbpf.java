@@ -4,6 +4,7 @@ import static io.github.sockmap4j.linux.ffi.Native.C_INT;
 import static io.github.sockmap4j.linux.ffi.Native.C_LONG;
 import static io.github.sockmap4j.linux.ffi.Native.C_PTR;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -160,6 +161,20 @@ public final class Libbpf {
             }
         }
         return l;
+    }
+
+    /**
+     * {@link #load()} for callers that report failures as {@link IOException}s (the command line,
+     * the node's tools): a missing libbpf is one more reason a command cannot run.
+     *
+     * @throws IOException naming what to install when libbpf is missing
+     */
+    public static Libbpf loadOrThrow() throws IOException {
+        try {
+            return load();
+        } catch (UnsatisfiedLinkError e) {
+            throw new IOException(e.getMessage(), e);
+        }
     }
 
     /** libbpf's symbols, for the downcalls other classes of this package link (ProgQuery). */

@@ -1,6 +1,5 @@
-package io.github.sockmap4j.internal.agent;
+package io.github.sockmap4j.linux.control;
 
-import io.github.sockmap4j.linux.control.AgentRequest;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;

@@ -1,10 +1,9 @@
-package io.github.sockmap4j.internal.agent;
+package io.github.sockmap4j.linux.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.linux.control.AgentRequest;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;

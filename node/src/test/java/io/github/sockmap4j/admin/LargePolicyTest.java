@@ -1,10 +1,9 @@
-package io.github.sockmap4j.kernel;
+package io.github.sockmap4j.admin;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.SockmapChannel;
-import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;

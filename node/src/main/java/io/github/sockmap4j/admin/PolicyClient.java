@@ -1,13 +1,13 @@
 package io.github.sockmap4j.admin;
 
 import io.github.sockmap4j.OptIn;
-import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.internal.agent.AgentRule;
 import io.github.sockmap4j.linux.bpf.PolicyMap;
 import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.bpf.ServiceMap;
+import io.github.sockmap4j.linux.control.AgentClient;
 import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.linux.control.AgentRule;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import java.io.IOException;
@@ -56,12 +56,7 @@ public final class PolicyClient implements AutoCloseable {
         if (agent != null) {
             return new PolicyClient(null, agent, pinDirectory);
         }
-        Libbpf bpf;
-        try {
-            bpf = Libbpf.load();
-        } catch (UnsatisfiedLinkError e) {
-            throw new IOException(e.getMessage(), e);
-        }
+        Libbpf bpf = Libbpf.loadOrThrow();
         return new PolicyClient(PolicyMap.open(bpf, pinDirectory), null, pinDirectory);
     }
 

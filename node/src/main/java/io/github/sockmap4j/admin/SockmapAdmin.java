@@ -4,22 +4,21 @@ import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.SockmapUnavailableException;
-import io.github.sockmap4j.internal.agent.AgentClient;
-import io.github.sockmap4j.internal.flow.FastPathAccess;
+import io.github.sockmap4j.linux.bpf.KernelSockmap;
 import io.github.sockmap4j.linux.bpf.LocalPeersMap;
 import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.linux.bpf.Pins;
 import io.github.sockmap4j.linux.bpf.RetiredSets;
+import io.github.sockmap4j.linux.bpf.RunStats;
 import io.github.sockmap4j.linux.bpf.ServiceMap;
+import io.github.sockmap4j.linux.control.AgentClient;
 import io.github.sockmap4j.linux.control.AgentRequest;
-import io.github.sockmap4j.linux.ffi.LibC;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.linux.net.Cidr;
 import io.github.sockmap4j.linux.sys.HostCheck;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * What operators and tools do with a pin directory, as opposed to what an application does with
@@ -41,9 +40,27 @@ public final class SockmapAdmin {
      * @throws SockmapUnavailableException with the reason when the fast path cannot be set up
      */
     public static void up(SockmapConfig config) throws IOException {
+        if (config.disabled()) {
+            throw new SockmapUnavailableException("the pins cannot be set up: disabled by configuration "
+                    + "(sockmap4j.disable=true)", null);
+        }
+        HostCheck.Host host = HostCheck.host();
+        if (host.cause() != null) {
+            throw new SockmapUnavailableException("the pins cannot be set up: " + host.cause(), host.exception());
+        }
         HostCheck.mountBpffs(config.pinDirectory());
-        try (Sockmap s = Sockmap.open(config.toBuilder().required(true).build())) {
-            FastPathAccess.of(s).kernel().markAgentOwned();
+        HostCheck.Target target = HostCheck.target(config.pinDirectory(), config.cgroup(), config.allowRootCgroup());
+        if (target.cause() != null) {
+            throw new SockmapUnavailableException("the pins cannot be set up: " + target.cause(), null);
+        }
+        KernelSockmap kernel;
+        try {
+            kernel = KernelSockmap.open(host.bpf(), config.pinDirectory(), target.cgroup(), config.maxSockets());
+        } catch (IOException e) {
+            throw new SockmapUnavailableException("setting up the kernel objects failed: " + e.getMessage(), e);
+        }
+        try (kernel) {
+            kernel.markAgentOwned();
         }
     }
 
@@ -136,18 +153,7 @@ public final class SockmapAdmin {
      * @throws IOException naming the missing privilege or libbpf error
      */
     public static Closeable enableKernelRunStats() throws IOException {
-        int fd;
-        try {
-            fd = libbpf().enableRunStats();
-        } catch (IOException e) {
-            throw new IOException("cannot turn on BPF run statistics (needs CAP_SYS_ADMIN): " + e.getMessage(), e);
-        }
-        AtomicBoolean open = new AtomicBoolean(true);
-        return () -> {
-            if (open.getAndSet(false)) {
-                LibC.close(fd);
-            }
-        };
+        return RunStats.enable(libbpf());
     }
 
     /**
@@ -261,10 +267,6 @@ public final class SockmapAdmin {
     }
 
     private static Libbpf libbpf() throws IOException {
-        try {
-            return Libbpf.load();
-        } catch (UnsatisfiedLinkError e) {
-            throw new IOException(e.getMessage(), e);
-        }
+        return Libbpf.loadOrThrow();
     }
 }

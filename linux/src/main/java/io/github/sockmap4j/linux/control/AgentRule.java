@@ -1,7 +1,6 @@
-package io.github.sockmap4j.internal.agent;
+package io.github.sockmap4j.linux.control;
 
 import io.github.sockmap4j.linux.bpf.Rules;
-import io.github.sockmap4j.linux.control.AgentRequest;
 import java.io.IOException;
 import java.net.InetAddress;
 

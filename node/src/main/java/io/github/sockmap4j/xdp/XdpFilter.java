@@ -108,12 +108,7 @@ public final class XdpFilter implements AutoCloseable {
         if (ifindex == 0) {
             throw new IOException("no interface '" + ifname + "' in this network namespace ('ip link' lists them)");
         }
-        Libbpf bpf;
-        try {
-            bpf = Libbpf.load();
-        } catch (UnsatisfiedLinkError e) {
-            throw new IOException(e.getMessage(), e);
-        }
+        Libbpf bpf = Libbpf.loadOrThrow();
         byte[] elf = XdpLayout.embeddedObject();
         MemorySegment obj;
         try (Arena arena = Arena.ofConfined()) {
