@@ -7,5 +7,5 @@
 # round trips redirected; the agent's RSS must be flat (AgentSoakTest). The build runs it for 60 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec ./scripts/test.sh -pl testbed,core,test-support,agent,cli -Dtest=AgentSoakTest \
+exec ./scripts/test.sh -pl testbed,linux,core,test-support,node,metrics,agent -Dtest=AgentSoakTest \
   -Dsurefire.failIfNoSpecifiedTests=false -Dsockmap4j.soakSeconds="${1:-300}"

@@ -1,11 +1,12 @@
 /**
  * The node agent's control plane, for the command line that wires it: {@code io.github.sockmap4j.agent}
- * (the agent and its HTTP endpoints) and {@code .kubernetes} (the reconcilers) are exported;
+ * (the agent, its HTTP endpoints, its command, {@code AgentMain} to run it alone) and
+ * {@code .kubernetes} (the reconcilers) are exported;
  * {@code .control} (the control socket, the policy file, who holds each rule and Service) is the
  * agent's own.
- * It stands on core's and the node module's exported packages and on the linux module (the pins, maps, lock directory,
- * listener table and the control socket's request format), which exports them to this module
- * and to core only. Its Kubernetes and Micrometer dependencies have no module names of their own:
+ * It stands on core's and the node module's exported packages and on the linux module (the pins,
+ * maps, lock directory, listener table and the control socket's request format and client),
+ * which exports them to this module, core and node only. Its Kubernetes and Micrometer dependencies have no module names of their own:
  * hence "requires-automatic".
  */
 @SuppressWarnings({"requires-automatic", "requires-transitive-automatic"})
@@ -25,7 +26,10 @@ module io.github.sockmap4j.agent {
     requires transitive kubernetes.client.api;
     requires transitive kubernetes.model.core;
     requires kubernetes.model.discovery;
+    requires info.picocli;
 
     exports io.github.sockmap4j.agent;
+    // picocli sets the agent command's option fields, which are not public.
+    opens io.github.sockmap4j.agent to info.picocli;
     exports io.github.sockmap4j.agent.kubernetes;
 }

@@ -1,9 +1,7 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import io.github.sockmap4j.agent.AgentHttp;
-import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.agent.kubernetes.PodRules;
 import io.github.sockmap4j.agent.kubernetes.ServiceRules;
 import java.io.PrintWriter;
@@ -13,23 +11,29 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /**
  * {@code sockmap4j agent}: the node agent in the foreground until SIGTERM or SIGINT, after which
- * it exits 0 leaving pins, attachments and rules for the next agent.
+ * it exits 0 leaving pins, attachments and rules for the next agent. A subcommand of a command
+ * that says where the pins are ({@link PinDirectory}): the {@code sockmap4j} command line, or
+ * {@link AgentMain} where the agent runs without it.
  */
 @Command(name = "agent", mixinStandardHelpOptions = true, description = "Run the node agent in the foreground until SIGTERM/SIGINT: pins (created "
         + "or adopted), the in-flight watcher of every namespace of the cgroups, opt-ins over a Unix socket, "
         + "/metrics, /healthz and /readyz. Stopping it leaves the pins for the next agent.")
-final class Agent implements Callable<Integer> {
+public final class AgentCommand implements Callable<Integer> {
     /** The exit status when the agent's pins were removed under it (NodeAgent#pinsLost). */
-    static final int PINS_LOST = 3;
+    public static final int PINS_LOST = 3;
 
     @CommandLine.ParentCommand
-    SockmapCli parent;
+    PinDirectory parent;
+
+    /** For picocli, which makes one per parse. */
+    public AgentCommand() {
+    }
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -105,18 +109,18 @@ final class Agent implements Callable<Integer> {
             }
         }, "sockmap4j-agent-stop");
         Runtime.getRuntime().addShutdownHook(hook);
-        try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(parent.pinDir, cgroups, policy, maxSockets,
+        try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(parent.pinDirectory(), cgroups, policy, maxSockets,
                 allowRoot));
              KubernetesClient client = kubernetes == null ? null : new KubernetesClientBuilder().build();
              PodRules pods = client == null ? null
                      : PodRules.start(agent, client, kubernetes.nodeName, kubernetes.annotation,
-                             "server".equals(kubernetes.nodeFilter), parent.pinDir);
+                             "server".equals(kubernetes.nodeFilter), parent.pinDirectory());
              ServiceRules services = client == null ? null
-                     : ServiceRules.start(agent, parent.pinDir, client, kubernetes.nodeName, pods);
+                     : ServiceRules.start(agent, parent.pinDirectory(), client, kubernetes.nodeName, pods);
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
                      () -> pods == null || (pods.isSynced() && services.isSynced()))) {
-            out.println("agent: ready, pins " + parent.pinDir + ", cgroups " + cgroups + ", rules " + agent.rules()
+            out.println("agent: ready, pins " + parent.pinDirectory() + ", cgroups " + cgroups + ", rules " + agent.rules()
                     + (http == null ? "" : http.address() != null ? ", metrics http://"
                     + http.address().getHostString() + ":" + http.address().getPort() + "/metrics"
                     : ", metrics not served yet on " + http.requested() + " (" + http.bindFailure()
@@ -137,7 +141,7 @@ final class Agent implements Callable<Integer> {
                         + PINS_LOST + ") to be started again");
                 return PINS_LOST;
             }
-            out.println("agent: stopping; the pins stay in " + parent.pinDir + " ('sockmap4j down' removes them)");
+            out.println("agent: stopping; the pins stay in " + parent.pinDirectory() + " ('sockmap4j down' removes them)");
             out.flush();
         } finally {
             closed.countDown();

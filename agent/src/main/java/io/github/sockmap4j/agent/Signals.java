@@ -1,4 +1,4 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent;
 
 import java.lang.reflect.Proxy;
 

@@ -1,4 +1,4 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,6 +8,7 @@ import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -38,8 +39,9 @@ import org.junit.jupiter.api.Timeout;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class AnotherSockmapUserTest {
-    static final int OTHER_PORT = 47361;
-    static final int PORT = 47362;
+    // Below the ephemeral range (32768-60999): no connection of another test takes them meanwhile.
+    static final int OTHER_PORT = 27361;
+    static final int PORT = 27362;
     static final long TOTAL = 16L << 20;
 
     Path work;
@@ -69,11 +71,10 @@ class AnotherSockmapUserTest {
         Sh.run("bpftool", "prog", "attach", "pinned", otherPins.resolve("other_msg").toString(), "msg_verdict", "pinned",
                 otherPins.resolve("maps/other_socks").toString());
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("other-agent"));
-        agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+        agent = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", pins.toString(), "agent",
                 "--cgroup", cgroup.toString(), "--metrics-port", "-1"));
         agent.expect("agent: ready", 60);
-        assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", Integer.toString(OTHER_PORT),
-                Integer.toString(PORT)).code());
+        AsRoot.allow(pins, Integer.toString(OTHER_PORT), Integer.toString(PORT));
     }
 
     @AfterAll

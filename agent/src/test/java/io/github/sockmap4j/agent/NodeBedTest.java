@@ -1,8 +1,7 @@
-package io.github.sockmap4j.cli;
-
-import io.github.sockmap4j.testsupport.MockApi;
+package io.github.sockmap4j.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -11,12 +10,15 @@ import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.kubernetes.ServiceRules;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.NodeBed;
 import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testsupport.MockApi;
+import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -101,48 +103,20 @@ class NodeBedTest {
                     .withNewStatus().withPodIP(NodeBed.podAddress(i)).addNewPodIP().withIp(NodeBed.podAddress(i))
                     .endPodIP().addNewPodIP().withIp(NodeBed.podAddress6(i)).endPodIP().endStatus().build()).create();
         }
-        List<String> cmd = ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+        List<String> cmd = ChildJvm.javaCommand(AgentMain.class, "--pin-dir", pins.toString(), "agent",
                 "--cgroup", cgroup.toString(), "--metrics-port", "-1", "--kubernetes", "--node-name", NODE, "--node-filter", "client");
         // fabric8's configuration by system properties: this API server, and nothing of the host's.
         cmd.addAll(1, api.clientOptions());
         agent = ChildJvm.start(cmd);
         agent.expect("agent: ready", 60);
         agent.expect("agent: kubernetes synced", 60);
-        assertEquals(0, cli("allow", Integer.toString(PORT)), "allow " + PORT);
+        AsRoot.allow(pins, Integer.toString(PORT));
     }
 
     @AfterAll
     void stop() throws Exception {
-        try {
-            if (agent != null) {
-                agent.close();
-            }
-            if (api != null) {
-                api.close();
-            }
-        } finally {
-            try {
-                SockmapAdmin.removePins(pins);
-            } finally {
-                if (bed != null) {
-                    bed.close();
-                }
-                if (cgroup != null) {
-                    Await.until("the peers left " + cgroup, () -> Files.readString(cgroup.resolve("cgroup.procs")).isBlank());
-                    Files.delete(cgroup);
-                }
-                if (work != null) {
-                    Files.deleteIfExists(peer);
-                    Files.delete(work);
-                }
-            }
-        }
-    }
-
-    int cli(String... args) {
-        List<String> all = new ArrayList<>(List.of("--pin-dir", pins.toString()));
-        all.addAll(List.of(args));
-        return CommandLineTest.run(all.toArray(String[]::new)).code();
+        Leftovers.closeAll(agent, api, () -> TestKernel.removePins(pins), bed, () -> Leftovers.removeCgroups(cgroup),
+                () -> Leftovers.removeDirectory(work));
     }
 
     /**
@@ -150,22 +124,25 @@ class NodeBedTest {
      * from the API server and refuses the control socket's requests for it.
      */
     void putService(String vip, String local, String remote) throws IOException {
-        var at = new ServiceCmd.EndpointConverter();
-        SockmapAdmin.putService(pins, new SockmapAdmin.Service(at.convert(vip), List.of(at.convert(local)),
-                remote == null ? List.of() : List.of(at.convert(remote)), false));
+        SockmapAdmin.putService(pins, new SockmapAdmin.Service(SockmapAdmin.endpoint(vip),
+                List.of(SockmapAdmin.endpoint(local)), remote == null ? List.of() : List.of(SockmapAdmin.endpoint(remote)),
+                false));
     }
 
     void removeService(String vip) throws IOException {
-        assertTrue(SockmapAdmin.removeService(pins, new ServiceCmd.EndpointConverter().convert(vip)), vip);
+        assertTrue(SockmapAdmin.removeService(pins, SockmapAdmin.endpoint(vip)), vip);
     }
 
     @Test
-    void serviceAddThroughAnAgentFedByKubernetesIsRefusedWithWhy() {
-        var r = CommandLineTest.run("--pin-dir", pins.toString(), "service", "add", "10.96.0.99:" + PORT, "--local",
-                NodeBed.podAddress(1) + ":" + PORT);
-        assertEquals(1, r.code(), r.out() + r.err());
-        assertTrue(r.err().contains("takes the Service map from the Kubernetes API (--kubernetes): annotate the Service"),
-                r.err());
+    void serviceAddThroughAnAgentFedByKubernetesIsRefusedWithWhy() throws IOException {
+        try (PolicyClient c = PolicyClient.open(pins)) {
+            assertTrue(c.viaAgent());
+            IOException refused = assertThrows(IOException.class, () -> c.putService(new SockmapAdmin.Service(
+                    SockmapAdmin.endpoint("10.96.0.99:" + PORT), List.of(SockmapAdmin.endpoint(NodeBed.podAddress(1)
+                    + ":" + PORT)), List.of(), false)));
+            assertTrue(refused.getMessage().contains("takes the Service map from the Kubernetes API (--kubernetes): "
+                    + "annotate the Service"), refused.getMessage());
+        }
     }
 
     ChildJvm inPod(int pod, String... args) throws IOException {

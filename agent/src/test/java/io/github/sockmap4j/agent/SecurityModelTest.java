@@ -1,6 +1,5 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.agent.AgentHttp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +9,7 @@ import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.VethPods;
+import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -81,7 +81,7 @@ class SecurityModelTest {
     }
 
     void startAgent() throws Exception {
-        agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+        agent = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", pins.toString(), "agent",
                 "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", work.resolve("policy").toString()));
         String ready = agent.expect("agent: ready", 60);
         http = ready.substring(ready.indexOf("http://"), ready.indexOf("/metrics"));
@@ -233,7 +233,7 @@ class SecurityModelTest {
         try (ChildJvm squatter = ChildJvm.start(as(U2, List.of(peer.toString(), "conn-server", "127.0.0.1",
                 Integer.toString(port))))) {
             squatter.expect("port=", 30);
-            try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", dir.toString(),
+            try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", dir.toString(),
                     "agent", "--cgroup", cg.toString(), "--metrics-address", "127.0.0.1", "--metrics-port",
                     Integer.toString(port)))) {
                 String ready = other.expect("agent: ready", 60);
@@ -278,11 +278,11 @@ class SecurityModelTest {
         Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("share"));
         int port = 47345;
         int maxSockets = 1024;
-        try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", dir.toString(),
+        try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", dir.toString(),
                 "agent", "--cgroup", cg.toString(), "--metrics-port", "-1", "--max-sockets",
                 Integer.toString(maxSockets)))) {
             other.expect("agent: ready", 60);
-            assertEquals(0, CommandLineTest.run("--pin-dir", dir.toString(), "allow", Integer.toString(port)).code());
+            AsRoot.allow(dir, Integer.toString(port));
             SockmapStats before = SockmapAdmin.stats(dir);
             String script = "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + port + " 600";
             try (ChildJvm attacker = ChildJvm.startInCgroup(cg, as(U2, List.of("unshare", "-Urn", "sh", "-c",
@@ -432,7 +432,7 @@ class SecurityModelTest {
         ServerSocket squatter = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
         try {
             int port = squatter.getLocalPort();
-            try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", dir.toString(),
+            try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", dir.toString(),
                     "agent", "--cgroup", cg.toString(), "--metrics-address", "127.0.0.1", "--metrics-port",
                     Integer.toString(port)))) {
                 String ready = other.expect("agent: ready", 60);
@@ -688,7 +688,7 @@ class SecurityModelTest {
      */
     @Test
     void aUserListsItsOwnRulesAndServicesOnly() throws Exception {
-        assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", "47345").code());
+        AsRoot.allow(pins, "47345");
         assertTrue(agentCall(0, "SERVICE 127.0.0.1 47346 all 127.0.0.1:47347 -").get(0).startsWith("OK"));
         try {
             List<String> put = agentCall(U1, "ALLOW 47341 127.0.0.1 128 0", "SERVICE 127.0.0.1 47342 all "
@@ -710,7 +710,7 @@ class SecurityModelTest {
                         agentCall(U1, "DENY 47341 127.0.0.1 128", "UNSERVICE 127.0.0.1 47342"));
             }
         } finally {
-            assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "deny", "47345").code());
+            AsRoot.deny(pins, "47345");
             assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47346").get(0).startsWith("OK removed"));
         }
     }
@@ -746,7 +746,7 @@ class SecurityModelTest {
         int port = clientInCgroup ? 47331 : 47332;
         int clientPort = 47398;
         long total = 16L << 20;
-        assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", port + "/10.77.0.0/16").code());
+        AsRoot.allow(pins, port + "/10.77.0.0/16");
         try (ChildJvm server = peer(0, pods.nsB, "stream-server", B_ADDR, Integer.toString(port), Long.toString(total));
              ChildJvm client = ChildJvm.startInCgroup(cgroup, listening(server, List.of("ip", "netns", "exec",
                      pods.nsA, "env", "SM4J_PEER_BIND=" + A_ADDR + ":" + clientPort, peer.toString(), "step-client",
@@ -779,7 +779,7 @@ class SecurityModelTest {
                 assertEquals(before.socketsInMap(), during.socketsInMap(), "the victim's sockets stayed in the map");
             }
         } finally {
-            assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "deny", port + "/10.77.0.0/16").code());
+            AsRoot.deny(pins, port + "/10.77.0.0/16");
         }
     }
 
@@ -794,7 +794,7 @@ class SecurityModelTest {
     void socketsInRepairModeAreNeverRegistered() throws Exception {
         int port = 47333;
         int n = 32;
-        assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "allow", port + "/10.77.0.0/16").code());
+        AsRoot.allow(pins, port + "/10.77.0.0/16");
         try {
             SockmapStats before = SockmapAdmin.stats(pins);
             String script = "ip link set lo up && ip addr add " + A_ADDR + "/32 dev lo && ip addr add " + B_ADDR
@@ -810,7 +810,7 @@ class SecurityModelTest {
                 attacker.closeInput();
             }
         } finally {
-            assertEquals(0, CommandLineTest.run("--pin-dir", pins.toString(), "deny", port + "/10.77.0.0/16").code());
+            AsRoot.deny(pins, port + "/10.77.0.0/16");
         }
     }
 }

@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.util.List;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -25,33 +24,14 @@ final class ServiceCmd {
     @CommandLine.ParentCommand
     SockmapCli parent;
 
-    /** ADDRESS:PORT or [IPV6]:PORT, literals only. */
+    /** ADDRESS:PORT or [IPV6]:PORT, literals only ({@link SockmapAdmin#endpoint}). */
     static final class EndpointConverter implements CommandLine.ITypeConverter<InetSocketAddress> {
         @Override
         public InetSocketAddress convert(String value) {
-            int colon = value.lastIndexOf(':');
-            if (colon <= 0 || colon == value.length() - 1) {
-                throw new CommandLine.TypeConversionException("'" + value + "' is not ADDRESS:PORT ([IPV6]:PORT)");
-            }
-            String host = value.substring(0, colon);
-            if (host.startsWith("[") && host.endsWith("]")) {
-                host = host.substring(1, host.length() - 1);
-            } else if (host.contains(":")) {
-                throw new CommandLine.TypeConversionException("'" + value + "': write an IPv6 address as [IPV6]:PORT");
-            }
-            int port;
             try {
-                port = Integer.parseInt(value.substring(colon + 1));
-            } catch (NumberFormatException e) {
-                throw new CommandLine.TypeConversionException("'" + value + "': the port is not a number");
-            }
-            if (port < 1 || port > 65535) {
-                throw new CommandLine.TypeConversionException("'" + value + "': the port must be 1..65535");
-            }
-            try {
-                return new InetSocketAddress(SockmapAdmin.Network.literal(host), port);
+                return SockmapAdmin.endpoint(value);
             } catch (IllegalArgumentException e) {
-                throw new CommandLine.TypeConversionException("'" + value + "': " + e.getMessage());
+                throw new CommandLine.TypeConversionException(e.getMessage());
             }
         }
     }
@@ -59,16 +39,7 @@ final class ServiceCmd {
     @Command(name = "add", mixinStandardHelpOptions = true,
             description = "Add a Service (or replace the one of VIP:PORT): its connects go to one of its endpoints, "
                     + "picked with equal odds.")
-    static final class Add implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        ServiceCmd service;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
-        @Parameters(index = "0", paramLabel = "VIP:PORT", converter = EndpointConverter.class)
-        InetSocketAddress vip;
-
+    static final class Add extends ServiceSub {
         @Option(names = "--local", paramLabel = "ADDRESS:PORT", split = ",", converter = EndpointConverter.class,
                 description = "ready endpoints on this node", required = true)
         List<InetSocketAddress> local;
@@ -88,7 +59,7 @@ final class ServiceCmd {
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
-            try (PolicyClient c = PolicyClient.open(service.parent.pinDir)) {
+            try (PolicyClient c = PolicyClient.open(parent.parent.pinDir)) {
                 c.putService(s);
             }
             spec.commandLine().getOut().println("service " + show(vip) + ": " + local.size() + " local, " + remote.size()
@@ -99,20 +70,11 @@ final class ServiceCmd {
 
     @Command(name = "rm", mixinStandardHelpOptions = true, description = "Remove a Service: its connects go through "
             + "kube-proxy's NAT again (open connections are untouched).")
-    static final class Remove implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        ServiceCmd service;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
-        @Parameters(index = "0", paramLabel = "VIP:PORT", converter = EndpointConverter.class)
-        InetSocketAddress vip;
-
+    static final class Remove extends ServiceSub {
         @Override
         public Integer call() throws IOException {
             boolean was;
-            try (PolicyClient c = PolicyClient.open(service.parent.pinDir)) {
+            try (PolicyClient c = PolicyClient.open(parent.parent.pinDir)) {
                 was = c.removeService(vip);
             }
             spec.commandLine().getOut().println(was ? "removed service " + show(vip) : "no service " + show(vip));
@@ -121,24 +83,24 @@ final class ServiceCmd {
     }
 
     @Command(name = "list", mixinStandardHelpOptions = true, description = "The Services and their endpoints.")
-    static final class ListCmd implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        ServiceCmd service;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
+    static final class ListCmd extends Sub<ServiceCmd> {
         @Override
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
             List<String> all;
-            try (PolicyClient c = PolicyClient.open(service.parent.pinDir)) {
+            try (PolicyClient c = PolicyClient.open(parent.parent.pinDir)) {
                 all = c.services();
             }
             all.forEach(out::println);
             out.println(all.size() + " service(s)");
             return 0;
         }
+    }
+
+    /** A command on one Service: its {@code VIP:PORT}. */
+    abstract static class ServiceSub extends Sub<ServiceCmd> {
+        @Parameters(index = "0", paramLabel = "VIP:PORT", converter = EndpointConverter.class)
+        InetSocketAddress vip;
     }
 
     static String show(InetSocketAddress a) {

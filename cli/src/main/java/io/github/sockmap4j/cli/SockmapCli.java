@@ -1,11 +1,13 @@
 package io.github.sockmap4j.cli;
 
-import io.github.sockmap4j.admin.PolicyClient;
-import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.admin.PolicyClient;
+import io.github.sockmap4j.admin.Rule;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.agent.AgentCommand;
+import io.github.sockmap4j.agent.PinDirectory;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetAddress;
@@ -14,11 +16,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine;
 
 /**
  * {@code sockmap4j}: the node agent and operator's tool.
@@ -43,9 +44,9 @@ import picocli.CommandLine.Parameters;
         exitCodeListHeading = "Exit codes:%n",
         exitCodeList = {"0:done", "1:failed (the message says why)", "2:bad usage", "3:not up"},
         subcommands = {SockmapCli.Up.class, SockmapCli.Status.class, SockmapCli.Stats.class, SockmapCli.Allow.class,
-            SockmapCli.Deny.class, SockmapCli.Down.class, SockmapCli.Xdp.class, Agent.class,
+            SockmapCli.Deny.class, SockmapCli.Down.class, SockmapCli.Xdp.class, AgentCommand.class,
             SockmapCli.RulesCmd.class, ServiceCmd.class})
-public final class SockmapCli {
+public final class SockmapCli implements PinDirectory {
     static final int FAILED = 1;
     static final int NOT_UP = 3;
 
@@ -55,6 +56,11 @@ public final class SockmapCli {
 
     @Option(names = "--json", description = "print JSON", scope = CommandLine.ScopeType.INHERIT)
     boolean json;
+
+    @Override
+    public Path pinDirectory() {
+        return pinDir;
+    }
 
     public static void main(String[] args) {
         System.exit(run(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
@@ -142,13 +148,7 @@ public final class SockmapCli {
     }
 
     @Command(name = "up", mixinStandardHelpOptions = true, description = "Load the programs, pin them, attach to a cgroup; the pins outlive this command.")
-    static final class Up implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
+    static final class Up extends Sub<SockmapCli> {
         @Option(names = "--cgroup", required = true, description = "cgroup v2 directory to attach to")
         Path cgroup;
 
@@ -177,13 +177,7 @@ public final class SockmapCli {
     }
 
     @Command(name = "status", mixinStandardHelpOptions = true, description = "Whether the agent is up, its attachments and counters.")
-    static final class Status implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
+    static final class Status extends Sub<SockmapCli> {
         @Override
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
@@ -211,13 +205,7 @@ public final class SockmapCli {
     }
 
     @Command(name = "stats", mixinStandardHelpOptions = true, description = "The kernel counters of the fast path.")
-    static final class Stats implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
+    static final class Stats extends Sub<SockmapCli> {
         @Option(names = "--watch", description = "print every second for this many seconds")
         int watch;
 
@@ -259,16 +247,7 @@ public final class SockmapCli {
     }
 
     @Command(name = "allow", mixinStandardHelpOptions = true, description = "Opt server ports (optionally CIDRs) in, until 'deny'.")
-    static final class Allow implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
-        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = RuleConverter.class)
-        List<Rule> targets;
-
+    static final class Allow extends RuleCommand {
         @Option(names = "--bound", defaultValue = "0", converter = BoundConverter.class,
                 description = "in-flight bound in bytes (0: the receiver's)")
         int bound;
@@ -286,16 +265,7 @@ public final class SockmapCli {
     }
 
     @Command(name = "deny", mixinStandardHelpOptions = true, description = "Remove rules 'allow' made.")
-    static final class Deny implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
-        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = RuleConverter.class)
-        List<Rule> targets;
-
+    static final class Deny extends RuleCommand {
         @Override
         public Integer call() throws IOException {
             int denied = 0;
@@ -318,13 +288,7 @@ public final class SockmapCli {
     }
 
     @Command(name = "rules", mixinStandardHelpOptions = true, description = "The rules a running agent holds, and who holds each.")
-    static final class RulesCmd implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
+    static final class RulesCmd extends Sub<SockmapCli> {
         @Override
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
@@ -346,13 +310,7 @@ public final class SockmapCli {
     }
 
     @Command(name = "down", mixinStandardHelpOptions = true, description = "Remove the pins and attachments (connections leave the fast path).")
-    static final class Down implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
+    static final class Down extends Sub<SockmapCli> {
         @Option(names = "--force", description = "remove them even while a node agent serves them (the agent "
                 + "then exits: it finds its pins gone)")
         boolean force;
@@ -374,13 +332,7 @@ public final class SockmapCli {
 
     @Command(name = "xdp", mixinStandardHelpOptions = true, description = "Attach an XDP filter with rules from a file, print its counters every "
             + "second, detach at the end.")
-    static final class Xdp implements Callable<Integer> {
-        @CommandLine.ParentCommand
-        SockmapCli parent;
-
-        @CommandLine.Spec
-        CommandLine.Model.CommandSpec spec;
-
+    static final class Xdp extends Sub<SockmapCli> {
         @Parameters(index = "0", paramLabel = "INTERFACE")
         String iface;
 
@@ -415,6 +367,12 @@ public final class SockmapCli {
             }
             return 0;
         }
+    }
+
+    /** A command on rules: {@code PORT[/CIDR]} arguments, one or more. */
+    abstract static class RuleCommand extends Sub<SockmapCli> {
+        @Parameters(arity = "1..*", paramLabel = "PORT[/CIDR]", converter = RuleConverter.class)
+        List<Rule> targets;
     }
 
     static final class RuleConverter implements CommandLine.ITypeConverter<Rule> {

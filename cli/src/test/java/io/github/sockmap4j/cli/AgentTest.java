@@ -4,17 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.testbed.ChildJvm;
-
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.agent.AgentCommand;
 import io.github.sockmap4j.linux.bpf.ObjectLoader;
 import io.github.sockmap4j.linux.bpf.Pins;
 import io.github.sockmap4j.linux.bpf.RetiredSets;
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.KernelQueues;
 import io.github.sockmap4j.testbed.Sh;
 import io.github.sockmap4j.testbed.VethPods;
+import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.URI;
@@ -548,7 +549,7 @@ class AgentTest {
         assertTrue(Files.exists(pins.resolve("policy")), "nothing removed");
         assertTrue(scrape("/readyz").startsWith("ready"));
         assertEquals(0, cli("down", "--force").code());
-        assertEquals(Agent.PINS_LOST, agent.waitFor(30), agent.output());
+        assertEquals(AgentCommand.PINS_LOST, agent.waitFor(30), agent.output());
         assertTrue(agent.output().contains("were removed while the agent ran"), agent.output());
         startAgent(); // it sets them up again, as whatever restarts it would
         assertTrue(scrape("/readyz").startsWith("ready"));

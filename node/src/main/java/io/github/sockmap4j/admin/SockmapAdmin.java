@@ -97,6 +97,39 @@ public final class SockmapAdmin {
         }
     }
 
+    /**
+     * An endpoint as an operator writes it, {@code ADDRESS:PORT} or {@code [IPV6]:PORT}, address
+     * literals only (no name is looked up).
+     *
+     * @throws IllegalArgumentException saying what is wrong with {@code text}
+     */
+    public static java.net.InetSocketAddress endpoint(String text) {
+        int colon = text.lastIndexOf(':');
+        if (colon <= 0 || colon == text.length() - 1) {
+            throw new IllegalArgumentException("'" + text + "' is not ADDRESS:PORT ([IPV6]:PORT)");
+        }
+        String host = text.substring(0, colon);
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        } else if (host.contains(":")) {
+            throw new IllegalArgumentException("'" + text + "': write an IPv6 address as [IPV6]:PORT");
+        }
+        int port;
+        try {
+            port = Integer.parseInt(text.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + text + "': the port is not a number");
+        }
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("'" + text + "': the port must be 1..65535");
+        }
+        try {
+            return new java.net.InetSocketAddress(Network.literal(host), port);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("'" + text + "': " + e.getMessage(), e);
+        }
+    }
+
     /** Whether a node agent answers on the control socket of {@code pinDirectory} now. */
     public static boolean agentRunning(Path pinDirectory) {
         try (AgentClient agent = AgentClient.connectIfRunning(agentSocket(pinDirectory))) {

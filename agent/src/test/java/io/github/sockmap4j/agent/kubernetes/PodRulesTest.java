@@ -11,10 +11,9 @@ import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.ChildJvm;
-import io.github.sockmap4j.testbed.NodeBed;
-import io.github.sockmap4j.testbed.Sh;
 import io.github.sockmap4j.testbed.VethPods;
 import io.github.sockmap4j.testsupport.MockApi;
+import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -77,33 +76,8 @@ class PodRulesTest {
 
     @AfterAll
     void stop() throws Exception {
-        try {
-            if (pods != null) {
-                pods.close();
-            }
-            if (agent != null) {
-                agent.close();
-            }
-            if (api != null) {
-                api.close();
-            }
-        } finally {
-            try {
-                SockmapAdmin.removePins(pins);
-            } finally {
-                if (vethPods != null) {
-                    vethPods.close();
-                }
-                if (cgroup != null) {
-                    Await.until("the peers left", () -> Files.readString(cgroup.resolve("cgroup.procs")).isBlank());
-                    Files.delete(cgroup);
-                }
-                if (work != null) {
-                    Files.deleteIfExists(peer);
-                    Files.delete(work);
-                }
-            }
-        }
+        Leftovers.closeAll(pods, agent, api, () -> TestKernel.removePins(pins), vethPods,
+                () -> Leftovers.removeCgroups(cgroup), () -> Leftovers.removeDirectory(work));
     }
 
     static Pod pod(String name, String node, String ip, String ports) {

@@ -13,10 +13,10 @@ import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testsupport.MockApi;
+import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -69,28 +69,8 @@ class ServiceRulesTest {
 
     @AfterAll
     void stop() throws Exception {
-        try {
-            if (rules != null) {
-                rules.close();
-            }
-            if (pods != null) {
-                pods.close();
-            }
-            if (agent != null) {
-                agent.close();
-            }
-            if (api != null) {
-                api.close();
-            }
-        } finally {
-            try {
-                SockmapAdmin.removePins(pins);
-            } finally {
-                if (cgroup != null) {
-                    Files.delete(cgroup);
-                }
-            }
-        }
+        Leftovers.closeAll(rules, pods, agent, api, () -> TestKernel.removePins(pins),
+                () -> Leftovers.removeCgroups(cgroup));
     }
 
     static Service service(String ports, String internalTrafficPolicy) {
