@@ -9,16 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.flow.FastPathAccess;
 import io.github.sockmap4j.spi.RawSockets;
+import io.github.sockmap4j.testsupport.ExportedSignatures;
 import java.io.IOException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
-import java.lang.reflect.Type;
-import java.net.URISyntaxException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -87,59 +80,17 @@ class BackendTest {
     }
 
     /**
-     * The exported packages' public and protected methods and fields: none takes or returns a type
-     * of {@code io.github.sockmap4j.internal} or of the {@code io.github.sockmap4j.linux} module,
-     * which other modules cannot name (a public accessor that exists only for the library's own
-     * packages would).
+     * Core's exported packages' public and protected methods and fields: none takes or returns a
+     * type of {@code io.github.sockmap4j.internal} or of the {@code io.github.sockmap4j.linux}
+     * module, which other modules cannot name (a public accessor that exists only for the
+     * library's own packages would).
      */
     @Test
     void noExportedSignatureNamesAnInternalType() throws Exception {
-        List<String> leaks = new ArrayList<>();
-        for (Class<?> c : exportedClasses()) {
-            if (!Modifier.isPublic(c.getModifiers())) {
-                continue;
-            }
-            for (Method m : c.getDeclaredMethods()) {
-                if (!(Modifier.isPublic(m.getModifiers()) || Modifier.isProtected(m.getModifiers())) || m.isSynthetic()) {
-                    continue;
-                }
-                List<Type> types = new ArrayList<>(List.of(m.getGenericParameterTypes()));
-                types.add(m.getGenericReturnType());
-                for (Type t : types) {
-                    if (hidden(t)) {
-                        leaks.add(c.getName() + "." + m.getName() + ": " + t.getTypeName());
-                    }
-                }
-            }
-            for (var f : c.getDeclaredFields()) {
-                if ((Modifier.isPublic(f.getModifiers()) || Modifier.isProtected(f.getModifiers()))
-                        && hidden(f.getGenericType())) {
-                    leaks.add(c.getName() + "." + f.getName() + ": " + f.getGenericType().getTypeName());
-                }
-            }
-        }
-        assertEquals(List.of(), leaks);
+        assertTrue(ExportedSignatures.classes(Sockmap.class, EXPORTED).size() > 20, "found the exported classes");
+        assertEquals(List.of(), ExportedSignatures.leaks(Sockmap.class, EXPORTED));
     }
 
-    /** Whether {@code t} names a type users cannot: core's internal packages, the linux module's. */
-    private static boolean hidden(Type t) {
-        String name = t.getTypeName();
-        return name.contains(".internal.") || name.contains("io.github.sockmap4j.linux.");
-    }
-
-    static List<Class<?>> exportedClasses() throws IOException, URISyntaxException, ClassNotFoundException {
-        Path root = Path.of(Sockmap.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        List<Class<?>> classes = new ArrayList<>();
-        for (String pkg : List.of("io/github/sockmap4j", "io/github/sockmap4j/spi", "io/github/sockmap4j/admin",
-                "io/github/sockmap4j/xdp")) {
-            try (Stream<Path> files = Files.list(root.resolve(pkg))) {
-                for (Path f : files.filter(p -> p.toString().endsWith(".class")).toList()) {
-                    String name = root.relativize(f).toString().replace('/', '.').replaceAll("\\.class$", "");
-                    classes.add(Class.forName(name, false, Sockmap.class.getClassLoader()));
-                }
-            }
-        }
-        assertTrue(classes.size() > 20, "found the exported classes: " + classes.size());
-        return classes;
-    }
+    /** What core's module descriptor exports. */
+    private static final String[] EXPORTED = {"io.github.sockmap4j", "io.github.sockmap4j.spi"};
 }
