@@ -25,6 +25,18 @@ final class AsRoot {
         }
     }
 
+    /**
+     * Rules with an in-flight bound ({@code sockmap4j allow --bound BYTES}): through the agent where
+     * one runs, else written into the policy map directly, as root may.
+     */
+    static void allowBounded(Path pins, int bound, String... rules) throws IOException {
+        try (PolicyClient c = PolicyClient.open(pins)) {
+            for (String r : rules) {
+                c.allow(Rule.parse(r).withBound(bound));
+            }
+        }
+    }
+
     /** Removes each rule {@link #allow} made; the agent refuses, with why, one that is not there. */
     static void deny(Path pins, String... rules) throws IOException {
         try (PolicyClient c = PolicyClient.open(pins)) {

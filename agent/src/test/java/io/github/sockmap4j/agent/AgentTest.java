@@ -1,12 +1,15 @@
-package io.github.sockmap4j.cli;
+package io.github.sockmap4j.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.SockmapConfig;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.SockmapUnavailableException;
+import io.github.sockmap4j.admin.PolicyClient;
 import io.github.sockmap4j.admin.SockmapAdmin;
-import io.github.sockmap4j.agent.AgentCommand;
 import io.github.sockmap4j.linux.bpf.ObjectLoader;
 import io.github.sockmap4j.linux.bpf.Pins;
 import io.github.sockmap4j.linux.bpf.RetiredSets;
@@ -42,9 +45,11 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * {@code sockmap4j agent} as a process of its own, with peers that are not sockmap4j (C programs,
- * the test bed's peer.c) in a cgroup it attached to, in the host's namespace and in two veth "pods",
- * and no sockmap4j JVM among them. This test JVM is not in that cgroup.
+ * The agent as a process of its own ({@link AgentMain}, as {@code sockmap4j agent} runs it), with
+ * peers that are not sockmap4j (C programs, the test bed's peer.c) in a cgroup it attached to, in
+ * the host's namespace and in two veth "pods", and no sockmap4j JVM among them. This test JVM is
+ * not in that cgroup; it asks the agent for rules and Services through {@link PolicyClient}, as
+ * the command line does.
  */
 @Tag("kernel")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -85,7 +90,7 @@ class AgentTest {
     }
 
     void startAgent() throws Exception {
-        agent = ChildJvm.start(ChildJvm.javaCommand(SockmapCli.class, "--pin-dir", pins.toString(), "agent",
+        agent = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", pins.toString(), "agent",
                 "--cgroup", cgroup.toString(), "--metrics-port", "0", "--policy", policy.toString()));
         String ready = agent.expect("agent: ready", 60);
         metrics = ready.substring(ready.indexOf("http://"));
@@ -135,10 +140,18 @@ class AgentTest {
         return ChildJvm.startInCgroup(cgroup, cmd);
     }
 
-    CommandLineTest.Result cli(String... args) {
-        List<String> all = new ArrayList<>(List.of("--pin-dir", pins.toString()));
-        all.addAll(List.of(args));
-        return CommandLineTest.run(all.toArray(String[]::new));
+    /** The rules the agent holds, a line each, as 'sockmap4j rules' prints them. */
+    String rules() throws IOException {
+        try (PolicyClient c = PolicyClient.open(pins)) {
+            return String.join("\n", c.rules());
+        }
+    }
+
+    /** The Services, a line each, as 'sockmap4j service list' prints them. */
+    String services() throws IOException {
+        try (PolicyClient c = PolicyClient.open(pins)) {
+            return String.join("\n", c.services());
+        }
     }
 
     SockmapStats stats() throws IOException {
@@ -246,16 +259,16 @@ class AgentTest {
     @Test
     @Order(1)
     void cPeersInTheHostNamespaceStayOnTheRedirect() throws Exception {
-        assertEquals(0, cli("allow", "47201").code());
+        AsRoot.allow(pins, "47201");
         assertTrue(pingPong(null, null, "127.0.0.1", 47201, 20_000) >= 0.99, "at least 99% of messages redirected");
         assertTrue(streamKeptUp(null, null, "127.0.0.1", 47201) >= 0.99, "at least 99% of bytes redirected");
-        assertEquals(0, cli("deny", "47201").code());
+        AsRoot.deny(pins, "47201");
     }
 
     @Test
     @Order(2)
     void cPeersInTwoPodsStayOnTheRedirect() throws Exception {
-        assertEquals(0, cli("allow", "47202").code());
+        AsRoot.allow(pins, "47202");
         assertTrue(pingPong(nsA, nsB, A_ADDR, 47202, 20_000) >= 0.99, "at least 99% of messages redirected");
         assertTrue(streamKeptUp(nsA, nsB, A_ADDR, 47202) >= 0.99, "at least 99% of bytes redirected");
         // While processes of the cgroup live in both pods, the watcher looks in their namespaces too.
@@ -266,13 +279,13 @@ class AgentTest {
             Await.until("the watcher looks in the host's and both pods' namespaces", Duration.ofSeconds(10),
                     () -> scrape("/metrics").matches("(?s).*sockmap4j_agent_namespaces [3-9].*"));
         }
-        assertEquals(0, cli("deny", "47202").code());
+        AsRoot.deny(pins, "47202");
     }
 
     @Test
     @Order(3)
     void aReaderThatNeverReadsHoldsItsWriterWithinTheBound() throws Exception {
-        assertEquals(0, cli("allow", "47203").code());
+        AsRoot.allow(pins, "47203");
         SockmapStats before = stats();
         try (ChildJvm sink = peer(null, "sink-server", "127.0.0.1", "47203");
              ChildJvm writer = listening(sink).peer(null, "stream-client", "127.0.0.1", "47203",
@@ -285,14 +298,14 @@ class AgentTest {
             assertTrue(redirected <= KernelQueues.tcpRmemDefault() + 65536, "within the first bound (and one write): " + redirected);
             assertTrue(writer.isAlive(), "the writer is blocked, not failed");
         }
-        assertEquals(0, cli("deny", "47203").code());
+        AsRoot.deny(pins, "47203");
     }
 
     @Test
     @Order(4)
     void anAgentRestartMidStreamLosesNothingAndKeepsEveryRule() throws Exception {
-        assertEquals(0, cli("allow", "47204").code());
-        assertEquals(0, cli("allow", "47205", "--bound", "4194304").code());
+        AsRoot.allow(pins, "47204");
+        AsRoot.allowBounded(pins, 4194304, "47205");
         long total = 2L << 30;
         try (ChildJvm server = peer(null, "stream-server", "127.0.0.1", "47204", Long.toString(total))) {
             server.expect("port=", 30);
@@ -303,17 +316,17 @@ class AgentTest {
                 stopAgent();
                 assertTrue(SockmapAdmin.isUp(pins), "the pins stay");
                 // A rule root makes while no agent runs: the next agent adopts it as root's.
-                assertEquals(0, cli("allow", "47206", "--bound", "65536").code());
+                AsRoot.allowBounded(pins, 65536, "47206");
                 startAgent();
                 assertEquals("1", server.expect("ok=", 120), "every byte, in order: " + server.output());
                 assertEquals("1", client.expect("ok=", 30));
             }
         }
-        String rules = cli("rules").out();
+        String rules = rules();
         assertTrue(rules.contains("47204") && rules.contains("47205 bound 4194304"), "every rule kept: " + rules);
         assertTrue(rules.contains("47206 bound 65536 held by uid 0 (user)"), "adopted as root's: " + rules);
         assertTrue(pingPong(null, null, "127.0.0.1", 47204, 2_000) >= 0.99, "a connection made after the restart");
-        assertEquals(0, cli("deny", "47204", "47205", "47206").code());
+        AsRoot.deny(pins, "47204", "47205", "47206");
     }
 
     /**
@@ -327,7 +340,7 @@ class AgentTest {
     @Test
     @Order(4)
     void anUpgradeAcrossAnAbiChangeRetiresTheOldPinsAndLosesNothing() throws Exception {
-        assertEquals(0, cli("allow", "47207").code());
+        AsRoot.allow(pins, "47207");
         long total = 512L << 20;
         try (ChildJvm server = peer(null, "stream-server", "127.0.0.1", "47207", Long.toString(total));
              ChildJvm client = listening(server).peer(null, "step-client", "127.0.0.1", "47207", Long.toString(total))) {
@@ -343,14 +356,12 @@ class AgentTest {
             List<Path> retired = RetiredSets.list(pins);
             assertEquals(1, retired.size(), "the older set retired: " + retired);
             assertTrue(retired.get(0).getFileName().toString().startsWith("retired-abi-" + older + "-"), retired::toString);
-            String status = cli("status").out();
-            assertTrue(status.contains("retired sets of another version") && status.contains("retired-abi-" + older),
-                    "status says what waits: " + status);
+            assertEquals(retired, SockmapAdmin.retiredSets(pins), "what 'sockmap4j status' says waits");
             List<String> after = Sh.run("bpftool", "cgroup", "show", cgroup.toString()).lines()
                     .filter(l -> l.contains("sm4j_sockops")).toList();
             assertEquals(1, after.size(), "only the new set's sockops program attached: " + after);
             assertFalse(after.equals(before), "a program of the new set: " + before + " then " + after);
-            assertTrue(cli("rules").out().contains("47207"), "the rule carried over: " + cli("rules").out());
+            assertTrue(rules().contains("47207"), "the rule carried over: " + rules());
             // A connection made now: the new set's programs, its counters.
             assertTrue(pingPong(null, null, "127.0.0.1", 47207, 2_000) >= 0.99, "a new connection redirected");
             client.closeInput();
@@ -359,7 +370,7 @@ class AgentTest {
         }
         Await.until("the retired set removed once its connection closed", Duration.ofSeconds(10),
                 () -> RetiredSets.list(pins).isEmpty());
-        assertEquals(0, cli("deny", "47207").code());
+        AsRoot.deny(pins, "47207");
     }
 
     /** Lines to the agent's control socket from a process of uid nobody; the answers. */
@@ -400,14 +411,14 @@ class AgentTest {
         assertTrue(a.get(3).startsWith("ERR uid 65534 may set bounds up to 1048576"), a.get(3));
         assertTrue(a.get(4).startsWith("OK denied 47301"), a.get(4));
 
-        assertEquals(0, cli("allow", "47302").code(), "root's rule");
+        AsRoot.allow(pins, "47302");
         List<String> b = asNobody("DENY 47302 * 0");
         assertTrue(b.get(0).startsWith("ERR the rule for 47302 was made by uid 0"), b.get(0));
-        assertTrue(cli("rules").out().contains("47302"), "still there");
+        assertTrue(rules().contains("47302"), "still there");
         // An OPTIN lasts as long as its connection: gone when the process is.
         assertTrue(asNobody("OPTIN 47301 * 0 0").get(0).startsWith("OK opted in 47301"));
-        Await.until("the connection's rule is gone", () -> !cli("rules").out().contains("47301"));
-        assertEquals(0, cli("deny", "47302").code());
+        Await.until("the connection's rule is gone", () -> !rules().contains("47301"));
+        AsRoot.deny(pins, "47302");
     }
 
     /**
@@ -427,12 +438,15 @@ class AgentTest {
         assertTrue(a.get(2).startsWith("ERR uid 65534 may not put the Service 10.96.5.6:80: its address"), a.get(2));
         assertTrue(a.get(3).startsWith("ERR uid 65534 may not put the Service 192.168.7.7:47311: its address"), a.get(3));
         assertEquals("OK 1", a.get(4), "one Service listed");
-        var listed = cli("service", "list");
-        assertTrue(listed.out().contains("10.96.5.5:47311 local=10.244.1.2:47311 remote=10.244.2.2:47311 put by uid "
-                + NOBODY), listed.out());
+        String listed = services();
+        assertTrue(listed.contains("10.96.5.5:47311 local=10.244.1.2:47311 remote=10.244.2.2:47311 put by uid "
+                + NOBODY), listed);
 
         // Root's Service: the user may neither replace nor remove it.
-        assertEquals(0, cli("service", "add", "10.96.5.7:47311", "--local", "10.244.1.3:47311").code());
+        try (PolicyClient root = PolicyClient.open(pins)) {
+            root.putService(new SockmapAdmin.Service(SockmapAdmin.endpoint("10.96.5.7:47311"),
+                    List.of(SockmapAdmin.endpoint("10.244.1.3:47311")), List.of(), false));
+        }
         List<String> b = asNobody("SERVICE 10.96.5.7 47311 all 10.244.1.2:47311 -", "UNSERVICE 10.96.5.7 47311");
         assertTrue(b.get(0).startsWith("ERR the Service 10.96.5.7:47311 was put by uid 0: only they, or root, may "
                 + "replace it"), b.get(0));
@@ -441,12 +455,14 @@ class AgentTest {
         // An agent restart: the map is pinned, who put what is on file.
         stopAgent();
         startAgent();
-        assertTrue(cli("service", "list").out().contains("10.96.5.5:47311 local=10.244.1.2:47311 remote=10.244.2.2:47311 "
+        assertTrue(services().contains("10.96.5.5:47311 local=10.244.1.2:47311 remote=10.244.2.2:47311 "
                 + "put by uid " + NOBODY), "kept after the restart");
         List<String> c = asNobody("UNSERVICE 10.96.5.5 47311", "UNSERVICE 10.96.5.5 47311");
         assertTrue(c.get(0).startsWith("OK removed service 10.96.5.5:47311"), c.get(0));
         assertTrue(c.get(1).startsWith("ERR no Service 10.96.5.5:47311"), c.get(1));
-        assertEquals(0, cli("service", "rm", "10.96.5.7:47311").code());
+        try (PolicyClient root = PolicyClient.open(pins)) {
+            root.removeService(SockmapAdmin.endpoint("10.96.5.7:47311"));
+        }
         assertEquals(List.of(), SockmapAdmin.services(pins), "nothing left in the map");
     }
 
@@ -458,11 +474,10 @@ class AgentTest {
         try {
             Files.setAttribute(planted, "unix:uid", NOBODY);
             Files.setPosixFilePermissions(planted, PosixFilePermissions.fromString("rwxrwxrwx"));
-            CommandLineTest.Result up = CommandLineTest.run("--pin-dir", planted.toString(), "up", "--cgroup",
-                    cgroup.toString());
-            assertEquals(1, up.code());
-            assertTrue(up.err().contains("refusing the pin directory " + planted) && up.err().contains("uid 65534"),
-                    up.err());
+            SockmapUnavailableException refused = assertThrows(SockmapUnavailableException.class,
+                    () -> SockmapAdmin.up(SockmapConfig.builder().pinDirectory(planted).cgroup(cgroup).build()));
+            assertTrue(refused.getMessage().contains("refusing the pin directory " + planted)
+                    && refused.getMessage().contains("uid 65534"), refused.getMessage());
             try (var files = Files.list(planted)) {
                 assertEquals(0, files.count(), "nothing pinned there");
             }
@@ -491,7 +506,7 @@ class AgentTest {
         // A busy CPU stretches every race between the sender's verdict, its push to TCP, the
         // receiver's reads and the watcher's looks: a resume on a count above the truth shows
         // here as a reader that finds a byte out of place.
-        assertEquals(0, cli("allow", "47207", "47208").code());
+        AsRoot.allow(pins, "47207", "47208");
         AtomicBoolean spin = new AtomicBoolean(true);
         Thread hog = Thread.ofPlatform().daemon().name("cpu-hog").start(() -> {
             long x = 0;
@@ -509,7 +524,7 @@ class AgentTest {
             spin.set(false);
             hog.join();
         }
-        assertEquals(0, cli("deny", "47207", "47208").code());
+        AsRoot.deny(pins, "47207", "47208");
     }
 
     @Test
@@ -517,7 +532,7 @@ class AgentTest {
     void aReaderThatStopsHoldsItsWriterWithinTheCeiling() throws Exception {
         // A reader that keeps up earns a larger bound, up to tcp_rmem's maximum, as TCP's receive
         // buffer would grow; when it stops reading, what was redirected and is unread stays within it.
-        assertEquals(0, cli("allow", "47209").code());
+        AsRoot.allow(pins, "47209");
         long pace = Math.max(1, (long) stream(null, null, "127.0.0.1", 47209, 1L << 30).mbps() / 2);
         long first = 256L << 20;
         SockmapStats before = stats();
@@ -536,19 +551,14 @@ class AgentTest {
             assertTrue(unread <= ObjectLoader.watchCeiling(), "unread redirected bytes within tcp_rmem's maximum: " + unread);
             assertTrue(writer.isAlive(), "the writer is blocked, not failed");
         }
-        assertEquals(0, cli("deny", "47209").code());
+        AsRoot.deny(pins, "47209");
     }
 
     @Test
     @Order(10)
-    void downUnderARunningAgentIsRefusedAndForcedItMakesTheAgentExit() throws Exception {
-        CommandLineTest.Result down = cli("down");
-        assertEquals(1, down.code());
-        assertTrue(down.err().contains("a sockmap4j agent serves " + pins) && down.err().contains("--force"),
-                down.err());
-        assertTrue(Files.exists(pins.resolve("policy")), "nothing removed");
+    void pinsRemovedUnderARunningAgentMakeItExitToBeStartedAgain() throws Exception {
         assertTrue(scrape("/readyz").startsWith("ready"));
-        assertEquals(0, cli("down", "--force").code());
+        assertTrue(SockmapAdmin.removePins(pins) > 0, "what 'sockmap4j down --force' does");
         assertEquals(AgentCommand.PINS_LOST, agent.waitFor(30), agent.output());
         assertTrue(agent.output().contains("were removed while the agent ran"), agent.output());
         startAgent(); // it sets them up again, as whatever restarts it would
