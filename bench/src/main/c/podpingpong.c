@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "peer_io.h"
 
 static socklen_t addr_of(const char *ip, int port, struct sockaddr_storage *ss)
 {
@@ -49,20 +50,6 @@ static socklen_t addr_of(const char *ip, int port, struct sockaddr_storage *ss)
 	}
 	errno = EINVAL;
 	die(ip);
-	return 0;
-}
-
-static int full(int fd, char *buf, long n, int reading)
-{
-	long done = 0;
-
-	while (done < n) {
-		ssize_t r = reading ? read(fd, buf + done, n - done) : write(fd, buf + done, n - done);
-
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
 	return 0;
 }
 

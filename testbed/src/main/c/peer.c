@@ -65,6 +65,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peer_io.h"
+
 static int fail(const char *what)
 {
 	if (errno)
@@ -187,20 +189,6 @@ static int dial_quietly(const char *ip, int port, int announce)
 static int dial(const char *ip, int port)
 {
 	return dial_quietly(ip, port, 1);
-}
-
-static int full(int fd, char *buf, long n, int reading)
-{
-	long done = 0;
-
-	while (done < n) {
-		ssize_t r = reading ? read(fd, buf + done, n - done) : write(fd, buf + done, n - done);
-
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)

@@ -108,16 +108,24 @@ public final class ChildJvm implements AutoCloseable {
      */
     public static Path compilePeer(Path exe) throws IOException, InterruptedException {
         Path source = exe.resolveSibling(exe.getFileName() + ".c");
-        try (var in = ChildJvm.class.getResourceAsStream("peer.c")) {
-            if (in == null) {
-                throw new IllegalStateException("peer.c is not in the test bed's jar: build testbed first");
-            }
-            java.nio.file.Files.copy(in, source, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        }
+        Path header = exe.resolveSibling("peer_io.h"); // peer.c includes it from its own directory
+        extract("peer.c", source);
         try {
+            extract("peer_io.h", header);
             return compileC(source.toString(), exe);
         } finally {
             java.nio.file.Files.deleteIfExists(source);
+            java.nio.file.Files.deleteIfExists(header);
+        }
+    }
+
+    /** Copies a C source of the test bed's jar to {@code to}. */
+    private static void extract(String name, Path to) throws IOException {
+        try (var in = ChildJvm.class.getResourceAsStream(name)) {
+            if (in == null) {
+                throw new IllegalStateException(name + " is not in the test bed's jar: build testbed first");
+            }
+            java.nio.file.Files.copy(in, to, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         }
     }
 
