@@ -5,9 +5,6 @@ import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.github.sockmap4j.plots.Plots;
 import io.github.sockmap4j.testbed.NodeBed;
-import io.grpc.ManagedChannel;
-import io.grpc.netty.NettyChannelBuilder;
-import io.netty.channel.epoll.EpollSocketChannel;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -20,13 +17,16 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongSupplier;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -64,6 +64,14 @@ public final class RagDemo implements Callable<Integer> {
     @Option(names = "--rounds", defaultValue = "1",
             description = "plain/fast rounds, which goes first alternating; medians reported (default ${DEFAULT-VALUE})")
     int rounds;
+    @Option(names = "--paired", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "both paths' stages up at once, each with its own ports and Services; the measured phase "
+            + "alternates between them in --slices slices a path (ABBA), so that the machine's drift falls on both "
+            + "alike (the default with both paths and a JVM per stage); --no-paired: one path after the other")
+    boolean paired;
+    @Option(names = "--slices", defaultValue = "10", description = "paired: slices of the measured phase a path, "
+            + "--requests split among them (default ${DEFAULT-VALUE})")
+    int slices;
     @Option(names = "--mode", defaultValue = "both", description = "both, plain or fast (default ${DEFAULT-VALUE})")
     String mode;
     @Option(names = "--in-process", description = "all stages in this JVM instead of one JVM each")
@@ -130,6 +138,16 @@ public final class RagDemo implements Callable<Integer> {
             System.err.println("--profile is standard or polling, not '" + profile + "'");
             return 2;
         }
+        boolean askedPaired = spec != null && spec.commandLine().getParseResult().hasMatchedOption("--paired") && paired;
+        if (askedPaired && (inProcess || !mode.equals("both"))) {
+            System.err.println("--paired runs both paths, a JVM per stage: leave out --in-process and --mode");
+            return 2;
+        }
+        paired &= !inProcess && mode.equals("both");
+        if (paired && (slices < 1 || requests < slices)) {
+            System.err.println("--slices is at least 1 and at most --requests, not " + slices);
+            return 2;
+        }
         if (inProcess && profile.equals("polling")) {
             System.err.println("--profile=polling needs a JVM per stage: leave out --in-process");
             return 2;
@@ -174,10 +192,19 @@ public final class RagDemo implements Callable<Integer> {
                     + SockmapGrpc.Profile.POLLING.maxPoll().toNanos() / 1000 + " us before they sleep, and so do the "
                     + "threads of its handlers' executor (SockmapGrpc.Profile.POLLING); the plain path's sleep" : "both paths' sleep until an event comes (SockmapGrpc.Profile.STANDARD)"));
             out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
-                    + "then %.0f s with %d in flight%n%n", requests, rate, throughputSeconds, inFlight);
+                    + "then %.0f s with %d in flight%n", requests, rate, throughputSeconds, inFlight);
+            out.println(paired ? "paired: both paths' stages run at once; the measured phase alternates between them in "
+                    + slices + " slices a path (ABBA), each after a second at the rate that is not counted\n"
+                    : "each path's stages run on their own, one path after the other\n");
             List<RagReport.Run> plainRuns = new ArrayList<>();
             List<RagReport.Run> fastRuns = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
+                if (paired) {
+                    RagReport.Run[] both = runPaired(settings, r, sockmap);
+                    plainRuns.add(both[0]);
+                    fastRuns.add(both[1]);
+                    continue;
+                }
                 // Each path goes first in every other round: a drift of the machine falls on both.
                 for (boolean f : r % 2 == 0 ? new boolean[] {false, true} : new boolean[] {true, false}) {
                     if (f ? fast : plain) {
@@ -221,115 +248,168 @@ public final class RagDemo implements Callable<Integer> {
     }
 
     private RagReport.Run runPath(boolean fast, RagService.Settings s, int round, Sockmap sockmap) throws Exception {
-        String label = (fast ? "sockmap fast path" : "plain TCP") + (rounds > 1 ? " #" + (round + 1) : "");
-        Map<RagService.Role, Stage> stages = new EnumMap<>(RagService.Role.class);
-        List<InetSocketAddress> translated = new ArrayList<>();
+        try (Pipeline p = open(fast, s, round, sockmap, 0)) {
+            warm(p, StageMeters.jitMeter(p.stages));
+            PathMeter.Mark m = p.meter.mark();
+            p.meter.add(m, p.load().fixedRate(requests, rate, p.label, out));
+            double maxRps = throughput(p);
+            Map<Pipeline, IdleUse> idle = idle(List.of(p));
+            reportFailures(p);
+            return p.meter.run(rate, maxRps, idle.get(p).byStage(), idle.get(p).byThread());
+        }
+    }
+
+    /**
+     * Both paths' pipelines at once (each its own ports and Services), both warmed, then the
+     * measured phase in {@code --slices} slices a path, in the order ABBA ABBA... (the path that
+     * goes first alternating by round): a drift of the machine, which moves one path's figures
+     * between separate phases by more than the transport does, falls on both alike. Each slice
+     * follows a second at the rate that is not counted.
+     */
+    private RagReport.Run[] runPaired(RagService.Settings s, int round, Sockmap sockmap) throws Exception {
+        try (Pipeline plain = open(false, s, round, sockmap, 0);
+                Pipeline fast = open(true, s, round, sockmap, NodePods.PAIRED_OFFSET)) {
+            Pipeline first = round % 2 == 0 ? plain : fast;
+            Pipeline second = first == plain ? fast : plain;
+            LongSupplier plainJit = StageMeters.jitMeter(plain.stages);
+            LongSupplier fastJit = StageMeters.jitMeter(fast.stages);
+            LongSupplier jit = () -> {
+                long a = plainJit.getAsLong();
+                long b = fastJit.getAsLong();
+                return a < 0 || b < 0 ? -1 : a + b;
+            };
+            warm(first, jit);
+            warm(second, jit);
+            int perSlice = Math.max(1, requests / slices);
+            for (int k = 0; k < 2 * slices; k++) {
+                Pipeline p = (k + 1) / 2 % 2 == 0 ? first : second;
+                p.load().fixedRate(Math.max(1, (int) rate), rate, "lead-in", null);
+                PathMeter.Mark m = p.meter.mark();
+                PathMeter.Slice sl = p.meter.add(m, p.load().fixedRate(perSlice, rate, p.label, null));
+                out.printf(Locale.ROOT, "  %-18s slice %d of %d: p50 %.2f ms, CPU of all stages %.1f%%%n", p.label,
+                        p.meter.slices().size(), slices, sl.p50Millis(), sl.cpuPercent());
+            }
+            double[] p50 = new double[slices];
+            double[] cpu = new double[slices];
+            for (int i = 0; i < slices; i++) {
+                PathMeter.Slice a = plain.meter.slices().get(i);
+                PathMeter.Slice b = fast.meter.slices().get(i);
+                p50[i] = b.p50Millis() / a.p50Millis();
+                cpu[i] = b.cpuPercent() / a.cpuPercent();
+            }
+            out.println("  fast/plain by slice pair, min / median / max: P50 " + spread(p50) + ", CPU " + spread(cpu));
+            double firstMax = throughput(first);
+            double secondMax = throughput(second);
+            Map<Pipeline, IdleUse> idle = idle(List.of(plain, fast));
+            reportFailures(plain);
+            reportFailures(fast);
+            return new RagReport.Run[] {
+                plain.meter.run(rate, first == plain ? firstMax : secondMax, idle.get(plain).byStage(), idle.get(plain).byThread()),
+                fast.meter.run(rate, first == fast ? firstMax : secondMax, idle.get(fast).byStage(), idle.get(fast).byThread())};
+        }
+    }
+
+    private static String spread(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        double median = s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+        return String.format(Locale.ROOT, "%.2f / %.2f / %.2f", s[0], median, s[s.length - 1]);
+    }
+
+    /**
+     * Starts a path's pipeline: its Services translated at connect (the fast path on the node),
+     * its stages (ports {@code portOffset} above the node's usual ones), and the load generator's
+     * channel to its gateway; a sample answer on the first round.
+     */
+    private Pipeline open(boolean fast, RagService.Settings s, int round, Sockmap sockmap, int portOffset) throws Exception {
+        Pipeline p = new Pipeline(fast, (fast ? "sockmap fast path" : "plain TCP") + (rounds > 1 ? " #" + (round + 1) : ""),
+                sockmap);
         try {
             if (node() && fast && sockmap != null && sockmap.isActive()) {
                 // The internal hops' Services in the Service map: their connects go straight to the pods.
                 for (RagService.Role r : List.of(RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT)) {
-                    InetSocketAddress at = new InetSocketAddress(InetAddress.ofLiteral(NodePods.vip(r)), NodePods.port(r));
-                    InetSocketAddress pod = new InetSocketAddress(InetAddress.ofLiteral(NodeBed.podAddress(r.ordinal())),
-                            NodePods.port(r));
-                    SockmapAdmin.putService(sockmap.config().pinDirectory(),
-                            new SockmapAdmin.Service(at, List.of(pod), List.of(), false));
-                    translated.add(at);
+                    int port = NodePods.port(r) + portOffset;
+                    p.translate(new InetSocketAddress(InetAddress.ofLiteral(NodePods.vip(r)), port),
+                            new InetSocketAddress(InetAddress.ofLiteral(NodeBed.podAddress(r.ordinal())), port));
                 }
             }
-            startStages(fast, s, stages);
-            if (round == 0 && !fast || round == 0 && mode.equals("fast")) {
-                Stage search = stages.get(RagService.Role.SEARCH);
-                out.println("search " + search.info());
+            startStages(fast, s, p.stages, portOffset);
+            boolean firstShown = round == 0 && (!fast || mode.equals("fast"));
+            if (firstShown) {
+                out.println("search " + p.stages.get(RagService.Role.SEARCH).info());
             }
             RagService.Role gateway = RagService.Role.GATEWAY;
-            InetSocketAddress gwAt = node() ? new InetSocketAddress(InetAddress.ofLiteral(NodePods.vip(gateway)), NodePods.port(gateway))
-                    : new InetSocketAddress(InetAddress.ofLiteral("127.0.0.1"), stages.get(gateway).port());
-            ManagedChannel gw = NettyChannelBuilder.forAddress(gwAt)
-                    .usePlaintext().channelType(EpollSocketChannel.class).eventLoopGroup(RagService.group())
-                    .maxInboundMessageSize(16 << 20).build();
-            try {
-                LoadGenerator load = new LoadGenerator(gw, seed);
-                String sample = load.ask(Corpus.question(seed, 7));
-                if (round == 0 && (!fast || mode.equals("fast"))) {
-                    out.println("a sample answer's context:\n  " + sample.replace("\n", "\n  ") + "\n");
-                }
-                // Warm-up: as many requests as the stages take (so the JITs of five JVMs finish sooner),
-                // then at the rate until the median settles.
-                double busy = load.closedLoop(inFlight, warmupSeconds);
-                LoadGenerator.WarmUp w = load.warmUp(rate, 5, Math.max(5, maxWarmupSeconds), StageMeters.jitMeter(stages));
-                out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s, %s (p50 %.2f ms)%n", label,
-                        warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
-                        w.jitQuiet() ? "the JIT quiet" : "the JIT still compiling", w.lastP50Millis());
-                long[] cpu0 = StageMeters.cpu(stages);
-                long sys0 = StageMeters.systemCpu(stages);
-                long self0 = StageMeters.selfCpuNanos();
-                ThreadTimes selfThreads0 = StageMeters.self();
-                Map<RagService.Role, ThreadTimes> threads0 = StageMeters.threads(stages);
-                Map<RagService.Role, StageClock.Times> times0 = StageMeters.times(stages);
-                long[] st0 = StageMeters.counters(fast, sockmap);
-                long runs0 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
-                LoadGenerator.Result res = load.fixedRate(requests, rate, label, out);
-                long[] cpu1 = StageMeters.cpu(stages);
-                long sys1 = StageMeters.systemCpu(stages);
-                long self1 = StageMeters.selfCpuNanos();
-                Map<RagService.Role, ThreadTimes> used = StageMeters.since(threads0, StageMeters.threads(stages));
-                long waited = StageMeters.runQueueNanos(used, StageMeters.self().since(selfThreads0));
-                Map<RagService.Role, Map<ThreadKind, Double>> byKind = StageMeters.microsPerRequest(used, requests);
-                TimeBudget budget = TimeBudget.of(res.latencyMicros().getMean() / 1000,
-                        StageMeters.timesSince(times0, StageMeters.times(stages)), StageMeters.waits(used), requests);
-                Map<RagService.Role, Double> cpuPct = new EnumMap<>(RagService.Role.class);
-                Map<RagService.Role, Long> rss = new EnumMap<>(RagService.Role.class);
-                for (RagService.Role role : RagService.Role.values()) {
-                    int i = role.ordinal();
-                    cpuPct.put(role, cpu0[i] < 0 || cpu1[i] < 0 ? -1 : 100.0 * (cpu1[i] - cpu0[i]) / (res.seconds() * 1e9));
-                    rss.put(role, stages.get(role).rssBytes());
-                }
-                double maxRps = throughputSeconds > 0 ? load.closedLoop(inFlight, throughputSeconds) : Double.NaN;
-                // No traffic: what each stage costs idle, and which of its threads cost it.
-                Map<RagService.Role, Double> idle = new EnumMap<>(RagService.Role.class);
-                Map<String, Double> idleThreads = new java.util.TreeMap<>();
-                if (idleSeconds > 0 && !inProcess) {
-                    Map<RagService.Role, ThreadTimes> t0 = StageMeters.threads(stages);
-                    long w0 = System.nanoTime();
-                    Thread.sleep((long) (idleSeconds * 1000));
-                    double wall = (System.nanoTime() - w0) / 1e9;
-                    Map<String, Long> idleUse = StageMeters.cpuByName(StageMeters.since(t0, StageMeters.threads(stages)));
-                    for (RagService.Role role : RagService.Role.values()) {
-                        idle.put(role, 0.0);
-                    }
-                    idleUse.forEach((name, d) -> {
-                        if (d > 0) {
-                            double pct = 100.0 * d / (wall * 1e9);
-                            idleThreads.put(name, pct);
-                            idle.merge(RagService.Role.valueOf(name.substring(0, name.indexOf('/')).toUpperCase(Locale.ROOT)),
-                                    pct, Double::sum);
-                        }
-                    });
-                }
-                long[] st1 = StageMeters.counters(fast, sockmap);
-                long runs1 = fast && sockmap != null ? sockmap.verdictRunCount() : 0;
-                if (res.failed() > 0) {
-                    out.printf("  %d requests failed; the first: %s%n", res.failed(), res.firstError());
-                }
-                return new RagReport.Run(fast, res.latencyMicros(), rate, res.rps(), res.failed(), maxRps, cpuPct, rss,
-                        100.0 * (self1 - self0) / (res.seconds() * 1e9),
-                        sys0 < 0 || sys1 < 0 ? -1 : 100.0 * (sys1 - sys0) / (res.seconds() * 1e9), runs1 - runs0,
-                        st1[0] - st0[0], st1[1] - st0[1], st1[2] - st0[2], idle, idleThreads,
-                        waited < 0 ? -1 : waited / 1e6 / requests, byKind, budget);
-            } finally {
-                gw.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            InetSocketAddress gwAt = node()
+                    ? new InetSocketAddress(InetAddress.ofLiteral(NodePods.vip(gateway)), NodePods.port(gateway) + portOffset)
+                    : new InetSocketAddress(InetAddress.ofLiteral("127.0.0.1"), p.stages.get(gateway).port());
+            String sample = p.dial(gwAt, seed).ask(Corpus.question(seed, 7));
+            if (firstShown) {
+                out.println("a sample answer's context:\n  " + sample.replace("\n", "\n  ") + "\n");
             }
-        } finally {
-            // The gateway first: it holds channels to the others.
-            Stage gw = stages.remove(RagService.Role.GATEWAY);
-            if (gw != null) {
-                gw.close();
-            }
-            stages.values().parallelStream().forEach(Stage::close);
-            for (InetSocketAddress at : translated) {
-                SockmapAdmin.removeService(sockmap.config().pinDirectory(), at);
-            }
+            return p;
+        } catch (Exception | Error e) {
+            p.close();
+            throw e;
         }
+    }
+
+    /**
+     * Warm-up: as many requests as the stages take (so the JITs of five JVMs finish sooner), then
+     * at the rate until the median settles and {@code jit} (the compilers' CPU since its last
+     * call) says they are quiet.
+     */
+    private void warm(Pipeline p, LongSupplier jit) throws InterruptedException {
+        double busy = p.load().closedLoop(inFlight, warmupSeconds);
+        LoadGenerator.WarmUp w = p.load().warmUp(rate, 5, Math.max(5, maxWarmupSeconds), jit);
+        out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s, %s (p50 %.2f ms)%n", p.label,
+                warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
+                w.jitQuiet() ? "the JIT quiet" : "the JIT still compiling", w.lastP50Millis());
+    }
+
+    private double throughput(Pipeline p) throws InterruptedException {
+        return throughputSeconds > 0 ? p.load().closedLoop(inFlight, throughputSeconds) : Double.NaN;
+    }
+
+    private void reportFailures(Pipeline p) {
+        if (p.meter.failed() > 0) {
+            out.printf("  %s: %d requests failed; the first: %s%n", p.label, p.meter.failed(), p.meter.firstError());
+        }
+    }
+
+    /** What a pipeline's stages used with no traffic: % of a CPU by stage and by thread name. */
+    private record IdleUse(Map<RagService.Role, Double> byStage, Map<String, Double> byThread) {
+    }
+
+    /** No traffic for {@code --idle-seconds}: what each pipeline's stages cost idle, and which of their threads. */
+    private Map<Pipeline, IdleUse> idle(List<Pipeline> pipelines) throws InterruptedException {
+        Map<Pipeline, IdleUse> out = new HashMap<>();
+        if (idleSeconds <= 0 || inProcess) {
+            pipelines.forEach(p -> out.put(p, new IdleUse(new EnumMap<>(RagService.Role.class), new TreeMap<>())));
+            return out;
+        }
+        Map<Pipeline, Map<RagService.Role, ThreadTimes>> t0 = new HashMap<>();
+        pipelines.forEach(p -> t0.put(p, StageMeters.threads(p.stages)));
+        long w0 = System.nanoTime();
+        Thread.sleep((long) (idleSeconds * 1000));
+        double wall = (System.nanoTime() - w0) / 1e9;
+        for (Pipeline p : pipelines) {
+            Map<String, Long> use = StageMeters.cpuByName(StageMeters.since(t0.get(p), StageMeters.threads(p.stages)));
+            Map<RagService.Role, Double> byStage = new EnumMap<>(RagService.Role.class);
+            Map<String, Double> byThread = new TreeMap<>();
+            for (RagService.Role role : RagService.Role.values()) {
+                byStage.put(role, 0.0);
+            }
+            use.forEach((name, d) -> {
+                if (d > 0) {
+                    double pct = 100.0 * d / (wall * 1e9);
+                    byThread.put(name, pct);
+                    byStage.merge(RagService.Role.valueOf(name.substring(0, name.indexOf('/')).toUpperCase(Locale.ROOT)),
+                            pct, Double::sum);
+                }
+            });
+            out.put(p, new IdleUse(byStage, byThread));
+        }
+        return out;
     }
 
     private boolean node() {
@@ -362,7 +442,10 @@ public final class RagDemo implements Callable<Integer> {
         try {
             List<String> pods = new ArrayList<>();
             for (RagService.Role r : RagService.Role.values()) {
-                bed.service(NodePods.vip(r), NodePods.port(r), NodeBed.podAddress(r.ordinal()) + ":" + NodePods.port(r));
+                for (int port : paired ? List.of(NodePods.port(r), NodePods.port(r) + NodePods.PAIRED_OFFSET)
+                        : List.of(NodePods.port(r))) {
+                    bed.service(NodePods.vip(r), port, NodeBed.podAddress(r.ordinal()) + ":" + port);
+                }
                 pods.add(bed.pod(r.ordinal()));
             }
             List<String> cmd = new ArrayList<>();
@@ -415,7 +498,8 @@ public final class RagDemo implements Callable<Integer> {
         }
     }
 
-    private void startStages(boolean fast, RagService.Settings s, Map<RagService.Role, Stage> stages) throws IOException {
+    private void startStages(boolean fast, RagService.Settings s, Map<RagService.Role, Stage> stages, int portOffset)
+            throws IOException {
         RagService.Role[] backends = {RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT};
         if (inProcess) {
             for (RagService.Role r : backends) {
@@ -428,7 +512,7 @@ public final class RagDemo implements Callable<Integer> {
         Duration timeout = Duration.ofSeconds(120);
         List<CompletableFuture<Stage>> starting = new ArrayList<>();
         for (RagService.Role r : backends) {
-            starting.add(node() ? Stage.spawn(r, s, fast, flags, timeout, placement(r), List.of())
+            starting.add(node() ? Stage.spawn(r, s, fast, flags, timeout, placement(r, portOffset), List.of())
                     : Stage.spawn(r, s, fast, flags, timeout));
         }
         IOException failure = null;
@@ -446,20 +530,20 @@ public final class RagDemo implements Callable<Integer> {
         if (node()) {
             List<String> downstream = new ArrayList<>();
             for (RagService.Role r : backends) {
-                downstream.add(NodePods.vip(r) + ":" + NodePods.port(r));
+                downstream.add(NodePods.vip(r) + ":" + (NodePods.port(r) + portOffset));
             }
             stages.put(RagService.Role.GATEWAY, Stage.await(Stage.spawn(RagService.Role.GATEWAY, s, fast, flags, timeout,
-                    placement(RagService.Role.GATEWAY), downstream)));
+                    placement(RagService.Role.GATEWAY, portOffset), downstream)));
             return;
         }
         stages.put(RagService.Role.GATEWAY, Stage.await(Stage.spawn(RagService.Role.GATEWAY, s, fast, flags, timeout,
                 ports(stages, backends))));
     }
 
-    /** A stage's place on the node: its pod's network namespace, its pod IP and port. */
-    private Stage.Placement placement(RagService.Role r) {
+    /** A stage's place on the node: its pod's network namespace, its pod IP and port ({@code portOffset} above its usual one). */
+    private Stage.Placement placement(RagService.Role r, int portOffset) {
         return new Stage.Placement(NodeBed.inNetwork(nodePods.get(r.ordinal()), List.of()),
-                NodeBed.podAddress(r.ordinal()), NodePods.port(r));
+                NodeBed.podAddress(r.ordinal()), NodePods.port(r) + portOffset);
     }
 
     private static int[] ports(Map<RagService.Role, Stage> stages, RagService.Role[] roles) {

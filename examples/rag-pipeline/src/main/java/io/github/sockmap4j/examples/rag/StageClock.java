@@ -49,6 +49,11 @@ final class StageClock {
                     hop1Nanos - before.hop1Nanos, hop2Nanos - before.hop2Nanos);
         }
 
+        Times plus(Times other) {
+            return new Times(handlerNanos + other.handlerNanos, calls + other.calls, hop0Nanos + other.hop0Nanos,
+                    hop1Nanos + other.hop1Nanos, hop2Nanos + other.hop2Nanos);
+        }
+
         /** The line a stage process answers {@code TIMES} with. */
         String line() {
             return "TIMES " + handlerNanos + " " + calls + " " + hop0Nanos + " " + hop1Nanos + " " + hop2Nanos;

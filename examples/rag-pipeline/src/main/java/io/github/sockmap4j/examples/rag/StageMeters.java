@@ -14,9 +14,13 @@ final class StageMeters {
     private StageMeters() {
     }
 
-    /** Bytes redirected and bytes passed to TCP by opted-in sockets so far (zeros on the plain path). */
-    static long[] counters(boolean fast, Sockmap sockmap) {
-        if (!fast || sockmap == null) {
+    /**
+     * Bytes redirected, bytes passed to TCP by opted-in sockets and in-flight bound hits so far
+     * (zeros without a fast path): read on both paths, so that the plain path's rows say what
+     * the kernel moved while it ran, nothing.
+     */
+    static long[] counters(Sockmap sockmap) {
+        if (sockmap == null) {
             return new long[3];
         }
         SockmapStats st = sockmap.stats();

@@ -85,6 +85,28 @@ final class ThreadTimes {
         return new ThreadTimes(out, true);
     }
 
+    /**
+     * This use and {@code other} together, thread by thread: what the same threads used over two
+     * phases (a demo's measured slices), each phase a {@link #since} of its own.
+     */
+    ThreadTimes plus(ThreadTimes other) {
+        if (!known || !other.known) {
+            return UNKNOWN;
+        }
+        Map<Long, Sample> out = new HashMap<>(threads);
+        other.threads.forEach((tid, b) -> {
+            long key = tid;
+            Sample a;
+            // A thread id the kernel gave again to a new thread: the new one under a key of its own.
+            while ((a = out.get(key)) != null && a.startTicks() != b.startTicks()) {
+                key += 1L << 32;
+            }
+            out.put(key, a == null ? b
+                    : new Sample(b.name(), b.startTicks(), a.cpuNanos() + b.cpuNanos(), a.waitNanos() + b.waitNanos()));
+        });
+        return new ThreadTimes(out, true);
+    }
+
     /** CPU nanoseconds by what the threads are for. */
     Map<ThreadKind, Long> cpuByKind() {
         Map<ThreadKind, Long> out = new EnumMap<>(ThreadKind.class);

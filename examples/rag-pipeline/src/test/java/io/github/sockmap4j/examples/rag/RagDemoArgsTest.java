@@ -30,6 +30,19 @@ class RagDemoArgsTest {
     }
 
     @Test
+    void pairedNeedsBothPathsAJvmPerStageAndASlice() {
+        for (String[] args : new String[][] {{"--paired", "--mode=fast"}, {"--paired", "--in-process", "--topology=loopback"}}) {
+            String e = refused(args);
+            assertTrue(e.contains("--paired runs both paths, a JVM per stage: leave out --in-process and --mode"),
+                    String.join(" ", args) + ": " + e);
+        }
+        for (String[] args : new String[][] {{"--slices=0"}, {"--paired", "--requests=3", "--slices=4"}}) {
+            String e = refused(args);
+            assertTrue(e.contains("--slices is at least 1 and at most --requests, not "), String.join(" ", args) + ": " + e);
+        }
+    }
+
+    @Test
     void pollingNeedsAJvmPerStage() {
         String e = refused("--profile=polling", "--in-process", "--topology=loopback");
         assertTrue(e.contains("leave out --in-process"), e);

@@ -7,9 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -17,21 +19,58 @@ import picocli.CommandLine;
 
 /**
  * The demo itself, small, in its default topology (each stage in a pod of the node bed, every hop
- * through a Service VIP): four stage JVMs per path, a table for both paths, the internal hops
- * redirected, and no stage or namespace left.
+ * through a Service VIP): four stage JVMs per path, both paths at once or one after the other, a
+ * table for both paths, the internal hops redirected, and no stage or namespace left.
  */
 @Tag("kernel")
 class RagDemoTest {
+    private static final String[] SMALL = {"--requests=300", "--rate=100", "--warmup=1", "--max-warmup=3",
+        "--throughput-seconds=1", "--docs=1000", "--stage-heap=128m"};
+
+    /**
+     * The default: both paths' pipelines at once, the slices alternating ABBA, the plain path's
+     * slices moving nothing through the redirect although the fast path's stages ran beside them,
+     * and the tables whole.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void theDemoPrintsBothPathsAndTheKernelRanTheVerdict() {
+        String text = run("--slices=2");
+        Matcher slices = Pattern.compile("  (plain TCP|sockmap fast path) +slice ([0-9]) of 2: p50 [0-9.]+ ms").matcher(text);
+        StringBuilder order = new StringBuilder();
+        while (slices.find()) {
+            order.append(slices.group(1).startsWith("plain") ? 'P' : 'F').append(slices.group(2));
+        }
+        assertEquals("P1F1F2P2", order.toString(), "ABBA, the plain path first in the first round: " + text);
+        assertTrue(text.contains("fast/plain by slice pair, min / median / max: P50 "), text);
+        assertBothPathsMeasured(text);
+    }
+
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
-    void theDemoPrintsBothPathsAndTheKernelRanTheVerdict() {
+    void oneAfterTheOther() {
+        String text = run("--no-paired");
+        assertTrue(text.contains("each path's stages run on their own, one path after the other"), text);
+        assertBothPathsMeasured(text);
+    }
+
+    private static String run(String... more) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        int rc = new CommandLine(new RagDemo(out)).execute("--requests=300", "--rate=100", "--warmup=1",
-                "--max-warmup=3", "--throughput-seconds=1", "--docs=1000", "--stage-heap=128m");
+        String[] args = Stream.concat(Arrays.stream(SMALL), Arrays.stream(more))
+                .toArray(String[]::new);
+        int rc = new CommandLine(new RagDemo(out)).execute(args);
         String text = bytes.toString(StandardCharsets.UTF_8);
         System.out.println(text);
         assertEquals(0, rc, text);
+        return text;
+    }
+
+    /**
+     * The tables of a run: both paths' rows, the internal hops redirected on the fast path and
+     * nothing on the plain path (both read from the kernel's counters), and nothing left behind.
+     */
+    private static void assertBothPathsMeasured(String text) {
         Matcher p50 = Pattern.compile("\\| P50 latency \\(ms\\) \\| ([0-9.]+) \\| ([0-9.]+) \\| ([0-9.]+) \\|").matcher(text);
         assertTrue(p50.find(), "a P50 row with both paths and a ratio");
         assertTrue(Pattern.compile("\\| P99 latency \\(ms\\) \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|").matcher(text).find());

@@ -117,6 +117,27 @@ class ThreadTimesTest {
     }
 
     @Test
+    void slicesAddUpThreadByThread() {
+        // Two measured slices of one path: the same thread's use adds up, a thread id the kernel
+        // gave again to a new thread stays a thread of its own, and an unknown slice makes the whole unknown.
+        ThreadTimes first = new ThreadTimes(Map.of(
+                7L, new ThreadTimes.Sample("rag-io-1-1", 100, 900, 50),
+                8L, new ThreadTimes.Sample("grpc-default-ex", 100, 400, 10)), true);
+        ThreadTimes second = new ThreadTimes(Map.of(
+                7L, new ThreadTimes.Sample("rag-io-1-1", 100, 300, 20),
+                8L, new ThreadTimes.Sample("grpc-default-ex", 260, 70, 5)), true);
+        ThreadTimes both = first.plus(second);
+        assertEquals(3, both.threads().size(), "the reused id 8 is two threads: " + both.threads());
+        assertEquals(new ThreadTimes.Sample("rag-io-1-1", 100, 1_200, 70), both.threads().get(7L));
+        assertEquals(1_200L, both.cpuByKind().get(ThreadKind.EVENT_LOOPS));
+        assertEquals(470L, both.cpuByKind().get(ThreadKind.HANDLERS));
+        assertEquals(85, both.applicationWaitNanos());
+        assertEquals(both.threads(), both.plus(new ThreadTimes(Map.of(), true)).threads(), "an empty slice adds nothing");
+        assertFalse(first.plus(ThreadTimes.UNKNOWN).known());
+        assertFalse(ThreadTimes.UNKNOWN.plus(first).known());
+    }
+
+    @Test
     void noSuchProcessReadsAsUnknown() {
         ThreadTimes gone = ThreadTimes.read(Path.of("/proc/no-such-process/task"));
         assertFalse(gone.known());
