@@ -312,8 +312,7 @@ public final class RagDemo implements Callable<Integer> {
     private static String spread(double[] v) {
         double[] s = v.clone();
         Arrays.sort(s);
-        double median = s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-        return String.format(Locale.ROOT, "%.2f / %.2f / %.2f", s[0], median, s[s.length - 1]);
+        return String.format(Locale.ROOT, "%.2f / %.2f / %.2f", s[0], RagReport.quantile(s, 0.5), s[s.length - 1]);
     }
 
     /**

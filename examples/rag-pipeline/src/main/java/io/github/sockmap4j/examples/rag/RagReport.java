@@ -1,6 +1,7 @@
 package io.github.sockmap4j.examples.rag;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -19,7 +20,7 @@ final class RagReport {
             long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
             Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads,
             double runQueueMillisPerRequest, Map<RagService.Role, Map<ThreadKind, Double>> cpuMicrosByKind,
-            TimeBudget budget) {
+            TimeBudget budget, List<PathMeter.Slice> slices) {
     }
 
     private final PrintStream out;
@@ -81,6 +82,7 @@ final class RagReport {
         row("MiB redirected (opted-in sockets)", plain, fast, r -> r.bytesRedirected() / 1048576.0, "%.1f", false);
         row("MiB sent by TCP from opted-in sockets", plain, fast, r -> r.bytesPassed() / 1048576.0, "%.1f", false);
         row("in-flight bound hits", plain, fast, r -> (double) r.boundHits(), "%,.0f", false);
+        printSlicePairs(plain, fast);
         printBudget(plain, fast, both);
         if (!inProcess) {
             printByKind(plain, fast, both);
@@ -150,6 +152,45 @@ final class RagReport {
             row(role.name().toLowerCase(Locale.ROOT) + "'s threads waiting for a CPU (summed)", plain, fast,
                     r -> r.budget().waitMillis().getOrDefault(role, Double.NaN), "%.2f", both);
         }
+    }
+
+    /**
+     * With both paths measured in slices: fast/plain of each slice and its pair's (the i-th of each
+     * path in a round), over every round, as min, quartiles and max. Unlike the medians over rounds
+     * above, a slice that a stall of the machine hit moves one pair of many.
+     */
+    private void printSlicePairs(List<Run> plain, List<Run> fast) {
+        List<double[]> pairs = new ArrayList<>();
+        for (int r = 0; r < Math.min(plain.size(), fast.size()); r++) {
+            List<PathMeter.Slice> a = plain.get(r).slices();
+            List<PathMeter.Slice> b = fast.get(r).slices();
+            for (int i = 0; i < Math.min(a.size(), b.size()) && a.size() > 1; i++) {
+                pairs.add(new double[] {b.get(i).p50Millis() / a.get(i).p50Millis(),
+                    b.get(i).cpuPercent() / a.get(i).cpuPercent()});
+            }
+        }
+        if (pairs.isEmpty()) {
+            return;
+        }
+        out.printf(Locale.ROOT, "%nfast/plain by slice pair (%d pairs), min / lower quartile / median / upper quartile / max: "
+                + "P50 %s; CPU of all stages %s%n", pairs.size(), quartiles(pairs, 0), quartiles(pairs, 1));
+    }
+
+    private static String quartiles(List<double[]> pairs, int at) {
+        double[] v = pairs.stream().mapToDouble(p -> p[at]).filter(x -> !Double.isNaN(x)).sorted().toArray();
+        if (v.length == 0) {
+            return "-";
+        }
+        return String.format(Locale.ROOT, "%.2f / %.2f / %.2f / %.2f / %.2f", v[0], quantile(v, 0.25), quantile(v, 0.5),
+                quantile(v, 0.75), v[v.length - 1]);
+    }
+
+    /** The {@code q}-quantile of sorted {@code v}, interpolated between neighbours. */
+    static double quantile(double[] v, double q) {
+        double at = q * (v.length - 1);
+        int lo = (int) Math.floor(at);
+        int hi = Math.min(lo + 1, v.length - 1);
+        return v[lo] + (at - lo) * (v[hi] - v[lo]);
     }
 
     private static double nanToZero(double v) {

@@ -43,6 +43,7 @@ class RagDemoTest {
         }
         assertEquals("P1F1F2P2", order.toString(), "ABBA, the plain path first in the first round: " + text);
         assertTrue(text.contains("fast/plain by slice pair, min / median / max: P50 "), text);
+        assertTrue(text.contains("fast/plain by slice pair (2 pairs), min / lower quartile / median"), text);
         assertBothPathsMeasured(text);
     }
 
