@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The quick-start demo: the RAG pipeline (gateway -> embedding -> vector search -> context
-# assembly, one JVM each, gRPC with Arrow batches) under a fixed request rate, plain TCP then the
-# sockmap fast path, and a table of P50/P99, throughput, CPU % and RSS per stage, and the kernel's
-# sk_msg run count. About 5 minutes with the defaults (each path warms up until the stages' JIT
-# compilers are quiet); flags scale it (scripts/demo.sh --help):
+# assembly, one JVM each, gRPC with Arrow batches) under a fixed request rate, on plain TCP and on
+# the sockmap fast path side by side, measured in alternating slices, and a table of P50/P99,
+# throughput, CPU % and RSS per stage, and the kernel's sk_msg run count. About 6 minutes with the
+# defaults (each path warms up until the stages' JIT compilers are quiet); flags scale it
+# (scripts/demo.sh --help):
 #   scripts/demo.sh --requests 20000 --rate 300 --rounds 3 --docs 50000
 set -euo pipefail
 cd "$(dirname "$0")/.."
