@@ -33,14 +33,16 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The RAG pipeline in miniature on one machine, plain TCP then the sockmap fast path: gateway →
+ * The RAG pipeline in miniature on one machine, on plain TCP and on the sockmap fast path side by
+ * side, measured in alternating slices (or one after the other with {@code --no-paired}): gateway →
  * embedding → vector search → context assembly, each stage its own JVM (or all in this one with
  * {@code --in-process}), gRPC between them, vectors as Arrow batches. A load generator sends
  * questions to the gateway at a fixed rate and prints P50/P99/P99.9, throughput, CPU % and RSS per
  * stage, the kernel's {@code sk_msg} run count, and the ratios fast/plain.
  */
 @Command(name = "rag-demo", mixinStandardHelpOptions = true, sortOptions = false,
-        description = "Runs the RAG pipeline demo: plain TCP, then the sockmap fast path, and prints the comparison.")
+        description = "Runs the RAG pipeline demo on plain TCP and on the sockmap fast path, side by side in "
+                + "alternating slices, and prints the comparison.")
 public final class RagDemo implements Callable<Integer> {
     @Option(names = "--requests", defaultValue = "2000", description = "requests measured per path (default ${DEFAULT-VALUE})")
     int requests;
