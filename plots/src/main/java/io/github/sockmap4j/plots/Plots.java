@@ -8,7 +8,9 @@ import java.nio.file.Path;
 import java.text.FieldPosition;
 import java.text.NumberFormat;
 import java.text.ParsePosition;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.HdrHistogram.Histogram;
@@ -31,8 +33,38 @@ public final class Plots {
     private Plots() {
     }
 
+    private static final Color[] COLORS = {new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c),
+        new Color(0x9467bd), new Color(0xff7f0e), new Color(0x7f7f7f)};
+    /** Solid first, then dashes that stay apart at 2 px. */
+    private static final float[][] DASHES = {null, {9f, 5f}, {2f, 4f}, {9f, 4f, 2f, 4f}, {16f, 6f}, {4f, 4f}};
+
     /**
-     * Writes a plot of each series' latency by percentile up to 99.9%. {@code unitNanos} is what
+     * Each series' colour and dash, by name: the series of one group ("plain TCP #1", "plain TCP
+     * #2": the name before its last " #") share a colour and differ in dash, in the order they
+     * come; each group its own colour, in the order groups first come, and past the palette the
+     * next dash. So ten series, five rounds of two paths, read as two colours.
+     *
+     * @return for each name, {colour index, dash index}
+     */
+    static int[][] styles(List<String> names) {
+        List<String> groups = new ArrayList<>();
+        Map<String, Integer> inGroup = new LinkedHashMap<>();
+        int[][] out = new int[names.size()][];
+        for (int i = 0; i < names.size(); i++) {
+            String n = names.get(i);
+            String group = n.contains(" #") ? n.substring(0, n.lastIndexOf(" #")) : n;
+            if (!groups.contains(group)) {
+                groups.add(group);
+            }
+            int g = groups.indexOf(group);
+            int k = inGroup.merge(group, 1, Integer::sum) - 1;
+            out[i] = new int[] {g % COLORS.length, k + g / COLORS.length};
+        }
+        return out;
+    }
+
+    /**
+     * Writes a plot of each series' latency by percentile up to 99.9%, styled by {@link #styles}. {@code unitNanos} is what
      * one histogram unit is in nanoseconds (1 for ns histograms, 1000 for µs); the y axis is µs,
      * or ms when {@code millis}.
      */
@@ -61,11 +93,12 @@ public final class Plots {
         x.setNumberFormatOverride(new PercentileFormat());
         NumberAxis y = new NumberAxis(millis ? "latency (ms)" : "latency (µs)");
         XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, false);
-        Color[] colors = {new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c), new Color(0x9467bd),
-            new Color(0xff7f0e), new Color(0x7f7f7f)};
-        for (int i = 0; i < series.size(); i++) {
-            r.setSeriesPaint(i, colors[i % colors.length]);
-            r.setSeriesStroke(i, new BasicStroke(2f));
+        int[][] style = styles(List.copyOf(series.keySet()));
+        for (int i = 0; i < style.length; i++) {
+            r.setSeriesPaint(i, COLORS[style[i][0]]);
+            float[] dash = DASHES[style[i][1] % DASHES.length];
+            r.setSeriesStroke(i, dash == null ? new BasicStroke(2f)
+                    : new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, dash, 0f));
         }
         XYPlot plot = new XYPlot(data, x, y, r);
         plot.setBackgroundPaint(Color.WHITE);
