@@ -60,6 +60,9 @@ public final class SockmapGrpc {
          * comes seldom, or later than the window, stops polling by itself; on one CPU none polls,
          * and none while some task of the process's cgroup has been waiting for a CPU most of the
          * time (the kernel's CPU pressure; {@code -Dsockmap4j.pollWhileBusy=true} turns that off).
+         * It pays where calls follow each other within microseconds; in the RAG demo, whose stages'
+         * own work takes the CPUs between calls, it made the tail worse than {@link #STANDARD}
+         * (docs/benchmarks.md, "STANDARD and POLLING with both paths at once").
          */
         POLLING(Duration.ofNanos(50_000)),
         /**
