@@ -2,9 +2,11 @@ package io.github.sockmap4j.examples.rag;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.EnumMap;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** The report's quantiles of slice-pair ratios: the median and quartiles as the demo prints them. */
+/** The report's sums and quantiles, as the demo prints them. */
 class RagReportTest {
     @Test
     void quantilesInterpolateBetweenNeighbours() {
@@ -16,5 +18,17 @@ class RagReportTest {
         assertEquals(1.5, RagReport.quantile(new double[] {1, 2}, 0.5), 1e-12, "an even count: between the middle two");
         assertEquals(3.25, RagReport.quantile(new double[] {1, 2, 3, 4}, 0.75), 1e-12);
         assertEquals(7, RagReport.quantile(new double[] {7}, 0.25), 1e-12);
+    }
+
+    @Test
+    void allStagesSumsEveryKindOfEveryStageAndLeavesOutOneKind() {
+        Map<RagService.Role, Map<ThreadKind, Double>> byKind = new EnumMap<>(RagService.Role.class);
+        byKind.put(RagService.Role.GATEWAY, Map.of(ThreadKind.JIT, 50.0, ThreadKind.HANDLERS, 400.0));
+        byKind.put(RagService.Role.SEARCH, Map.of(ThreadKind.JIT, 20.0, ThreadKind.EVENT_LOOPS, 300.0,
+                ThreadKind.HANDLERS, Double.NaN));
+        byKind.put(RagService.Role.CONTEXT, Map.of());
+        assertEquals(770, RagReport.allStages(byKind, null), 1e-9, "a kind nobody measured (NaN) adds nothing");
+        assertEquals(700, RagReport.allStages(byKind, ThreadKind.JIT), 1e-9);
+        assertEquals(0, RagReport.allStages(Map.of(), ThreadKind.JIT), 1e-9);
     }
 }
