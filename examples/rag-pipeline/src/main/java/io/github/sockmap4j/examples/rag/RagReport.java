@@ -121,8 +121,8 @@ final class RagReport {
                     row(stage + ": " + k.label, plain, fast, f, "%.0f", both);
                 }
             }
-            row(stage + ": all threads", plain, fast, r -> r.cpuMicrosByKind().getOrDefault(role, Map.of()).values()
-                    .stream().mapToDouble(Double::doubleValue).sum(), "%.0f", both);
+            row(stage + ": all threads", plain, fast,
+                    r -> allStages(Map.of(role, r.cpuMicrosByKind().getOrDefault(role, Map.of())), null), "%.0f", both);
         }
         row("all stages: all threads", plain, fast, r -> allStages(r.cpuMicrosByKind(), null), "%.0f", both);
         row("all stages: all threads but the JIT compilers", plain, fast,
@@ -130,9 +130,10 @@ final class RagReport {
     }
 
     /**
-     * A round's CPU a request summed over every stage and thread kind, less {@code leftOut}'s (null:
-     * none). Without the JIT compilers it is what a service long past its warm-up spends, and what
-     * the transport can move: a compile burst in the measured phase lands on one path or the other.
+     * A round's CPU a request summed over the stages of {@code byKind} and their thread kinds, less
+     * {@code leftOut}'s (null: none); a kind nobody measured (NaN) adds nothing. Without the JIT
+     * compilers it is what a service long past its warm-up spends, and what the transport can move:
+     * a compile burst in the measured phase lands on one path or the other.
      */
     static double allStages(Map<RagService.Role, Map<ThreadKind, Double>> byKind, ThreadKind leftOut) {
         double sum = 0;
