@@ -23,6 +23,25 @@ final class GrpcProfiles {
         }
     }
 
+    /**
+     * The server's executors as {@code properties} say: its profile's, then the non-blocking
+     * services on the loops (their pool the profile's executor where it has one).
+     */
+    static void executor(io.grpc.netty.NettyServerBuilder builder, SockmapProperties properties) {
+        SockmapGrpc.Profile profile = properties.getGrpcProfile();
+        java.util.List<String> onLoops = properties.getGrpcNonBlockingServices();
+        if (onLoops.isEmpty() || profile == SockmapGrpc.Profile.DIRECT) {
+            if (!onLoops.isEmpty()) {
+                org.slf4j.LoggerFactory.getLogger(GrpcProfiles.class).warn("sockmap4j.grpc-non-blocking-services is "
+                        + "ignored with sockmap4j.grpc-profile=direct, which runs every service on the event loops");
+            }
+            executor(builder, profile);
+            return;
+        }
+        SockmapGrpc.runOnEventLoops(builder, onLoops, profile == SockmapGrpc.Profile.POLLING
+                ? SockmapGrpc.pollingExecutor() : SockmapGrpc.blockingPool());
+    }
+
     /** As {@link #executor(ServerBuilder, SockmapGrpc.Profile)}, for a channel. */
     static void executor(ManagedChannelBuilder<?> builder, SockmapGrpc.Profile profile) {
         switch (profile) {

@@ -47,9 +47,10 @@ public class SockmapGrpcAutoConfiguration {
                 }
                 builder.channelFactory(transport.serverChannels(bound)).bossEventLoopGroup(loops)
                         .workerEventLoopGroup(loops);
-                GrpcProfiles.executor(builder, properties.getGrpcProfile());
-                LOG.info("The gRPC server {} ({}, profile {})", FastPathState.of(sockmap), transport,
-                        properties.getGrpcProfile());
+                GrpcProfiles.executor(builder, properties);
+                LOG.info("The gRPC server {} ({}, profile {}{})", FastPathState.of(sockmap), transport,
+                        properties.getGrpcProfile(), properties.getGrpcNonBlockingServices().isEmpty() ? ""
+                                : ", on the event loops: " + String.join(", ", properties.getGrpcNonBlockingServices()));
             };
         }
 
@@ -76,6 +77,9 @@ public class SockmapGrpcAutoConfiguration {
                 }
                 SockmapGrpc.configure(builder, transport, loops);
                 GrpcProfiles.executor(builder, properties.getGrpcProfile());
+                if (properties.isGrpcCallbacksOnLoops()) {
+                    SockmapGrpc.runOnEventLoops(builder);
+                }
             };
         }
     }

@@ -53,6 +53,22 @@ public class SockmapProperties {
     private io.github.sockmap4j.netty.grpc.SockmapGrpc.Profile grpcProfile =
             io.github.sockmap4j.netty.grpc.SockmapGrpc.Profile.STANDARD;
 
+    /**
+     * gRPC services (full names, as package.Service) whose handlers never block: their calls run
+     * on the event loop that read them, with no hand-off to an executor thread; every other
+     * service's run on a pool as before. A handler listed here that blocks holds every connection
+     * of its loop while it waits (a call that holds its loop over 200 ms is logged). Not with
+     * grpc-profile direct, which runs every service on the loops.
+     */
+    private java.util.List<String> grpcNonBlockingServices = java.util.List.of();
+
+    /**
+     * Whether the callbacks of gRPC channels' calls (async stubs' observers, a call's listener) run
+     * on the event loop that read the reply: for clients whose callbacks never block. Blocking
+     * stubs are unaffected.
+     */
+    private boolean grpcCallbacksOnLoops;
+
     /** The core library's settings these make. */
     public SockmapConfig toConfig() {
         return SockmapConfig.builder().pinDirectory(pinDir).cgroup(cgroup).maxSockets(maxSockets).required(require)
@@ -146,5 +162,21 @@ public class SockmapProperties {
 
     public void setGrpcProfile(io.github.sockmap4j.netty.grpc.SockmapGrpc.Profile grpcProfile) {
         this.grpcProfile = java.util.Objects.requireNonNull(grpcProfile, "sockmap4j.grpc-profile");
+    }
+
+    public java.util.List<String> getGrpcNonBlockingServices() {
+        return grpcNonBlockingServices;
+    }
+
+    public void setGrpcNonBlockingServices(java.util.List<String> grpcNonBlockingServices) {
+        this.grpcNonBlockingServices = java.util.List.copyOf(grpcNonBlockingServices);
+    }
+
+    public boolean isGrpcCallbacksOnLoops() {
+        return grpcCallbacksOnLoops;
+    }
+
+    public void setGrpcCallbacksOnLoops(boolean grpcCallbacksOnLoops) {
+        this.grpcCallbacksOnLoops = grpcCallbacksOnLoops;
     }
 }

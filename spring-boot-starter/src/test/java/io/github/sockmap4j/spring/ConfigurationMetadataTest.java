@@ -30,6 +30,7 @@ class ConfigurationMetadataTest {
         }
         assertEquals(new TreeSet<>(Set.of("sockmap4j.enabled", "sockmap4j.require", "sockmap4j.pin-dir",
                 "sockmap4j.cgroup", "sockmap4j.max-sockets", "sockmap4j.probe", "sockmap4j.credit",
-                "sockmap4j.in-flight-bound", "sockmap4j.event-loops", "sockmap4j.grpc-profile")), names, json);
+                "sockmap4j.in-flight-bound", "sockmap4j.event-loops", "sockmap4j.grpc-profile",
+                "sockmap4j.grpc-non-blocking-services", "sockmap4j.grpc-callbacks-on-loops")), names, json);
     }
 }

@@ -13,10 +13,13 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.EnumMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.Executor;
 
 /**
  * gRPC-Java over the sockmap fast path, one line on each builder:
@@ -33,7 +36,9 @@ import java.util.Objects;
  * <p>{@link #configure(NettyServerBuilder, Profile)} and {@link #configure(NettyChannelBuilder, Profile)}
  * choose how the calls wait for each other ({@link Profile}): with the event loops sleeping between
  * events (what {@code configure(builder)} does), polling briefly before they sleep, or polling and
- * running the handlers on the loops.
+ * running the handlers on the loops. {@link #runOnEventLoops(NettyServerBuilder, Collection)} runs
+ * the services that never block on the loops and the others on a pool, in any profile but
+ * {@code DIRECT} (which runs them all on the loops).
  */
 public final class SockmapGrpc {
     private static final Object LOCK = new Object();
@@ -170,6 +175,72 @@ public final class SockmapGrpc {
             case DIRECT -> builder.directExecutor();
         };
     }
+
+    /**
+     * Runs the calls of {@code nonBlockingServices} on the event loop that read them, from their
+     * first byte to their reply, and every other service's on {@link #blockingPool()}: no thread is
+     * woken to hand a call of a non-blocking service over and back. Works on any Netty server
+     * builder, on the fast path or not; call it after {@code configure}, and set no executor on
+     * the builder afterwards (that would run every call on it again).
+     *
+     * <p>Only for services whose handlers never block: a handler on a loop holds every other
+     * connection of that loop while it runs, and one that waits for a blocking stub's call on a
+     * channel of the same loops waits until that call's deadline, since the loop that would read
+     * its answer is the one it holds. A call that held its loop for over 200 ms logs a WARN naming
+     * its service, once.
+     *
+     * @param builder             the server's builder
+     * @param nonBlockingServices full service names ({@code package.Service}) whose handlers never block
+     * @return {@code builder}
+     * @throws IllegalArgumentException if a name is blank or names a method
+     */
+    public static NettyServerBuilder runOnEventLoops(NettyServerBuilder builder, Collection<String> nonBlockingServices) {
+        return runOnEventLoops(builder, nonBlockingServices, blockingPool());
+    }
+
+    /**
+     * As {@link #runOnEventLoops(NettyServerBuilder, Collection)}, with the services that may block
+     * on {@code blockingPool}.
+     *
+     * @param builder             the server's builder
+     * @param nonBlockingServices full service names whose handlers never block
+     * @param blockingPool        where every other service's calls run
+     * @return {@code builder}
+     */
+    public static NettyServerBuilder runOnEventLoops(NettyServerBuilder builder, Collection<String> nonBlockingServices,
+                                                     Executor blockingPool) {
+        return runOnEventLoops(builder, new LoopExecution(Set.copyOf(nonBlockingServices), blockingPool,
+                LOOP_STALL_WARNING));
+    }
+
+    static NettyServerBuilder runOnEventLoops(NettyServerBuilder builder, LoopExecution where) {
+        return builder.directExecutor().callExecutor(where).intercept(where);
+    }
+
+    /**
+     * A channel's callbacks (a response's listener, an async stub's observer) on the event loop that
+     * read them instead of handed to gRPC's executor: for callers whose callbacks never block.
+     * Blocking stubs are unaffected (each call brings an executor of its own, the calling thread).
+     *
+     * @param builder the channel's builder
+     * @return {@code builder}
+     */
+    public static NettyChannelBuilder runOnEventLoops(NettyChannelBuilder builder) {
+        return builder.directExecutor();
+    }
+
+    /**
+     * Where {@link #runOnEventLoops(NettyServerBuilder, Collection)} runs the services that may
+     * block: a pool of daemon threads ({@code sockmap4j-handler-N}), made as needed as gRPC's
+     * default executor is, one per JVM.
+     *
+     * @return the shared pool
+     */
+    public static Executor blockingPool() {
+        return LoopExecution.sharedBlockingPool();
+    }
+
+    private static final Duration LOOP_STALL_WARNING = Duration.ofMillis(200);
 
     public static NettyServerBuilder configure(NettyServerBuilder builder, EventLoopGroup boss, EventLoopGroup worker) {
         return builder.channelFactory(SockmapNetty.serverChannelFactory())

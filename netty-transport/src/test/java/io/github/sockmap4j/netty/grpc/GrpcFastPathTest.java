@@ -121,17 +121,27 @@ class GrpcFastPathTest {
         return SockmapGrpc.Profile.STANDARD;
     }
 
+    /** Where the server runs its calls: as {@link #profile()} says, unless a subclass says otherwise. */
+    NettyServerBuilder execution(NettyServerBuilder builder) {
+        return builder;
+    }
+
+    /** Where the channel runs its callbacks: as {@link #profile()} says, unless a subclass says otherwise. */
+    NettyChannelBuilder execution(NettyChannelBuilder builder) {
+        return builder;
+    }
+
     Server fastServer() throws IOException {
-        Server s = SockmapGrpc.configure(NettyServerBuilder.forAddress(
-                        new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)), profile())
+        Server s = execution(SockmapGrpc.configure(NettyServerBuilder.forAddress(
+                        new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)), profile()))
                 .maxInboundMessageSize(16 << 20).addService(service()).build().start();
         closers.add(() -> s.shutdownNow().awaitTermination(10, TimeUnit.SECONDS));
         return s;
     }
 
     ManagedChannel fastChannel(Server server) {
-        ManagedChannel ch = SockmapGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()),
-                        profile()).usePlaintext().maxInboundMessageSize(16 << 20).build();
+        ManagedChannel ch = execution(SockmapGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()),
+                        profile())).usePlaintext().maxInboundMessageSize(16 << 20).build();
         closers.add(() -> ch.shutdownNow().awaitTermination(10, TimeUnit.SECONDS));
         return ch;
     }
