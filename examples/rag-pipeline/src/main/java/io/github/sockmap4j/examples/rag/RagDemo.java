@@ -82,6 +82,14 @@ public final class RagDemo implements Callable<Integer> {
             + "standard (they sleep, as the plain path's do) or polling (sockmap4j's polling profile) "
             + "(default ${DEFAULT-VALUE})")
     String profile;
+    @Option(names = "--handlers", defaultValue = "loops", description = "where the stages run their handlers and "
+            + "their channels' callbacks: loops (on the event loop that read the call, as services that never block "
+            + "may: SockmapGrpc.runOnEventLoops) or pool (handed to gRPC's executor, gRPC's default) "
+            + "(default ${DEFAULT-VALUE})")
+    String handlers;
+    @Option(names = "--plain-handlers", description = "the plain path's --handlers, if not the same: --plain-handlers "
+            + "pool measures the fast path against plain TCP as gRPC runs by default")
+    String plainHandlers;
     @Option(names = "--docs", defaultValue = "2000", description = "chunks in the vector index (default ${DEFAULT-VALUE})")
     int docs;
     @Option(names = "--dim", defaultValue = "1536",
@@ -154,6 +162,19 @@ public final class RagDemo implements Callable<Integer> {
             System.err.println("--profile=polling needs a JVM per stage: leave out --in-process");
             return 2;
         }
+        if (plainHandlers == null) {
+            plainHandlers = handlers;
+        }
+        for (String h : List.of(handlers, plainHandlers)) {
+            if (!List.of("loops", "pool").contains(h)) {
+                System.err.println("--handlers and --plain-handlers are loops or pool, not '" + h + "'");
+                return 2;
+            }
+        }
+        if (inProcess && !plainHandlers.equals(handlers)) {
+            System.err.println("--plain-handlers needs a JVM per stage: leave out --in-process");
+            return 2;
+        }
         if (!List.of("node", "loopback").contains(topology)) {
             System.err.println("--topology is node or loopback, not '" + topology + "'");
             return 2;
@@ -193,6 +214,8 @@ public final class RagDemo implements Callable<Integer> {
             out.println("event loops: " + (profile.equals("polling") ? "the fast path's poll up to "
                     + SockmapGrpc.Profile.POLLING.maxPoll().toNanos() / 1000 + " us before they sleep, and so do the "
                     + "threads of its handlers' executor (SockmapGrpc.Profile.POLLING); the plain path's sleep" : "both paths' sleep until an event comes (SockmapGrpc.Profile.STANDARD)"));
+            out.println("handlers: " + describeHandlers(handlers) + (plainHandlers.equals(handlers) ? " on both paths"
+                    : " on the fast path; on the plain path " + describeHandlers(plainHandlers)));
             out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
                     + "then %.0f s with %d in flight%n", requests, rate, throughputSeconds, inFlight);
             out.println(paired ? "paired: both paths' stages run at once; the measured phase alternates between them in "
@@ -309,6 +332,11 @@ public final class RagDemo implements Callable<Integer> {
                 plain.meter.run(rate, first == plain ? firstMax : secondMax, idle.get(plain).byStage(), idle.get(plain).byThread()),
                 fast.meter.run(rate, first == fast ? firstMax : secondMax, idle.get(fast).byStage(), idle.get(fast).byThread())};
         }
+    }
+
+    private static String describeHandlers(String h) {
+        return h.equals("loops") ? "run on the event loop that read the call (SockmapGrpc.runOnEventLoops)"
+                : "handed to gRPC's executor (gRPC's default)";
     }
 
     private static String spread(double[] v) {
@@ -503,13 +531,14 @@ public final class RagDemo implements Callable<Integer> {
             throws IOException {
         RagService.Role[] backends = {RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT};
         if (inProcess) {
+            System.setProperty("rag.handlers", handlers);
             for (RagService.Role r : backends) {
                 stages.put(r, Stage.inProcess(r, s, fast));
             }
             stages.put(RagService.Role.GATEWAY, Stage.inProcess(RagService.Role.GATEWAY, s, fast, ports(stages, backends)));
             return;
         }
-        List<String> flags = Stage.jvmFlags(stageHeap, profile);
+        List<String> flags = Stage.jvmFlags(stageHeap, profile, fast ? handlers : plainHandlers);
         Duration timeout = Duration.ofSeconds(120);
         List<CompletableFuture<Stage>> starting = new ArrayList<>();
         for (RagService.Role r : backends) {

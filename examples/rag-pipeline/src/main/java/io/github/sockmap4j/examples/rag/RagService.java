@@ -27,6 +27,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
@@ -87,6 +89,21 @@ public final class RagService implements AutoCloseable {
      */
     static final SockmapGrpc.Profile PROFILE =
             SockmapGrpc.Profile.valueOf(System.getProperty("rag.profile", "standard").toUpperCase(Locale.ROOT));
+
+    /**
+     * Where a stage runs its handlers and its channels' callbacks ({@code -Drag.handlers}, from the
+     * demo's {@code --handlers}): {@code loops} (the default) on the event loop that read the call,
+     * as a service whose handlers never block would ({@link SockmapGrpc#runOnEventLoops}); {@code
+     * pool} on gRPC's executor (or the polling profile's), as gRPC does by default.
+     */
+    static boolean handlersOnLoops() {
+        String h = System.getProperty("rag.handlers", "loops");
+        return switch (h) {
+            case "loops" -> true;
+            case "pool" -> false;
+            default -> throw new IllegalArgumentException("rag.handlers is loops or pool, not '" + h + "'");
+        };
+    }
 
     /** One epoll event loop group per process for the plain path and the standard profile. */
     static EventLoopGroup group() {
@@ -214,19 +231,24 @@ public final class RagService implements AutoCloseable {
                     ManagedChannel embed = channels.get(0);
                     ManagedChannel search = channels.get(1);
                     ManagedChannel contexts = channels.get(2);
-                    service = service("rag.Gateway", ASK, req -> {
-                        // The gateway forwards each stage's reply to the next as it came.
-                        long t0 = System.nanoTime();
-                        byte[] query = ClientCalls.blockingUnaryCall(embed, EMBED, deadline(), req);
-                        long t1 = System.nanoTime();
-                        byte[] candidates = ClientCalls.blockingUnaryCall(search, SEARCH, deadline(), query);
-                        long t2 = System.nanoTime();
-                        byte[] context = ClientCalls.blockingUnaryCall(contexts, ASSEMBLE, deadline(), candidates);
-                        long t3 = System.nanoTime();
-                        clock.hop(0, t1 - t0);
-                        clock.hop(1, t2 - t1);
-                        clock.hop(2, t3 - t2);
-                        return context;
+                    // The gateway forwards each stage's reply to the next as it came, without blocking:
+                    // each reply's callback makes the next call, on whichever thread read the reply.
+                    service = asyncService("rag.Gateway", ASK, req -> {
+                        long[] t = new long[4];
+                        t[0] = System.nanoTime();
+                        return call(embed, EMBED, req).thenCompose(query -> {
+                            t[1] = System.nanoTime();
+                            return call(search, SEARCH, query);
+                        }).thenCompose(candidates -> {
+                            t[2] = System.nanoTime();
+                            return call(contexts, ASSEMBLE, candidates);
+                        }).thenApply(context -> {
+                            t[3] = System.nanoTime();
+                            clock.hop(0, t[1] - t[0]);
+                            clock.hop(1, t[2] - t[1]);
+                            clock.hop(2, t[3] - t[2]);
+                            return context;
+                        });
                     }, clock);
                 }
                 default -> throw new AssertionError(role);
@@ -239,7 +261,10 @@ public final class RagService implements AutoCloseable {
                 b.channelType(EpollServerSocketChannel.class).bossEventLoopGroup(group(fast))
                         .workerEventLoopGroup(group(fast));
             }
-            if (fast && PROFILE == SockmapGrpc.Profile.POLLING) {
+            if (handlersOnLoops()) {
+                // Every stage's handlers compute and never block (the gateway's calls are asynchronous).
+                SockmapGrpc.runOnEventLoops(b, List.of(service.getServiceDescriptor().getName()));
+            } else if (fast && PROFILE == SockmapGrpc.Profile.POLLING) {
                 b.executor(SockmapGrpc.pollingExecutor());
             }
             Server server = b.build().start();
@@ -286,11 +311,14 @@ public final class RagService implements AutoCloseable {
                 .maxInboundMessageSize(64 << 20);
         if (fast) {
             SockmapGrpc.configure(b, group(true));
-            if (PROFILE == SockmapGrpc.Profile.POLLING) {
+            if (PROFILE == SockmapGrpc.Profile.POLLING && !handlersOnLoops()) {
                 b.executor(SockmapGrpc.pollingExecutor());
             }
         } else {
             b.channelType(EpollSocketChannel.class).eventLoopGroup(group());
+        }
+        if (handlersOnLoops()) {
+            SockmapGrpc.runOnEventLoops(b);
         }
         return b.build();
     }
@@ -314,6 +342,59 @@ public final class RagService implements AutoCloseable {
                     out.onNext(reply);
                     out.onCompleted();
                 })).build();
+    }
+
+    /**
+     * A service whose handler answers later: {@code handler} returns the reply's future at once,
+     * and the call ends when it completes, on whichever thread completes it.
+     */
+    private static ServerServiceDefinition asyncService(String name, MethodDescriptor<byte[], byte[]> method,
+            Function<byte[], CompletableFuture<byte[]>> handler, StageClock clock) {
+        return ServerServiceDefinition.builder(name).addMethod(method, ServerCalls.asyncUnaryCall(
+                (byte[] req, StreamObserver<byte[]> out) -> {
+                    long t0 = System.nanoTime();
+                    CompletableFuture<byte[]> reply;
+                    try {
+                        reply = handler.apply(req);
+                    } catch (RuntimeException e) {
+                        reply = CompletableFuture.failedFuture(e);
+                    }
+                    reply.whenComplete((r, failure) -> {
+                        if (failure == null) {
+                            clock.handled(System.nanoTime() - t0);
+                            out.onNext(r);
+                            out.onCompleted();
+                            return;
+                        }
+                        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                                ? failure.getCause() : failure;
+                        out.onError(cause instanceof io.grpc.StatusRuntimeException ? cause
+                                : Status.INTERNAL.withDescription(name + ": " + cause).asRuntimeException());
+                    });
+                })).build();
+    }
+
+    /** A unary call that does not block: its reply's future, completed on the channel's executor. */
+    private static CompletableFuture<byte[]> call(ManagedChannel ch, MethodDescriptor<byte[], byte[]> method, byte[] req) {
+        CompletableFuture<byte[]> reply = new CompletableFuture<>();
+        ClientCalls.asyncUnaryCall(ch.newCall(method, deadline()), req, new StreamObserver<>() {
+            @Override
+            public void onNext(byte[] value) {
+                reply.complete(value);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                reply.completeExceptionally(t);
+            }
+
+            @Override
+            public void onCompleted() {
+                reply.completeExceptionally(Status.INTERNAL.withDescription(method.getFullMethodName()
+                        + " completed with no reply").asRuntimeException());
+            }
+        });
+        return reply;
     }
 
     @Override

@@ -313,7 +313,7 @@ abstract class Stage implements AutoCloseable {
      * This JVM's flags that a stage's JVM needs too (native access, modules, opens, sockmap4j's
      * system properties), plus its heap size and how its fast path's event loops wait.
      */
-    static List<String> jvmFlags(String heap, String profile) {
+    static List<String> jvmFlags(String heap, String profile, String handlers) {
         List<String> flags = new ArrayList<>();
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             if (a.startsWith("--enable-native-access") || a.startsWith("--add-modules") || a.startsWith("--add-opens")
@@ -332,6 +332,7 @@ abstract class Stage implements AutoCloseable {
         }
         flags.add("-Xmx" + heap);
         flags.add("-Drag.profile=" + profile);
+        flags.add("-Drag.handlers=" + handlers);
         flags.add("-XX:+UseSerialGC");
         flags.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
         return flags;

@@ -9,7 +9,11 @@ import java.util.regex.Pattern;
  * path costs more than plain TCP shows by group.
  */
 enum ThreadKind {
-    /** gRPC's executor (grpc-default-executor-N) and sockmap4j's polling executor: the stage's handlers and callbacks. */
+    /**
+     * gRPC's executor (grpc-default-executor-N), sockmap4j's polling executor and its pool for
+     * blocking services (sockmap4j-handler-N): the stage's handlers and callbacks when they do not
+     * run on the event loops.
+     */
     HANDLERS("handlers"),
     /** Netty's event loops: the demo's (rag-io-N-N) and sockmap4j's gRPC groups (sockmap4j-grpc-...). */
     EVENT_LOOPS("event loops"),
@@ -37,7 +41,7 @@ enum ThreadKind {
      */
     static ThreadKind of(String name) {
         String n = name.toLowerCase(Locale.ROOT);
-        if (n.startsWith("grpc-default-ex") || n.startsWith("sockmap4j-exec")) {
+        if (n.startsWith("grpc-default-ex") || n.startsWith("sockmap4j-exec") || n.startsWith("sockmap4j-handl")) {
             return HANDLERS;
         }
         if (n.startsWith("rag-io-") || n.startsWith("sockmap4j-grpc") || n.startsWith("epolleventloop")

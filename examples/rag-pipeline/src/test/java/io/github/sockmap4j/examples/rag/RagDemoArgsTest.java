@@ -47,4 +47,14 @@ class RagDemoArgsTest {
         String e = refused("--profile=polling", "--in-process", "--topology=loopback");
         assertTrue(e.contains("leave out --in-process"), e);
     }
+
+    @Test
+    void handlersAreLoopsOrPoolAndDifferOnlyWithAJvmPerStage() {
+        for (String[] args : new String[][] {{"--handlers=threads"}, {"--plain-handlers=direct"}}) {
+            String e = refused(args);
+            assertTrue(e.contains("--handlers and --plain-handlers are loops or pool, not '"), String.join(" ", args) + ": " + e);
+        }
+        String e = refused("--plain-handlers=pool", "--in-process", "--topology=loopback", "--mode=plain");
+        assertTrue(e.contains("--plain-handlers needs a JVM per stage: leave out --in-process"), e);
+    }
 }
