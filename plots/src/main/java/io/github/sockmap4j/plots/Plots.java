@@ -111,6 +111,66 @@ public final class Plots {
     }
 
     /**
+     * Writes lines through points, one per entry of {@code series} (x, y pairs in x order), styled
+     * by {@link #styles} with ", " also ending a group's name ("plain TCP, P99" and "plain TCP,
+     * P50" share a colour and differ in dash). A NaN y is left out.
+     *
+     * @param file   the PNG to write
+     * @param title  the chart's title
+     * @param xAxis  what x is
+     * @param yAxis  what y is
+     * @param series name to its points, each {x, y}
+     * @param logY   whether the y axis is logarithmic (for latencies that span decades)
+     * @throws IOException if the file cannot be written
+     */
+    public static void lines(Path file, String title, String xAxis, String yAxis, Map<String, List<double[]>> series,
+            boolean logY) throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        XYSeriesCollection data = new XYSeriesCollection();
+        List<String> groups = new ArrayList<>();
+        for (Map.Entry<String, List<double[]>> e : series.entrySet()) {
+            XYSeries s = new XYSeries(e.getKey(), false, true);
+            for (double[] xy : e.getValue()) {
+                if (!Double.isNaN(xy[1]) && (!logY || xy[1] > 0)) {
+                    s.add(xy[0], xy[1]);
+                }
+            }
+            data.addSeries(s);
+            String n = e.getKey();
+            groups.add(n.contains(", ") ? n.substring(0, n.indexOf(", ")) + " #" + n.substring(n.indexOf(", ") + 2) : n);
+        }
+        NumberAxis x = new NumberAxis(xAxis);
+        x.setAutoRangeIncludesZero(true);
+        NumberAxis y;
+        if (logY) {
+            org.jfree.chart.axis.LogarithmicAxis log = new org.jfree.chart.axis.LogarithmicAxis(yAxis);
+            log.setStrictValuesFlag(false); // a value at or below 0 is left out above, never an error
+            log.setExpTickLabelsFlag(false);
+            log.setLog10TickLabelsFlag(false);
+            y = log;
+        } else {
+            y = new NumberAxis(yAxis);
+        }
+        XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, true);
+        int[][] style = styles(groups);
+        for (int i = 0; i < style.length; i++) {
+            r.setSeriesPaint(i, COLORS[style[i][0]]);
+            float[] dash = DASHES[style[i][1] % DASHES.length];
+            r.setSeriesStroke(i, dash == null ? new BasicStroke(2f)
+                    : new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, dash, 0f));
+        }
+        XYPlot plot = new XYPlot(data, x, y, r);
+        plot.setBackgroundPaint(Color.WHITE);
+        plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+        JFreeChart chart = new JFreeChart(title, JFreeChart.DEFAULT_TITLE_FONT, plot, true);
+        chart.setBackgroundPaint(Color.WHITE);
+        chart.getTitle().setFont(chart.getTitle().getFont().deriveFont(14f));
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        ChartUtils.saveChartAsPNG(file.toFile(), chart, 900, 500);
+    }
+
+    /**
      * Writes horizontal bars, one per entry of {@code bars} (top first), each stacked from its
      * segments in their order (the first segment's name labels the first colour, and so on; the
      * same names in every bar). A NaN segment is drawn as 0.

@@ -46,4 +46,16 @@ class PlotsTest {
         byte[] head = Files.readAllBytes(png);
         assertTrue(head.length > 8 && head[1] == 'P' && head[2] == 'N' && head[3] == 'G', "a PNG");
     }
+
+    @Test
+    void writesLinesAgainstLoadLeavingOutNaNs(@TempDir Path dir) throws IOException {
+        Map<String, List<double[]>> series = new java.util.LinkedHashMap<>();
+        series.put("plain TCP, P50", List.of(new double[] {100, 3.1}, new double[] {400, 3.4}, new double[] {700, Double.NaN}));
+        series.put("plain TCP, P99", List.of(new double[] {100, 9.0}, new double[] {400, 12.0}));
+        series.put("fast, P50", List.of(new double[] {100, 2.9}, new double[] {400, 3.0}));
+        Path png = dir.resolve("curve.png");
+        Plots.lines(png, "test", "offered load (requests/s)", "latency (ms)", series, true);
+        byte[] head = Files.readAllBytes(png);
+        assertTrue(head.length > 8 && head[1] == 'P' && head[2] == 'N' && head[3] == 'G', "a PNG");
+    }
 }
