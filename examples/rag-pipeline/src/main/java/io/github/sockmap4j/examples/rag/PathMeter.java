@@ -114,7 +114,8 @@ final class PathMeter {
         return new RagReport.Run(fast, latency, rate, ok / seconds, failed, maxRps, cpuPct, rss,
                 100.0 * selfCpu / (seconds * 1e9), systemCpu < 0 ? -1 : 100.0 * systemCpu / (seconds * 1e9),
                 verdictRuns, counters[0], counters[1], counters[2], idle, idleThreads,
-                waited < 0 ? -1 : waited / 1e6 / requests, StageMeters.microsPerRequest(used, requests), budget,
+                waited < 0 ? -1 : waited / 1e6 / requests, StageMeters.microsPerRequest(used, requests),
+                StageMeters.wakeupsPerRequest(used, requests), budget,
                 List.copyOf(slices));
     }
 }

@@ -20,7 +20,7 @@ final class RagReport {
             long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
             Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads,
             double runQueueMillisPerRequest, Map<RagService.Role, Map<ThreadKind, Double>> cpuMicrosByKind,
-            TimeBudget budget, List<PathMeter.Slice> slices) {
+            Map<RagService.Role, Map<ThreadKind, Double>> wakeupsByKind, TimeBudget budget, List<PathMeter.Slice> slices) {
     }
 
     private final PrintStream out;
@@ -127,6 +127,23 @@ final class RagReport {
         row("all stages: all threads", plain, fast, r -> allStages(r.cpuMicrosByKind(), null), "%.0f", both);
         row("all stages: all threads but the JIT compilers", plain, fast,
                 r -> allStages(r.cpuMicrosByKind(), ThreadKind.JIT), "%.0f", both);
+        out.println();
+        out.println("| wake-ups a request (voluntary context switches), by stage and thread kind | plain TCP "
+                + "| sockmap fast path | fast/plain |");
+        out.println("|---|---:|---:|---:|");
+        for (RagService.Role role : RagService.Role.values()) {
+            String stage = role.name().toLowerCase(Locale.ROOT);
+            for (ThreadKind k : List.of(ThreadKind.EVENT_LOOPS, ThreadKind.HANDLERS)) {
+                java.util.function.ToDoubleFunction<Run> f = r -> r.wakeupsByKind().getOrDefault(role, Map.of())
+                        .getOrDefault(k, Double.NaN);
+                if (Math.max(nanToZero(median(plain, f)), nanToZero(median(fast, f))) >= 0.05) {
+                    row(stage + ": " + k.label, plain, fast, f, "%.2f", both);
+                }
+            }
+            row(stage + ": all threads", plain, fast,
+                    r -> allStages(Map.of(role, r.wakeupsByKind().getOrDefault(role, Map.of())), null), "%.2f", both);
+        }
+        row("all stages: all threads", plain, fast, r -> allStages(r.wakeupsByKind(), null), "%.2f", both);
     }
 
     /**
@@ -230,7 +247,7 @@ final class RagReport {
         return Double.isNaN(v) || v < 0 ? "-" : String.format(Locale.ROOT, fmt, v);
     }
 
-    private static double median(List<Run> runs, java.util.function.ToDoubleFunction<Run> f) {
+    static double median(List<Run> runs, java.util.function.ToDoubleFunction<Run> f) {
         if (runs.isEmpty()) {
             return Double.NaN;
         }

@@ -99,6 +99,21 @@ final class StageMeters {
         return out;
     }
 
+    /** Wake-ups (voluntary context switches) a request of each stage's thread kinds, over the phase. */
+    static Map<RagService.Role, Map<ThreadKind, Double>> wakeupsPerRequest(Map<RagService.Role, ThreadTimes> used,
+            long requests) {
+        Map<RagService.Role, Map<ThreadKind, Double>> out = new EnumMap<>(RagService.Role.class);
+        used.forEach((role, t) -> {
+            Map<ThreadKind, Double> m = new EnumMap<>(ThreadKind.class);
+            Map<ThreadKind, Long> byKind = t.sleepsByKind();
+            for (ThreadKind k : ThreadKind.values()) {
+                m.put(k, t.known() ? byKind.getOrDefault(k, 0L) / (double) requests : Double.NaN);
+            }
+            out.put(role, m);
+        });
+        return out;
+    }
+
     /** Each stage's threads' waits for a CPU over the phase (the JVM's own threads left out; -1 where unknown). */
     static Map<RagService.Role, Long> waits(Map<RagService.Role, ThreadTimes> used) {
         Map<RagService.Role, Long> out = new EnumMap<>(RagService.Role.class);

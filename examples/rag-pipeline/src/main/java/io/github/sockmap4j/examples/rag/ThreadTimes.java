@@ -20,9 +20,14 @@ import java.util.TreeMap;
 final class ThreadTimes {
     /**
      * One thread's reading; {@code startTicks} is when it began (field 22 of its stat), so that a
-     * thread id the kernel gave again to a new thread is not taken for the old one.
+     * thread id the kernel gave again to a new thread is not taken for the old one; {@code sleeps}
+     * its voluntary context switches (/proc/PID/task/TID/status): each time it blocked and so
+     * had to be woken again, the wake-ups a hand-off between threads costs.
      */
-    record Sample(String name, long startTicks, long cpuNanos, long waitNanos) {
+    record Sample(String name, long startTicks, long cpuNanos, long waitNanos, long sleeps) {
+        Sample(String name, long startTicks, long cpuNanos, long waitNanos) {
+            this(name, startTicks, cpuNanos, waitNanos, 0);
+        }
     }
 
     /** No reading: the stage shares this JVM, or the kernel keeps no schedstat. */
@@ -48,7 +53,8 @@ final class ThreadTimes {
                     long start = Long.parseLong(stat.substring(stat.lastIndexOf(')') + 2).split(" ")[19]);
                     String[] f = Files.readString(t.resolve("schedstat")).trim().split(" ");
                     out.put(Long.parseLong(t.getFileName().toString()),
-                            new Sample(name, start, Long.parseLong(f[0]), Long.parseLong(f[1])));
+                            new Sample(name, start, Long.parseLong(f[0]), Long.parseLong(f[1]),
+                                    voluntarySwitches(Files.readString(t.resolve("status")))));
                 } catch (NoSuchFileException gone) {
                     // the thread ended meanwhile
                 }
@@ -57,6 +63,17 @@ final class ThreadTimes {
             return UNKNOWN;
         }
         return new ThreadTimes(out, true);
+    }
+
+    /** The {@code voluntary_ctxt_switches} of a /proc status file; 0 where it has none. */
+    static long voluntarySwitches(String status) {
+        int at = status.indexOf("\nvoluntary_ctxt_switches:");
+        if (at < 0) {
+            return 0;
+        }
+        int from = at + "\nvoluntary_ctxt_switches:".length();
+        int end = status.indexOf('\n', from);
+        return Long.parseLong(status.substring(from, end < 0 ? status.length() : end).trim());
     }
 
     boolean known() {
@@ -80,7 +97,7 @@ final class ThreadTimes {
             Sample then = before.threads.get(tid);
             out.put(tid, then == null || then.startTicks() != now.startTicks() ? now
                     : new Sample(now.name(), now.startTicks(), now.cpuNanos() - then.cpuNanos(),
-                            now.waitNanos() - then.waitNanos()));
+                            now.waitNanos() - then.waitNanos(), now.sleeps() - then.sleeps()));
         });
         return new ThreadTimes(out, true);
     }
@@ -102,7 +119,8 @@ final class ThreadTimes {
                 key += 1L << 32;
             }
             out.put(key, a == null ? b
-                    : new Sample(b.name(), b.startTicks(), a.cpuNanos() + b.cpuNanos(), a.waitNanos() + b.waitNanos()));
+                    : new Sample(b.name(), b.startTicks(), a.cpuNanos() + b.cpuNanos(), a.waitNanos() + b.waitNanos(),
+                            a.sleeps() + b.sleeps()));
         });
         return new ThreadTimes(out, true);
     }
@@ -111,6 +129,13 @@ final class ThreadTimes {
     Map<ThreadKind, Long> cpuByKind() {
         Map<ThreadKind, Long> out = new EnumMap<>(ThreadKind.class);
         threads.values().forEach(s -> out.merge(ThreadKind.of(s.name()), s.cpuNanos(), Long::sum));
+        return out;
+    }
+
+    /** Voluntary context switches (sleeps, each a later wake-up) by what the threads are for. */
+    Map<ThreadKind, Long> sleepsByKind() {
+        Map<ThreadKind, Long> out = new EnumMap<>(ThreadKind.class);
+        threads.values().forEach(s -> out.merge(ThreadKind.of(s.name()), s.sleeps(), Long::sum));
         return out;
     }
 

@@ -144,4 +144,57 @@ class ThreadTimesTest {
         assertEquals(-1, gone.applicationWaitNanos());
         assertFalse(ThreadTimes.read(SELF).since(gone).known(), "a phase with an unknown end is unknown");
     }
+
+    @Test
+    void voluntarySwitchesAreReadFromAStatusFile() {
+        String status = "Name:\tgrpc-default-ex\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t1234\n"
+                + "nonvoluntary_ctxt_switches:\t56\n";
+        org.junit.jupiter.api.Assertions.assertEquals(1234, ThreadTimes.voluntarySwitches(status));
+        org.junit.jupiter.api.Assertions.assertEquals(0, ThreadTimes.voluntarySwitches("Name:\tx\n"));
+    }
+
+    /** A thread asleep in the kernel before each of 20 hand-offs shows at least 20 more sleeps. */
+    @Test
+    void aThreadThatBlocksIsCountedAsItSleeps() throws Exception {
+        java.util.concurrent.SynchronousQueue<Integer> q = new java.util.concurrent.SynchronousQueue<>();
+        Thread taker = new Thread(() -> {
+            try {
+                for (int i = 0; i < 22; i++) {
+                    q.take();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "sleepy-taker");
+        taker.start();
+        q.put(0); // the taker is in its loop
+        java.nio.file.Path stat = null;
+        try (var tasks = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/task"))) {
+            for (java.nio.file.Path t : tasks.toList()) {
+                if (java.nio.file.Files.readString(t.resolve("comm")).trim().equals("sleepy-taker")) {
+                    stat = t.resolve("stat");
+                }
+            }
+        }
+        org.junit.jupiter.api.Assertions.assertNotNull(stat, "the taker's /proc entry");
+        untilAsleep(stat);
+        ThreadTimes before = ThreadTimes.read(java.nio.file.Path.of("/proc/self/task"));
+        for (int i = 1; i <= 20; i++) {
+            q.put(i); // wakes the taker, which takes it and goes back to sleep
+            untilAsleep(stat);
+        }
+        ThreadTimes after = ThreadTimes.read(java.nio.file.Path.of("/proc/self/task"));
+        q.put(21); // the last: the taker was alive for the reading, and now ends
+        taker.join();
+        long sleeps = after.since(before).threads().values().stream()
+                .filter(x -> x.name().equals("sleepy-taker")).mapToLong(ThreadTimes.Sample::sleeps).sum();
+        org.junit.jupiter.api.Assertions.assertTrue(sleeps >= 20, "the taker slept " + sleeps + " times");
+    }
+
+    /** Until the kernel has the thread of {@code stat} asleep (state S). */
+    private static void untilAsleep(java.nio.file.Path stat) throws java.io.IOException {
+        while (!java.nio.file.Files.readString(stat).replaceFirst("^.*\\) ", "").startsWith("S")) {
+            Thread.onSpinWait();
+        }
+    }
 }
