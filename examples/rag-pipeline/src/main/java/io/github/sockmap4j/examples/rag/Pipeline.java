@@ -24,7 +24,9 @@ final class Pipeline implements AutoCloseable {
     final boolean fast;
     final String label;
     final Map<RagService.Role, Stage> stages = new EnumMap<>(RagService.Role.class);
-    final PathMeter meter;
+    /** The meter of the measured phase now under way: a fresh one for each load of the curve. */
+    PathMeter meter;
+    private final Sockmap sockmap;
     private final Path pins;
     private final List<InetSocketAddress> translated = new ArrayList<>();
     private ManagedChannel gateway;
@@ -34,7 +36,14 @@ final class Pipeline implements AutoCloseable {
         this.fast = fast;
         this.label = label;
         this.pins = sockmap != null && sockmap.isActive() ? sockmap.config().pinDirectory() : null;
+        this.sockmap = sockmap;
         this.meter = new PathMeter(fast, stages, sockmap);
+    }
+
+    /** Starts a new measured phase: a meter that has counted nothing yet. */
+    PathMeter freshMeter() {
+        meter = new PathMeter(fast, stages, sockmap);
+        return meter;
     }
 
     /** Puts a Service whose connects go straight to {@code pod}, until close. */

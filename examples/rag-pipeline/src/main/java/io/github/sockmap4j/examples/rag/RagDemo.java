@@ -46,8 +46,16 @@ import picocli.CommandLine.Option;
 public final class RagDemo implements Callable<Integer> {
     @Option(names = "--requests", defaultValue = "2000", description = "requests measured per path (default ${DEFAULT-VALUE})")
     int requests;
-    @Option(names = "--rate", defaultValue = "100", description = "requests per second offered (default ${DEFAULT-VALUE})")
+    @Option(names = "--rate", defaultValue = "100", description = "requests per second offered: given, one point "
+            + "at this rate instead of the load curve (--requests of them a path); the warm-up's rate either way "
+            + "(default ${DEFAULT-VALUE})")
     double rate;
+    @Option(names = "--loads", split = ",", defaultValue = "0.1,0.4,0.7,0.85", description = "the load curve's points, "
+            + "as fractions of plain TCP's maximum throughput measured in the same round (default ${DEFAULT-VALUE})")
+    List<String> loads;
+    @Option(names = "--seconds-per-load", defaultValue = "10", description = "measured seconds a path at each load of "
+            + "the curve, in --slices slices (default ${DEFAULT-VALUE})")
+    double secondsPerLoad;
     @Option(names = "--warmup", defaultValue = "10",
             description = "seconds of closed-loop warm-up per path; then at the rate until the median settles (default ${DEFAULT-VALUE})")
     double warmupSeconds;
@@ -123,6 +131,9 @@ public final class RagDemo implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     private final PrintStream out;
+    /** Whether this run measures the load curve (paired, no --rate), and at which fractions of plain TCP's maximum. */
+    private boolean curve;
+    private List<Double> loadFractions = List.of();
 
     public RagDemo() {
         this(System.out);
@@ -158,6 +169,21 @@ public final class RagDemo implements Callable<Integer> {
             System.err.println("--slices is at least 1 and at most --requests, not " + slices);
             return 2;
         }
+        boolean rateGiven = spec != null && spec.commandLine().getParseResult().hasMatchedOption("--rate");
+        curve = paired && !rateGiven;
+        if (curve) {
+            try {
+                loadFractions = LoadCurve.parse(loads);
+            } catch (IllegalArgumentException e) {
+                System.err.println(e.getMessage());
+                return 2;
+            }
+            if (throughputSeconds <= 0 || secondsPerLoad <= 0) {
+                System.err.println("the load curve measures plain TCP's maximum first: --throughput-seconds and "
+                        + "--seconds-per-load must be positive (or give --rate for one point)");
+                return 2;
+            }
+        }
         if (inProcess && profile.equals("polling")) {
             System.err.println("--profile=polling needs a JVM per stage: leave out --in-process");
             return 2;
@@ -184,7 +210,7 @@ public final class RagDemo implements Callable<Integer> {
             return 2;
         }
         if (node() && nodePods == null) {
-            return driveNode();
+            return NodeDriver.run(RagDemo.class, spec.commandLine().getParseResult().originalArgs(), paired, out);
         }
         RagService.Settings settings = new RagService.Settings(dim, docs, seed, candidates, topK, threshold);
         Sockmap sockmap = null;
@@ -216,11 +242,23 @@ public final class RagDemo implements Callable<Integer> {
                     + "threads of its handlers' executor (SockmapGrpc.Profile.POLLING); the plain path's sleep" : "both paths' sleep until an event comes (SockmapGrpc.Profile.STANDARD)"));
             out.println("handlers: " + describeHandlers(handlers) + (plainHandlers.equals(handlers) ? " on both paths"
                     : " on the fast path; on the plain path " + describeHandlers(plainHandlers)));
-            out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
-                    + "then %.0f s with %d in flight%n", requests, rate, throughputSeconds, inFlight);
+            if (curve) {
+                StringBuilder at = new StringBuilder();
+                loadFractions.forEach(f -> at.append(at.length() == 0 ? "" : ", ").append(Math.round(100 * f)).append('%'));
+                out.printf(Locale.ROOT, "load: a warm-up at %.0f/s per path (until the median settles), then each "
+                        + "path's maximum throughput with %d in flight (%.0f s), then the load curve: %s of plain TCP's "
+                        + "maximum, %.0f s a path at each (give --rate for one point)%n", rate, inFlight,
+                        throughputSeconds, at, secondsPerLoad);
+            } else {
+                out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
+                        + "then %.0f s with %d in flight%n", requests, rate, throughputSeconds, inFlight);
+            }
             out.println(paired ? "paired: both paths' stages run at once; the measured phase alternates between them in "
                     + slices + " slices a path (ABBA), each after a second at the rate that is not counted\n"
                     : "each path's stages run on their own, one path after the other\n");
+            if (curve) {
+                return reportCurve(settings, sockmap);
+            }
             List<RagReport.Run> plainRuns = new ArrayList<>();
             List<RagReport.Run> fastRuns = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
@@ -296,33 +334,8 @@ public final class RagDemo implements Callable<Integer> {
                 Pipeline fast = open(true, s, round, sockmap, NodePods.PAIRED_OFFSET)) {
             Pipeline first = round % 2 == 0 ? plain : fast;
             Pipeline second = first == plain ? fast : plain;
-            LongSupplier plainJit = StageMeters.jitMeter(plain.stages);
-            LongSupplier fastJit = StageMeters.jitMeter(fast.stages);
-            LongSupplier jit = () -> {
-                long a = plainJit.getAsLong();
-                long b = fastJit.getAsLong();
-                return a < 0 || b < 0 ? -1 : a + b;
-            };
-            warm(first, jit);
-            warm(second, jit);
-            int perSlice = Math.max(1, requests / slices);
-            for (int k = 0; k < 2 * slices; k++) {
-                Pipeline p = (k + 1) / 2 % 2 == 0 ? first : second;
-                p.load().fixedRate(Math.max(1, (int) rate), rate, "lead-in", null);
-                PathMeter.Mark m = p.meter.mark();
-                PathMeter.Slice sl = p.meter.add(m, p.load().fixedRate(perSlice, rate, p.label, null));
-                out.printf(Locale.ROOT, "  %-18s slice %d of %d: p50 %.2f ms, CPU of all stages %.1f%%%n", p.label,
-                        p.meter.slices().size(), slices, sl.p50Millis(), sl.cpuPercent());
-            }
-            double[] p50 = new double[slices];
-            double[] cpu = new double[slices];
-            for (int i = 0; i < slices; i++) {
-                PathMeter.Slice a = plain.meter.slices().get(i);
-                PathMeter.Slice b = fast.meter.slices().get(i);
-                p50[i] = b.p50Millis() / a.p50Millis();
-                cpu[i] = b.cpuPercent() / a.cpuPercent();
-            }
-            out.println("  fast/plain by slice pair, min / median / max: P50 " + spread(p50) + ", CPU " + spread(cpu));
+            warmBoth(first, second);
+            measureSlices(plain, fast, first, second, rate, Math.max(1, requests / slices));
             double firstMax = throughput(first);
             double secondMax = throughput(second);
             Map<Pipeline, IdleUse> idle = idle(List.of(plain, fast));
@@ -332,6 +345,124 @@ public final class RagDemo implements Callable<Integer> {
                 plain.meter.run(rate, first == plain ? firstMax : secondMax, idle.get(plain).byStage(), idle.get(plain).byThread()),
                 fast.meter.run(rate, first == fast ? firstMax : secondMax, idle.get(fast).byStage(), idle.get(fast).byThread())};
         }
+    }
+
+    /**
+     * The measured phase of both paths at {@code rate}: {@code --slices} slices of
+     * {@code perSlice} requests a path, in the order ABBA ABBA... from {@code first}, each after a
+     * second at the rate that is not counted, into each pipeline's meter.
+     */
+    private void measureSlices(Pipeline plain, Pipeline fast, Pipeline first, Pipeline second, double rate, int perSlice)
+            throws InterruptedException {
+        for (int k = 0; k < 2 * slices; k++) {
+            Pipeline p = (k + 1) / 2 % 2 == 0 ? first : second;
+            p.load().fixedRate(Math.max(1, (int) rate), rate, "lead-in", null);
+            PathMeter.Mark m = p.meter.mark();
+            PathMeter.Slice sl = p.meter.add(m, p.load().fixedRate(perSlice, rate, p.label, null));
+            out.printf(Locale.ROOT, "  %-18s slice %d of %d: p50 %.2f ms, CPU of all stages %.1f%%%n", p.label,
+                    p.meter.slices().size(), slices, sl.p50Millis(), sl.cpuPercent());
+        }
+        double[] p50 = new double[slices];
+        double[] cpu = new double[slices];
+        for (int i = 0; i < slices; i++) {
+            PathMeter.Slice a = plain.meter.slices().get(i);
+            PathMeter.Slice b = fast.meter.slices().get(i);
+            p50[i] = b.p50Millis() / a.p50Millis();
+            cpu[i] = b.cpuPercent() / a.cpuPercent();
+        }
+        out.println("  fast/plain by slice pair, min / median / max: P50 " + spread(p50) + ", CPU " + spread(cpu));
+    }
+
+    /**
+     * One round of the load curve: both pipelines up and warmed as {@link #runPaired} does, each
+     * path's maximum throughput (closed loop; the path that goes first alternating by round), then
+     * both paths measured in slices at each load, a fraction of plain TCP's maximum of this round.
+     */
+    private List<LoadCurve.Point> runCurve(RagService.Settings s, int round, Sockmap sockmap) throws Exception {
+        try (Pipeline plain = open(false, s, round, sockmap, 0);
+                Pipeline fast = open(true, s, round, sockmap, NodePods.PAIRED_OFFSET)) {
+            Pipeline first = round % 2 == 0 ? plain : fast;
+            Pipeline second = first == plain ? fast : plain;
+            warmBoth(first, second);
+            double firstMax = throughput(first);
+            double secondMax = throughput(second);
+            double plainMax = first == plain ? firstMax : secondMax;
+            double fastMax = first == fast ? firstMax : secondMax;
+            out.printf(Locale.ROOT, "  maximum throughput with %d in flight: plain TCP %.0f rps, fast path %.0f rps "
+                    + "(%.2f)%n", inFlight, plainMax, fastMax, fastMax / plainMax);
+            List<PathMeter[]> meters = new ArrayList<>();
+            for (double f : loadFractions) {
+                double at = f * plainMax;
+                int perSlice = Math.max(1, (int) Math.round(at * secondsPerLoad / slices));
+                out.printf(Locale.ROOT, "  at %.0f%% of plain TCP's maximum: %.0f rps, %,d requests a path%n",
+                        100 * f, at, perSlice * slices);
+                meters.add(new PathMeter[] {plain.freshMeter(), fast.freshMeter()});
+                measureSlices(plain, fast, first, second, at, perSlice);
+                reportFailures(plain);
+                reportFailures(fast);
+            }
+            Map<Pipeline, IdleUse> idle = idle(List.of(plain, fast));
+            List<LoadCurve.Point> points = new ArrayList<>();
+            for (int k = 0; k < loadFractions.size(); k++) {
+                double at = loadFractions.get(k) * plainMax;
+                points.add(new LoadCurve.Point(loadFractions.get(k), at,
+                        meters.get(k)[0].run(at, plainMax, idle.get(plain).byStage(), idle.get(plain).byThread()),
+                        meters.get(k)[1].run(at, fastMax, idle.get(fast).byStage(), idle.get(fast).byThread())));
+            }
+            return points;
+        }
+    }
+
+    /** Warms {@code first}, then {@code second}, each until the JIT compilers of both pipelines are quiet. */
+    private void warmBoth(Pipeline first, Pipeline second) throws InterruptedException {
+        LongSupplier a = StageMeters.jitMeter(first.stages);
+        LongSupplier b = StageMeters.jitMeter(second.stages);
+        LongSupplier jit = () -> {
+            long x = a.getAsLong();
+            long y = b.getAsLong();
+            return x < 0 || y < 0 ? -1 : x + y;
+        };
+        warm(first, jit);
+        warm(second, jit);
+    }
+
+    /**
+     * The load curve's rounds, then for each load the demo's tables (medians over the rounds), the
+     * curve's table last, and the plots when asked.
+     */
+    private int reportCurve(RagService.Settings settings, Sockmap sockmap) throws Exception {
+        List<List<LoadCurve.Point>> byRound = new ArrayList<>();
+        for (int r = 0; r < rounds; r++) {
+            out.println("round " + (r + 1) + " of " + rounds + ":");
+            byRound.add(runCurve(settings, r, sockmap));
+        }
+        for (int k = 0; k < loadFractions.size(); k++) {
+            List<RagReport.Run> plainRuns = new ArrayList<>();
+            List<RagReport.Run> fastRuns = new ArrayList<>();
+            double[] at = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                plainRuns.add(byRound.get(r).get(k).plain());
+                fastRuns.add(byRound.get(r).get(k).fast());
+                at[r] = byRound.get(r).get(k).rate();
+            }
+            Arrays.sort(at);
+            double rps = RagReport.quantile(at, 0.5);
+            out.printf(Locale.ROOT, "%n## At %.0f%% of plain TCP's maximum throughput (%.0f requests/s offered)%n%n",
+                    100 * loadFractions.get(k), rps);
+            new RagReport(out, rounds, rps, throughputSeconds, inFlight, false, idleSeconds).print(plainRuns, fastRuns);
+        }
+        out.println("\n## The load curve, fast/plain in brackets\n");
+        LoadCurve.print(out, byRound);
+        if (plot != null) {
+            LoadCurve.plot(plot, byRound);
+            out.println("\nplots: " + plot + ", " + LoadCurve.cpuFileFor(plot));
+        }
+        if (sockmap != null && sockmap.isActive()
+                && byRound.get(0).stream().mapToLong(p -> p.fast().bytesRedirected()).sum() == 0) {
+            out.println("\nWARNING: nothing went through the redirect; see the log lines above for why");
+            return 1;
+        }
+        return 0;
     }
 
     private static String describeHandlers(String h) {
@@ -443,88 +574,6 @@ public final class RagDemo implements Callable<Integer> {
 
     private boolean node() {
         return topology.equals("node");
-    }
-
-    /**
-     * The node topology's driver: builds the bed (a node namespace, five pods routed through it,
-     * a Service VIP per stage NAT-ed to its pod), runs this demo again in the client pod (which
-     * starts each stage in its pod and prints the tables), and removes the bed, also when the run
-     * fails or is interrupted.
-     */
-    private int driveNode() throws Exception {
-        if (!"root".equals(System.getProperty("user.name")) && !Files.isWritable(Path.of("/run"))) {
-            System.err.println("the node topology builds network namespaces and needs root: run it as root, or pass "
-                    + "--topology loopback");
-            return 2;
-        }
-        NodeBed bed = NodeBed.create("rag", NodePods.CLIENT + 1);
-        AtomicReference<Process> inPod = new AtomicReference<>();
-        Thread cleanup = new Thread(() -> {
-            try {
-                stop(inPod.get()); // first the run in the pod: its stages and fast path go with it
-                bed.close();
-            } catch (IOException e) {
-                System.err.println("removing the node bed: " + e.getMessage());
-            }
-        }, "rag-node-bed-cleanup");
-        Runtime.getRuntime().addShutdownHook(cleanup);
-        try {
-            List<String> pods = new ArrayList<>();
-            for (RagService.Role r : RagService.Role.values()) {
-                for (int port : paired ? List.of(NodePods.port(r), NodePods.port(r) + NodePods.PAIRED_OFFSET)
-                        : List.of(NodePods.port(r))) {
-                    bed.service(NodePods.vip(r), port, NodeBed.podAddress(r.ordinal()) + ":" + port);
-                }
-                pods.add(bed.pod(r.ordinal()));
-            }
-            List<String> cmd = new ArrayList<>();
-            cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-            cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
-            cmd.add("-cp");
-            cmd.add(System.getProperty("java.class.path"));
-            cmd.add(RagDemo.class.getName());
-            cmd.addAll(spec.commandLine().getParseResult().originalArgs());
-            cmd.add("--node-pods=" + String.join(",", pods));
-            Process p = new ProcessBuilder(NodeBed.inNetwork(bed.pod(NodePods.CLIENT), cmd))
-                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            inPod.set(p);
-            p.getOutputStream().close();
-            try (java.io.BufferedReader r = p.inputReader(java.nio.charset.StandardCharsets.UTF_8)) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    out.println(line);
-                }
-            }
-            return p.waitFor();
-        } finally {
-            stop(inPod.get());
-            bed.close();
-            try {
-                Runtime.getRuntime().removeShutdownHook(cleanup);
-            } catch (IllegalStateException exiting) {
-                // the hook runs now; the bed is already gone
-            }
-        }
-    }
-
-    /**
-     * Ends the run in the client pod, if it still runs: SIGTERM (its exit hooks close its fast path;
-     * its stages stop when their input closes), SIGKILL after 30 s.
-     */
-    private static void stop(Process p) {
-        if (p == null || !p.isAlive()) {
-            return;
-        }
-        p.destroy();
-        try {
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                System.err.println("the run in the client pod did not stop in 30 s: killing it");
-                p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            p.destroyForcibly();
-        }
     }
 
     private void startStages(boolean fast, RagService.Settings s, Map<RagService.Role, Stage> stages, int portOffset)

@@ -57,4 +57,18 @@ class RagDemoArgsTest {
         String e = refused("--plain-handlers=pool", "--in-process", "--topology=loopback", "--mode=plain");
         assertTrue(e.contains("--plain-handlers needs a JVM per stage: leave out --in-process"), e);
     }
+
+    @Test
+    void theCurvesLoadsAreFractionsOfPlainTcpsMaximum() {
+        for (String bad : new String[] {"--loads=0.4,forty", "--loads=0", "--loads=2.5", "--loads=-0.1"}) {
+            String e = refused(bad);
+            assertTrue(e.contains("--loads are fractions of plain TCP's maximum throughput, above 0 and at most 2 "
+                    + "(0.4 for 40%), not '"), bad + ": " + e);
+        }
+        for (String bad : new String[] {"--throughput-seconds=0", "--seconds-per-load=0"}) {
+            String e = refused(bad);
+            assertTrue(e.contains("the load curve measures plain TCP's maximum first: --throughput-seconds and "
+                    + "--seconds-per-load must be positive (or give --rate for one point)"), bad + ": " + e);
+        }
+    }
 }

@@ -55,11 +55,46 @@ class RagDemoTest {
         assertBothPathsMeasured(text);
     }
 
+    /**
+     * With no --rate, the load curve: each path's maximum measured, then both paths at each load
+     * (a fraction of plain TCP's maximum), a table per load and the curve's table with both
+     * paths and their ratio, the fast path redirected at every load and the plain path never.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void theLoadCurveMeasuresBothPathsAtEachLoad() {
+        String text = runArgs("--loads=0.3,0.6", "--seconds-per-load=1", "--slices=2", "--warmup=1", "--max-warmup=3",
+                "--throughput-seconds=1", "--docs=1000", "--stage-heap=128m");
+        Matcher max = Pattern.compile("maximum throughput with 16 in flight: plain TCP ([0-9]+) rps, fast path ([0-9]+) rps")
+                .matcher(text);
+        assertTrue(max.find() && Long.parseLong(max.group(1)) > 0 && Long.parseLong(max.group(2)) > 0, text);
+        for (String load : new String[] {"30", "60"}) {
+            assertTrue(text.contains("## At " + load + "% of plain TCP's maximum throughput ("), "a table at " + load + "%");
+            String num = "[0-9]+\\.[0-9]+";
+            Matcher row = Pattern.compile("\\| " + load + "% of plain TCP's maximum \\| [0-9]+ \\| (" + num + ") / (" + num
+                    + ") \\(" + num + "\\) \\| " + num + " / " + num + " \\(" + num + "\\) \\| " + num + " / " + num
+                    + " \\(" + num + "\\) \\| " + num + " / " + num + " \\(" + num + "\\) \\| 0 / 0 \\|").matcher(text);
+            assertTrue(row.find() && Double.parseDouble(row.group(1)) > 0 && Double.parseDouble(row.group(2)) > 0,
+                    "the curve's row at " + load + "%, both paths, no request failed: " + text);
+        }
+        Matcher redirected = Pattern.compile("\\| MiB redirected \\(opted-in sockets\\) \\| 0.0 \\| ([0-9.]+) \\|")
+                .matcher(text);
+        int loads = 0;
+        while (redirected.find()) {
+            assertTrue(Double.parseDouble(redirected.group(1)) > 0, "the fast path redirected at every load: " + text);
+            loads++;
+        }
+        assertEquals(2, loads, "a table per load: " + text);
+        assertEquals(0, ProcessHandle.current().children().count(), "every stage JVM has exited");
+    }
+
     private static String run(String... more) {
+        return runArgs(Stream.concat(Arrays.stream(SMALL), Arrays.stream(more)).toArray(String[]::new));
+    }
+
+    private static String runArgs(String... args) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        String[] args = Stream.concat(Arrays.stream(SMALL), Arrays.stream(more))
-                .toArray(String[]::new);
         int rc = new CommandLine(new RagDemo(out)).execute(args);
         String text = bytes.toString(StandardCharsets.UTF_8);
         System.out.println(text);
