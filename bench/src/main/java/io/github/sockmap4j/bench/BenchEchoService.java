@@ -12,11 +12,13 @@ import io.grpc.stub.ServerCalls;
  */
 final class BenchEchoService {
     private static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
+    /** The service's full name; its handlers never block. */
+    static final String SERVICE = "bench.Echo";
     static final MethodDescriptor<byte[], byte[]> UNARY = MethodDescriptor.<byte[], byte[]>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("bench.Echo/Unary")
+            .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName(SERVICE + "/Unary")
             .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
     static final MethodDescriptor<byte[], byte[]> STREAM = MethodDescriptor.<byte[], byte[]>newBuilder()
-            .setType(MethodDescriptor.MethodType.SERVER_STREAMING).setFullMethodName("bench.Echo/Stream")
+            .setType(MethodDescriptor.MethodType.SERVER_STREAMING).setFullMethodName(SERVICE + "/Stream")
             .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
     static final int STREAM_MESSAGES = 4096;
     private static final byte[] STREAM_MESSAGE = new byte[64 << 10];
@@ -25,7 +27,7 @@ final class BenchEchoService {
     }
 
     static ServerServiceDefinition service() {
-        return ServerServiceDefinition.builder("bench.Echo")
+        return ServerServiceDefinition.builder(SERVICE)
                 .addMethod(UNARY, ServerCalls.asyncUnaryCall((req, out) -> {
                     out.onNext(req);
                     out.onCompleted();

@@ -37,6 +37,9 @@ public final class GrpcHandoffs {
     private static final java.util.List<String> ONLY = java.util.Arrays.stream(
             System.getProperty("transports", "").split(",")).filter(x -> !x.isBlank()).toList();
 
+    /** {@code -Dsyscalls=false}: no perf stat during the measured calls. */
+    private static final boolean SYSCALLS = !"false".equals(System.getProperty("syscalls"));
+
     private GrpcHandoffs() {
     }
 
@@ -111,9 +114,12 @@ public final class GrpcHandoffs {
         NettyGrpcBench.pollingExecutors(pollMicros * 1000, true); // -Dexecutor=polling: every transport's, as its loops
         BenchRun.header(String.format(Locale.ROOT, "gRPC unary 1 KiB hand-offs, loopback, executor %s, %d calls, "
                 + "event loops polling up to %d us", NettyGrpcBench.DIRECT ? "direct" : NettyGrpcBench.POLLING ? "polling"
-                : "default", calls, pollMicros));
+                : NettyGrpcBench.LOOPS ? "loops" : "default", calls, pollMicros));
         BenchRun.Table table = new BenchRun.Table(2, "transport", "thread", "sleeps/call", "preempted/call",
                 "on CPU us/call", "run-queue us/call");
+        BenchRun.Table kernel = new BenchRun.Table(1, "transport", "sk_msg runs/call", "write", "writev", "sendmsg",
+                "sendto", "read", "readv", "recvmsg", "recvfrom", "epoll_wait", "futex", "all counted");
+        java.io.Closeable runStats = io.github.sockmap4j.admin.SockmapAdmin.enableKernelRunStats();
         Thread.currentThread().setName("caller");
         try (Topology at = Topology.loopback()) {
             byte[] req = new byte[1024];
@@ -145,6 +151,8 @@ public final class GrpcHandoffs {
                         }
                         System.out.println("measuring " + t + " in pid " + ProcessHandle.current().pid());
                         Map<String, Map.Entry<String, Sched>> before = snapshot();
+                        long runsBefore = sockmap.verdictRunCount();
+                        SyscallCount syscalls = SYSCALLS ? SyscallCount.start() : null;
                         long t0 = System.nanoTime();
                         int made = 0;
                         for (; made < calls || System.nanoTime() - t0 < SECONDS * 1_000_000_000L; made++) {
@@ -152,6 +160,25 @@ public final class GrpcHandoffs {
                         }
                         long elapsed = System.nanoTime() - t0;
                         int measured = made;
+                        Map<String, Long> sys = Map.of();
+                        if (syscalls != null) {
+                            try (syscalls) {
+                                sys = syscalls.stop();
+                            }
+                        }
+                        double perCall = made;
+                        Map<String, Long> counted = sys;
+                        java.util.function.Function<String, String> per = c -> counted.containsKey(c)
+                                ? String.format(Locale.ROOT, "%.2f", counted.get(c) / perCall) : "-";
+                        kernel.row(t.name(), String.format(Locale.ROOT, "%.2f", (sockmap.verdictRunCount() - runsBefore)
+                                / perCall), per.apply("write"), per.apply("writev"), per.apply("sendmsg"),
+                                per.apply("sendto"), per.apply("read"), per.apply("readv"), per.apply("recvmsg"),
+                                per.apply("recvfrom"),
+                                counted.isEmpty() ? "-" : String.format(Locale.ROOT, "%.2f", (counted.getOrDefault(
+                                        "epoll_wait", 0L) + counted.getOrDefault("epoll_pwait", 0L)
+                                        + counted.getOrDefault("epoll_pwait2", 0L)) / perCall),
+                                per.apply("futex"), counted.isEmpty() ? "-" : String.format(Locale.ROOT, "%.2f",
+                                        counted.values().stream().mapToLong(Long::longValue).sum() / perCall));
                         Map<String, Map.Entry<String, Sched>> after = snapshot();
                         Map<String, Sched> byGroup = new TreeMap<>();
                         after.forEach((tid, now) -> {
@@ -172,8 +199,16 @@ public final class GrpcHandoffs {
             }
         } finally {
             SockmapNetty.shutdown(java.time.Duration.ofSeconds(10), group);
+            runStats.close();
         }
         table.print();
+        System.out.println();
+        kernel.print();
+        System.out.println("system calls a call by all of this JVM's threads (both ends), counted by perf stat on the "
+                + "kernel's sys_enter tracepoints while the measured calls ran (which makes those calls slower: read "
+                + "the wall clock above with -Dsyscalls=false); write and read include Netty's eventfd wake-ups; "
+                + "epoll_wait counts epoll_wait, epoll_pwait and epoll_pwait2; sk_msg runs: the kernel's runs of the "
+                + "verdict program, one per redirected send, both directions");
         System.out.println("sleeps: voluntary context switches (a thread that blocks and is woken later); preempted: "
                 + "involuntary ones; threads with fewer than one switch in 100 calls left out");
     }

@@ -54,7 +54,8 @@ import org.HdrHistogram.Histogram;
  *
  * <p>{@code -Dexecutor=direct} runs every gRPC server and channel with {@code directExecutor()}
  * (handlers on the event loop, no hand-off to an executor), {@code -Dexecutor=polling} sockmap4j's on a
- * {@link PollingExecutor}; the default is gRPC's own executor.
+ * {@link PollingExecutor}, {@code -Dexecutor=loops} the echo service on the loops that read its
+ * calls ({@link SockmapGrpc#runOnEventLoops}); the default is gRPC's own executor.
  *
  * <p>In either {@link Topology} ({@code -Dtopology=loopback}, the default, or {@code node}: stock
  * TCP through the node's DNAT, sockmap4j's VIP translated at connect); the domain socket is a
@@ -74,6 +75,12 @@ public final class NettyGrpcBench {
 
     /** gRPC's executor profile for servers and channels: its default executor, or {@code directExecutor()}. */
     static final boolean DIRECT = "direct".equals(System.getProperty("executor", "default"));
+    /**
+     * {@code -Dexecutor=loops}: the echo service declared non-blocking
+     * ({@link SockmapGrpc#runOnEventLoops}) on every server and the channels' callbacks on their
+     * loops, the loops sleeping as gRPC's do; in-process, which has no loops, runs direct.
+     */
+    static final boolean LOOPS = "loops".equals(System.getProperty("executor", "default"));
     /**
      * {@code -Dexecutor=polling}: sockmap4j's servers and channels on a {@link PollingExecutor} polling
      * as long as its loops ({@code -Dpoll}), as {@code SockmapGrpc.Profile.POLLING} sets them up, and
@@ -344,7 +351,7 @@ public final class NettyGrpcBench {
             String name = "sockmap4j-bench-" + System.nanoTime();
             InProcessServerBuilder ib = InProcessServerBuilder.forName(name).addService(BenchEchoService.service());
             InProcessChannelBuilder ic = InProcessChannelBuilder.forName(name);
-            if (DIRECT) {
+            if (DIRECT || LOOPS) {
                 ib.directExecutor();
                 ic.directExecutor();
             } else if (EXECUTORS.containsKey(t)) {
@@ -365,6 +372,8 @@ public final class NettyGrpcBench {
         }
         if (DIRECT) {
             sb.directExecutor();
+        } else if (LOOPS) {
+            SockmapGrpc.runOnEventLoops(sb, java.util.List.of(BenchEchoService.SERVICE));
         } else if (EXECUTORS.containsKey(t)) {
             sb.executor(EXECUTORS.get(t));
         }
@@ -382,6 +391,8 @@ public final class NettyGrpcBench {
         cb.channelFactory(in(at, 0, t, clientChannels(t)));
         if (DIRECT) {
             cb.directExecutor();
+        } else if (LOOPS) {
+            SockmapGrpc.runOnEventLoops(cb);
         } else if (EXECUTORS.containsKey(t)) {
             cb.executor(EXECUTORS.get(t));
         }
