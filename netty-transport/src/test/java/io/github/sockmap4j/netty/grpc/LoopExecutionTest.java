@@ -173,6 +173,59 @@ class LoopExecutionTest {
         assertTrue(where.stream().anyMatch(f -> f.join().endsWith("on a loop")), "no callback ran on a loop");
     }
 
+    /**
+     * A call made on a client loop goes out on that loop's channel: its reply's callback runs on
+     * the thread that made it, for every call of both loops; calls from another thread take the
+     * loops' channels in turn; shutting it down ends every channel.
+     */
+    @Test
+    void aLoopLocalChannelKeepsACallOnTheLoopThatMadeIt() throws Exception {
+        Server s = server(new LoopExecution(Set.of("sockmap4j.Echo"), SockmapGrpc.blockingPool(), Duration.ofSeconds(10)));
+        LoopLocalChannel ch = LoopLocalChannel.of(clientLoops, loop -> SockmapGrpc.runOnEventLoops(
+                NettyChannelBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getPort())))
+                .channelType(NioSocketChannel.class).eventLoopGroup(loop).usePlaintext().build());
+        closers.add(() -> ch.shutdownNow().awaitTermination(10, TimeUnit.SECONDS));
+        List<CompletableFuture<String>> calls = new ArrayList<>();
+        for (EventExecutor loop : clientLoops) {
+            for (int i = 0; i < 20; i++) {
+                byte[] req = {(byte) i};
+                CompletableFuture<String> where = new CompletableFuture<>();
+                loop.execute(() -> {
+                    Thread caller = Thread.currentThread();
+                    CompletableFuture<byte[]> reply = new CompletableFuture<>();
+                    ClientCalls.asyncUnaryCall(ch.newCall(ECHO, CallOptions.DEFAULT), req, new io.grpc.stub.StreamObserver<>() {
+                        @Override
+                        public void onNext(byte[] value) {
+                            where.complete(value[0] == req[0] && Thread.currentThread() == caller ? "same loop"
+                                    : "echo " + value[0] + " for " + req[0] + " on " + Thread.currentThread().getName()
+                                            + ", made on " + caller.getName());
+                        }
+
+                        @Override
+                        public void onError(Throwable t) {
+                            where.completeExceptionally(t);
+                        }
+
+                        @Override
+                        public void onCompleted() {
+                            reply.complete(null);
+                        }
+                    });
+                });
+                calls.add(where);
+            }
+        }
+        for (CompletableFuture<String> c : calls) {
+            assertEquals("same loop", c.get(10, TimeUnit.SECONDS));
+        }
+        for (int i = 0; i < 10; i++) { // from this thread: each loop's channel in turn, every reply whole
+            byte[] req = {(byte) i, 7};
+            assertArrayEquals(req, ClientCalls.blockingUnaryCall(ch, ECHO, CallOptions.DEFAULT, req));
+        }
+        ch.shutdown();
+        assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS) && ch.isTerminated() && ch.isShutdown(), ch.toString());
+    }
+
     @Test
     void aNonBlockingServiceThatHoldsItsLoopIsNamedOnce() throws Exception {
         LoopExecution where = new LoopExecution(Set.of("sockmap4j.Echo", "sockmap4j.Slow"), SockmapGrpc.blockingPool(),
