@@ -7,6 +7,7 @@
 # (scripts/demo.sh --help):
 #   scripts/demo.sh --requests 20000 --rate 300 --rounds 3 --docs 50000
 set -euo pipefail
+caller=$PWD # a relative --plot FILE lands where the demo was started from
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
@@ -16,7 +17,7 @@ java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vecto
   --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
 rc=0
-mvn_b -q -pl examples/rag-pipeline exec:exec \
+mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.workingdir="$caller" \
   -Dexec.args="${java_flags[*]} -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo $*" || rc=$?
 if [ -d /sys/fs/bpf/sockmap4j ] && [ ! -e /sys/fs/bpf/sockmap4j/agent ]; then
   echo "warning: /sys/fs/bpf/sockmap4j is still there after the demo" >&2
