@@ -92,8 +92,16 @@ public final class Plots {
         x.setMinorTickCount(1);
         x.setNumberFormatOverride(new PercentileFormat());
         NumberAxis y = new NumberAxis(millis ? "latency (ms)" : "latency (µs)");
-        XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, false);
-        int[][] style = styles(List.copyOf(series.keySet()));
+        write(file, title, data, x, y, styles(List.copyOf(series.keySet())), false, null);
+    }
+
+    /**
+     * The line chart both plots draw: each series in its {@code style} ({colour, dash}), shapes at
+     * the points where asked, a white background with grey grid lines, 900 × 500.
+     */
+    private static void write(Path file, String title, XYSeriesCollection data, org.jfree.chart.axis.ValueAxis x,
+            org.jfree.chart.axis.ValueAxis y, int[][] style, boolean shapes, Float titleSize) throws IOException {
+        XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, shapes);
         for (int i = 0; i < style.length; i++) {
             r.setSeriesPaint(i, COLORS[style[i][0]]);
             float[] dash = DASHES[style[i][1] % DASHES.length];
@@ -106,6 +114,9 @@ public final class Plots {
         plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
         JFreeChart chart = new JFreeChart(title, JFreeChart.DEFAULT_TITLE_FONT, plot, true);
         chart.setBackgroundPaint(Color.WHITE);
+        if (titleSize != null) {
+            chart.getTitle().setFont(chart.getTitle().getFont().deriveFont(titleSize));
+        }
         Files.createDirectories(file.toAbsolutePath().getParent());
         ChartUtils.saveChartAsPNG(file.toFile(), chart, 900, 500);
     }
@@ -151,23 +162,7 @@ public final class Plots {
         } else {
             y = new NumberAxis(yAxis);
         }
-        XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, true);
-        int[][] style = styles(groups);
-        for (int i = 0; i < style.length; i++) {
-            r.setSeriesPaint(i, COLORS[style[i][0]]);
-            float[] dash = DASHES[style[i][1] % DASHES.length];
-            r.setSeriesStroke(i, dash == null ? new BasicStroke(2f)
-                    : new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, dash, 0f));
-        }
-        XYPlot plot = new XYPlot(data, x, y, r);
-        plot.setBackgroundPaint(Color.WHITE);
-        plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
-        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
-        JFreeChart chart = new JFreeChart(title, JFreeChart.DEFAULT_TITLE_FONT, plot, true);
-        chart.setBackgroundPaint(Color.WHITE);
-        chart.getTitle().setFont(chart.getTitle().getFont().deriveFont(14f));
-        Files.createDirectories(file.toAbsolutePath().getParent());
-        ChartUtils.saveChartAsPNG(file.toFile(), chart, 900, 500);
+        write(file, title, data, x, y, styles(groups), true, 14f);
     }
 
     /**

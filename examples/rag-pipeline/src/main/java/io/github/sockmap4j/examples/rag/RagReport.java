@@ -106,44 +106,41 @@ final class RagReport {
 
     /**
      * CPU a request by stage and thread kind, where either path spent at least 1 µs a request in
-     * it: which of a stage's threads the fast path makes cheaper or dearer.
+     * it (which of a stage's threads the fast path makes cheaper or dearer), then the wake-ups a
+     * request of the event loops and the handlers (what the hand-offs between them cost).
      */
     private void printByKind(List<Run> plain, List<Run> fast, boolean both) {
-        out.println();
-        out.println("| CPU µs a request, by stage and thread kind | plain TCP | sockmap fast path | fast/plain |");
-        out.println("|---|---:|---:|---:|");
-        for (RagService.Role role : RagService.Role.values()) {
-            String stage = role.name().toLowerCase(Locale.ROOT);
-            for (ThreadKind k : ThreadKind.values()) {
-                java.util.function.ToDoubleFunction<Run> f = r -> r.cpuMicrosByKind().getOrDefault(role, Map.of())
-                        .getOrDefault(k, Double.NaN);
-                if (Math.max(nanToZero(median(plain, f)), nanToZero(median(fast, f))) >= 1) {
-                    row(stage + ": " + k.label, plain, fast, f, "%.0f", both);
-                }
-            }
-            row(stage + ": all threads", plain, fast,
-                    r -> allStages(Map.of(role, r.cpuMicrosByKind().getOrDefault(role, Map.of())), null), "%.0f", both);
-        }
-        row("all stages: all threads", plain, fast, r -> allStages(r.cpuMicrosByKind(), null), "%.0f", both);
+        table("CPU µs a request, by stage and thread kind", List.of(ThreadKind.values()), Run::cpuMicrosByKind, 1,
+                "%.0f", plain, fast, both);
         row("all stages: all threads but the JIT compilers", plain, fast,
                 r -> allStages(r.cpuMicrosByKind(), ThreadKind.JIT), "%.0f", both);
+        table("wake-ups a request (voluntary context switches), by stage and thread kind",
+                List.of(ThreadKind.EVENT_LOOPS, ThreadKind.HANDLERS), Run::wakeupsByKind, 0.05, "%.2f", plain, fast, both);
+    }
+
+    /**
+     * A table of {@code metric} by stage: a row for each of {@code kinds} where either path has at
+     * least {@code least}, a stage's all threads, and all stages' all threads last.
+     */
+    private void table(String title, List<ThreadKind> kinds,
+            java.util.function.Function<Run, Map<RagService.Role, Map<ThreadKind, Double>>> metric, double least,
+            String fmt, List<Run> plain, List<Run> fast, boolean both) {
         out.println();
-        out.println("| wake-ups a request (voluntary context switches), by stage and thread kind | plain TCP "
-                + "| sockmap fast path | fast/plain |");
+        out.println("| " + title + " | plain TCP | sockmap fast path | fast/plain |");
         out.println("|---|---:|---:|---:|");
         for (RagService.Role role : RagService.Role.values()) {
             String stage = role.name().toLowerCase(Locale.ROOT);
-            for (ThreadKind k : List.of(ThreadKind.EVENT_LOOPS, ThreadKind.HANDLERS)) {
-                java.util.function.ToDoubleFunction<Run> f = r -> r.wakeupsByKind().getOrDefault(role, Map.of())
+            for (ThreadKind k : kinds) {
+                java.util.function.ToDoubleFunction<Run> f = r -> metric.apply(r).getOrDefault(role, Map.of())
                         .getOrDefault(k, Double.NaN);
-                if (Math.max(nanToZero(median(plain, f)), nanToZero(median(fast, f))) >= 0.05) {
-                    row(stage + ": " + k.label, plain, fast, f, "%.2f", both);
+                if (Math.max(nanToZero(median(plain, f)), nanToZero(median(fast, f))) >= least) {
+                    row(stage + ": " + k.label, plain, fast, f, fmt, both);
                 }
             }
             row(stage + ": all threads", plain, fast,
-                    r -> allStages(Map.of(role, r.wakeupsByKind().getOrDefault(role, Map.of())), null), "%.2f", both);
+                    r -> allStages(Map.of(role, metric.apply(r).getOrDefault(role, Map.of())), null), fmt, both);
         }
-        row("all stages: all threads", plain, fast, r -> allStages(r.wakeupsByKind(), null), "%.2f", both);
+        row("all stages: all threads", plain, fast, r -> allStages(metric.apply(r), null), fmt, both);
     }
 
     /**

@@ -87,27 +87,24 @@ final class StageMeters {
     /** CPU microseconds a request of each stage's thread kinds, from their use over the phase. */
     static Map<RagService.Role, Map<ThreadKind, Double>> microsPerRequest(Map<RagService.Role, ThreadTimes> used,
             long requests) {
-        Map<RagService.Role, Map<ThreadKind, Double>> out = new EnumMap<>(RagService.Role.class);
-        used.forEach((role, t) -> {
-            Map<ThreadKind, Double> m = new EnumMap<>(ThreadKind.class);
-            Map<ThreadKind, Long> byKind = t.cpuByKind();
-            for (ThreadKind k : ThreadKind.values()) {
-                m.put(k, t.known() ? byKind.getOrDefault(k, 0L) / 1e3 / requests : Double.NaN);
-            }
-            out.put(role, m);
-        });
-        return out;
+        return perRequest(used, ThreadTimes::cpuByKind, requests * 1e3);
     }
 
     /** Wake-ups (voluntary context switches) a request of each stage's thread kinds, over the phase. */
     static Map<RagService.Role, Map<ThreadKind, Double>> wakeupsPerRequest(Map<RagService.Role, ThreadTimes> used,
             long requests) {
+        return perRequest(used, ThreadTimes::sleepsByKind, requests);
+    }
+
+    /** Each stage's {@code byKind} of its use over the phase, divided by {@code per}; NaN where unknown. */
+    private static Map<RagService.Role, Map<ThreadKind, Double>> perRequest(Map<RagService.Role, ThreadTimes> used,
+            java.util.function.Function<ThreadTimes, Map<ThreadKind, Long>> byKind, double per) {
         Map<RagService.Role, Map<ThreadKind, Double>> out = new EnumMap<>(RagService.Role.class);
         used.forEach((role, t) -> {
             Map<ThreadKind, Double> m = new EnumMap<>(ThreadKind.class);
-            Map<ThreadKind, Long> byKind = t.sleepsByKind();
+            Map<ThreadKind, Long> kinds = byKind.apply(t);
             for (ThreadKind k : ThreadKind.values()) {
-                m.put(k, t.known() ? byKind.getOrDefault(k, 0L) / (double) requests : Double.NaN);
+                m.put(k, t.known() ? kinds.getOrDefault(k, 0L) / per : Double.NaN);
             }
             out.put(role, m);
         });
