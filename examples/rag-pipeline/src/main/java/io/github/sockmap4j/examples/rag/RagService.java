@@ -1,6 +1,7 @@
 package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.netty.grpc.LoopLocalChannel;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
@@ -226,7 +227,10 @@ public final class RagService implements AutoCloseable {
                         throw new IllegalArgumentException("the gateway needs the embedding, search and context addresses");
                     }
                     for (java.net.InetSocketAddress a : downstream) {
-                        channels.add(channel(a, fast));
+                        // On the loops, a channel per loop: each downstream call goes out, and its
+                        // reply comes back, on the loop that read the request.
+                        channels.add(handlersOnLoops() ? LoopLocalChannel.of(group(fast), loop -> channel(a, fast, loop))
+                                : channel(a, fast));
                     }
                     ManagedChannel embed = channels.get(0);
                     ManagedChannel search = channels.get(1);
@@ -307,15 +311,20 @@ public final class RagService implements AutoCloseable {
     }
 
     static ManagedChannel channel(java.net.InetSocketAddress to, boolean fast) {
+        return channel(to, fast, group(fast));
+    }
+
+    /** A channel to {@code to} whose connection runs on {@code loops} (a path's group, or one loop of it). */
+    static ManagedChannel channel(java.net.InetSocketAddress to, boolean fast, EventLoopGroup loops) {
         NettyChannelBuilder b = NettyChannelBuilder.forAddress(to).usePlaintext()
                 .maxInboundMessageSize(64 << 20);
         if (fast) {
-            SockmapGrpc.configure(b, group(true));
+            SockmapGrpc.configure(b, loops);
             if (PROFILE == SockmapGrpc.Profile.POLLING && !handlersOnLoops()) {
                 b.executor(SockmapGrpc.pollingExecutor());
             }
         } else {
-            b.channelType(EpollSocketChannel.class).eventLoopGroup(group());
+            b.channelType(EpollSocketChannel.class).eventLoopGroup(loops);
         }
         if (handlersOnLoops()) {
             SockmapGrpc.runOnEventLoops(b);
