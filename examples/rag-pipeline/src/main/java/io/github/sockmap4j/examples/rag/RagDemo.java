@@ -8,24 +8,17 @@ import io.github.sockmap4j.testbed.NodeBed;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
@@ -316,7 +309,7 @@ public final class RagDemo implements Callable<Integer> {
             PathMeter.Mark m = p.meter.mark();
             p.meter.add(m, p.load().fixedRate(requests, rate, p.label, out));
             double maxRps = throughput(p);
-            Map<Pipeline, IdleUse> idle = idle(List.of(p));
+            Map<Pipeline, IdleUse> idle = IdleUse.measure(List.of(p), idleSeconds, inProcess);
             reportFailures(p);
             return p.meter.run(rate, maxRps, idle.get(p).byStage(), idle.get(p).byThread());
         }
@@ -338,7 +331,7 @@ public final class RagDemo implements Callable<Integer> {
             measureSlices(plain, fast, first, second, rate, Math.max(1, requests / slices));
             double firstMax = throughput(first);
             double secondMax = throughput(second);
-            Map<Pipeline, IdleUse> idle = idle(List.of(plain, fast));
+            Map<Pipeline, IdleUse> idle = IdleUse.measure(List.of(plain, fast), idleSeconds, inProcess);
             reportFailures(plain);
             reportFailures(fast);
             return new RagReport.Run[] {
@@ -401,7 +394,7 @@ public final class RagDemo implements Callable<Integer> {
                 reportFailures(plain);
                 reportFailures(fast);
             }
-            Map<Pipeline, IdleUse> idle = idle(List.of(plain, fast));
+            Map<Pipeline, IdleUse> idle = IdleUse.measure(List.of(plain, fast), idleSeconds, inProcess);
             List<LoadCurve.Point> points = new ArrayList<>();
             for (int k = 0; k < loadFractions.size(); k++) {
                 double at = loadFractions.get(k) * plainMax;
@@ -534,42 +527,6 @@ public final class RagDemo implements Callable<Integer> {
         if (p.meter.failed() > 0) {
             out.printf("  %s: %d requests failed; the first: %s%n", p.label, p.meter.failed(), p.meter.firstError());
         }
-    }
-
-    /** What a pipeline's stages used with no traffic: % of a CPU by stage and by thread name. */
-    private record IdleUse(Map<RagService.Role, Double> byStage, Map<String, Double> byThread) {
-    }
-
-    /** No traffic for {@code --idle-seconds}: what each pipeline's stages cost idle, and which of their threads. */
-    private Map<Pipeline, IdleUse> idle(List<Pipeline> pipelines) throws InterruptedException {
-        Map<Pipeline, IdleUse> out = new HashMap<>();
-        if (idleSeconds <= 0 || inProcess) {
-            pipelines.forEach(p -> out.put(p, new IdleUse(new EnumMap<>(RagService.Role.class), new TreeMap<>())));
-            return out;
-        }
-        Map<Pipeline, Map<RagService.Role, ThreadTimes>> t0 = new HashMap<>();
-        pipelines.forEach(p -> t0.put(p, StageMeters.threads(p.stages)));
-        long w0 = System.nanoTime();
-        Thread.sleep((long) (idleSeconds * 1000));
-        double wall = (System.nanoTime() - w0) / 1e9;
-        for (Pipeline p : pipelines) {
-            Map<String, Long> use = StageMeters.cpuByName(StageMeters.since(t0.get(p), StageMeters.threads(p.stages)));
-            Map<RagService.Role, Double> byStage = new EnumMap<>(RagService.Role.class);
-            Map<String, Double> byThread = new TreeMap<>();
-            for (RagService.Role role : RagService.Role.values()) {
-                byStage.put(role, 0.0);
-            }
-            use.forEach((name, d) -> {
-                if (d > 0) {
-                    double pct = 100.0 * d / (wall * 1e9);
-                    byThread.put(name, pct);
-                    byStage.merge(RagService.Role.valueOf(name.substring(0, name.indexOf('/')).toUpperCase(Locale.ROOT)),
-                            pct, Double::sum);
-                }
-            });
-            out.put(p, new IdleUse(byStage, byThread));
-        }
-        return out;
     }
 
     private boolean node() {
