@@ -1,9 +1,11 @@
 package io.github.sockmap4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.internal.flow.CreditEngine;
 import io.github.sockmap4j.linux.bpf.ServiceMap;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.testbed.Await;
@@ -287,6 +289,137 @@ class CreditFlowTest {
                 assertTrue(maxQueued.get() <= maxBound.get() + WRITE, "receive memory " + maxQueued.get()
                         + " B within the watcher's bound (up to " + maxBound.get() + " B) plus one write");
                 assertEquals(0, reader.waitFor(30));
+            }
+        }
+    }
+
+    /**
+     * A reader that reads nothing for three times the stall time but sends all the while (an event
+     * loop busy writing its replies) is running, not waiting on its writer: the writer holds for
+     * it, and every byte goes by the redirect, none past the kernel's bound.
+     */
+    @Test
+    void aWriterHoldsForAReaderThatReadsNothingButStillSends() throws Exception {
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            try (SockmapChannel writer = sockmap.openChannel()) {
+                writer.connect(server.getLocalAddress());
+                try (SockmapChannel reader = (SockmapChannel) server.accept()) {
+                    long total = 4L * reader.inFlightBound(); // the writer must hold for its reader
+                    SockmapStats before = sockmap.stats();
+                    FlowStats flowBefore = Sockmap.flowStats();
+                    // The writer's socket reads what its reader sends, on a thread of its own.
+                    CompletableFuture<Long> heard = CompletableFuture.supplyAsync(() -> {
+                        ByteBuffer in = ByteBuffer.allocateDirect(WRITE);
+                        long n = 0;
+                        try {
+                            for (int r; (r = writer.read(in.clear())) >= 0; ) {
+                                n += r;
+                            }
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
+                        }
+                        return n;
+                    }, TestThreads.POOL);
+                    Thread[] writing = new Thread[1];
+                    CompletableFuture<Void> write = CompletableFuture.runAsync(() -> {
+                        writing[0] = Thread.currentThread();
+                        ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
+                        try {
+                            for (long sent = 0; sent < total; sent += WRITE) {
+                                InFlightBoundTest.fill(b, sent / 8);
+                                ChannelContractTest.writeFully(writer, b);
+                            }
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
+                        }
+                    }, TestThreads.POOL);
+                    Await.until("the writer waits for credit", () -> writing[0] != null
+                            && Await.isIn(writing[0], CreditEngine.class.getName(), "await"));
+                    // The reader sends for three stall times of the writer's hold, reading nothing.
+                    ByteBuffer out = ByteBuffer.allocateDirect(4096);
+                    long sentBack = 0;
+                    long from = System.nanoTime();
+                    while (System.nanoTime() - from < 3 * CreditEngine.STALLED_RECEIVER_NANOS) {
+                        ChannelContractTest.writeFully(reader, out.clear());
+                        sentBack += out.capacity();
+                    }
+                    assertFalse(write.isDone(), "the writer held while its reader read nothing");
+                    ByteBuffer in = ByteBuffer.allocateDirect(WRITE);
+                    long expected = 0;
+                    long got = 0;
+                    while (got < total) {
+                        int n = reader.read(in);
+                        assertTrue(n >= 0, "early end of stream at " + got);
+                        got += n;
+                        in.flip();
+                        while (in.remaining() >= 8) {
+                            assertEquals(expected++, in.getLong(), "the long at " + (expected - 1) * 8);
+                        }
+                        in.compact();
+                    }
+                    write.get(30, TimeUnit.SECONDS);
+                    reader.shutdownOutput();
+                    assertEquals(sentBack, heard.get(30, TimeUnit.SECONDS), "the writer read all its reader sent");
+                    SockmapStats after = sockmap.stats();
+                    System.out.printf("credit, a reader that sends %d B and reads nothing for %d ms: %d B by TCP, "
+                                    + "%d bound hits, %d credit waits%n", sentBack,
+                            3 * CreditEngine.STALLED_RECEIVER_NANOS / 1_000_000, after.bytesPassed() - before.bytesPassed(),
+                            after.boundHits() - before.boundHits(),
+                            Sockmap.flowStats().creditWaits() - flowBefore.creditWaits());
+                    assertEquals(0, after.boundHits() - before.boundHits(), "the kernel's bound was never hit");
+                    assertEquals(0, after.bytesPassed() - before.bytesPassed(), "no byte went by TCP");
+                }
+            }
+        }
+    }
+
+    /**
+     * Two ends that each write twice their peer's bound before they read (a protocol that relies on
+     * TCP's buffers): neither reads nor sends once both hold, so each stops holding after the stall
+     * time, the rest goes by TCP, and both finish with every byte in order.
+     */
+    @Test
+    void twoEndsThatBothWriteBeforeTheyReadDoNotDeadlock() throws Exception {
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            try (SockmapChannel a = sockmap.openChannel()) {
+                a.connect(server.getLocalAddress());
+                try (SockmapChannel b = (SockmapChannel) server.accept()) {
+                    long total = 2L * Math.max(a.inFlightBound(), b.inFlightBound());
+                    SockmapStats before = sockmap.stats();
+                    List<CompletableFuture<Void>> ends = List.of(a, b).stream().map(ch -> CompletableFuture.runAsync(() -> {
+                        try {
+                            ByteBuffer out = ByteBuffer.allocateDirect(WRITE);
+                            for (long sent = 0; sent < total; sent += WRITE) {
+                                InFlightBoundTest.fill(out, sent / 8);
+                                ChannelContractTest.writeFully(ch, out);
+                            }
+                            ByteBuffer in = ByteBuffer.allocateDirect(WRITE);
+                            long expected = 0;
+                            for (long got = 0; got < total; ) {
+                                int n = ch.read(in);
+                                assertTrue(n >= 0, "early end of stream at " + got);
+                                got += n;
+                                in.flip();
+                                while (in.remaining() >= 8) {
+                                    assertEquals(expected++, in.getLong(), "the long at " + (expected - 1) * 8);
+                                }
+                                in.compact();
+                            }
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
+                        }
+                    }, TestThreads.POOL)).toList();
+                    for (CompletableFuture<Void> end : ends) {
+                        end.get(Await.scaled(30), TimeUnit.SECONDS);
+                    }
+                    SockmapStats after = sockmap.stats();
+                    System.out.printf("credit, two ends writing %d B each before reading: %d B redirected, %d B by TCP, "
+                            + "%d bound hits%n", total, after.bytesRedirected() - before.bytesRedirected(),
+                            after.bytesPassed() - before.bytesPassed(), after.boundHits() - before.boundHits());
+                    assertTrue(after.boundHits() > before.boundHits(), "the ends stopped holding for each other");
+                }
             }
         }
     }

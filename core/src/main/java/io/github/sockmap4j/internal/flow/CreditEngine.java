@@ -18,9 +18,12 @@ import java.util.function.LongSupplier;
  *       worth sending ({@link #worthSending}); one that cannot be split and is larger than the
  *       bound goes once the receiver has read everything.</li>
  *   <li><b>A stalled receiver</b> ({@link #watch}): one that reads nothing at all for
- *       {@value #STALLED_RECEIVER_MILLIS} ms is not waited for until it reads again, so that
- *       nothing waits on a peer that waits on this writer (the kernel's bound then sends by TCP,
- *       whose buffers take it). Time in which this writer itself did not run (a pause longer than
+ *       {@value #STALLED_RECEIVER_MILLIS} ms, and sends this writer's socket nothing either, is
+ *       not waited for until it reads again, so that nothing waits on a peer that waits on this
+ *       writer (the kernel's bound then sends by TCP, whose buffers take it). A receiver that
+ *       still sends is running and not waiting on this writer (a busy event loop writing its
+ *       replies): it is waited for, as a TCP writer waits for a peer that sends but has not read
+ *       yet. Time in which this writer itself did not run (a pause longer than
  *       {@value #OWN_PAUSE_MILLIS} ms between two looks: a collection, a busy event loop) is not
  *       counted against the receiver, which could not run either.</li>
  *   <li><b>How to wait</b>: a blocking writer idles ({@link BackoffIdle}: spin, yield, then park
@@ -63,6 +66,13 @@ public final class CreditEngine {
         /** What the receiver has read as last seen. */
         long receiverRead();
 
+        /**
+         * What this writer's own socket has read of what its receiver sent, as that socket
+         * publishes it (-1 when it publishes nothing): a receiver that still sends is running.
+         * No system call once found.
+         */
+        long readFromReceiver();
+
         /** Whether the kernel sends this writer by TCP now, after a bound hit. A system call. */
         boolean onTcp();
 
@@ -103,6 +113,7 @@ public final class CreditEngine {
     private final Idle idle;
 
     private long progressRead = -1;
+    private long progressHeard = -1;
     private long progressAt;
     private long lastLook;
     private long stalledAt = -1;
@@ -182,7 +193,7 @@ public final class CreditEngine {
             return a >= want ? a : 0;
         }
         long start = clock.getAsLong();
-        begin(receiver.receiverRead(), start);
+        begin(receiver.receiverRead(), receiver.readFromReceiver(), start);
         idle.reset();
         while (true) {
             if (idle.idle()) {
@@ -191,7 +202,8 @@ public final class CreditEngine {
                 }
                 a = receiver.refresh();
                 if (a < want && idle.waitedLongest()
-                        && (watch(receiver.receiverRead(), clock.getAsLong()) || receiver.receiverGone())) {
+                        && (watch(receiver.receiverRead(), receiver.readFromReceiver(), clock.getAsLong())
+                                || receiver.receiverGone())) {
                     // Gone: the send meets its close. Reading nothing at all: stop holding, and let
                     // the kernel's bound send the rest by TCP, whose buffers take it as they would
                     // without the fast path (a protocol that relies on them does not deadlock).
@@ -232,7 +244,7 @@ public final class CreditEngine {
             return true;
         }
         heldSince = clock.getAsLong();
-        begin(receiver.receiverRead(), heldSince);
+        begin(receiver.receiverRead(), receiver.readFromReceiver(), heldSince);
         return false;
     }
 
@@ -279,7 +291,7 @@ public final class CreditEngine {
      */
     public Retry retry() {
         receiver.available();
-        boolean stalled = watch(receiver.receiverRead(), clock.getAsLong());
+        boolean stalled = watch(receiver.receiverRead(), receiver.readFromReceiver(), clock.getAsLong());
         boolean gone = retry >= MAX_WAIT_NANOS && (stalled || receiver.receiverGone());
         boolean drained = receiver.available() >= receiver.bound();
         if (!gone && !stalled && !drained && receiver.onTcp()) {
@@ -309,21 +321,27 @@ public final class CreditEngine {
 
     // ---- The stall rule ----
 
-    /** A wait begins, with the receiver's read count at {@code read}. */
-    void begin(long read, long now) {
+    /**
+     * A wait begins, with the receiver's read count at {@code read} and what this writer has read
+     * of it at {@code heard} (-1: not known).
+     */
+    void begin(long read, long heard, long now) {
         progressRead = read;
+        progressHeard = heard;
         progressAt = now;
         lastLook = now;
     }
 
     /**
-     * A look at the receiver during a wait: whether it has read nothing for
-     * {@link #STALLED_RECEIVER_NANOS} of this writer's running time. Once it has, the writer is
-     * released ({@link #released}) until the receiver reads again.
+     * A look at the receiver during a wait: whether it has read nothing, and sent nothing that
+     * this writer read ({@code heard}, -1 when not known), for {@link #STALLED_RECEIVER_NANOS} of
+     * this writer's running time. Once it has, the writer is released ({@link #released}) until
+     * the receiver reads again.
      */
-    boolean watch(long read, long now) {
-        if (read != progressRead) {
+    boolean watch(long read, long heard, long now) {
+        if (read != progressRead || heard != progressHeard) {
             progressRead = read;
+            progressHeard = heard;
             progressAt = now;
         } else if (now - lastLook > OWN_PAUSE_NANOS) {
             progressAt += now - lastLook; // this writer did not run: its receiver may not have either

@@ -21,7 +21,9 @@ import java.util.concurrent.atomic.LongAdder;
  * its receiver has not read, from the receiver's published read count or the watcher's estimate.
  * It holds its receiver's key, found once, and what was sent. The receiver's slot is looked up in {@code sm4j_rx} when first needed and again when its
  * cookie no longer owns it; without one, the watcher's entry in {@code sm4j_watch} (or the first
- * bound the verdict would give) stands in, as it does for the verdict.
+ * bound the verdict would give) stands in, as it does for the verdict. The socket's own slot,
+ * where it publishes what it reads of its receiver, is looked up once, when a hold first asks
+ * whether the receiver still sends.
  *
  * <p><b>Note:</b> not threadsafe: one writer thread at a time, as for the socket's writes.
  */
@@ -36,6 +38,10 @@ public final class PeerCredit implements CreditEngine.Receiver {
     private final NativeSocket socket;
     /** The receiver's key, and scratch for the lookups: made once per connection. */
     private final MemorySegment peerKey;
+    /** This socket's own key, for its own read slot. */
+    private final MemorySegment ownKey;
+    private InFlightMaps.PeerSlot ownSlot;
+    private boolean ownLooked;
     private final MemorySegment rxScratch;
     private final MemorySegment watchScratch;
     private InFlightMaps.PeerSlot slot;
@@ -46,11 +52,13 @@ public final class PeerCredit implements CreditEngine.Receiver {
     private long lastBound = CreditEngine.MIN_SEND * 4;
     private long lastRead;
 
-    private PeerCredit(KernelSockmap kernel, NativeSocket socket, MemorySegment peerKey, Arena arena) {
+    private PeerCredit(KernelSockmap kernel, NativeSocket socket, MemorySegment peerKey, MemorySegment ownKey,
+            Arena arena) {
         this.kernel = kernel;
         this.maps = kernel.inFlight();
         this.socket = socket;
         this.peerKey = peerKey;
+        this.ownKey = ownKey;
         this.rxScratch = arena.allocate(ReadSlotLayout.RX);
         this.watchScratch = arena.allocate(WatchLayout.WATCH);
     }
@@ -75,7 +83,10 @@ public final class PeerCredit implements CreditEngine.Receiver {
         if (!kernel.isRegistered(key, arena.allocate(ValueLayout.JAVA_LONG))) {
             return null;
         }
-        return new PeerCredit(kernel, socket, key, arena);
+        MemorySegment own = arena.allocate(SockKeyLayout.LAYOUT);
+        SockKeyLayout.fill(own, id.local().getAddress(), id.local().getPort(), id.remote().getAddress(),
+                id.remote().getPort(), id.netns());
+        return new PeerCredit(kernel, socket, key, own, arena);
     }
 
     /** Waits for credit counted in this process so far. */
@@ -155,6 +166,23 @@ public final class PeerCredit implements CreditEngine.Receiver {
     @Override
     public long receiverRead() {
         return lastRead;
+    }
+
+    /**
+     * What this socket has read of its receiver, from its own read slot (looked up once: a system
+     * call); -1 when it publishes nothing.
+     */
+    @Override
+    public long readFromReceiver() {
+        try {
+            if (!ownLooked) {
+                ownLooked = true;
+                ownSlot = maps.peerSlot(ownKey, rxScratch);
+            }
+            return ownSlot == null ? -1 : maps.slotRead(ownSlot);
+        } catch (IllegalStateException closed) {
+            return -1;
+        }
     }
 
     /**

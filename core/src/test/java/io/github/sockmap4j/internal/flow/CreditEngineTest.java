@@ -25,6 +25,8 @@ class CreditEngineTest {
         long bound = BOUND;
         long sent;
         long read;
+        /** What the writer has read of the receiver; -1: its socket publishes nothing. */
+        long heard = -1;
         boolean gone;
         boolean onTcp;
         /** A bound the receiver publishes only once looked for again (a slot claimed late); -1: none. */
@@ -55,6 +57,11 @@ class CreditEngineTest {
         @Override
         public long receiverRead() {
             return read;
+        }
+
+        @Override
+        public long readFromReceiver() {
+            return heard;
         }
 
         @Override
@@ -147,11 +154,11 @@ class CreditEngineTest {
     @Test
     void aReceiverThatReadsNothingForTheStallTimeIsNoLongerWaitedFor() {
         long t = 1_000 * MS;
-        engine.begin(7, t);
+        engine.begin(7, -1, t);
         for (long at = t; at <= t + CreditEngine.STALLED_RECEIVER_NANOS; at += 10 * MS) {
-            assertFalse(engine.watch(7, at), "not stalled yet at +" + (at - t) / MS + " ms");
+            assertFalse(engine.watch(7, -1, at), "not stalled yet at +" + (at - t) / MS + " ms");
         }
-        assertTrue(engine.watch(7, t + CreditEngine.STALLED_RECEIVER_NANOS + 10 * MS), "stalled");
+        assertTrue(engine.watch(7, -1, t + CreditEngine.STALLED_RECEIVER_NANOS + 10 * MS), "stalled");
         assertTrue(engine.released(7), "released while it still reads nothing");
         assertFalse(engine.released(8), "a read ends the release");
         assertFalse(engine.released(8), "and it stays ended");
@@ -159,26 +166,43 @@ class CreditEngineTest {
 
     @Test
     void aReceiverThatReadsIsNeverStalled() {
-        engine.begin(0, 0);
+        engine.begin(0, -1, 0);
         for (long i = 1; i <= 100; i++) {
-            assertFalse(engine.watch(i, i * 10 * MS), "it read at +" + i * 10 + " ms");
+            assertFalse(engine.watch(i, -1, i * 10 * MS), "it read at +" + i * 10 + " ms");
         }
     }
 
     @Test
+    void aReceiverThatStillSendsIsWaitedForThoughItReadsNothing() {
+        engine.begin(7, 0, 0);
+        long at = 0;
+        for (long heard = 1; heard <= 100; heard++) {
+            at += 10 * MS;
+            assertFalse(engine.watch(7, heard * 100, at), "it sent at +" + at / MS + " ms");
+        }
+        // It stops sending too: from its last send, the stall time of the writer's running.
+        long lastSend = at;
+        while (at + 10 * MS - lastSend <= CreditEngine.STALLED_RECEIVER_NANOS) {
+            at += 10 * MS;
+            assertFalse(engine.watch(7, 100 * 100, at), "+" + (at - lastSend) / MS + " ms since its last send");
+        }
+        assertTrue(engine.watch(7, 100 * 100, at + 10 * MS), "silent both ways: stalled");
+    }
+
+    @Test
     void timeTheWriterDidNotRunIsNotCountedAgainstTheReceiver() {
-        engine.begin(3, 0);
-        assertFalse(engine.watch(3, 10 * MS));
+        engine.begin(3, -1, 0);
+        assertFalse(engine.watch(3, -1, 10 * MS));
         // The writer was paused (a collection, a busy loop) for far longer than the stall time.
         long resumed = 10 * MS + 5 * CreditEngine.STALLED_RECEIVER_NANOS;
-        assertFalse(engine.watch(3, resumed), "a pause of its own is not the receiver's");
+        assertFalse(engine.watch(3, -1, resumed), "a pause of its own is not the receiver's");
         long at = resumed;
         while (at + 10 * MS - resumed <= CreditEngine.STALLED_RECEIVER_NANOS - 10 * MS) {
             at += 10 * MS;
-            assertFalse(engine.watch(3, at), "+" + (at - resumed) / MS + " ms of its own running");
+            assertFalse(engine.watch(3, -1, at), "+" + (at - resumed) / MS + " ms of its own running");
         }
         at += 30 * MS;
-        assertTrue(engine.watch(3, at), "stalled once it ran the stall time itself: +" + (at - resumed) / MS + " ms");
+        assertTrue(engine.watch(3, -1, at), "stalled once it ran the stall time itself: +" + (at - resumed) / MS + " ms");
     }
 
     // ---- An event loop's writer (spi.WriteCredit, Netty's HoldForCredit) ----
@@ -280,6 +304,32 @@ class CreditEngineTest {
         rx.read = 1;
         rx.sent = BOUND + 1;
         assertFalse(engine.admit(5000, true), "it read: holding again");
+    }
+
+    @Test
+    void aHeldEventLoopWriterHoldsOnForAReceiverThatSendsAndIsReleasedOnceItFallsSilent() {
+        rx.sent = BOUND;
+        rx.heard = 0;
+        assertFalse(engine.admit(1000, true));
+        while (engine.retryNanos() < CreditEngine.MAX_WAIT_NANOS) {
+            engine.retried(false);
+        }
+        for (int i = 0; i < 5 * CreditEngine.STALLED_RECEIVER_MILLIS / 10; i++) {
+            now[0] += 10 * MS;
+            rx.heard += 4096; // its event loop writes replies, busy before it reads again
+            assertEquals(CreditEngine.Retry.DRAIN, engine.retry(), "+" + i * 10 + " ms: still held");
+            assertEquals(0, engine.next(1000, true, false), "nothing goes past the bound");
+        }
+        long silentFrom = now[0];
+        CreditEngine.Retry r;
+        do {
+            now[0] += 10 * MS;
+            r = engine.retry();
+        } while (r == CreditEngine.Retry.DRAIN && now[0] - silentFrom < 10 * CreditEngine.STALLED_RECEIVER_NANOS);
+        assertEquals(CreditEngine.Retry.DRAIN_ALL, r, "silent both ways: everything goes");
+        assertTrue(now[0] - silentFrom > CreditEngine.STALLED_RECEIVER_NANOS
+                && now[0] - silentFrom <= CreditEngine.STALLED_RECEIVER_NANOS + 10 * MS,
+                "released the stall time after its last send: " + (now[0] - silentFrom) / MS + " ms");
     }
 
     @Test
