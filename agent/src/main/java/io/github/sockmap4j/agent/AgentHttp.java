@@ -351,8 +351,19 @@ public final class AgentHttp implements AutoCloseable {
             int q = path.indexOf('?');
             path = q < 0 ? path : path.substring(0, q);
             switch (path) {
-                case "/metrics" -> reply(ctx, req, HttpResponseStatus.OK, registry.scrape(),
-                        "text/plain; version=0.0.4", false);
+                case "/metrics" -> {
+                    String body;
+                    try {
+                        body = registry.scrape();
+                    } catch (RuntimeException e) {
+                        // Answered and logged: a scrape that fails says why, where an empty reply said nothing.
+                        scrapeFailed(e);
+                        reply(ctx, req, HttpResponseStatus.INTERNAL_SERVER_ERROR, "the metrics could not be "
+                                + "written: " + e + "\n", "text/plain", false);
+                        return;
+                    }
+                    reply(ctx, req, HttpResponseStatus.OK, body, "text/plain; version=0.0.4", false);
+                }
                 case "/healthz" -> {
                     boolean alive = agent.isAlive();
                     reply(ctx, req, alive ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
@@ -372,6 +383,22 @@ public final class AgentHttp implements AutoCloseable {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             // A read timeout or a client gone: nothing of the agent's is at stake.
             ctx.close();
+        }
+    }
+
+    /** The registry the endpoints scrape (a test adds a meter that fails it). */
+    PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    /** When the last failed scrape was logged (at most one line a minute: scrapes come every few seconds). */
+    private long scrapeFailureLogged = Long.MIN_VALUE;
+
+    private void scrapeFailed(RuntimeException e) {
+        long now = System.nanoTime();
+        if (scrapeFailureLogged == Long.MIN_VALUE || now - scrapeFailureLogged > java.util.concurrent.TimeUnit.MINUTES.toNanos(1)) {
+            scrapeFailureLogged = now;
+            LOG.error("A scrape of the agent's /metrics failed (answered 500; logged once a minute): {}", e.toString(), e);
         }
     }
 

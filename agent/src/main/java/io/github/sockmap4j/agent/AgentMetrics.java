@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent;
 
+import io.github.sockmap4j.agent.control.ControlServer;
 import io.github.sockmap4j.metrics.SockmapMetrics;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -11,7 +12,9 @@ import io.micrometer.core.instrument.binder.MeterBinder;
  * ({@code sockmap4j.active} is 1 while the agent is ready), and {@code sockmap4j.agent.namespaces}
  * (network namespaces the in-flight watcher looks in), {@code sockmap4j.agent.estimates}
  * (receivers' estimates it raised), {@code sockmap4j.agent.rules} (rules in the policy map),
- * {@code sockmap4j.agent.requests} tagged {@code outcome} (control socket requests).
+ * {@code sockmap4j.agent.requests} tagged {@code outcome} (control socket requests answered OK,
+ * or ERR), {@code sockmap4j.agent.refusals} tagged {@code reason} (every refusal once: connections
+ * at admission, lines, and requests by why: {@link ControlServer.Refusal}).
  */
 public final class AgentMetrics implements MeterBinder {
     private final NodeAgent agent;
@@ -31,9 +34,16 @@ public final class AgentMetrics implements MeterBinder {
                 .description("read estimates or bounds the watcher raised").register(r);
         Gauge.builder("sockmap4j.agent.rules", agent, NodeAgent::rules)
                 .description("rules in the policy map").strongReference(true).register(r);
-        FunctionCounter.builder("sockmap4j.agent.requests", agent, a -> a.controlRequests() - a.controlRefusals())
+        // Each counted as it happens, never one computed from others: a difference can go
+        // negative (a connection refused at admission made no request), and a negative counter
+        // fails the whole scrape.
+        FunctionCounter.builder("sockmap4j.agent.requests", agent, NodeAgent::controlDone)
                 .description("control socket requests").tags("outcome", "done").register(r);
-        FunctionCounter.builder("sockmap4j.agent.requests", agent, NodeAgent::controlRefusals)
+        FunctionCounter.builder("sockmap4j.agent.requests", agent, NodeAgent::controlRefusedRequests)
                 .description("control socket requests").tags("outcome", "refused").register(r);
+        for (ControlServer.Refusal why : ControlServer.Refusal.values()) {
+            FunctionCounter.builder("sockmap4j.agent.refusals", agent, a -> a.controlRefusals(why))
+                    .description("what the control socket refused, by reason").tags("reason", why.tag()).register(r);
+        }
     }
 }

@@ -381,13 +381,19 @@ public final class NodeAgent implements AutoCloseable {
         return book.describeAll();
     }
 
-    /** Requests served on the control socket, and those refused. */
-    public long controlRequests() {
-        return control.requests();
+    /** Requests the control socket answered OK. */
+    public long controlDone() {
+        return control.done();
     }
 
-    public long controlRefusals() {
-        return control.refused();
+    /** What the control socket refused for {@code why}: connections, lines, requests. */
+    long controlRefusals(ControlServer.Refusal why) {
+        return control.refusedFor(why);
+    }
+
+    /** Requests the control socket answered ERR. */
+    public long controlRefusedRequests() {
+        return control.refusedRequests();
     }
 
     /** Stops the agent; pins, attachments and rules stay for the next one. */

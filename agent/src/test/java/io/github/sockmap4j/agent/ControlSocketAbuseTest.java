@@ -14,6 +14,12 @@ import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -97,6 +103,13 @@ class ControlSocketAbuseTest {
         return ChildJvm.start(cmd);
     }
 
+    /** The C client as {@code uid} with no other group, on the control socket {@code socket}. */
+    ChildJvm client(Path socket, int uid, int connections) throws IOException {
+        return ChildJvm.start(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", bin.resolve("agent_client").toString(), socket.toString(),
+                Integer.toString(connections)));
+    }
+
     static String send(ChildJvm c, int conn, String line) throws InterruptedException {
         c.send("send " + conn + " " + line);
         return c.expect("answer=" + conn + " ", 30);
@@ -128,6 +141,70 @@ class ControlSocketAbuseTest {
             }
             assertEquals("agent", rootPing());
         }
+    }
+
+    /**
+     * Trust IV, row 5: connections refused at admission made no request, and the agent's "done"
+     * count was requests minus refusals: on a fresh agent 10 such refusals made it negative, and
+     * every scrape of {@code /metrics} got an empty reply with nothing logged. Now each outcome is
+     * counted as it happens: the scrape answers, "done" counts the PINGs served, and the refusals
+     * are counted once under their reason.
+     */
+    @Test
+    void connectionsRefusedOnAFreshAgentLeaveEveryScrapeAnswered() throws Exception {
+        int limit = ControlServer.Limits.DEFAULT.connectionsPerProcess();
+        Path cg = TestKernel.newCgroup("fresh");
+        Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("fresh"));
+        try (NodeAgent fresh = NodeAgent.start(new NodeAgent.Options(dir, List.of(cg), policy, 1024, false));
+             AgentHttp http = AgentHttp.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), fresh,
+                     () -> true);
+             ChildJvm c = client(SockmapAdmin.agentSocket(dir), USER + 14, limit + 10)) {
+            assertEquals(Integer.toString(limit + 10), c.expect("connected=", 30));
+            for (int k = 0; k < limit + 10; k++) {
+                String a = send(c, k, "PING");
+                assertEquals(k < limit, a.equals("OK agent"), "connection " + k + ": " + a);
+            }
+            assertTrue(send(c, 0, "DENY " + (port + 1) + " * 0").startsWith("ERR no rule"), "a refused request");
+            HttpResponse<String> scrape;
+            try (HttpClient h = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()) {
+                scrape = h.send(HttpRequest.newBuilder(URI.create("http://" + http.address().getHostString() + ":"
+                        + http.address().getPort() + "/metrics")).timeout(Duration.ofSeconds(10)).build(),
+                        HttpResponse.BodyHandlers.ofString());
+            }
+            assertEquals(200, scrape.statusCode(), scrape.body());
+            assertEquals(limit, metric(scrape.body(), "sockmap4j_agent_requests_total{outcome=\"done\"}"), "PINGs served");
+            assertEquals(1, metric(scrape.body(), "sockmap4j_agent_requests_total{outcome=\"refused\"}"));
+            assertEquals(10, metric(scrape.body(), "sockmap4j_agent_refusals_total{reason=\"connection\"}"));
+            assertEquals(1, metric(scrape.body(), "sockmap4j_agent_refusals_total{reason=\"book\"}"));
+        } finally {
+            SockmapAdmin.removePins(dir);
+            Files.deleteIfExists(cg);
+        }
+    }
+
+    /** A scrape that fails all the same (a meter gone wrong) is answered with why, not an empty reply. */
+    @Test
+    void aScrapeThatFailsIsAnsweredWithWhy() throws Exception {
+        try (AgentHttp http = AgentHttp.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), agent,
+                () -> true)) {
+            io.micrometer.core.instrument.FunctionCounter.builder("test.broken", http, h -> -1)
+                    .register(http.registry());
+            HttpResponse<String> scrape;
+            try (HttpClient h = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()) {
+                scrape = h.send(HttpRequest.newBuilder(URI.create("http://" + http.address().getHostString() + ":"
+                        + http.address().getPort() + "/metrics")).timeout(Duration.ofSeconds(10)).build(),
+                        HttpResponse.BodyHandlers.ofString());
+            }
+            assertEquals(500, scrape.statusCode(), scrape.body());
+            assertTrue(scrape.body().startsWith("the metrics could not be written: "), scrape.body());
+        }
+    }
+
+    /** A sample's value in a Prometheus text scrape; fails when the sample is missing. */
+    static double metric(String scrape, String sample) {
+        return scrape.lines().filter(l -> l.startsWith(sample + " ")).findFirst()
+                .map(l -> Double.parseDouble(l.substring(sample.length() + 1).strip()))
+                .orElseThrow(() -> new AssertionError(sample + " not in the scrape:\n" + scrape));
     }
 
     /**
@@ -185,7 +262,8 @@ class ControlSocketAbuseTest {
     /**
      * Trust III, row 5, the keep-alive: a connection that holds no rule and sends a PING every few
      * seconds (the report's every 20 s, under the 30 s idle time) is closed all the same once the
-     * idle time has passed since it last asked for anything to be done: queries hold no slot.
+     * idle time has passed since it last got anything done: queries hold no slot, and (Trust IV,
+     * row 4) neither do refused requests.
      */
     @Test
     void pingsDoNotKeepAnIdleConnection() throws Exception {
@@ -194,17 +272,23 @@ class ControlSocketAbuseTest {
             c.expect("connected=", 30);
             long start = System.nanoTime();
             String answer = "";
-            // PINGs (and a LIST) every 5 s, until the agent answers one with the idle close or
-            // twice the idle time has passed.
+            // A PING, a refused DENY (Trust IV, row 4: it kept the connection before) and a LIST in
+            // turn every 5 s, until the agent answers one with the idle close or twice the idle
+            // time has passed.
             for (int i = 0; System.nanoTime() - start < TimeUnit.SECONDS.toNanos(2L * l.idleSeconds()); i++) {
-                answer = send(c, 0, i % 3 == 2 ? "LIST" : "PING");
-                if (!answer.startsWith("OK")) {
+                answer = send(c, 0, switch (i % 3) {
+                    case 0 -> "PING";
+                    case 1 -> "DENY " + (port + 1) + " * 0";
+                    default -> "LIST";
+                });
+                if (answer.startsWith(AgentRequest.IDLE_CLOSED) || answer.equals("EOF")) {
                     break;
                 }
+                assertTrue(i % 3 == 1 ? answer.startsWith("ERR no rule") : answer.startsWith("OK"), answer);
                 Thread.sleep(5_000); // the keep-alive's period: what the attack does, not a wait for a condition
             }
-            if (answer.startsWith("OK")) {
-                answer = "(still open after " + 2 * l.idleSeconds() + " s)";
+            if (!answer.startsWith(AgentRequest.IDLE_CLOSED)) {
+                answer = "(still open after " + 2 * l.idleSeconds() + " s: " + answer + ")";
             }
             // The close comes between two requests: the line read after the next one is the idle close.
             long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
@@ -294,9 +378,8 @@ class ControlSocketAbuseTest {
             assertTrue(half.startsWith("ERR half a line for " + l.lineSeconds() + " s"), half);
             c.send("wait 1");
             String idle = c.expect("answer=1 ", l.idleSeconds() + 30L);
-            assertTrue(idle.startsWith(AgentRequest.IDLE_CLOSED + " nothing sent but PING, LIST or SERVICES for "
-                    + l.idleSeconds()
-                    + " s, holding no rule"), idle);
+            assertTrue(idle.startsWith(AgentRequest.IDLE_CLOSED + " no request that changed anything for "
+                    + l.idleSeconds() + " s"), idle);
             assertEquals("OK agent", send(c, 2, "PING"), "the connection holding a rule stays");
             assertTrue(send(c, 2, "DENY " + (port + 5) + " * 0").startsWith("OK"));
         }

@@ -85,8 +85,37 @@ public final class ControlServer implements AutoCloseable {
     private final AgentPolicy policy;
     private final Limits limits;
     private final AtomicLong ids = new AtomicLong();
-    private final AtomicLong requests = new AtomicLong();
-    private final AtomicLong refused = new AtomicLong();
+    /** Requests answered OK. */
+    private final AtomicLong done = new AtomicLong();
+    /** Refusals by reason, each counted once: connections, lines and requests. */
+    private final java.util.EnumMap<Refusal, AtomicLong> refused = new java.util.EnumMap<>(Refusal.class);
+
+    {
+        for (Refusal r : Refusal.values()) {
+            refused.put(r, new AtomicLong());
+        }
+    }
+
+    /** Why the control socket refused something: one counter each ({@link #refusals}). */
+    public enum Refusal {
+        /** A connection past a limit at admission (it made no request). */
+        CONNECTION,
+        /** A line over the limit, or half a line past the line time (the connection closes). */
+        LINE,
+        /** A request past the uid's rate. */
+        RATE,
+        /** A request that does not parse. */
+        MALFORMED,
+        /** A request the policy (or another user's listener) does not allow. */
+        POLICY,
+        /** A request the rule or Service books refused (quota, ownership, the map). */
+        BOOK;
+
+        /** The metric's tag value. */
+        public String tag() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
     /**
      * What users' requests are told in the log: at most 20 refusals and 100 changes one by one
      * each 10 s, the rest summed by uid (a loop past a limit logged 52,956 lines in 5 s).
@@ -153,12 +182,23 @@ public final class ControlServer implements AutoCloseable {
         servicesOwnedBy = why;
     }
 
-    public long requests() {
-        return requests.get();
+    /** Requests answered OK. */
+    public long done() {
+        return done.get();
     }
 
-    public long refused() {
-        return refused.get();
+    /** What was refused for {@code why} so far. */
+    public long refusedFor(Refusal why) {
+        return refused.get(why).get();
+    }
+
+    /** Requests answered ERR (every refusal but of a connection or a line). */
+    public long refusedRequests() {
+        return refusedFor(Refusal.RATE) + refusedFor(Refusal.MALFORMED) + refusedFor(Refusal.POLICY) + refusedFor(Refusal.BOOK);
+    }
+
+    private void refuse(Refusal why) {
+        refused.get(why).incrementAndGet();
     }
 
     /** Tells in the log what the last window held back of refusals and changes; each second. */
@@ -258,7 +298,7 @@ public final class ControlServer implements AutoCloseable {
         }
         if (no != null) {
             shares.remove(conn);
-            refused.incrementAndGet();
+            refuse(Refusal.CONNECTION);
             refusals.log(uid, "Refused a connection of uid {} (pid {}): {}", uid, conn.peer().pid(), no);
             try {
                 conn.writeLine("ERR " + no);
@@ -299,18 +339,19 @@ public final class ControlServer implements AutoCloseable {
             // Root's connections are not timed: its own tools, trusted like the rest of its requests.
             long idle = who.uid() == 0 ? Long.MAX_VALUE : TimeUnit.SECONDS.toNanos(limits.idleSeconds());
             long lineTime = who.uid() == 0 ? Long.MAX_VALUE : TimeUnit.SECONDS.toNanos(limits.lineSeconds());
-            // The idle time runs from the last request that asked for something to be done: a
-            // PING, LIST or SERVICES now and then (a keep-alive) does not hold an idle slot.
+            // The idle time runs from the last request that got something done: a PING, LIST or
+            // SERVICES now and then (a keep-alive), or a request refused, does not hold an idle slot.
             long lastUse = System.nanoTime();
             while ((line = conn.readLine(AgentRequest.MAX_LINE, lineTime, left(idle, lastUse),
                     () -> book.holds(id))) != null) {
-                conn.writeLine(answer(who, id, line));
-                if (!isQuery(line)) {
+                String answer = answer(who, id, line);
+                conn.writeLine(answer);
+                if (answer.startsWith("OK") && !isQuery(line)) {
                     lastUse = System.nanoTime();
                 }
             }
         } catch (UnixListener.LineTooLongException e) {
-            refused.incrementAndGet();
+            refuse(Refusal.LINE);
             refusals.log(who.uid(), "Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(),
                     e.getMessage());
             try {
@@ -320,7 +361,8 @@ public final class ControlServer implements AutoCloseable {
                 // It hung up already.
             }
         } catch (UnixListener.IdleException e) {
-            String why = "nothing sent but PING, LIST or SERVICES for " + limits.idleSeconds() + " s, holding no rule";
+            String why = "no request that changed anything for " + limits.idleSeconds() + " s (PING, LIST, SERVICES "
+                    + "and refused requests do not count), holding no rule";
             LOG.debug("Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(), why);
             try {
                 conn.writeLine(AgentRequest.IDLE_CLOSED + " " + why + ": closing this connection (connect "
@@ -329,6 +371,7 @@ public final class ControlServer implements AutoCloseable {
                 // It hung up already, or takes nothing.
             }
         } catch (UnixListener.TimedOutException e) {
+            refuse(Refusal.LINE);
             refusals.log(who.uid(), "Closed agent connection {} of uid {} (pid {}): {}", id, who.uid(), who.pid(),
                     e.getMessage());
             try {
@@ -371,9 +414,8 @@ public final class ControlServer implements AutoCloseable {
 
     /** The answer to one request line: one line, or for LIST a count and that many lines. */
     String answer(UnixListener.Credentials who, Owner id, String line) {
-        requests.incrementAndGet();
         if (!allowedNow(who.uid())) {
-            refused.incrementAndGet();
+            refuse(Refusal.RATE);
             return "ERR uid " + who.uid() + " sends more than " + limits.requestsPerSecond() + " requests a second: "
                     + "slow down and send it again";
         }
@@ -381,13 +423,15 @@ public final class ControlServer implements AutoCloseable {
         try {
             req = AgentRequest.parse(line);
         } catch (IllegalArgumentException e) {
-            refused.incrementAndGet();
+            refuse(Refusal.MALFORMED);
             return "ERR " + e.getMessage();
         }
         if (req.verb() == AgentRequest.Verb.PING) {
+            done.incrementAndGet();
             return "OK agent";
         }
         if (req.verb() == AgentRequest.Verb.LIST) {
+            done.incrementAndGet();
             return counted(book.describeFor(who.uid()));
         }
         switch (req.verb()) {
@@ -404,7 +448,7 @@ public final class ControlServer implements AutoCloseable {
                 no = foreignListener(who, req);
             }
             if (no != null) {
-                refused.incrementAndGet();
+                refuse(Refusal.POLICY);
                 refusals.log(who.uid(), "Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
                 return "ERR " + no;
             }
@@ -412,12 +456,10 @@ public final class ControlServer implements AutoCloseable {
         try {
             String done = book.apply(who.uid(), who.pid(), id, req, policy.quota(who.uid()));
             changes.log(who.uid(), "{} for uid {} (pid {})", done, who.uid(), who.pid());
+            this.done.incrementAndGet();
             return "OK " + done;
-        } catch (RuleBook.Refused e) {
-            refused.incrementAndGet();
-            return "ERR " + e.getMessage();
-        } catch (IOException e) {
-            refused.incrementAndGet();
+        } catch (RuleBook.Refused | IOException e) {
+            refuse(Refusal.BOOK);
             return "ERR " + e.getMessage();
         }
     }
@@ -454,6 +496,7 @@ public final class ControlServer implements AutoCloseable {
                         + "'sockmap4j down' and start the agent again");
             }
             if (req.verb() == AgentRequest.Verb.SERVICES) {
+                done.incrementAndGet();
                 return counted(services.describeFor(who.uid()));
             }
             String owned = servicesOwnedBy;
@@ -464,17 +507,19 @@ public final class ControlServer implements AutoCloseable {
             if (req.verb() == AgentRequest.Verb.SERVICE) {
                 String no = policy.serviceRefusal(who.uid(), who.groups(), req.service());
                 if (no != null) {
+                    refuse(Refusal.POLICY);
                     refusals.log(who.uid(), "Refused '{}' of uid {} (pid {}): {}", line, who.uid(), who.pid(), no);
-                    throw new RuleBook.Refused(no);
+                    return "ERR " + no;
                 }
                 done = services.put(who.uid(), who.pid(), req.service(), policy.quota(who.uid()));
             } else {
                 done = services.remove(who.uid(), req.service().vip());
             }
             changes.log(who.uid(), "{} for uid {} (pid {})", done, who.uid(), who.pid());
+            this.done.incrementAndGet();
             return "OK " + done;
         } catch (RuleBook.Refused | IOException e) {
-            refused.incrementAndGet();
+            refuse(Refusal.BOOK);
             return "ERR " + e.getMessage();
         }
     }
