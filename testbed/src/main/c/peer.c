@@ -40,6 +40,10 @@
  *                                         for IPv6), accept one connection a NAT rule sent there, print
  *                                         origdst=ADDR:PORT (its SO_ORIGINAL_DST), connect there and relay both ways
  *                                         until either end closes
+ *   peer origdst-squat VIP VPORT SINK SPORT N  N IPv6 sockets, each made v6-only and connected to the IPv4 VIP
+ *                                         (v4-mapped: a connect hook may translate it; the kernel then refuses it
+ *                                         before any SYN), made dual-stack again and connected to SINK:SPORT;
+ *                                         prints squat=K (sockets connected) and holds them until stdin closes
  *   peer listen-flood ADDR PORT N SOCKET CONNS SECONDS RATE LINE  N listeners on ADDR:PORT, PORT+1, ...
  *                                         (its descriptor limit raised to the hard one; prints listening=K), then
  *                                         for SECONDS sends LINE on each of CONNS connections to the Unix socket
@@ -483,6 +487,39 @@ int main(int argc, char **argv)
 			nanosleep(&pause, NULL);
 		}
 		printf("requests=%ld\nrefused=%ld\nanswer=%s\n", requests, other, first);
+		fflush(stdout);
+		return 0;
+	}
+	if (!strcmp(mode, "origdst-squat") && argc == 7) {
+		int n = atoi(argv[6]), got = 0, one = 1, zero = 0;
+		char mapped[64];
+
+		for (int i = 0; i < n; i++) {
+			struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+			int s6 = socket(AF_INET6, SOCK_STREAM, 0);
+
+			if (s6 < 0 || setsockopt(s6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
+				return fail("socket");
+			snprintf(mapped, sizeof(mapped), "::ffff:%s", argv[2]);
+			a.sin6_port = htons(atoi(argv[3]));
+			if (inet_pton(AF_INET6, mapped, &a.sin6_addr) != 1)
+				return fail("VIP");
+			if (connect(s6, (struct sockaddr *)&a, sizeof(a)) == 0)
+				return fail("a v6-only socket connected to an IPv4 address");
+			if (setsockopt(s6, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
+				return fail("IPV6_V6ONLY off");
+			snprintf(mapped, sizeof(mapped), "::ffff:%s", argv[4]);
+			a.sin6_port = htons(atoi(argv[5]));
+			if (inet_pton(AF_INET6, mapped, &a.sin6_addr) != 1)
+				return fail("SINK");
+			if (connect(s6, (struct sockaddr *)&a, sizeof(a)) == 0)
+				got++;
+		}
+		printf("squat=%d\n", got);
+		fflush(stdout);
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
+		printf("ok=1\n");
 		fflush(stdout);
 		return 0;
 	}

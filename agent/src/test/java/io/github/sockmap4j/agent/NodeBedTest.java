@@ -414,6 +414,66 @@ class NodeBedTest {
     }
 
     /**
+     * Trust IV, row 1: a user's socket in a namespace it shares with a meshed application dials a
+     * Service with IPV6_V6ONLY set (translated at connect, then refused before any SYN), clears it
+     * and connects to a sink of its own. Its translation stayed by its cookie, and at its
+     * establishment it was filed by its end as the Service's; the kernel gives the application's
+     * connect the same ephemeral port (another destination), and the proxy, asking
+     * SO_ORIGINAL_DST for the application's connection, was told the Service (the attacker's
+     * choice) instead of where the application was going. Here the pod's port range is two ports
+     * wide and the attacker holds both, so every connect of the pod shares a port with one of its
+     * sockets. Now a connect that is not translated drops the socket's old translation, and a
+     * socket is filed by its end only when it is connected to the endpoint its translation picked.
+     */
+    @Test
+    void aProxyIsNeverToldAnotherSocketsTranslation() throws Exception {
+        String range = Sh.run(NodeBed.in(bed.pod(0), List.of("sysctl", "-n", "net.ipv4.ip_local_port_range"))
+                .toArray(String[]::new)).strip().replaceAll("\\s+", " ");
+        meshPod0(true);
+        putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
+        try {
+            Sh.run(NodeBed.in(bed.pod(0), List.of("sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40001"))
+                    .toArray(String[]::new));
+            int sinkPort = PORT + 7;
+            int svcsock = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcsock"));
+            int svcorig = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcorig"));
+            try (ChildJvm sink = ChildJvm.startInCgroup(cgroup, NodeBed.in(bed.pod(0), List.of("setpriv",
+                    "--reuid=" + ATTACKER_UID, "--regid=" + ATTACKER_UID, "--clear-groups", peer.toString(),
+                    "conn-server", NodeBed.podAddress(0), Integer.toString(sinkPort))))) {
+                sink.expect("port=", 30);
+                try (ChildJvm squat = ChildJvm.startInCgroup(cgroup, NodeBed.in(bed.pod(0), List.of("setpriv",
+                        "--reuid=" + ATTACKER_UID, "--regid=" + ATTACKER_UID, "--clear-groups", peer.toString(),
+                        "origdst-squat", VIP2, Integer.toString(PORT), NodeBed.podAddress(0),
+                        Integer.toString(sinkPort), "2")))) {
+                    assertEquals("2", squat.expect("squat=", 30), squat.output());
+                    int bySocket = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcsock")) - svcsock;
+                    int byEnd = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcorig")) - svcorig;
+                    String seen = meshedCall(NodeBed.podAddress(1), 10);
+                    System.out.printf(Locale.ROOT, "node bed: a meshed call to %s:%d sharing its port with another "
+                            + "user's socket whose connect to %s failed: the proxy learned %s; that user's sockets "
+                            + "left %d translations by cookie, %d by end%n", NodeBed.podAddress(1), PORT, VIP2, seen,
+                            bySocket, byEnd);
+                    assertEquals(NodeBed.podAddress(1) + ":" + PORT, seen, "the proxy learns where the application "
+                            + "was going, not another socket's Service");
+                    assertEquals(0, bySocket, "a translation that never produced a connection left nothing behind");
+                    assertEquals(0, byEnd, "the sockets connected elsewhere are filed as no Service's");
+                    squat.closeInput();
+                    assertEquals("1", squat.expect("ok=", 30));
+                }
+                sink.closeInput();
+            }
+        } finally {
+            Sh.run(NodeBed.in(bed.pod(0), List.of("sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=" + range))
+                    .toArray(String[]::new));
+            removeService(VIP2 + ":" + PORT);
+            meshPod0(false);
+        }
+    }
+
+    /** A user of the node's pods other than the proxy's and root. */
+    static final int ATTACKER_UID = 4321;
+
+    /**
      * One local endpoint (pod 1, in the agent's cgroup) and one standing for another node's (pod
      * 2, outside it: its sockets are never registered), no local preference: 1,000 connects to
      * the VIP split as kube-proxy's equal odds would, every one translated, and the local ones
