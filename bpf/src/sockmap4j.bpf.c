@@ -464,10 +464,8 @@ int sm4j_connect4(struct bpf_sock_addr *ctx)
 	map_v4(k.addr, ctx->user_ip4);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
 	ep = svc_pick(ctx, &k);
-	if (!ep || !is_v4_mapped(ep->addr) || !svc_remember(ctx, &k, ep)) {
-		svc_untranslated(ctx);
+	if (!ep || !is_v4_mapped(ep->addr) || !svc_remember(ctx, &k, ep))
 		return 1;
-	}
 	ctx->user_ip4 = ep->addr[3];
 	ctx->user_port = bpf_htons((__u16)ep->port);
 	count(SM4J_CTR_SVC_TRANSLATED, 1);
@@ -489,10 +487,8 @@ int sm4j_connect6(struct bpf_sock_addr *ctx)
 	k.addr[3] = ctx_u32(ctx, user_ip6[3]);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
 	ep = svc_pick(ctx, &k);
-	if (!ep || is_v4_mapped(ep->addr) != is_v4_mapped(k.addr) || !svc_remember(ctx, &k, ep)) {
-		svc_untranslated(ctx);
+	if (!ep || is_v4_mapped(ep->addr) != is_v4_mapped(k.addr) || !svc_remember(ctx, &k, ep))
 		return 1;
-	}
 	ctx->user_ip6[0] = ep->addr[0];
 	ctx->user_ip6[1] = ep->addr[1];
 	ctx->user_ip6[2] = ep->addr[2];

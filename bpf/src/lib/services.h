@@ -84,25 +84,13 @@ static __always_inline void svc_orig_key(struct sm4j_svc_orig_key *k, __u64 netn
 }
 
 /*
- * A socket's connect that was not translated: a translation it had from an earlier connect (one
- * that failed before its SYN, and left no state callback to remove it) is not its any more.
- * Otherwise that socket, connected elsewhere, would be filed by its end as the Service's.
- */
-static __always_inline void svc_untranslated(struct bpf_sock_addr *ctx)
-{
-	__u64 cookie = bpf_get_socket_cookie(ctx);
-
-	if (bpf_map_lookup_elem(&sm4j_svcsock, &cookie))
-		bpf_map_delete_elem(&sm4j_svcsock, &cookie);
-}
-
-/*
  * A translated socket is established: what it dialed, by its own end, for a proxy that accepted
  * it through a NAT rule of its namespace ({local} is the socket's key's local address and port,
  * {remote} its peer's). Only when the socket is connected to the endpoint its translation
  * picked: the entry by its end is then this live connection's, whose 4-tuple no other socket of
  * the namespace can have while it lives (and its close removes the entry). A socket connected
- * anywhere else keeps no translation at all.
+ * anywhere else (translated at a connect that failed before its SYN, then connected again
+ * without one) keeps no translation at all: no entry by its end, none by its cookie.
  */
 static __always_inline void svc_remember_end(struct bpf_sock_ops *skops, const __u32 local_ip[4], __u32 local_port,
 					     const __u32 remote_ip[4], __u32 remote_port)
