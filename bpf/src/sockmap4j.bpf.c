@@ -69,11 +69,12 @@ static __always_inline void forget_socket(struct bpf_sock_ops *skops, struct sm4
 	struct sm4j_pair *p;
 
 	KEY_SET_NETNS(skops, key);
-	p = bpf_map_lookup_elem(&sm4j_pair, key);
-	if (!p || p->cookie != bpf_get_socket_cookie(skops))
-		return;
 	if (skops->sk) {
-		/* Its entry leaves its share (once: the state's share is cleared). */
+		/*
+		 * Its entry leaves its share (once: the state's share is cleared), whatever holds its
+		 * key's pair now: the share is this socket's own record, and a socket that rebuilt the
+		 * 4-tuple between this one's close(2) and its TCP_CLOSE must not keep it charged.
+		 */
 		struct sm4j_sock_state *st = bpf_sk_storage_get(&sm4j_sockstate, skops->sk, 0, 0);
 
 		if (st && st->share_kind) {
@@ -83,6 +84,9 @@ static __always_inline void forget_socket(struct bpf_sock_ops *skops, struct sm4
 			st->share_kind = 0;
 		}
 	}
+	p = bpf_map_lookup_elem(&sm4j_pair, key);
+	if (!p || p->cookie != bpf_get_socket_cookie(skops))
+		return;
 	bpf_map_delete_elem(&sm4j_pair, key);
 	bpf_map_delete_elem(&sm4j_rx, key);
 	bpf_map_delete_elem(&sm4j_watch, key);

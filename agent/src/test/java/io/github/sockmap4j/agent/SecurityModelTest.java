@@ -683,6 +683,56 @@ class SecurityModelTest {
     }
 
     /**
+     * Trust IV, row 6: between a socket's close(2), which takes it out of the SOCKHASH, and its
+     * TCP_CLOSE, another socket may rebuild the same key and overwrite its pair entry; the close
+     * then returned nothing to the share its entry was charged to, and the count stayed, pinned,
+     * past agent restarts. Here root overwrites every pair entry of a user's live connections as
+     * such a socket would (the cookie another's); when the connections close, the user's share is
+     * returned whole all the same.
+     */
+    @Test
+    void aShareIsReturnedWhoeverHoldsTheKeyAtTheClose() throws Exception {
+        AsRoot.allow(pins, "47345");
+        Path shares = pins.resolve("shares");
+        int baseline = io.github.sockmap4j.testbed.Bpftool.mapEntries(shares);
+        try (ChildJvm held = ChildJvm.startInCgroup(cgroup, as(U1, List.of(peer.toString(), "hold", "127.0.0.1",
+                "47345", "8")))) {
+            assertEquals("8", held.expect("held=", 60), held.output());
+            assertEquals(baseline + 1, io.github.sockmap4j.testbed.Bpftool.mapEntries(shares),
+                    "the user's 16 entries are counted in its share");
+            int overwritten = 0;
+            String pair = io.github.sockmap4j.testbed.Bpftool.mapIdOf(pins.resolve("prog_sockops"), "sm4j_pair");
+            String dump = io.github.sockmap4j.testbed.Bpftool.run("-j", "map", "dump", "id", pair);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile(
+                    "\"key\":\\[([^\\]]*)\\],\"value\":\\[([^\\]]*)\\]").matcher(dump);
+            while (m.find()) {
+                List<String> cmd = new ArrayList<>(List.of("map", "update", "id", pair, "key", "hex"));
+                for (String b : m.group(1).split(",")) {
+                    cmd.add(b.strip().replace("\"", "").substring(2));
+                }
+                cmd.add("value");
+                cmd.add("hex");
+                String[] value = m.group(2).split(",");
+                for (int i = 0; i < value.length; i++) {
+                    // The first 8 bytes are the cookie: another socket's now.
+                    cmd.add(i < 8 ? "ee" : value[i].strip().replace("\"", "").substring(2));
+                }
+                String out = io.github.sockmap4j.testbed.Bpftool.run(cmd.toArray(String[]::new));
+                assertTrue(out.isBlank(), "bpftool " + cmd + ": " + out);
+                overwritten++;
+            }
+            assertTrue(overwritten >= 16, "every pair entry of the user's connections: " + overwritten + "\n" + dump);
+            held.closeInput();
+            assertEquals(0, held.waitFor(60), held.output());
+        } finally {
+            AsRoot.deny(pins, "47345");
+        }
+        assertEquals(baseline, io.github.sockmap4j.testbed.Bpftool.awaitMapEntries(shares, baseline),
+                "the user's share returned whole: " + io.github.sockmap4j.testbed.Bpftool.run("-j", "map", "dump",
+                        "pinned", shares.toString()));
+    }
+
+    /**
      * Another user's rules and Services, and their holders' pids, are theirs: a user lists its own
      * only (on 6a39524 every user listed every rule and Service with holders' uids and pids).
      */

@@ -25,14 +25,31 @@ public final class Bpftool {
         return out;
     }
 
-    /** How many entries a pinned map holds now. */
+    /**
+     * How many entries a pinned map holds now: its raw keys (byte arrays) counted, not the
+     * "formatted" ones bpftool adds for a map with BTF.
+     */
     public static int mapEntries(Path pinned) throws IOException, InterruptedException {
         String out = run("-j", "map", "dump", "pinned", pinned.toString());
-        int n = 0;
-        for (int i = out.indexOf("\"key\""); i >= 0; i = out.indexOf("\"key\"", i + 1)) {
-            n++;
+        return (int) java.util.regex.Pattern.compile("\"key\"\\s*:\\s*\\[").matcher(out).results().count();
+    }
+
+    /**
+     * The id of the map named {@code name} (its first 15 characters, as the kernel keeps it) that
+     * the pinned program {@code program} uses: for a map that is not pinned.
+     */
+    public static String mapIdOf(Path program, String name) throws IOException, InterruptedException {
+        String prog = run("-j", "prog", "show", "pinned", program.toString());
+        java.util.regex.Matcher ids = java.util.regex.Pattern.compile("\"map_ids\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(prog);
+        if (ids.find()) {
+            for (String id : ids.group(1).split(",")) {
+                String map = run("-j", "map", "show", "id", id.strip());
+                if (map.contains("\"name\":\"" + name.substring(0, Math.min(15, name.length())) + "\"")) {
+                    return id.strip();
+                }
+            }
         }
-        return n;
+        throw new IOException("no map " + name + " in " + program + ": " + prog);
     }
 
     /** Waits up to 5 s for a pinned map to hold {@code n} entries; returns what it holds then. */
