@@ -84,19 +84,23 @@ struct sm4j_sock_state {
 
 /*
  * Shares of the SOCKHASH (sm4j_shares in lib/maps.h): no one fills the map for others. An entry
- * counts in the share of whoever made the connection (both ends in the client's): the user that
- * owns the outermost user namespace of the socket's network namespace, where a user other than
- * root made it (SM4J_SHARE_USERNS: every uid it maps and every namespace below it are that one
- * user); else the network namespace where it is not the host's (SM4J_SHARE_NETNS: a pod, made by
- * root); else, on the host, the socket's owner uid (SM4J_SHARE_UID), root's not counted. A share
- * holds at most sm4j_cfg.share_max entries; past it the socket stays on TCP.
+ * counts in the share of whoever is accountable for the connection (both ends in the client's),
+ * never one per namespace a process can make: a user, where a user other than root made the
+ * outermost user namespace of the socket's network namespace (every uid it maps and every
+ * namespace below it), or the socket is on the host and owned by that uid (SM4J_SHARE_UID: one
+ * share for both, root's not counted on the host); else, in a network namespace that is not the
+ * host's, the socket's cgroup (SM4J_SHARE_CGROUP: a pod's container, with every namespace nested
+ * in it, also under a root-made user namespace). A share holds at most sm4j_cfg.share_max
+ * entries; past it the socket stays on TCP. SM4J_SHARE_USERNS and SM4J_SHARE_NETNS are no longer
+ * made: a socket registered by an older object returns its entry to them at its close.
  */
 #define SM4J_SHARE_UID 1
 #define SM4J_SHARE_USERNS 2
 #define SM4J_SHARE_NETNS 3
+#define SM4J_SHARE_CGROUP 4
 
 struct sm4j_share_key {
-	__u64 id;   /* a uid, or a network namespace's cookie */
+	__u64 id;   /* a uid, or a cgroup's id */
 	__u32 kind; /* SM4J_SHARE_* */
 	__u32 pad;
 };

@@ -16,7 +16,7 @@ struct tcp_sock {
 /*
  * The fields of the kernel's sock we read (at offset 0 of every tcp_sock), relocated by libbpf
  * (CO-RE): the uid owning the socket (the creator's filesystem uid, its effective uid unless set
- * apart), and the psock of a socket in a sockmap.
+ * apart), its cgroup, and the psock of a socket in a sockmap.
  */
 struct user_namespace___sm4j {
 	struct user_namespace___sm4j *parent;
@@ -36,11 +36,24 @@ struct sock_common___sm4j {
 	} skc_net;
 } __attribute__((preserve_access_index));
 
+struct kernfs_node___sm4j {
+	__u64 id; /* the cgroup's id, as bpf_get_current_cgroup_id() and user space's name_to_handle_at give it */
+} __attribute__((preserve_access_index));
+
+struct cgroup___sm4j {
+	struct kernfs_node___sm4j *kn;
+} __attribute__((preserve_access_index));
+
+struct sock_cgroup_data___sm4j {
+	struct cgroup___sm4j *cgroup; /* the cgroup v2 of the socket's creator, where BPF programs attach */
+} __attribute__((preserve_access_index));
+
 struct sock___sm4j {
 	struct sock_common___sm4j __sk_common;
 	struct {
 		__u32 val;
 	} sk_uid;
+	struct sock_cgroup_data___sm4j sk_cgrp_data;
 	void *sk_user_data; /* the kernel's psock of a socket in a sockmap, tagged in its low bits */
 } __attribute__((preserve_access_index));
 

@@ -13,29 +13,31 @@
 /*
  * The share a connection this socket makes counts in; 0 (none) for root's on the host. Read
  * through the kernel's own objects (CO-RE): the socket's network namespace, its owning user
- * namespace, and that one's ancestors up to the outermost below the initial one.
+ * namespace and that one's ancestors up to the outermost below the initial one, and the socket's
+ * cgroup. A process makes namespaces at will, never cgroups of its own: whatever it nests, its
+ * sockets count as its user's, or as its cgroup's.
  */
 static __always_inline int share_of(struct bpf_sock_ops *skops, struct tcp_sock *tp, struct sm4j_share_key *k)
 {
 	struct sock___sm4j *sk = (struct sock___sm4j *)tp;
 	struct net___sm4j *net = sk->__sk_common.skc_net.net;
 	struct user_namespace___sm4j *ns = net ? net->user_ns : 0;
-	__u64 cookie;
+	struct cgroup___sm4j *cg;
 	int i;
 
 	if (ns && ns->level > 0) {
 		for (i = 0; i < SM4J_USERNS_DEPTH && ns && ns->level > 1; i++)
 			ns = ns->parent;
 		if (ns && ns->owner.val != 0) {
-			k->kind = SM4J_SHARE_USERNS;
+			k->kind = SM4J_SHARE_UID;
 			k->id = ns->owner.val;
 			return 1;
 		}
 	}
-	cookie = bpf_get_netns_cookie(skops);
-	if (cookie != sm4j_cfg.host_netns) {
-		k->kind = SM4J_SHARE_NETNS;
-		k->id = cookie;
+	if (bpf_get_netns_cookie(skops) != sm4j_cfg.host_netns) {
+		cg = sk->sk_cgrp_data.cgroup;
+		k->kind = SM4J_SHARE_CGROUP;
+		k->id = cg && cg->kn ? cg->kn->id : 0;
 		return 1;
 	}
 	if (sk->sk_uid.val == 0)

@@ -318,6 +318,73 @@ class SecurityModelTest {
         }
     }
 
+    /**
+     * Trust IV, row 2: whoever makes namespaces gets no share per namespace. Before, a user got
+     * two shares (its host sockets' and its own namespaces'), and a root-made user namespace (a
+     * pod's with user namespaces, or a root container's) got one per network namespace nested in
+     * it: five nested {@code unshare -Urn} filled the map. Now a user's sockets count in one share
+     * wherever they are, and a namespace that is not the host's and not a user's counts as its
+     * socket's cgroup. An agent with a map of 1,024 (shares of 256): uid 65533 holds 200 entries
+     * on the host and 200 from its own namespace; root's namespace (mapping uid 0, as a runtime's)
+     * holds 200 entries in each of three nested ones. Each takes one share at most.
+     */
+    @Test
+    void namespacesMadeAtWillTakeNoMoreThanOneShare() throws Exception {
+        Path cg = TestKernel.newCgroup("shares2");
+        Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("shares2"));
+        int port = 47348;
+        int maxSockets = 1024;
+        int share = io.github.sockmap4j.linux.bpf.ObjectLoader.shareMax(maxSockets);
+        try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", dir.toString(),
+                "agent", "--cgroup", cg.toString(), "--metrics-port", "-1", "--max-sockets",
+                Integer.toString(maxSockets)))) {
+            other.expect("agent: ready", 60);
+            AsRoot.allow(dir, Integer.toString(port));
+            String hold = "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + port + " 100";
+            long start = SockmapAdmin.stats(dir).socketsInMap();
+            try (ChildJvm host = ChildJvm.startInCgroup(cg, as(U2, List.of(peer.toString(), "hold", "127.0.0.1",
+                    Integer.toString(port), "100")));
+                 ChildJvm own = ChildJvm.startInCgroup(cg, as(U2, List.of("unshare", "-Urn", "sh", "-c", hold)))) {
+                assertEquals("100", host.expect("held=", 60), host.output());
+                assertEquals("100", own.expect("held=", 60), own.output());
+                long taken = SockmapAdmin.stats(dir).socketsInMap() - start;
+                System.out.printf("uid %d, 200 entries on the host and 200 from its own namespace: %d taken of a "
+                        + "share of %d%n", U2, taken, share);
+                assertTrue(taken > 0 && taken <= share, "one share for the user: " + taken + " of " + share);
+                host.closeInput();
+                own.closeInput();
+            }
+            assertEquals(start, awaitInMap(dir, start), "the user's entries went with its connections");
+            // Three nested namespaces under one that root made, each holding its 100 connections
+            // until the test's input closes (their shared stdin: an asynchronous command's own is
+            // /dev/null, so the shell's is kept as fd 3 for them).
+            String nested = "exec 3<&0; ip link set lo up; for i in 1 2 3; do unshare -Urn sh -c '" + hold
+                    + "' <&3 & done; wait";
+            try (ChildJvm pod = ChildJvm.startInCgroup(cg, List.of("unshare", "-Urn", "sh", "-c", nested))) {
+                for (int i = 0; i < 3; i++) {
+                    assertEquals("100", pod.expect("held=", 60), pod.output());
+                }
+                long taken = SockmapAdmin.stats(dir).socketsInMap() - start;
+                System.out.printf("root's namespace, 200 entries in each of 3 nested ones: %d taken of a share of "
+                        + "%d%n", taken, share);
+                assertTrue(taken > 0 && taken <= share, "one share for the cgroup: " + taken + " of " + share);
+                pod.closeInput();
+            }
+            other.terminate();
+            assertEquals(0, other.waitFor(30), other.output());
+        } finally {
+            SockmapAdmin.removePins(dir);
+            Leftovers.removeCgroups(cg);
+        }
+    }
+
+    /** Waits up to 10 s for the map of {@code dir} to hold {@code n} sockets; what it holds then. */
+    static long awaitInMap(Path dir, long n) throws Exception {
+        io.github.sockmap4j.testbed.Await.holdsWithin(Duration.ofSeconds(10),
+                () -> SockmapAdmin.stats(dir).socketsInMap() == n);
+        return SockmapAdmin.stats(dir).socketsInMap();
+    }
+
     /** The value of a gauge in the agent's /metrics. */
     long metric(String name) throws Exception {
         for (String line : get(http + "/metrics").body().split("\n")) {
