@@ -191,7 +191,7 @@ public final class Listeners {
     /**
      * The listeners on {@code port} in this process's namespace and in those of the processes of
      * {@code cgroups} and below, each user's first namespaces as the watcher looks in
-     * ({@link NetnsDiags#boundedPerUser}); the namespace of {@code pid}, where it is one of them,
+     * ({@link NetnsDiags#boundedPerOwner}); the namespace of {@code pid}, where it is one of them,
      * read again where the share of reads allows. A namespace past a user's first is not looked
      * into, the requester's neither.
      *
@@ -208,7 +208,7 @@ public final class Listeners {
         return on(port, watched(() -> namespacesOf(cgroups), requester), requester);
     }
 
-    /** This process's namespace and each user's first of those of the processes of {@code cgroups}. */
+    /** This process's namespace and each owner's first of those of the processes of {@code cgroups}. */
     private static Map<Long, Long> namespacesOf(List<Path> cgroups) {
         Map<Long, Long> namespaces = new LinkedHashMap<>();
         long self = ProcessHandle.current().pid();
@@ -217,7 +217,7 @@ public final class Listeners {
         } catch (IOException e) {
             // not without /proc
         }
-        NetnsDiags.boundedPerUser(NetnsDiags.namespaces(cgroups), UserNamespaces::ownerBelowOurs)
+        NetnsDiags.boundedPerOwner(NetnsDiags.namespaces(cgroups), UserNamespaces::ownerBelowOurs)
                 .forEach(namespaces::putIfAbsent);
         return namespaces;
     }

@@ -124,7 +124,7 @@ public final class NetnsDiags implements AutoCloseable {
         if (cgroups.isEmpty()) {
             return;
         }
-        Map<Long, Long> present = boundedPerUser(namespaces(cgroups), UserNamespaces::ownerBelowOurs);
+        Map<Long, Long> present = boundedPerOwner(namespaces(cgroups), UserNamespaces::ownerBelowOurs);
         Set<Long> stale = new HashSet<>(byInode.keySet());
         stale.removeAll(present.keySet());
         for (Long inode : stale) {
@@ -146,18 +146,22 @@ public final class NetnsDiags implements AutoCloseable {
         }
     }
 
+    /** A process a namespace was found through: its pid and the cgroup it was listed in. */
+    record Proc(long pid, Path cgroup) {
+    }
+
     /**
      * The network namespaces the processes of {@code cgroups} (and of the cgroups below them) are
-     * in: each one's inode and a pid in it.
+     * in: each one's inode and a process in it.
      */
-    static Map<Long, Long> namespaces(List<Path> cgroups) {
-        Map<Long, Long> present = new HashMap<>();
+    static Map<Long, Proc> namespaces(List<Path> cgroups) {
+        Map<Long, Proc> present = new HashMap<>();
         for (Path cg : cgroups) {
             try (Stream<Path> dirs = Files.walk(cg)) {
                 for (Path dir : (Iterable<Path>) dirs.filter(Files::isDirectory)::iterator) {
                     for (long pid : pids(dir)) {
                         try {
-                            present.putIfAbsent(inodeOf(Long.toString(pid)), pid);
+                            present.putIfAbsent(inodeOf(Long.toString(pid)), new Proc(pid, dir));
                         } catch (IOException e) {
                             // The process ended between the two reads.
                         }
@@ -171,25 +175,27 @@ public final class NetnsDiags implements AutoCloseable {
     }
 
     /**
-     * Network namespaces a user other than root may have looked into: any user can make thousands
-     * ({@code unshare -Urn}), and each costs the agent a socket and a query per look. Namespaces
-     * of user namespaces a user other than root made count as that user's, and each user's
-     * {@value #PER_USER} with the lowest inodes are kept (the same ones from look to look); the
-     * rest (root's: the host's, the pods') are all kept.
+     * Network namespaces looked into, at most this many of each owner: any user, and root in any
+     * pod, can make thousands ({@code unshare -Urn}), and each costs the agent a socket and a
+     * query per look. Namespaces of user namespaces a user other than root made count as that
+     * user's; any other as the cgroup its process was found in (a pod's container, whatever it
+     * nests: a process makes namespaces at will, never cgroups of its own). Each owner's
+     * {@value #PER_USER} with the lowest inodes are kept (the same ones from look to look; the
+     * host's, the lowest of all, among them).
      */
     static final int PER_USER = 16;
 
-    /** {@code present} (inode to a pid in it) without each user's namespaces past {@link #PER_USER}. */
-    static Map<Long, Long> boundedPerUser(Map<Long, Long> present, java.util.function.IntUnaryOperator ownerOfPid) {
-        Map<Integer, java.util.TreeMap<Long, Long>> byOwner = new HashMap<>();
+    /**
+     * {@code present} (inode to a process in it) as inode to pid, without each owner's namespaces
+     * past {@link #PER_USER}.
+     */
+    static Map<Long, Long> boundedPerOwner(Map<Long, Proc> present, java.util.function.IntUnaryOperator ownerOfPid) {
+        Map<Object, java.util.TreeMap<Long, Long>> byOwner = new HashMap<>();
         Map<Long, Long> kept = new HashMap<>();
-        for (Map.Entry<Long, Long> e : present.entrySet()) {
-            int owner = ownerOfPid.applyAsInt((int) (long) e.getValue());
-            if (owner > 0) {
-                byOwner.computeIfAbsent(owner, o -> new java.util.TreeMap<>()).put(e.getKey(), e.getValue());
-            } else {
-                kept.put(e.getKey(), e.getValue());
-            }
+        for (Map.Entry<Long, Proc> e : present.entrySet()) {
+            int owner = ownerOfPid.applyAsInt((int) e.getValue().pid());
+            Object who = owner > 0 ? (Object) owner : e.getValue().cgroup();
+            byOwner.computeIfAbsent(who, o -> new java.util.TreeMap<>()).put(e.getKey(), e.getValue().pid());
         }
         for (java.util.TreeMap<Long, Long> mine : byOwner.values()) {
             int n = 0;
