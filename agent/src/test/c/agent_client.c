@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // A client of the agent's control socket, for tests that need one with another uid than root.
-//   agent_client SOCKET CONNECTIONS [handoff COMMAND...]
+//   agent_client SOCKET CONNECTIONS [handoff|vanish COMMAND...]
 // Opens CONNECTIONS connections (printing connected=N), then reads commands from stdin:
 //   send K LINE      sends LINE on connection K, prints "answer=K LINE" with the first line back
 //   flood K N        sends N PINGs on connection K at once, prints "flood=OK ERR" counts of answers
 //   long K N         sends N bytes without a newline on K, prints "answer=K LINE" (or answer=K EOF)
 //   wait K           sends nothing on K, prints "answer=K LINE" with the next line the agent sends (or EOF)
 //   close K          closes connection K
-// With handoff the commands are the arguments after it (ARGS...), one an argument.
-// With handoff, the process that connected exits at once and a child it forked (holding the
-// connections) serves the commands once its parent is gone: the connections outlive the process
-// whose credentials they carry.
+// With handoff or vanish the commands are the arguments after it (ARGS...), one an argument, and
+// the process that connected exits and a child it forked (holding the connections) serves the
+// commands once its parent is gone: the connections outlive the process whose credentials they
+// carry. With handoff each connection is answered a PING first (the agent has admitted it while
+// its process lived); with vanish the process exits at once, possibly before the agent looks at it.
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -98,7 +99,16 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    int handoff = argc > 3 && strcmp(argv[3], "handoff") == 0;
+    int handoff = argc > 3 && (strcmp(argv[3], "handoff") == 0 || strcmp(argv[3], "vanish") == 0);
+    if (handoff && strcmp(argv[3], "handoff") == 0) {
+        for (int i = 0; i < count; i++) {
+            if (write(fds[i], "PING\n", 5) != 5 || readline(fds[i], line, sizeof(line)) < 0) {
+                printf("error=PING %d\n", i);
+                fflush(stdout);
+                return 1;
+            }
+        }
+    }
     if (handoff) {
         pid_t parent = getpid();
         if (fork() != 0) {

@@ -360,6 +360,79 @@ class ControlSocketAbuseTest {
     }
 
     /**
+     * Trust IV, row 4, the hand-off: processes of the uids of one user's namespace connect and exit
+     * at once, a child holding their connections (agent_client vanish). The agent looked at
+     * /proc/PID after the process had gone, could not see its user namespace, and counted the
+     * connection as its uid's: the user held 457 connections, 3.6 times its share. Now a connection
+     * whose process has gone before it is admitted is refused with why; whatever the race, the
+     * user holds its share at most, and another user is served.
+     */
+    @Test
+    void connectionsOfProcessesThatExitAtOnceTakeNoShareOfTheirOwn() throws Exception {
+        int base = 400_000 + (int) (ProcessHandle.current().pid() % 1000) * 16;
+        ControlServer.Limits l = ControlServer.Limits.DEFAULT;
+        int per = l.connectionsPerProcess();
+        List<ChildJvm> clients = new ArrayList<>();
+        try (ChildJvm holder = ChildJvm.start(List.of("setpriv", "--reuid=" + USER, "--regid=" + USER,
+                "--clear-groups", "unshare", "--user", "--", "sh", "-c", "echo ns=1; exec cat"))) {
+            holder.expect("ns=", 30);
+            long pid = holder.pid();
+            Files.writeString(Path.of("/proc/" + pid + "/uid_map"), "0 " + base + " 8\n");
+            Files.writeString(Path.of("/proc/" + pid + "/gid_map"), "0 " + base + " 8\n");
+            int served = 0;
+            int gone = 0;
+            String refusal = null;
+            try {
+                for (int u = 0; u < 8; u++) {
+                    for (int p = 0; p < 2 * l.connectionsPerUid() / 8 / per; p++) {
+                        // The JDK stops reading a process's output when it exits: cat carries the child's.
+                        List<String> cmd = new ArrayList<>(List.of("sh", "-c", "\"$@\" | cat", "sh", "nsenter",
+                                "--user=/proc/" + pid + "/ns/user", "--setuid=" + u, "--setgid=" + u,
+                                bin.resolve("agent_client").toString(), SockmapAdmin.agentSocket(pins).toString(),
+                                Integer.toString(per), "vanish"));
+                        for (int k = 0; k < per; k++) {
+                            cmd.add("send " + k + " PING");
+                        }
+                        cmd.add("wait 0"); // holds the connections until the agent closes the first
+                        ChildJvm c = ChildJvm.start(cmd);
+                        clients.add(c);
+                        c.expect("connected=", 30);
+                        for (int k = 0; k < per; k++) {
+                            String a = c.expect("answer=", 30);
+                            if (a.equals(k + " OK agent")) {
+                                served++;
+                            } else if (a.contains("exited before the agent could see whose it is")) {
+                                gone++;
+                            } else {
+                                refusal = a;
+                            }
+                        }
+                    }
+                }
+                System.out.printf("8 uids of one user's namespace, connecting and exiting at once: %d connections "
+                        + "served, %d refused as their process had gone, other refusals: %s%n", served, gone, refusal);
+                assertTrue(served <= l.connectionsPerUid(), "one user's share at most: " + served);
+                try (ChildJvm other = client(USER + 301, 0, 1, false)) {
+                    other.expect("connected=", 30);
+                    assertEquals("OK agent", send(other, 0, "PING"), "another user is served");
+                }
+            } finally {
+                for (ChildJvm c : clients) {
+                    // Its child ends when the agent closes the connection it waits on (the idle
+                    // time), or at once where that one was refused.
+                    try {
+                        c.expect("answer=0 ", l.idleSeconds() + 60L);
+                    } catch (AssertionError | RuntimeException notThere) {
+                        // A test that failed before its waits: the children end at the idle close.
+                    }
+                    c.close();
+                }
+                holder.closeInput();
+            }
+        }
+    }
+
+    /**
      * Connections that cost a user nothing to keep are closed: one that leaves half a line for the
      * line time, one that sends nothing and holds no rule for the idle time. One that holds an
      * OPTIN rule stays, idle or not, and a line over the limit is refused even when its newline

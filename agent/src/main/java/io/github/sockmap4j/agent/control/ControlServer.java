@@ -258,14 +258,15 @@ public final class ControlServer implements AutoCloseable {
      * Whose share a connection of {@code uid} (pid {@code pid}) takes: root's connections are root's;
      * a process in a user namespace of a user other than root takes that user's share, whatever
      * uids the namespace maps (a user with a subordinate uid range has thousands), so that no
-     * number of uids makes more than one user's share; any other process takes its uid's.
+     * number of uids makes more than one user's share; any other process takes its uid's. A process
+     * that has gone gives {@link UserNamespaces#GONE}: its connection is refused.
      */
     int shareOf(int uid, int pid) {
         if (uid == 0 || pid == 0) {
             return uid;
         }
         int owner = namespaceOwner.applyAsInt(pid);
-        return owner > 0 ? owner : uid;
+        return owner > 0 ? owner : owner == UserNamespaces.GONE ? UserNamespaces.GONE : uid;
     }
 
     /** Serves {@code conn} on a thread of its own, or refuses it with the reason when its uid is at a limit. */
@@ -273,8 +274,24 @@ public final class ControlServer implements AutoCloseable {
         int uid = conn.peer().uid();
         int pid = conn.peer().pid();
         int share = shareOf(uid, pid);
-        shares.put(conn, share);
         String no = null;
+        if (share == UserNamespaces.GONE) {
+            // Its uid may be one of thousands a user's namespace maps: which user's share it takes
+            // cannot be told any more, and a connection handed on this way would take a share of
+            // its own (Trust IV, row 4).
+            no = "process " + pid + " (uid " + uid + ") exited before the agent could see whose it is: connect "
+                    + "from the process that makes the requests";
+            refuse(Refusal.CONNECTION);
+            refusals.log(uid, "Refused a connection of uid {} (pid {}): {}", uid, pid, no);
+            try {
+                conn.writeLine("ERR " + no);
+            } catch (IOException ignored) {
+                // It hung up already.
+            }
+            conn.close();
+            return;
+        }
+        shares.put(conn, share);
         synchronized (perUid) {
             int mine = perUid.getOrDefault(share, 0);
             int process = perPid.getOrDefault(pid, 0);

@@ -12,7 +12,7 @@ import java.nio.file.Path;
  * the outermost user namespace between the process and this one. A user who maps a range of
  * subordinate uids (or any number of nested namespaces) is that one uid here.
  *
- * <p><b>Note:</b> this class is threadsafe; a process that exits meanwhile gives -1.
+ * <p><b>Note:</b> this class is threadsafe; a process that exits meanwhile gives -1 or {@link #GONE}.
  */
 public final class UserNamespaces {
     /** _IO(0xb7, 0x2): a descriptor of the parent user namespace. */
@@ -25,16 +25,25 @@ public final class UserNamespaces {
     private UserNamespaces() {
     }
 
+    /** {@link #ownerBelowOurs}: the process has gone (its /proc entry with it). */
+    public static final int GONE = -2;
+
     /**
      * The uid owning the outermost user namespace of process {@code pid} below this process's
-     * own, or -1 when {@code pid} is in this process's user namespace, is gone, or the kernel does
-     * not say.
+     * own (0 for one root made); -1 when {@code pid} is in this process's user namespace or the
+     * kernel does not say; {@link #GONE} when the process has gone.
      */
     public static int ownerBelowOurs(int pid) {
         try {
             String ours = Files.readSymbolicLink(Path.of("/proc/self/ns/user")).toString();
             Path theirs = Path.of("/proc", Integer.toString(pid), "ns", "user");
-            if (Files.readSymbolicLink(theirs).toString().equals(ours)) {
+            String link;
+            try {
+                link = Files.readSymbolicLink(theirs).toString();
+            } catch (java.nio.file.NoSuchFileException gone) {
+                return GONE;
+            }
+            if (link.equals(ours)) {
                 return -1;
             }
             int fd = SysCalls.open(theirs.toString(), Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
