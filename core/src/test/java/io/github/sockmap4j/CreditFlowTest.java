@@ -176,6 +176,22 @@ class CreditFlowTest {
         }
     }
 
+    /** Reads {@code total} sequence-numbered bytes ({@link InFlightBoundTest#fill}), failing at the first wrong long. */
+    static void readInOrder(SockmapChannel ch, long total) throws IOException {
+        ByteBuffer in = ByteBuffer.allocateDirect(WRITE);
+        long expected = 0;
+        for (long got = 0; got < total; ) {
+            int n = ch.read(in);
+            assertTrue(n >= 0, "early end of stream at " + got);
+            got += n;
+            in.flip();
+            while (in.remaining() >= 8) {
+                assertEquals(expected++, in.getLong(), "the long at " + (expected - 1) * 8);
+            }
+            in.compact();
+        }
+    }
+
     static void writeBlocking(SockmapChannel writer) throws IOException {
         ByteBuffer b = ByteBuffer.allocateDirect(WRITE);
         for (long sent = 0; sent < TOTAL; sent += WRITE) {
@@ -345,19 +361,7 @@ class CreditFlowTest {
                         sentBack += out.capacity();
                     }
                     assertFalse(write.isDone(), "the writer held while its reader read nothing");
-                    ByteBuffer in = ByteBuffer.allocateDirect(WRITE);
-                    long expected = 0;
-                    long got = 0;
-                    while (got < total) {
-                        int n = reader.read(in);
-                        assertTrue(n >= 0, "early end of stream at " + got);
-                        got += n;
-                        in.flip();
-                        while (in.remaining() >= 8) {
-                            assertEquals(expected++, in.getLong(), "the long at " + (expected - 1) * 8);
-                        }
-                        in.compact();
-                    }
+                    readInOrder(reader, total);
                     write.get(30, TimeUnit.SECONDS);
                     reader.shutdownOutput();
                     assertEquals(sentBack, heard.get(30, TimeUnit.SECONDS), "the writer read all its reader sent");
@@ -395,18 +399,7 @@ class CreditFlowTest {
                                 InFlightBoundTest.fill(out, sent / 8);
                                 ChannelContractTest.writeFully(ch, out);
                             }
-                            ByteBuffer in = ByteBuffer.allocateDirect(WRITE);
-                            long expected = 0;
-                            for (long got = 0; got < total; ) {
-                                int n = ch.read(in);
-                                assertTrue(n >= 0, "early end of stream at " + got);
-                                got += n;
-                                in.flip();
-                                while (in.remaining() >= 8) {
-                                    assertEquals(expected++, in.getLong(), "the long at " + (expected - 1) * 8);
-                                }
-                                in.compact();
-                            }
+                            readInOrder(ch, total);
                         } catch (IOException e) {
                             throw new UncheckedIOException(e);
                         }

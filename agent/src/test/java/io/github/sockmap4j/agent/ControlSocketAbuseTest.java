@@ -110,6 +110,24 @@ class ControlSocketAbuseTest {
                 Integer.toString(connections)));
     }
 
+    /**
+     * A user namespace of {@link #USER}'s mapping the 8 uids from {@code base}, its maps written by
+     * root as newuidmap writes /etc/subuid's: it lives as long as the process returned.
+     */
+    static ChildJvm userNamespace(int base) throws IOException, InterruptedException {
+        ChildJvm holder = ChildJvm.start(List.of("setpriv", "--reuid=" + USER, "--regid=" + USER,
+                "--clear-groups", "unshare", "--user", "--", "sh", "-c", "echo ns=1; exec cat"));
+        try {
+            holder.expect("ns=", 30);
+            Files.writeString(Path.of("/proc/" + holder.pid() + "/uid_map"), "0 " + base + " 8\n");
+            Files.writeString(Path.of("/proc/" + holder.pid() + "/gid_map"), "0 " + base + " 8\n");
+            return holder;
+        } catch (IOException | InterruptedException | RuntimeException | Error e) {
+            holder.close();
+            throw e;
+        }
+    }
+
     static String send(ChildJvm c, int conn, String line) throws InterruptedException {
         c.send("send " + conn + " " + line);
         return c.expect("answer=" + conn + " ", 30);
@@ -309,13 +327,8 @@ class ControlSocketAbuseTest {
         int base = 300_000 + (int) (ProcessHandle.current().pid() % 1000) * 16;
         ControlServer.Limits l = ControlServer.Limits.DEFAULT;
         List<ChildJvm> clients = new ArrayList<>();
-        // The user's namespace: made by the user, its uid and gid maps written by root as newuidmap would.
-        try (ChildJvm holder = ChildJvm.start(List.of("setpriv", "--reuid=" + USER, "--regid=" + USER,
-                "--clear-groups", "unshare", "--user", "--", "sh", "-c", "echo ns=1; exec cat"))) {
-            holder.expect("ns=", 30);
+        try (ChildJvm holder = userNamespace(base)) {
             long pid = holder.pid();
-            Files.writeString(Path.of("/proc/" + pid + "/uid_map"), "0 " + base + " 8\n");
-            Files.writeString(Path.of("/proc/" + pid + "/gid_map"), "0 " + base + " 8\n");
             int connected = 0;
             int refused = 0;
             String refusal = null;
@@ -373,12 +386,8 @@ class ControlSocketAbuseTest {
         ControlServer.Limits l = ControlServer.Limits.DEFAULT;
         int per = l.connectionsPerProcess();
         List<ChildJvm> clients = new ArrayList<>();
-        try (ChildJvm holder = ChildJvm.start(List.of("setpriv", "--reuid=" + USER, "--regid=" + USER,
-                "--clear-groups", "unshare", "--user", "--", "sh", "-c", "echo ns=1; exec cat"))) {
-            holder.expect("ns=", 30);
+        try (ChildJvm holder = userNamespace(base)) {
             long pid = holder.pid();
-            Files.writeString(Path.of("/proc/" + pid + "/uid_map"), "0 " + base + " 8\n");
-            Files.writeString(Path.of("/proc/" + pid + "/gid_map"), "0 " + base + " 8\n");
             int served = 0;
             int gone = 0;
             String refusal = null;

@@ -278,10 +278,7 @@ class SecurityModelTest {
         Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("share"));
         int port = 47345;
         int maxSockets = 1024;
-        try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", dir.toString(),
-                "agent", "--cgroup", cg.toString(), "--metrics-port", "-1", "--max-sockets",
-                Integer.toString(maxSockets)))) {
-            other.expect("agent: ready", 60);
+        try (ChildJvm other = agentWithMap(cg, dir, maxSockets)) {
             AsRoot.allow(dir, Integer.toString(port));
             SockmapStats before = SockmapAdmin.stats(dir);
             String script = "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + port + " 600";
@@ -335,10 +332,7 @@ class SecurityModelTest {
         int port = 47348;
         int maxSockets = 1024;
         int share = io.github.sockmap4j.linux.bpf.ObjectLoader.shareMax(maxSockets);
-        try (ChildJvm other = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", dir.toString(),
-                "agent", "--cgroup", cg.toString(), "--metrics-port", "-1", "--max-sockets",
-                Integer.toString(maxSockets)))) {
-            other.expect("agent: ready", 60);
+        try (ChildJvm other = agentWithMap(cg, dir, maxSockets)) {
             AsRoot.allow(dir, Integer.toString(port));
             String hold = "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + port + " 100";
             long start = SockmapAdmin.stats(dir).socketsInMap();
@@ -375,6 +369,19 @@ class SecurityModelTest {
         } finally {
             SockmapAdmin.removePins(dir);
             Leftovers.removeCgroups(cg);
+        }
+    }
+
+    /** An agent of its own on {@code cg} and {@code dir} with a map of {@code maxSockets}, ready, without metrics. */
+    static ChildJvm agentWithMap(Path cg, Path dir, int maxSockets) throws IOException, InterruptedException {
+        ChildJvm a = ChildJvm.start(ChildJvm.javaCommand(AgentMain.class, "--pin-dir", dir.toString(), "agent",
+                "--cgroup", cg.toString(), "--metrics-port", "-1", "--max-sockets", Integer.toString(maxSockets)));
+        try {
+            a.expect("agent: ready", 60);
+            return a;
+        } catch (RuntimeException | Error e) {
+            a.close();
+            throw e;
         }
     }
 
