@@ -48,7 +48,11 @@ import org.junit.jupiter.params.provider.ValueSource;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class SecurityModelTest {
-    /** A user with a grant: ports 47341-47342 on 127.0.0.0/8, bounds up to 1 MiB. */
+    /**
+     * A user with a grant: ports 27341-27342 on 127.0.0.0/8, bounds up to 1 MiB. The class's ports
+     * lie below the ephemeral range (32768-60999 by default): a connection's own port, taken by
+     * the kernel for a connect, can never hold one of them when a test listens there.
+     */
     static final int U1 = 65534;
     /** A user with no grant. */
     static final int U2 = 65533;
@@ -72,7 +76,7 @@ class SecurityModelTest {
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = ChildJvm.compilePeer(work.resolve("peer"));
         Path policy = work.resolve("policy");
-        Files.writeString(policy, "uid " + U1 + " 47341,47342 127.0.0.0/8 1048576\n");
+        Files.writeString(policy, "uid " + U1 + " 27341,27342 127.0.0.0/8 1048576\n");
         cgroup = TestKernel.newCgroup("attack");
         outside = TestKernel.newCgroup("outside");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("attack"));
@@ -276,7 +280,7 @@ class SecurityModelTest {
     void aUserFillsAtMostItsShareOfTheMap() throws Exception {
         Path cg = TestKernel.newCgroup("share");
         Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("share"));
-        int port = 47345;
+        int port = 27345;
         int maxSockets = 1024;
         try (ChildJvm other = agentWithMap(cg, dir, maxSockets)) {
             AsRoot.allow(dir, Integer.toString(port));
@@ -329,7 +333,7 @@ class SecurityModelTest {
     void namespacesMadeAtWillTakeNoMoreThanOneShare() throws Exception {
         Path cg = TestKernel.newCgroup("shares2");
         Path dir = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("shares2"));
-        int port = 47348;
+        int port = 27348;
         int maxSockets = 1024;
         int share = io.github.sockmap4j.linux.bpf.ObjectLoader.shareMax(maxSockets);
         try (ChildJvm other = agentWithMap(cg, dir, maxSockets)) {
@@ -457,7 +461,7 @@ class SecurityModelTest {
                 fdsNow = fds.count();
             }
             long t0 = System.nanoTime();
-            answer = agentCall(U1, "ALLOW 47341 127.0.0.0 104 65536");
+            answer = agentCall(U1, "ALLOW 27341 127.0.0.0 104 65536");
             ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             many.closeInput();
             assertEquals(0, many.waitFor(60), many.output());
@@ -503,7 +507,7 @@ class SecurityModelTest {
     void manyListenersAndManyRequestsCostTheAgentAShareOfACpu() throws Exception {
         int seconds = 10;
         String script = "ip link set lo up && exec " + peer + " listen-flood 127.0.0.1 20000 12000 "
-                + SockmapAdmin.agentSocket(pins) + " 8 " + seconds + " 180 'ALLOW 47341 127.0.0.0 104 65536'";
+                + SockmapAdmin.agentSocket(pins) + " 8 " + seconds + " 180 'ALLOW 27341 127.0.0.0 104 65536'";
         try (ChildJvm flood = ChildJvm.startInCgroup(cgroup, as(U1, List.of("unshare", "-Urn", "sh", "-c", script)))) {
             assertEquals("12000", flood.expect("listening=", 120), flood.output());
             long ticks = cpuTicks(agent.pid());
@@ -529,7 +533,7 @@ class SecurityModelTest {
             System.out.printf("12,000 listeners and %d bounded requests in %d s (%d answered otherwise than the "
                     + "first): the agent used %.2f of a CPU, %d PINGs answered, the slowest in %d ms; the first answer: "
                     + "%s%n", requests, seconds, otherAnswers, cpu, pings, slowest, answer);
-            assertTrue(answer.startsWith("ERR "), "no server of U1 listens on 47341 there: " + answer);
+            assertTrue(answer.startsWith("ERR "), "no server of U1 listens on 27341 there: " + answer);
             assertTrue(cpu < 0.5, "the agent's CPU over the flood: " + cpu);
         }
     }
@@ -655,21 +659,21 @@ class SecurityModelTest {
      */
     @Test
     void aGrantHoldersServiceMovesOnlyItsOwnConnects() throws Exception {
-        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "47341");
-             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "47342")) {
+        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "27341");
+             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "27342")) {
             root.expect("port=", 30);
             mine.expect("port=", 30);
-            String put = agentCall(U1, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0);
-            assertTrue(put.startsWith("OK service 127.0.0.1:47341") && put.contains("for uid " + U1 + "'s connects"),
+            String put = agentCall(U1, "SERVICE 127.0.0.1 27341 all 127.0.0.1:27342 -").get(0);
+            assertTrue(put.startsWith("OK service 127.0.0.1:27341") && put.contains("for uid " + U1 + "'s connects"),
                     put);
             try {
-                connect(0, null, "127.0.0.1", 47341, 3);
-                connect(0, null, "::ffff:127.0.0.1", 47341, 3);
-                connect(U2, null, "127.0.0.1", 47341, 3);
-                connect(U2, null, "::ffff:127.0.0.1", 47341, 3);
-                connect(U1, null, "127.0.0.1", 47341, 2);
+                connect(0, null, "127.0.0.1", 27341, 3);
+                connect(0, null, "::ffff:127.0.0.1", 27341, 3);
+                connect(U2, null, "127.0.0.1", 27341, 3);
+                connect(U2, null, "::ffff:127.0.0.1", 27341, 3);
+                connect(U1, null, "127.0.0.1", 27341, 2);
             } finally {
-                assertTrue(agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
+                assertTrue(agentCall(U1, "UNSERVICE 127.0.0.1 27341").get(0).startsWith("OK removed"));
             }
             assertEquals(12, connections(root), "every connect of root and uid " + U2 + " reached root's server");
             assertEquals(2, connections(mine), "uid " + U1 + "'s own connects reached its endpoint");
@@ -688,18 +692,18 @@ class SecurityModelTest {
         Files.copy(peer, setuid, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         Files.setPosixFilePermissions(setuid, PosixFilePermissions.fromString("rwxr-xr-x"));
         new ProcessBuilder("chmod", "4755", setuid.toString()).inheritIO().start().waitFor();
-        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "47341");
-             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "47342")) {
+        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "27341");
+             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "27342")) {
             root.expect("port=", 30);
             mine.expect("port=", 30);
-            assertTrue(agentCall(U1, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK service"));
+            assertTrue(agentCall(U1, "SERVICE 127.0.0.1 27341 all 127.0.0.1:27342 -").get(0).startsWith("OK service"));
             try (ChildJvm c = ChildJvm.startInCgroup(cgroup, as(U1, List.of(setuid.toString(), "conn-client",
-                    "127.0.0.1", "47341", "3")))) {
+                    "127.0.0.1", "27341", "3")))) {
                 assertEquals("1", c.expect("ok=", 30), c.output());
                 assertEquals(0, c.waitFor(30));
             } finally {
-                connect(U1, null, "127.0.0.1", 47341, 2);
-                assertTrue(agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
+                connect(U1, null, "127.0.0.1", 27341, 2);
+                assertTrue(agentCall(U1, "UNSERVICE 127.0.0.1 27341").get(0).startsWith("OK removed"));
             }
             assertEquals(3, connections(root), "the setuid program's connects reached root's server");
             assertEquals(2, connections(mine), "uid " + U1 + "'s own connects reached its endpoint");
@@ -715,20 +719,20 @@ class SecurityModelTest {
      */
     @Test
     void aLoopbackServiceMovesConnectsOfItsNamespaceOnly() throws Exception {
-        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47343 all 127.0.0.1:47344 -").get(0).startsWith("OK service"));
-        try (ChildJvm podVip = peer(0, pods.nsA, "conn-server", "127.0.0.1", "47343");
-             ChildJvm podEndpoint = peer(0, pods.nsA, "conn-server", "127.0.0.1", "47344");
-             ChildJvm hostEndpoint = peer(0, null, "conn-server", "127.0.0.1", "47344")) {
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 27343 all 127.0.0.1:27344 -").get(0).startsWith("OK service"));
+        try (ChildJvm podVip = peer(0, pods.nsA, "conn-server", "127.0.0.1", "27343");
+             ChildJvm podEndpoint = peer(0, pods.nsA, "conn-server", "127.0.0.1", "27344");
+             ChildJvm hostEndpoint = peer(0, null, "conn-server", "127.0.0.1", "27344")) {
             podVip.expect("port=", 30);
             podEndpoint.expect("port=", 30);
             hostEndpoint.expect("port=", 30);
-            connect(0, pods.nsA, "127.0.0.1", 47343, 3);
-            connect(0, null, "127.0.0.1", 47343, 2);
+            connect(0, pods.nsA, "127.0.0.1", 27343, 3);
+            connect(0, null, "127.0.0.1", 27343, 2);
             assertEquals(3, connections(podVip), "the pod's connects reached the pod's own server");
             assertEquals(0, connections(podEndpoint));
             assertEquals(2, connections(hostEndpoint), "the host's connects were moved to the endpoint");
         } finally {
-            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47343").get(0).startsWith("OK removed"));
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 27343").get(0).startsWith("OK removed"));
         }
     }
 
@@ -738,16 +742,16 @@ class SecurityModelTest {
      */
     @Test
     void rootReplacingAUsersServiceOwnsIt() throws Exception {
-        assertTrue(agentCall(U1, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK"));
+        assertTrue(agentCall(U1, "SERVICE 127.0.0.1 27341 all 127.0.0.1:27342 -").get(0).startsWith("OK"));
         try {
-            assertTrue(agentCall(0, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK"));
+            assertTrue(agentCall(0, "SERVICE 127.0.0.1 27341 all 127.0.0.1:27342 -").get(0).startsWith("OK"));
             List<String> listed = listed(0, "SERVICES");
-            assertTrue(listed.stream().anyMatch(l -> l.startsWith("127.0.0.1:47341") && l.endsWith("put by uid 0")),
+            assertTrue(listed.stream().anyMatch(l -> l.startsWith("127.0.0.1:27341") && l.endsWith("put by uid 0")),
                     listed.toString());
-            String no = agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0);
-            assertTrue(no.startsWith("ERR the Service 127.0.0.1:47341 was put by uid 0"), no);
+            String no = agentCall(U1, "UNSERVICE 127.0.0.1 27341").get(0);
+            assertTrue(no.startsWith("ERR the Service 127.0.0.1:27341 was put by uid 0"), no);
         } finally {
-            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 27341").get(0).startsWith("OK removed"));
         }
     }
 
@@ -758,19 +762,19 @@ class SecurityModelTest {
      */
     @Test
     void aStaleOwnerLineGivesAUserNothing() throws Exception {
-        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47341 all 127.0.0.1:47342 -").get(0).startsWith("OK"));
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 27341 all 127.0.0.1:27342 -").get(0).startsWith("OK"));
         try {
             agent.terminate();
             assertEquals(0, agent.waitFor(30), agent.output());
             agent.close();
             // The owner line as 6a39524 wrote it, and as it is written now for another Service.
-            Files.writeString(LockDir.pathFor(pins).resolve("agent-services"), U1 + "\t127.0.0.1\t47341\n"
-                    + U1 + "\t127.0.0.1\t47341\t127.0.0.1:47341 local=127.0.0.1:47341 remote=-\n");
+            Files.writeString(LockDir.pathFor(pins).resolve("agent-services"), U1 + "\t127.0.0.1\t27341\n"
+                    + U1 + "\t127.0.0.1\t27341\t127.0.0.1:27341 local=127.0.0.1:27341 remote=-\n");
             startAgent();
-            String no = agentCall(U1, "UNSERVICE 127.0.0.1 47341").get(0);
-            assertTrue(no.startsWith("ERR the Service 127.0.0.1:47341 was put by uid 0"), no);
+            String no = agentCall(U1, "UNSERVICE 127.0.0.1 27341").get(0);
+            assertTrue(no.startsWith("ERR the Service 127.0.0.1:27341 was put by uid 0"), no);
         } finally {
-            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47341").get(0).startsWith("OK removed"));
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 27341").get(0).startsWith("OK removed"));
         }
     }
 
@@ -781,17 +785,17 @@ class SecurityModelTest {
      */
     @Test
     void aGrantHolderSetsNoBoundOnAnotherUsersServer() throws Exception {
-        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "47341");
-             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "47342")) {
+        try (ChildJvm root = peer(0, null, "conn-server", "127.0.0.1", "27341");
+             ChildJvm mine = peer(U1, null, "conn-server", "127.0.0.1", "27342")) {
             root.expect("port=", 30);
             mine.expect("port=", 30);
-            List<String> a = agentCall(U1, "ALLOW 47341 127.0.0.1 128 1", "ALLOW 47341 127.0.0.0 104 1",
-                    "ALLOW 47342 127.0.0.1 128 65536", "ALLOW 47341 127.0.0.1 128 0",
-                    "DENY 47342 127.0.0.1 128", "DENY 47341 127.0.0.1 128");
-            assertTrue(a.get(0).startsWith("ERR uid 0 listens on 127.0.0.1:47341: only root"), a.get(0));
-            assertTrue(a.get(1).startsWith("ERR uid 0 listens on 127.0.0.1:47341"), a.get(1));
-            assertTrue(a.get(2).startsWith("OK allowed 47342"), "its own server's bound: " + a.get(2));
-            assertTrue(a.get(3).startsWith("OK allowed 47341"), "the receiver's own bound: " + a.get(3));
+            List<String> a = agentCall(U1, "ALLOW 27341 127.0.0.1 128 1", "ALLOW 27341 127.0.0.0 104 1",
+                    "ALLOW 27342 127.0.0.1 128 65536", "ALLOW 27341 127.0.0.1 128 0",
+                    "DENY 27342 127.0.0.1 128", "DENY 27341 127.0.0.1 128");
+            assertTrue(a.get(0).startsWith("ERR uid 0 listens on 127.0.0.1:27341: only root"), a.get(0));
+            assertTrue(a.get(1).startsWith("ERR uid 0 listens on 127.0.0.1:27341"), a.get(1));
+            assertTrue(a.get(2).startsWith("OK allowed 27342"), "its own server's bound: " + a.get(2));
+            assertTrue(a.get(3).startsWith("OK allowed 27341"), "the receiver's own bound: " + a.get(3));
             assertTrue(a.get(4).startsWith("OK denied") && a.get(5).startsWith("OK denied"), a.toString());
         }
     }
@@ -806,11 +810,11 @@ class SecurityModelTest {
      */
     @Test
     void aShareIsReturnedWhoeverHoldsTheKeyAtTheClose() throws Exception {
-        AsRoot.allow(pins, "47345");
+        AsRoot.allow(pins, "27345");
         Path shares = pins.resolve("shares");
         int baseline = io.github.sockmap4j.testbed.Bpftool.mapEntries(shares);
         try (ChildJvm held = ChildJvm.startInCgroup(cgroup, as(U1, List.of(peer.toString(), "hold", "127.0.0.1",
-                "47345", "8")))) {
+                "27345", "8")))) {
             assertEquals("8", held.expect("held=", 60), held.output());
             assertEquals(baseline + 1, io.github.sockmap4j.testbed.Bpftool.mapEntries(shares),
                     "the user's 16 entries are counted in its share");
@@ -839,7 +843,7 @@ class SecurityModelTest {
             held.closeInput();
             assertEquals(0, held.waitFor(60), held.output());
         } finally {
-            AsRoot.deny(pins, "47345");
+            AsRoot.deny(pins, "27345");
         }
         assertEquals(baseline, io.github.sockmap4j.testbed.Bpftool.awaitMapEntries(shares, baseline),
                 "the user's share returned whole: " + io.github.sockmap4j.testbed.Bpftool.run("-j", "map", "dump",
@@ -852,11 +856,11 @@ class SecurityModelTest {
      */
     @Test
     void aUserListsItsOwnRulesAndServicesOnly() throws Exception {
-        AsRoot.allow(pins, "47345");
-        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47346 all 127.0.0.1:47347 -").get(0).startsWith("OK"));
+        AsRoot.allow(pins, "27345");
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 27346 all 127.0.0.1:27347 -").get(0).startsWith("OK"));
         try {
-            List<String> put = agentCall(U1, "ALLOW 47341 127.0.0.1 128 0", "SERVICE 127.0.0.1 47342 all "
-                    + "127.0.0.1:47341 -");
+            List<String> put = agentCall(U1, "ALLOW 27341 127.0.0.1 128 0", "SERVICE 127.0.0.1 27342 all "
+                    + "127.0.0.1:27341 -");
             assertTrue(put.get(0).startsWith("OK") && put.get(1).startsWith("OK"), put.toString());
             try {
                 List<String> rules = listed(U1, "LIST");
@@ -864,18 +868,18 @@ class SecurityModelTest {
                 assertTrue(rules.get(0).contains("held by uid " + U1) && !rules.get(0).contains("uid 0"), rules.get(0));
                 List<String> services = listed(U1, "SERVICES");
                 assertEquals(1, services.size(), "and its own Service only: " + services);
-                assertTrue(services.get(0).startsWith("127.0.0.1:47342"), services.get(0));
+                assertTrue(services.get(0).startsWith("127.0.0.1:27342"), services.get(0));
                 assertEquals(List.of(), listed(U2, "LIST"), "uid " + U2 + " holds no rule");
                 assertEquals(List.of(), listed(U2, "SERVICES"), "nor a Service");
                 assertTrue(listed(0, "LIST").size() >= 2, "root lists every rule");
                 assertTrue(listed(0, "SERVICES").size() >= 2, "and every Service");
             } finally {
-                assertEquals(List.of("OK denied 47341/127.0.0.1 (128 key bits)", "OK removed service 127.0.0.1:47342"),
-                        agentCall(U1, "DENY 47341 127.0.0.1 128", "UNSERVICE 127.0.0.1 47342"));
+                assertEquals(List.of("OK denied 27341/127.0.0.1 (128 key bits)", "OK removed service 127.0.0.1:27342"),
+                        agentCall(U1, "DENY 27341 127.0.0.1 128", "UNSERVICE 127.0.0.1 27342"));
             }
         } finally {
-            AsRoot.deny(pins, "47345");
-            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47346").get(0).startsWith("OK removed"));
+            AsRoot.deny(pins, "27345");
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 27346").get(0).startsWith("OK removed"));
         }
     }
 
@@ -887,11 +891,11 @@ class SecurityModelTest {
     @Test
     void connectsThatFailLeaveNoTranslatedSocket() throws Exception {
         int before = SockmapAdmin.translatedSockets(pins);
-        assertTrue(agentCall(0, "SERVICE 127.0.0.1 47348 all 127.0.0.1:47349 -").get(0).startsWith("OK"));
-        try (ChildJvm c = peer(0, null, "refused-client", "127.0.0.1", "47348", "1000")) {
+        assertTrue(agentCall(0, "SERVICE 127.0.0.1 27348 all 127.0.0.1:27349 -").get(0).startsWith("OK"));
+        try (ChildJvm c = peer(0, null, "refused-client", "127.0.0.1", "27348", "1000")) {
             assertEquals("1000", c.expect("refused=", 60), c.output());
         } finally {
-            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 47348").get(0).startsWith("OK removed"));
+            assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 27348").get(0).startsWith("OK removed"));
         }
         assertEquals(before, SockmapAdmin.translatedSockets(pins), "no entry of a failed connect is left");
     }
