@@ -467,6 +467,7 @@ int sm4j_connect4(struct bpf_sock_addr *ctx)
 		return 1;
 	map_v4(k.addr, ctx->user_ip4);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
+	svc_key_scope(ctx, &k);
 	ep = svc_pick(ctx, &k);
 	if (!ep || !is_v4_mapped(ep->addr) || !svc_remember(ctx, &k, ep))
 		return 1;
@@ -490,6 +491,7 @@ int sm4j_connect6(struct bpf_sock_addr *ctx)
 	k.addr[2] = ctx_u32(ctx, user_ip6[2]);
 	k.addr[3] = ctx_u32(ctx, user_ip6[3]);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
+	svc_key_scope(ctx, &k);
 	ep = svc_pick(ctx, &k);
 	if (!ep || is_v4_mapped(ep->addr) != is_v4_mapped(k.addr) || !svc_remember(ctx, &k, ep))
 		return 1;
@@ -599,5 +601,6 @@ int sm4j_getsockopt(struct bpf_sockopt *ctx)
 		sin6->sin6_addr.in6_u.u6_addr32[3] = v->addr[3];
 		sin6->sin6_port = bpf_htons((__u16)v->port);
 	}
+	count(SM4J_CTR_SVC_ORIGDST, 1);
 	return 1;
 }

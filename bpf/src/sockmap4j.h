@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 13
+#define SM4J_ABI_VERSION 14
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -173,9 +173,16 @@ struct sm4j_config {
 #define SM4J_SVC_ENDPOINTS 16
 #define SM4J_SVC_LOCAL_ONLY 1
 
+/*
+ * A Service's key: its VIP and port, and for a loopback VIP (127.0.0.0/8, ::1), which is another
+ * host in each network namespace, the cookie of the namespace it was put for (0 for any other
+ * VIP). One namespace's loopback Service holds that address in no other namespace.
+ */
 struct sm4j_svc_key {
+	__u64 netns;
 	__u32 addr[4];
 	__u32 port;
+	__u32 pad;
 };
 
 struct sm4j_endpoint {
@@ -273,6 +280,7 @@ enum sm4j_counter {
 	SM4J_CTR_KEY_TAKEN,     /* a socket left out of the map: its key, or its peer's, is another connection's,
 				 * or no handshake made it (TCP_REPAIR) */
 	SM4J_CTR_SOCKET_BUSY,   /* a socket left out of the map: another program's sockmap (its sk_msg) holds it */
+	SM4J_CTR_SVC_ORIGDST,   /* an SO_ORIGINAL_DST answered with the Service a translated socket dialed */
 	SM4J_CTR_MAX,
 };
 

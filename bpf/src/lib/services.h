@@ -27,6 +27,12 @@ static __always_inline __u32 sock_uid(struct bpf_sock_addr *ctx)
 	return ((struct sock___sm4j *)tp)->sk_uid.val;
 }
 
+/* The namespace part of the key of {k}'s address: this connect's namespace for a loopback VIP (is_loopback, lib/keys.h). */
+static __always_inline void svc_key_scope(struct bpf_sock_addr *ctx, struct sm4j_svc_key *k)
+{
+	k->netns = is_loopback(k->addr) ? bpf_get_netns_cookie(ctx) : 0;
+}
+
 static __always_inline const struct sm4j_endpoint *svc_pick(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k)
 {
 	struct sm4j_svc *s = bpf_map_lookup_elem(&sm4j_services, k);

@@ -377,7 +377,10 @@ class NodeBedTest {
     void aMeshedPodsProxyLearnsTheServiceItsApplicationDialed() throws Exception {
         meshPod0(true);
         try {
+            SockmapStats untranslated = SockmapAdmin.stats(pins);
             assertEquals(VIP2 + ":" + PORT, meshedCall(VIP2, 10), "kube-proxy's Service: the proxy learns the VIP");
+            assertEquals(0, SockmapAdmin.stats(pins).originalDestinations() - untranslated.originalDestinations(),
+                    "conntrack answered: no answer of the program's counted");
             putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
             try {
                 long nat = natPackets("iptables", "KUBE-SVC-2");
@@ -392,6 +395,8 @@ class NodeBedTest {
                 assertEquals(VIP2 + ":" + PORT, seen, "with the Service translated, the proxy still learns the VIP");
                 assertEquals(2, after.servicesTranslated() - before.servicesTranslated(),
                         "the application's connect and the proxy's");
+                assertEquals(1, after.originalDestinations() - before.originalDestinations(),
+                        "the proxy's one SO_ORIGINAL_DST, answered with the Service");
                 assertEquals(0, natPackets("iptables", "KUBE-SVC-2") - nat, "the proxy's connect went straight");
                 // The proxy to the server and back is redirected; the application to the proxy goes by TCP.
                 assertTrue(redirected >= 2 * 2_000, "the proxy's hop redirected: " + redirected);
@@ -437,6 +442,7 @@ class NodeBedTest {
             int sinkPort = PORT + 7;
             int svcsock = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcsock"));
             int svcorig = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcorig"));
+            long answered = SockmapAdmin.stats(pins).originalDestinations();
             try (ChildJvm sink = ChildJvm.startInCgroup(cgroup, NodeBed.in(bed.pod(0), List.of("setpriv",
                     "--reuid=" + ATTACKER_UID, "--regid=" + ATTACKER_UID, "--clear-groups", peer.toString(),
                     "conn-server", NodeBed.podAddress(0), Integer.toString(sinkPort))))) {
@@ -457,6 +463,8 @@ class NodeBedTest {
                             + "was going, not another socket's Service");
                     assertEquals(0, bySocket, "a translation that never produced a connection left nothing behind");
                     assertEquals(0, byEnd, "the sockets connected elsewhere are filed as no Service's");
+                    assertEquals(0, SockmapAdmin.stats(pins).originalDestinations() - answered,
+                            "no SO_ORIGINAL_DST answered with a Service");
                     squat.closeInput();
                     assertEquals("1", squat.expect("ok=", 30));
                 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.linux.bpf.LockDir;
+import io.github.sockmap4j.linux.sys.NetnsCookie;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.VethPods;
@@ -56,6 +57,8 @@ class SecurityModelTest {
     static final int U1 = 65534;
     /** A user with no grant. */
     static final int U2 = 65533;
+    /** A user with the grant of uid {@value #U1}: the same ports on 127.0.0.0/8, in a namespace of its own. */
+    static final int U3 = 65532;
     static final String A_ADDR = "10.77.0.1";
     static final String B_ADDR = "10.77.0.2";
 
@@ -76,7 +79,8 @@ class SecurityModelTest {
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = ChildJvm.compilePeer(work.resolve("peer"));
         Path policy = work.resolve("policy");
-        Files.writeString(policy, "uid " + U1 + " 27341,27342 127.0.0.0/8 1048576\n");
+        Files.writeString(policy, "uid " + U1 + " 27341,27342 127.0.0.0/8 1048576\n"
+                + "uid " + U3 + " 27341,27342 127.0.0.0/8 1048576\n");
         cgroup = TestKernel.newCgroup("attack");
         outside = TestKernel.newCgroup("outside");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("attack"));
@@ -589,21 +593,32 @@ class SecurityModelTest {
 
     /** The peer program as {@code uid} in the agent's cgroup, in namespace {@code ns} when not null. */
     ChildJvm peer(int uid, String ns, String... args) throws IOException {
+        List<String> run = new ArrayList<>(List.of(peer.toString()));
+        run.addAll(List.of(args));
         List<String> cmd = new ArrayList<>();
         if (ns != null) {
-            cmd.addAll(List.of("ip", "netns", "exec", ns));
+            cmd.addAll(List.of("ip", "netns", "exec", ns)); // as root: entering a namespace takes CAP_SYS_ADMIN
         }
-        cmd.add(peer.toString());
-        cmd.addAll(List.of(args));
-        return ChildJvm.startInCgroup(cgroup, as(uid, cmd));
+        cmd.addAll(as(uid, run));
+        return ChildJvm.startInCgroup(cgroup, cmd);
     }
 
     /** Sends each line to the agent as {@code uid}; its answers. */
     List<String> agentCall(int uid, String... lines) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(peer.toString(), "agent-call",
+        return agentCallIn(uid, null, lines);
+    }
+
+    /** Sends each line to the agent as {@code uid} from network namespace {@code ns} (null: the host's); its answers. */
+    List<String> agentCallIn(int uid, String ns, String... lines) throws Exception {
+        List<String> call = new ArrayList<>(List.of(peer.toString(), "agent-call",
                 SockmapAdmin.agentSocket(pins).toString()));
-        cmd.addAll(List.of(lines));
-        try (ChildJvm c = ChildJvm.start(as(uid, cmd))) {
+        call.addAll(List.of(lines));
+        List<String> cmd = new ArrayList<>();
+        if (ns != null) {
+            cmd.addAll(List.of("ip", "netns", "exec", ns));
+        }
+        cmd.addAll(as(uid, call));
+        try (ChildJvm c = ChildJvm.start(cmd)) {
             List<String> answers = new ArrayList<>();
             for (int i = 0; i < lines.length; i++) {
                 answers.add(c.expect("answer=", 30));
@@ -737,6 +752,59 @@ class SecurityModelTest {
     }
 
     /**
+     * Trust IV, row 7: a loopback VIP is one host per network namespace, and so is its Service. Two
+     * users granted the same ports on 127.0.0.0/8, each in a namespace of its own, put the same
+     * VIP, and root puts it in the host's: each one's connects reach its own namespace's endpoint,
+     * and each removes its own only. On 3923e30 the map held one Service per address: the second
+     * user was refused ("put by uid 65534"), and root's put replaced the first user's, whose
+     * connects then went unmoved.
+     */
+    @Test
+    void aLoopbackServiceHoldsItsAddressInItsOwnNamespaceOnly() throws Exception {
+        String put = "SERVICE 127.0.0.1 27341 all 127.0.0.1:27342 -";
+        List<ChildJvm> servers = new ArrayList<>();
+        try {
+            String mine = agentCallIn(U1, pods.nsA, put).get(0);
+            assertTrue(mine.startsWith("OK service 127.0.0.1:27341"), mine);
+            String theirs = agentCallIn(U3, pods.nsB, put).get(0);
+            assertTrue(theirs.startsWith("OK service 127.0.0.1:27341"), "another namespace's own VIP: " + theirs);
+            String roots = agentCall(0, put).get(0);
+            assertTrue(roots.startsWith("OK service 127.0.0.1:27341"), roots);
+            String[] namespaces = {pods.nsA, pods.nsB, null};
+            for (String ns : namespaces) {
+                servers.add(peer(0, ns, "conn-server", "127.0.0.1", "27341"));
+                servers.add(peer(0, ns, "conn-server", "127.0.0.1", "27342"));
+            }
+            for (ChildJvm server : servers) {
+                server.expect("port=", 30);
+            }
+            connect(U1, pods.nsA, "127.0.0.1", 27341, 2);
+            connect(U3, pods.nsB, "127.0.0.1", 27341, 3);
+            connect(0, null, "127.0.0.1", 27341, 4);
+            int[] expected = {2, 3, 4};
+            for (int i = 0; i < namespaces.length; i++) {
+                String where = namespaces[i] == null ? "the host" : namespaces[i];
+                assertEquals(0, connections(servers.get(2 * i)), where + "'s VIP listener: every connect moved");
+                assertEquals(expected[i], connections(servers.get(2 * i + 1)), where + "'s own endpoint");
+            }
+            String gone = agentCallIn(U1, pods.nsA, "UNSERVICE 127.0.0.1 27341").get(0);
+            assertTrue(gone.startsWith("OK removed"), gone);
+            assertEquals(1, listed(U3, "SERVICES").size(), "the other user's Service stays");
+            assertEquals(2, listed(0, "SERVICES").stream().filter(l -> l.startsWith("127.0.0.1:27341")).count(),
+                    "root sees its own and the other user's");
+        } finally {
+            for (ChildJvm server : servers) {
+                server.close();
+            }
+            agentCallIn(0, pods.nsA, "UNSERVICE 127.0.0.1 27341");
+            agentCallIn(0, pods.nsB, "UNSERVICE 127.0.0.1 27341");
+            agentCall(0, "UNSERVICE 127.0.0.1 27341");
+            List<String> left = listed(0, "SERVICES");
+            assertTrue(left.stream().noneMatch(l -> l.startsWith("127.0.0.1:27341")), "nothing left: " + left);
+        }
+    }
+
+    /**
      * Whoever replaces a Service owns it: root replacing a user's makes it root's, which the user
      * may then neither replace nor remove (on 6a39524 the owner stayed the user).
      */
@@ -767,9 +835,11 @@ class SecurityModelTest {
             agent.terminate();
             assertEquals(0, agent.waitFor(30), agent.output());
             agent.close();
-            // The owner line as 6a39524 wrote it, and as it is written now for another Service.
+            // The owner line as 6a39524 wrote it, as 3923e30 did, and as it is written now for another Service.
             Files.writeString(LockDir.pathFor(pins).resolve("agent-services"), U1 + "\t127.0.0.1\t27341\n"
-                    + U1 + "\t127.0.0.1\t27341\t127.0.0.1:27341 local=127.0.0.1:27341 remote=-\n");
+                    + U1 + "\t127.0.0.1\t27341\t127.0.0.1:27341 local=127.0.0.1:27341 remote=-\n"
+                    + U1 + "\t" + NetnsCookie.here() + "\t127.0.0.1\t27341\t127.0.0.1:27341 local=127.0.0.1:27341 "
+                    + "remote=-\n");
             startAgent();
             String no = agentCall(U1, "UNSERVICE 127.0.0.1 27341").get(0);
             assertTrue(no.startsWith("ERR the Service 127.0.0.1:27341 was put by uid 0"), no);

@@ -235,12 +235,13 @@ public final class SockmapCli implements PinDirectory {
                                 + "resumes %d, tainted %d, register failures %d, accepted with no registered client %d, "
                                 + "clients of a server not on this node %d, keys another connection holds %d, "
                                 + "in another program's sockmap %d, "
-                                + "Service connects translated %d, without a local endpoint %d",
+                                + "Service connects translated %d, without a local endpoint %d, "
+                                + "original destinations answered with a Service %d",
                         st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
                         st.messagesPassed(), st.bytesPassed(), st.boundHits(), st.resumes(), st.socketsTainted(),
                         st.registerFailures(), st.clientsUnregistered(), st.peersNotLocal(), st.keysTaken(),
                         st.socketsBusy(), st.servicesTranslated(),
-                        st.servicesNoLocal()));
+                        st.servicesNoLocal(), st.originalDestinations()));
             }
             return 0;
         }

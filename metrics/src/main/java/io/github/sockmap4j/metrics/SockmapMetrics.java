@@ -104,6 +104,9 @@ public final class SockmapMetrics implements MeterBinder {
                 SockmapStats::servicesTranslated);
         counter(r, "sockmap4j.services.no.local", "connects to a Service in the map with no local endpoint",
                 SockmapStats::servicesNoLocal);
+        counter(r, "sockmap4j.services.original.destinations",
+                "SO_ORIGINAL_DST calls answered with the Service a translated client dialed",
+                SockmapStats::originalDestinations);
         Gauge.builder("sockmap4j.sockets.in.map", this, m -> m.stats().socketsInMap())
                 .description("sockets in the SOCKHASH now").strongReference(true).register(r);
         FunctionCounter.builder("sockmap4j.credit.waits", this, m -> Sockmap.flowStats().creditWaits())

@@ -530,7 +530,7 @@ public final class ControlServer implements AutoCloseable {
                 }
                 done = services.put(who.uid(), who.pid(), req.service(), policy.quota(who.uid()));
             } else {
-                done = services.remove(who.uid(), req.service().vip());
+                done = services.remove(who.uid(), who.pid(), req.service().vip());
             }
             changes.log(who.uid(), "{} for uid {} (pid {})", done, who.uid(), who.pid());
             this.done.incrementAndGet();

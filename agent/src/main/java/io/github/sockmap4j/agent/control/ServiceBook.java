@@ -18,9 +18,11 @@ import java.util.Map;
 /**
  * Who put each Service the agent's control socket put in the Service map: only they, or root,
  * replace or remove it. Kept in a root-only file next to the locks ({@code agent-services}, one
- * {@code UID VIP PORT SERVICE} a line, SERVICE as {@link AgentRequest#describe} writes it, rewritten whole at
- * each change: Services are few next to rules), so the next agent adopts it. A user owns a Service
- * only while the map holds the very Service it put: one the map holds and the file does not, or
+ * {@code UID NETNS VIP PORT SERVICE} a line (NETNS the key's namespace cookie, 0 for a VIP that is not loopback), SERVICE as {@link AgentRequest#describe} writes it, rewritten whole at
+ * each change: Services are few next to rules), so the next agent adopts it. A Service is known by
+ * its {@link ServiceMap.Key}: its VIP and port, and for a loopback VIP the network namespace it was
+ * put from (127.0.0.2 of one namespace is not that of another: two users may each put their own).
+ * A user owns a Service only while the map holds the very Service it put: one the map holds and the file does not, or
  * holds otherwise (put by root without an agent, by the Kubernetes feed, or after an agent died
  * between its file and its map write), is root's.
  *
@@ -29,10 +31,10 @@ import java.util.Map;
 public final class ServiceBook {
     private final ServiceMap map;
     private final Path file;
-    /** The owner's uid of each Service in the map, by VIP and port. */
-    private final Map<InetSocketAddress, Integer> owners = new LinkedHashMap<>();
-    /** What each user's Service was when it put it ({@link #describe}): it owns only that. */
-    private final Map<InetSocketAddress, String> put = new LinkedHashMap<>();
+    /** The owner's uid of each Service in the map, by where it is. */
+    private final Map<ServiceMap.Key, Integer> owners = new LinkedHashMap<>();
+    /** What each user's Service was when it put it ({@link AgentRequest#describe}): it owns only that. */
+    private final Map<ServiceMap.Key, String> put = new LinkedHashMap<>();
 
     private ServiceBook(ServiceMap map, Path file) {
         this.map = map;
@@ -48,13 +50,14 @@ public final class ServiceBook {
             for (String line : Files.readAllLines(file)) {
                 String[] f = line.split("\t");
                 try {
-                    if (f.length != 4) {
-                        throw new IllegalArgumentException("not 4 fields");
+                    if (f.length != 5) {
+                        throw new IllegalArgumentException("not 5 fields");
                     }
-                    InetSocketAddress vip = new InetSocketAddress(Cidr.literal(f[1]), Integer.parseInt(f[2]));
+                    ServiceMap.Key at = new ServiceMap.Key(Long.parseLong(f[1]),
+                            new InetSocketAddress(Cidr.literal(f[2]), Integer.parseInt(f[3])));
                     int owner = Integer.parseInt(f[0]);
-                    b.owners.put(vip, owner);
-                    b.put.put(vip, f[3]);
+                    b.owners.put(at, owner);
+                    b.put.put(at, f[4]);
                 } catch (IllegalArgumentException e) {
                     if (!line.isBlank()) {
                         unread.add(line);
@@ -73,7 +76,8 @@ public final class ServiceBook {
      * Puts {@code s} for {@code uid} (already checked against the policy file), refusing to
      * replace another user's or to go past {@code quota} Services. A user's Service moves only
      * that user's connects, root's every connect; one naming a loopback address only those in the
-     * network namespace of {@code pid}, the caller. Whoever puts a Service owns it from then on
+     * network namespace of {@code pid}, the caller, and a loopback VIP is that namespace's only:
+     * another namespace's Service of the same VIP is another's. Whoever puts a Service owns it from then on
      * (root replacing a user's makes it root's). The owner is on file before the map changes: an
      * agent killed in between leaves at worst an owner for a Service the map does not hold, which
      * the next agent drops.
@@ -81,7 +85,15 @@ public final class ServiceBook {
     public synchronized String put(int uid, long pid, ServiceMap.Service s, int quota)
             throws RuleBook.Refused, IOException {
         sync();
-        Integer owner = owners.get(s.vip());
+        ServiceMap.Scope scope;
+        try {
+            scope = ServiceMap.Scope.of(uid, s, ServiceMap.namespaceLocal(s) ? NetnsCookie.ofProcess(pid) : 0);
+        } catch (IOException e) {
+            throw new RuleBook.Refused("the Service " + AgentRequest.show(s.vip()) + " names a loopback address, "
+                    + "which is one namespace's: " + e.getMessage());
+        }
+        ServiceMap.Key at = ServiceMap.Key.of(s.vip(), scope.netns());
+        Integer owner = owners.get(at);
         if (owner != null && owner != uid && uid != 0) {
             throw new RuleBook.Refused("the Service " + AgentRequest.show(s.vip()) + " was put by uid " + owner
                     + ": only they, or root, may replace it");
@@ -94,26 +106,19 @@ public final class ServiceBook {
                         + "agent's policy file)");
             }
         }
-        ServiceMap.Scope scope;
-        try {
-            scope = ServiceMap.Scope.of(uid, s, ServiceMap.namespaceLocal(s) ? NetnsCookie.ofProcess(pid) : 0);
-        } catch (IOException e) {
-            throw new RuleBook.Refused("the Service " + AgentRequest.show(s.vip()) + " names a loopback address, "
-                    + "which is one namespace's: " + e.getMessage());
-        }
-        String before = put.get(s.vip());
-        owners.put(s.vip(), uid);
-        put.put(s.vip(), AgentRequest.describe(s));
+        String before = put.get(at);
+        owners.put(at, uid);
+        put.put(at, AgentRequest.describe(s));
         save();
         try {
             map.put(s, scope);
         } catch (IOException | RuntimeException e) {
             if (owner == null) {
-                owners.remove(s.vip());
-                put.remove(s.vip());
+                owners.remove(at);
+                put.remove(at);
             } else {
-                owners.put(s.vip(), owner);
-                put.put(s.vip(), before);
+                owners.put(at, owner);
+                put.put(at, before);
             }
             save();
             throw e;
@@ -124,10 +129,20 @@ public final class ServiceBook {
                 + (scope.netns() != 0 ? ", in the caller's network namespace" : "");
     }
 
-    /** Removes the Service of {@code vip} if {@code uid} put it, or is root. */
-    public synchronized String remove(int uid, InetSocketAddress vip) throws RuleBook.Refused, IOException {
+    /**
+     * Removes the Service of {@code vip} (a loopback VIP: of the network namespace of {@code pid},
+     * the caller) if {@code uid} put it, or is root.
+     */
+    public synchronized String remove(int uid, long pid, InetSocketAddress vip) throws RuleBook.Refused, IOException {
         sync();
-        Integer owner = owners.get(vip);
+        ServiceMap.Key at;
+        try {
+            at = ServiceMap.Key.of(vip, vip.getAddress().isLoopbackAddress() ? NetnsCookie.ofProcess(pid) : 0);
+        } catch (IOException e) {
+            throw new RuleBook.Refused("the Service " + AgentRequest.show(vip) + " is a loopback one, which is one "
+                    + "namespace's: " + e.getMessage());
+        }
+        Integer owner = owners.get(at);
         if (owner == null) {
             throw new RuleBook.Refused("no Service " + AgentRequest.show(vip) + " (nothing to remove)");
         }
@@ -136,10 +151,10 @@ public final class ServiceBook {
                     + ": only they, or root, may remove it");
         }
         // Off file first: an agent killed in between leaves a Service without a user owner (root's).
-        owners.remove(vip);
-        put.remove(vip);
+        owners.remove(at);
+        put.remove(at);
         save();
-        map.remove(vip);
+        map.remove(at);
         return "removed service " + AgentRequest.show(vip);
     }
 
@@ -152,10 +167,12 @@ public final class ServiceBook {
     public synchronized List<String> describeFor(int uid) throws IOException {
         sync();
         List<String> out = new ArrayList<>();
-        for (ServiceMap.Service s : map.list()) {
-            int owner = owners.getOrDefault(s.vip(), 0);
+        for (ServiceMap.Entry e : map.entries()) {
+            int owner = owners.getOrDefault(e.key(), 0);
             if (uid == 0 || owner == uid) {
-                out.add(AgentRequest.describe(s) + " put by uid " + owner + (owner != 0 ? " (moves its connects only)" : ""));
+                out.add(AgentRequest.describe(e.service())
+                        + (e.key().netns() != 0 ? " of network namespace " + e.key().netns() : "")
+                        + " put by uid " + owner + (owner != 0 ? " (moves its connects only)" : ""));
             }
         }
         return out;
@@ -167,15 +184,15 @@ public final class ServiceBook {
      * it is root's.
      */
     private void sync() throws IOException {
-        Map<InetSocketAddress, Integer> now = new LinkedHashMap<>();
-        Map<InetSocketAddress, String> nowPut = new LinkedHashMap<>();
-        for (ServiceMap.Service s : map.list()) {
-            String what = AgentRequest.describe(s);
-            if (what.equals(put.get(s.vip()))) {
-                now.put(s.vip(), owners.getOrDefault(s.vip(), 0));
-                nowPut.put(s.vip(), what);
+        Map<ServiceMap.Key, Integer> now = new LinkedHashMap<>();
+        Map<ServiceMap.Key, String> nowPut = new LinkedHashMap<>();
+        for (ServiceMap.Entry e : map.entries()) {
+            String what = AgentRequest.describe(e.service());
+            if (what.equals(put.get(e.key()))) {
+                now.put(e.key(), owners.getOrDefault(e.key(), 0));
+                nowPut.put(e.key(), what);
             } else {
-                now.put(s.vip(), 0);
+                now.put(e.key(), 0);
             }
         }
         if (!now.equals(owners) || !nowPut.equals(put)) {
@@ -189,10 +206,10 @@ public final class ServiceBook {
 
     private void save() throws IOException {
         StringBuilder sb = new StringBuilder();
-        owners.forEach((vip, uid) -> {
-            if (uid != 0 && put.containsKey(vip)) {
-                sb.append(uid).append('\t').append(Cidr.text(vip.getAddress())).append('\t').append(vip.getPort())
-                        .append('\t').append(put.get(vip)).append('\n');
+        owners.forEach((at, uid) -> {
+            if (uid != 0 && put.containsKey(at)) {
+                sb.append(uid).append('\t').append(at.netns()).append('\t').append(Cidr.text(at.vip().getAddress()))
+                        .append('\t').append(at.vip().getPort()).append('\t').append(put.get(at)).append('\n');
             }
         });
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");

@@ -19,7 +19,8 @@ public enum Counter {
     CLIENT_UNREGISTERED(11),
     PEER_NOT_LOCAL(12),
     KEY_TAKEN(13),
-    SOCKET_BUSY(14);
+    SOCKET_BUSY(14),
+    SVC_ORIGDST(15);
 
     private final int index;
 

@@ -7,7 +7,10 @@ import java.lang.foreign.ValueLayout;
 /**
  * The Service translation's structs (bpf/src/sockmap4j.h).
  * <pre>
- * struct sm4j_svc_key { __u32 addr[4]; __u32 port; };      // VIP as a socket key's address, port host order
+ * struct sm4j_svc_key {    // VIP as a socket key's address, port host order
+ *     __u64 netns;         // a loopback VIP's namespace cookie (one per namespace); 0 for any other
+ *     __u32 addr[4]; __u32 port; __u32 pad;
+ * };
  * struct sm4j_endpoint { __u32 addr[4]; __u32 port; };
  * struct sm4j_svc {
  *     __u32 count;        // ready endpoints in ep
@@ -28,8 +31,12 @@ public final class ServiceLayout {
     public static final int LOCAL_ONLY = 1;
 
     public static final StructLayout KEY = MemoryLayout.structLayout(
+            ValueLayout.JAVA_LONG.withName("netns"),
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
-            ValueLayout.JAVA_INT.withName("port")).withName("sm4j_svc_key");
+            ValueLayout.JAVA_INT.withName("port"),
+            ValueLayout.JAVA_INT.withName("pad")).withName("sm4j_svc_key");
+    public static final long KEY_NETNS = KEY.byteOffset(MemoryLayout.PathElement.groupElement("netns"));
+    public static final long KEY_ADDR = KEY.byteOffset(MemoryLayout.PathElement.groupElement("addr"));
     public static final StructLayout ENDPOINT = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
             ValueLayout.JAVA_INT.withName("port")).withName("sm4j_endpoint");

@@ -76,6 +76,22 @@ public final class ServiceMap implements AutoCloseable {
         }
     }
 
+    /**
+     * Where a Service is in the map: its VIP, and for a loopback VIP (one host per network
+     * namespace) the cookie of the namespace it is of; {@code netns} is 0 for any other VIP, which
+     * is one address on the whole host. Two namespaces' Services of 127.0.0.2:80 are two entries.
+     */
+    public record Key(long netns, InetSocketAddress vip) {
+        /** The key of {@code vip} as put or removed from the namespace of cookie {@code callerNetns}. */
+        public static Key of(InetSocketAddress vip, long callerNetns) {
+            return new Key(vip.getAddress().isLoopbackAddress() ? callerNetns : 0, vip);
+        }
+    }
+
+    /** A Service as the map holds it, and where. */
+    public record Entry(Key key, Service service) {
+    }
+
     /** Whether {@code s} names a loopback address (its VIP or an endpoint): one per namespace. */
     public static boolean namespaceLocal(Service s) {
         return s.vip().getAddress().isLoopbackAddress() || Service.concat(s.local(), s.remote()).stream()
@@ -99,15 +115,24 @@ public final class ServiceMap implements AutoCloseable {
     }
 
     /**
-     * Adds {@code s} or replaces the Service of the same VIP and port, for every connect; one that
+     * Adds {@code s} or replaces the Service of the same VIP and port (a loopback VIP: of this
+     * thread's network namespace), for every connect; one that
      * names a loopback address, for connects in this thread's network namespace only.
      */
     public void put(Service s) throws NativeIOException {
         put(s, Scope.of(0, s, namespaceLocal(s) ? NetnsCookie.here() : 0));
     }
 
-    /** Adds {@code s} or replaces the Service of the same VIP and port, moving the connects of {@code scope}. */
+    /**
+     * Adds {@code s} or replaces the Service at its {@link Key} (a loopback VIP's: in the namespace
+     * of {@code scope}), moving the connects of {@code scope}.
+     */
     public void put(Service s, Scope scope) throws NativeIOException {
+        if (namespaceLocal(s) && scope.netns() == 0) {
+            throw new IllegalArgumentException("the Service " + s.vip() + " names a loopback address, which is one "
+                    + "namespace's: its scope must name that namespace");
+        }
+        Key at = Key.of(s.vip(), scope.netns());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment v = arena.allocate(ServiceLayout.SERVICE);
             v.set(ValueLayout.JAVA_INT, ServiceLayout.COUNT, s.local().size() + s.remote().size());
@@ -121,20 +146,33 @@ public final class ServiceMap implements AutoCloseable {
                         ServiceLayout.ENDPOINT.byteSize()), e);
                 i++;
             }
-            map.update(key(arena, s.vip()), v, Libbpf.BPF_ANY, s.vip().toString());
+            map.update(key(arena, at), v, Libbpf.BPF_ANY, s.vip().toString());
         }
     }
 
-    /** Removes the Service of {@code vip}; whether there was one. */
+    /**
+     * Removes the Service of {@code vip} (a loopback one: of this thread's network namespace);
+     * whether there was one.
+     */
     public boolean remove(InetSocketAddress vip) throws NativeIOException {
+        return remove(Key.of(vip, vip.getAddress().isLoopbackAddress() ? NetnsCookie.here() : 0));
+    }
+
+    /** Removes the Service at {@code at}; whether there was one. */
+    public boolean remove(Key at) throws NativeIOException {
         try (Arena arena = Arena.ofConfined()) {
-            return map.delete(key(arena, vip), vip.toString());
+            return map.delete(key(arena, at), at.vip().toString());
         }
     }
 
-    /** Every Service in the map. */
+    /** Every Service in the map, of every namespace. */
     public List<Service> list() throws IOException {
-        List<Service> out = new ArrayList<>();
+        return entries().stream().map(Entry::service).toList();
+    }
+
+    /** Every Service in the map, with where it is. */
+    public List<Entry> entries() throws IOException {
+        List<Entry> out = new ArrayList<>();
         UnknownHostException[] bad = {null};
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment v = arena.allocate(ServiceLayout.SERVICE);
@@ -143,7 +181,8 @@ public final class ServiceMap implements AutoCloseable {
                     return; // removed meanwhile
                 }
                 try {
-                    out.add(service(k, v));
+                    Service sv = service(k, v);
+                    out.add(new Entry(new Key(k.get(ValueLayout.JAVA_LONG, ServiceLayout.KEY_NETNS), sv.vip()), sv));
                 } catch (UnknownHostException e) {
                     bad[0] = e; // 16 bytes are always an address
                 }
@@ -165,7 +204,7 @@ public final class ServiceMap implements AutoCloseable {
                     ServiceLayout.ENDPOINT.byteSize()));
             (i < local ? l : r).add(e);
         }
-        return new Service(address(k), l, r, (v.get(ValueLayout.JAVA_INT, ServiceLayout.FLAGS)
+        return new Service(address(k.asSlice(ServiceLayout.KEY_ADDR)), l, r, (v.get(ValueLayout.JAVA_INT, ServiceLayout.FLAGS)
                 & ServiceLayout.LOCAL_ONLY) != 0);
     }
 
@@ -179,13 +218,14 @@ public final class ServiceMap implements AutoCloseable {
         }
     }
 
-    private static MemorySegment key(Arena arena, InetSocketAddress vip) {
+    private static MemorySegment key(Arena arena, Key at) {
         MemorySegment k = arena.allocate(ServiceLayout.KEY);
-        fillAddress(k, vip);
+        k.set(ValueLayout.JAVA_LONG, ServiceLayout.KEY_NETNS, at.netns());
+        fillAddress(k.asSlice(ServiceLayout.KEY_ADDR), at.vip());
         return k;
     }
 
-    /** addr[16] then port (host order), the shape of both sm4j_svc_key and sm4j_endpoint. */
+    /** addr[16] then port (host order), the shape of sm4j_endpoint and of sm4j_svc_key after its netns. */
     private static void fillAddress(MemorySegment at, InetSocketAddress a) {
         MemorySegment.copy(SockKeyLayout.mapped(a.getAddress()), 0, at, ValueLayout.JAVA_BYTE, 0, 16);
         at.set(ValueLayout.JAVA_INT, 16, a.getPort());
