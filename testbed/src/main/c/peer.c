@@ -31,9 +31,10 @@
  *   peer pipeline ADDR PORT               connect to ADDR:PORT and write GET /metrics requests without reading an
  *                                         answer until the connection is cut, then again, until killed; prints
  *                                         pipelining=1 once the first is written
- *   peer ctl-keepalive SOCKET N MS        N connections to the agent's Unix socket SOCKET, each sent a PING every
- *                                         MS ms, dialled again when closed or refused, until killed; prints
- *                                         kept=K, the connections its first round got served
+ *   peer ctl-keepalive SOCKET N MS [LINE [EXPECT]]  N connections to the agent's Unix socket SOCKET, each
+ *                                         sent LINE (default PING) every MS ms, kept while the answer starts with
+ *                                         EXPECT (default OK), dialled again when it does not or the agent closed
+ *                                         it, until killed; prints kept=K, the connections its first round kept
  *   peer hold ADDR PORT N                 listen on ADDR:PORT, connect N clients to it and accept them (its descriptor
  *                                         limit raised to the hard one), print held=N, keep them until stdin closes
  *   peer mesh-proxy ADDR PORT             a service mesh's sidecar in miniature: listen on ADDR:PORT (0.0.0.0, or ::
@@ -295,9 +296,15 @@ int main(int argc, char **argv)
 			nanosleep(&pause, NULL);
 		}
 	}
-	if (!strcmp(mode, "ctl-keepalive") && argc == 5) {
+	if (!strcmp(mode, "ctl-keepalive") && argc >= 5 && argc <= 7) {
 		struct sockaddr_un un = { .sun_family = AF_UNIX };
 		int n = atoi(argv[3]), ms = atoi(argv[4]), fds[64], round = 0;
+		char line[256];
+		const char *expect = argc == 7 ? argv[6] : "OK";
+		size_t line_len;
+
+		snprintf(line, sizeof(line), "%s\n", argc >= 6 ? argv[5] : "PING");
+		line_len = strlen(line);
 
 		strncpy(un.sun_path, argv[2], sizeof(un.sun_path) - 1);
 		for (int c = 0; c < n && c < 64; c++)
@@ -316,7 +323,7 @@ int main(int argc, char **argv)
 						fds[c] = -1;
 					}
 				}
-				if (fds[c] < 0 || send(fds[c], "PING\n", 5, MSG_NOSIGNAL) != 5) {
+				if (fds[c] < 0 || send(fds[c], line, line_len, MSG_NOSIGNAL) != (ssize_t)line_len) {
 					if (fds[c] >= 0)
 						close(fds[c]);
 					fds[c] = -1;
@@ -325,7 +332,7 @@ int main(int argc, char **argv)
 				while (len < sizeof(buf) - 1 && read(fds[c], buf + len, 1) == 1 && buf[len] != '\n')
 					len++;
 				buf[len] = 0;
-				if (!strncmp(buf, "OK", 2)) {
+				if (!strncmp(buf, expect, strlen(expect))) {
 					served++;
 				} else {
 					close(fds[c]);
