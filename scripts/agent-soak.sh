@@ -12,5 +12,5 @@
 # after that warm-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec ./scripts/test.sh -pl testbed,linux,core,test-support,node,metrics,agent -Dtest=AgentSoakTest \
+exec ./scripts/test.sh -pl testbed,linux,control,core,test-support,node,metrics,agent -Dtest=AgentSoakTest \
   -Dsurefire.failIfNoSpecifiedTests=false -Dsockmap4j.soakSeconds="${1:-300}"

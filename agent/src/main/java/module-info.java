@@ -14,6 +14,7 @@ module io.github.sockmap4j.agent {
     requires transitive io.github.sockmap4j.core;
     requires transitive io.github.sockmap4j.node;
     requires io.github.sockmap4j.linux;
+    requires io.github.sockmap4j.control;
     requires io.github.sockmap4j.metrics;
     requires org.slf4j;
     requires io.netty.buffer;

@@ -8,6 +8,7 @@
  */
 module io.github.sockmap4j.core {
     requires io.github.sockmap4j.linux;
+    requires io.github.sockmap4j.control;
     requires org.slf4j;
     requires jdk.jfr;
 

@@ -11,6 +11,7 @@
 module io.github.sockmap4j.node {
     requires transitive io.github.sockmap4j.core;
     requires io.github.sockmap4j.linux;
+    requires io.github.sockmap4j.control;
 
     exports io.github.sockmap4j.admin;
     exports io.github.sockmap4j.xdp;

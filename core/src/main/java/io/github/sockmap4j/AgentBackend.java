@@ -1,8 +1,8 @@
 package io.github.sockmap4j;
 
 import io.github.sockmap4j.linux.bpf.Rules;
-import io.github.sockmap4j.linux.control.AgentClient;
-import io.github.sockmap4j.linux.control.AgentRule;
+import io.github.sockmap4j.control.AgentClient;
+import io.github.sockmap4j.control.AgentRule;
 import java.io.IOException;
 import java.net.InetAddress;
 import org.slf4j.Logger;

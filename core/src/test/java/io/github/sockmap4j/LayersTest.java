@@ -17,7 +17,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Core's packages, the linux module's under them and the node module's over them in layers, read
+ * Core's packages, the linux and control modules' under them and the node module's over them in layers, read
  * from their sources' imports (no root): each package imports only packages of lower layers, so no import runs back up and
  * there is no cycle. A new import that does fails here with the file that has it.
  */
@@ -29,7 +29,7 @@ class LayersTest {
             List.of("linux.net"),
             List.of("linux.sys"),
             List.of("linux.bpf"),
-            List.of("linux.control"),
+            List.of("control"),
             List.of("internal.jfr"),
             List.of("internal.flow"),
             List.of(""),
@@ -50,7 +50,7 @@ class LayersTest {
         int files = 0;
         // core's sources, the linux module's under it and the node module's over it, one layering
         for (Path src : List.of(Path.of("src/main/java"), Path.of("../linux/src/main/java"),
-                Path.of("../node/src/main/java"))) {
+                Path.of("../control/src/main/java"), Path.of("../node/src/main/java"))) {
             try (Stream<Path> all = Files.walk(src.resolve("io/github/sockmap4j"))) {
                 for (Path f : all.filter(p -> p.toString().endsWith(".java")).toList()) {
                     String pkg = src.relativize(f.getParent()).toString().replace('/', '.');

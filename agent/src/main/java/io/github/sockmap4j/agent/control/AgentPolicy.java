@@ -1,6 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
-import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.net.Cidr;
 import java.io.IOException;
 import java.net.InetAddress;

@@ -1,10 +1,9 @@
 package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.agent.Owner;
-import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.net.UnixListener;
-import io.github.sockmap4j.linux.sys.Listeners;
 import io.github.sockmap4j.linux.sys.UserNamespaces;
 import java.io.IOException;
 import java.util.HashMap;

@@ -1,8 +1,7 @@
 package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.linux.bpf.SockKeyLayout;
-import io.github.sockmap4j.linux.control.AgentRequest;
-import io.github.sockmap4j.linux.sys.Listeners;
+import io.github.sockmap4j.control.AgentRequest;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.List;

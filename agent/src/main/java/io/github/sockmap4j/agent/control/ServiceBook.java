@@ -1,7 +1,7 @@
 package io.github.sockmap4j.agent.control;
 
 import io.github.sockmap4j.linux.bpf.ServiceMap;
-import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.net.Cidr;
 import io.github.sockmap4j.linux.sys.NetnsCookie;
 import java.io.IOException;

@@ -1,6 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
-import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.control.AgentRequest;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;

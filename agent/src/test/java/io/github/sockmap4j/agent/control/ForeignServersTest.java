@@ -1,10 +1,9 @@
 package io.github.sockmap4j.agent.control;
 
-import io.github.sockmap4j.linux.control.AgentRequest;
+import io.github.sockmap4j.control.AgentRequest;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.sockmap4j.linux.sys.Listeners;
 import java.net.InetAddress;
 import java.util.List;
 import org.junit.jupiter.api.Test;

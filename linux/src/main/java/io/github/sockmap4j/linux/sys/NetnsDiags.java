@@ -124,7 +124,7 @@ public final class NetnsDiags implements AutoCloseable {
         if (cgroups.isEmpty()) {
             return;
         }
-        Map<Long, Long> present = boundedPerOwner(namespaces(cgroups), UserNamespaces::ownerBelowOurs);
+        Map<Long, Long> present = lookedInto(cgroups);
         Set<Long> stale = new HashSet<>(byInode.keySet());
         stale.removeAll(present.keySet());
         for (Long inode : stale) {
@@ -144,6 +144,15 @@ public final class NetnsDiags implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * The network namespaces of the processes of {@code cgroups} (and of the cgroups below them)
+     * that are looked into, each owner's first {@value #PER_USER}: inode to a process in it. The
+     * agent reads listeners in the same ones as this watcher makes sockets in.
+     */
+    public static Map<Long, Long> lookedInto(List<Path> cgroups) {
+        return boundedPerOwner(namespaces(cgroups), UserNamespaces::ownerBelowOurs);
     }
 
     /** A process a namespace was found through: its pid and the cgroup it was listed in. */
@@ -226,7 +235,7 @@ public final class NetnsDiags implements AutoCloseable {
     }
 
     /** The inode of {@code /proc/WHO/ns/net} (its link reads {@code net:[INODE]}). */
-    static long inodeOf(String who) throws IOException {
+    public static long inodeOf(String who) throws IOException {
         String link = Files.readSymbolicLink(Path.of("/proc", who, "ns", "net")).toString();
         int open = link.indexOf('[');
         int close = link.indexOf(']');

@@ -4,4 +4,4 @@
  * without privileges use ({@code AgentClient}, the rules it holds: {@code AgentRule}); the server
  * is the {@code sockmap4j-agent} module's.
  */
-package io.github.sockmap4j.linux.control;
+package io.github.sockmap4j.control;

@@ -1,4 +1,6 @@
-package io.github.sockmap4j.linux.sys;
+package io.github.sockmap4j.agent.control;
+
+import io.github.sockmap4j.linux.sys.NetnsDiags;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -191,7 +193,7 @@ public final class Listeners {
     /**
      * The listeners on {@code port} in this process's namespace and in those of the processes of
      * {@code cgroups} and below, each user's first namespaces as the watcher looks in
-     * ({@link NetnsDiags#boundedPerOwner}); the namespace of {@code pid}, where it is one of them,
+     * ({@link NetnsDiags#lookedInto}); the namespace of {@code pid}, where it is one of them,
      * read again where the share of reads allows. A namespace past a user's first is not looked
      * into, the requester's neither.
      *
@@ -217,8 +219,7 @@ public final class Listeners {
         } catch (IOException e) {
             // not without /proc
         }
-        NetnsDiags.boundedPerOwner(NetnsDiags.namespaces(cgroups), UserNamespaces::ownerBelowOurs)
-                .forEach(namespaces::putIfAbsent);
+        NetnsDiags.lookedInto(cgroups).forEach(namespaces::putIfAbsent);
         return namespaces;
     }
 

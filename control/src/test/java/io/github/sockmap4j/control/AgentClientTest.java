@@ -1,4 +1,4 @@
-package io.github.sockmap4j.linux.control;
+package io.github.sockmap4j.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

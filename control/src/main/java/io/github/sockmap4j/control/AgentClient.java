@@ -1,4 +1,4 @@
-package io.github.sockmap4j.linux.control;
+package io.github.sockmap4j.control;
 
 import java.io.IOException;
 import java.net.StandardProtocolFamily;

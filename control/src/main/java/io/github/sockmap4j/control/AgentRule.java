@@ -1,4 +1,4 @@
-package io.github.sockmap4j.linux.control;
+package io.github.sockmap4j.control;
 
 import io.github.sockmap4j.linux.bpf.Rules;
 import java.io.IOException;
