@@ -43,8 +43,16 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * <p>The static factories use {@link Sockmap#global()}, looked up as each channel is made; a
- * service that opens its own {@link Sockmap} passes it with {@link #of(Sockmap)}, whose
- * factories and queries take the same names.
+ * service that opens its own {@link Sockmap} passes it with {@link #of(Sockmap)} and uses that
+ * instance's forms, which take the same arguments and check them alike (Java gives a static and an
+ * instance method of one signature no common name):
+ * <table>
+ * <caption>static form over the global fast path, and its instance form</caption>
+ * <tr><td>{@link #serverChannelFactory()}, {@link #serverChannelFactory(int)}</td>
+ *     <td>{@link #serverChannels(int)}</td></tr>
+ * <tr><td>{@link #socketChannelFactory()}</td><td>{@link #socketChannels()}</td></tr>
+ * <tr><td>{@link #isAccelerated(Channel)}</td><td>{@link #accelerates(Channel)}</td></tr>
+ * </table>
  */
 public final class SockmapNetty {
     private static final Logger LOG = LoggerFactory.getLogger(SockmapNetty.class);
@@ -215,25 +223,26 @@ public final class SockmapNetty {
      * fixed at {@code inFlightBoundBytes} (docs/in-flight-bound.md): how much a peer may
      * redirect to a connection that it has not read yet.
      *
-     * @param inFlightBoundBytes the bound, more than 0
+     * @param inFlightBoundBytes the bound, 0 for each receiver's own (what {@link #serverChannelFactory()} uses)
      * @return the factory
+     * @throws IllegalArgumentException for a negative bound
      */
     public static ChannelFactory<ServerSocketChannel> serverChannelFactory(int inFlightBoundBytes) {
-        if (inFlightBoundBytes <= 0) {
-            throw new IllegalArgumentException("bound must be positive: inFlightBoundBytes=" + inFlightBoundBytes);
-        }
         return GLOBAL.serverChannels(inFlightBoundBytes);
     }
 
     /**
-     * Server channels whose bound port is opted in to this instance's fast path until they close.
+     * Server channels whose bound port is opted in to this instance's fast path until they close:
+     * the instance form of {@link #serverChannelFactory(int)}.
      *
-     * @param inFlightBoundBytes the in-flight bound of the port's connections, 0 for each receiver's
+     * @param inFlightBoundBytes the in-flight bound of the port's connections, 0 for each receiver's own
      * @return the factory
+     * @throws IllegalArgumentException for a negative bound
      */
     public ChannelFactory<ServerSocketChannel> serverChannels(int inFlightBoundBytes) {
         if (inFlightBoundBytes < 0) {
-            throw new IllegalArgumentException("bound must be 0 or more: inFlightBoundBytes=" + inFlightBoundBytes);
+            throw new IllegalArgumentException("bound must be 0 (each receiver's own) or more: inFlightBoundBytes="
+                    + inFlightBoundBytes);
         }
         OptInOnBind optIn = new OptInOnBind(this, inFlightBoundBytes);
         return new ChannelFactory<>() {
@@ -265,7 +274,7 @@ public final class SockmapNetty {
     }
 
     /**
-     * Client channels of this instance's fast path.
+     * Client channels of this instance's fast path: the instance form of {@link #socketChannelFactory()}.
      *
      * @return the factory
      */
@@ -346,7 +355,7 @@ public final class SockmapNetty {
     }
 
     /**
-     * As {@link #isAccelerated(Channel)}, for this instance's fast path.
+     * As {@link #isAccelerated(Channel)}, for this instance's fast path: its instance form.
      *
      * @param ch a channel of this transport
      * @return whether its sends are redirected

@@ -238,7 +238,7 @@ class NettyBoundAndWakeupTest {
                 // their event loops).
                 assertEquals(48 << 10, awaitBound(child));
                 assertEquals(48 << 10, awaitBound(client));
-                assertThrows(IllegalArgumentException.class, () -> SockmapNetty.serverChannelFactory(0));
+                assertThrows(IllegalArgumentException.class, () -> SockmapNetty.serverChannelFactory(-1));
             } finally {
                 client.close().sync();
             }
