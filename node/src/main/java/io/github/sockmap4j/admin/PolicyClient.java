@@ -36,14 +36,11 @@ import java.nio.file.attribute.PosixFilePermissions;
  * <p><b>Note:</b> this class is threadsafe.
  */
 public final class PolicyClient implements AutoCloseable {
-    private final PolicyMap policy;
-    private final AgentClient agent;
-    private final Path pinDirectory;
+    /** Where this client's changes go: chosen once, at {@link #open}. */
+    private final Writer writer;
 
-    private PolicyClient(PolicyMap policy, AgentClient agent, Path pinDirectory) {
-        this.policy = policy;
-        this.agent = agent;
-        this.pinDirectory = pinDirectory;
+    private PolicyClient(Writer writer) {
+        this.writer = writer;
     }
 
     /**
@@ -54,10 +51,10 @@ public final class PolicyClient implements AutoCloseable {
     public static PolicyClient open(Path pinDirectory) throws IOException {
         AgentClient agent = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pinDirectory));
         if (agent != null) {
-            return new PolicyClient(null, agent, pinDirectory);
+            return new PolicyClient(new ThroughAgent(agent));
         }
         Libbpf bpf = Libbpf.loadOrThrow();
-        return new PolicyClient(PolicyMap.open(bpf, pinDirectory), null, pinDirectory);
+        return new PolicyClient(new IntoMaps(PolicyMap.open(bpf, pinDirectory), pinDirectory));
     }
 
     /**
@@ -67,15 +64,12 @@ public final class PolicyClient implements AutoCloseable {
      * @throws IOException when no agent runs for this pin directory
      */
     public java.util.List<String> rules() throws IOException {
-        if (agent == null) {
-            throw new IOException("no sockmap4j agent runs for these pins: the rules' holders are the agent's record");
-        }
-        return agent.list();
+        return writer.rules();
     }
 
     /** Whether this client asks a node agent (rather than writing the policy map itself). */
     public boolean viaAgent() {
-        return agent != null;
+        return writer instanceof ThroughAgent;
     }
 
     /**
@@ -108,8 +102,97 @@ public final class PolicyClient implements AutoCloseable {
     /** Opts a server port in for addresses within {@code network/prefixBits}. */
     public OptIn optIn(int port, InetAddress network, int prefixBits) throws IOException {
         Rules.checkPort(port);
-        int bits = Rules.keyBits(network, prefixBits);
-        if (agent != null) {
+        return writer.optIn(port, network, Rules.keyBits(network, prefixBits));
+    }
+
+    /** {@link #allow(int, InetAddress, int, int)} for {@code rule}. */
+    public void allow(Rule rule) throws IOException {
+        allow(rule.port(), rule.network(), rule.prefixBits(), rule.bound());
+    }
+
+    /** {@link #deny(int, InetAddress, int)} for {@code rule}'s port and network. */
+    public boolean deny(Rule rule) throws IOException {
+        return deny(rule.port(), rule.network(), rule.prefixBits());
+    }
+
+    /**
+     * Opts a server port in for good (until {@link #deny}): for an agent or an operator, where
+     * {@link #optIn} ties the entry to the returned handle.
+     *
+     * @param network null for any address
+     */
+    public void allow(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
+        Rules.checkPort(port);
+        Rules.checkBound(boundBytes);
+        writer.allow(port, network, Rules.keyBits(network, prefixBits), boundBytes);
+    }
+
+    /**
+     * Removes a rule {@link #allow} made; new connections to it go by TCP. False when there was no
+     * such rule; through an agent, a rule that is not there or not the caller's is refused with why.
+     */
+    public boolean deny(int port, InetAddress network, int prefixBits) throws IOException {
+        Rules.checkPort(port);
+        return writer.deny(port, network, Rules.keyBits(network, prefixBits));
+    }
+
+    /**
+     * Puts a Service in the Service map (or replaces the one of its VIP and port): through the
+     * agent where one runs, which allows it when its policy file grants the caller the Service's
+     * address and port and each endpoint's, and lets only whoever put it (or root) replace or
+     * remove it; without an agent, written directly (root, or whoever may write the pins).
+     *
+     * @throws IOException with the agent's reason when it refused, or what failed
+     */
+    public void putService(SockmapAdmin.Service s) throws IOException {
+        writer.putService(new ServiceMap.Service(s.vip(), s.local(), s.remote(), s.localOnly()));
+    }
+
+    /**
+     * Removes the Service of {@code vip}; new connects to it go through kube-proxy again. False
+     * when there was none; through an agent, one that is not there or not the caller's is refused
+     * with why.
+     */
+    public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
+        return writer.removeService(vip);
+    }
+
+    /**
+     * The Services, one line each ("10.96.0.10:6334 local=10.244.1.2:6334 remote=- put by uid
+     * 1000"); who put them only through an agent.
+     */
+    public java.util.List<String> services() throws IOException {
+        return writer.services();
+    }
+
+    @Override
+    public void close() {
+        writer.close();
+    }
+
+    /** Where a client's changes go, arguments already checked; bits as the policy map keys them. */
+    private sealed interface Writer permits ThroughAgent, IntoMaps {
+        OptIn optIn(int port, InetAddress network, int bits) throws IOException;
+
+        void allow(int port, InetAddress network, int bits, int boundBytes) throws IOException;
+
+        boolean deny(int port, InetAddress network, int bits) throws IOException;
+
+        void putService(ServiceMap.Service s) throws IOException;
+
+        boolean removeService(java.net.InetSocketAddress vip) throws IOException;
+
+        java.util.List<String> services() throws IOException;
+
+        java.util.List<String> rules() throws IOException;
+
+        void close();
+    }
+
+    /** Requests to the node agent, which checks them against its policy file and writes the maps. */
+    private record ThroughAgent(AgentClient agent) implements Writer {
+        @Override
+        public OptIn optIn(int port, InetAddress network, int bits) throws IOException {
             AgentRule held = AgentRule.request(agent, port, network, bits, 0);
             return new OptIn() {
                 @Override
@@ -133,149 +216,137 @@ public final class PolicyClient implements AutoCloseable {
                 }
             };
         }
-        PolicyRule rule = policy.add(port, network, bits);
-        return new OptIn() {
-            private boolean closed;
 
-            @Override
-            public int port() {
-                return port;
-            }
-
-            @Override
-            public boolean active() {
-                return !closed;
-            }
-
-            @Override
-            public void setBound(int bytes) throws IOException {
-                Rules.checkBound(bytes);
-                policy.setBound(rule, bytes);
-            }
-
-            @Override
-            public synchronized void close() {
-                if (!closed) {
-                    closed = true;
-                    policy.remove(rule);
-                }
-            }
-        };
-    }
-
-    /** {@link #allow(int, InetAddress, int, int)} for {@code rule}. */
-    public void allow(Rule rule) throws IOException {
-        allow(rule.port(), rule.network(), rule.prefixBits(), rule.bound());
-    }
-
-    /** {@link #deny(int, InetAddress, int)} for {@code rule}'s port and network. */
-    public boolean deny(Rule rule) throws IOException {
-        return deny(rule.port(), rule.network(), rule.prefixBits());
-    }
-
-    /**
-     * Opts a server port in for good (until {@link #deny}): for an agent or an operator, where
-     * {@link #optIn} ties the entry to the returned handle.
-     *
-     * @param network null for any address
-     */
-    public void allow(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
-        Rules.checkPort(port);
-        Rules.checkBound(boundBytes);
-        if (agent != null) {
-            agent.call(new AgentRequest(AgentRequest.Verb.ALLOW, port, network, Rules.keyBits(network, prefixBits),
-                    boundBytes));
-            return;
+        @Override
+        public void allow(int port, InetAddress network, int bits, int boundBytes) throws IOException {
+            agent.call(new AgentRequest(AgentRequest.Verb.ALLOW, port, network, bits, boundBytes));
         }
-        PolicyRule rule = policy.add(port, network, Rules.keyBits(network, prefixBits));
-        if (boundBytes != 0) {
-            policy.setBound(rule, boundBytes);
-        }
-    }
 
-    /**
-     * Removes a rule {@link #allow} made; new connections to it go by TCP. False when there was no
-     * such rule; through an agent, a rule that is not there or not the caller's is refused with why.
-     */
-    public boolean deny(int port, InetAddress network, int prefixBits) throws IOException {
-        Rules.checkPort(port);
-        if (agent != null) {
+        @Override
+        public boolean deny(int port, InetAddress network, int bits) throws IOException {
             // The agent refuses, with why, a rule that is not there or not the caller's.
-            agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, Rules.keyBits(network, prefixBits), 0));
+            agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, bits, 0));
             return true;
         }
-        int rc = policy.tryRemove(policy.rule(port, network, Rules.keyBits(network, prefixBits)));
-        if (rc == -Errno.ENOENT) {
-            return false;
-        }
-        if (rc != 0) {
-            throw Errno.error("removing the rule for port " + port + " from the policy map", rc);
-        }
-        return true;
-    }
 
-    /**
-     * Puts a Service in the Service map (or replaces the one of its VIP and port): through the
-     * agent where one runs, which allows it when its policy file grants the caller the Service's
-     * address and port and each endpoint's, and lets only whoever put it (or root) replace or
-     * remove it; without an agent, written directly (root, or whoever may write the pins).
-     *
-     * @throws IOException with the agent's reason when it refused, or what failed
-     */
-    public void putService(SockmapAdmin.Service s) throws IOException {
-        ServiceMap.Service internal = new ServiceMap.Service(s.vip(), s.local(), s.remote(), s.localOnly());
-        if (agent != null) {
-            agent.call(AgentRequest.putService(internal));
-            return;
+        @Override
+        public void putService(ServiceMap.Service s) throws IOException {
+            agent.call(AgentRequest.putService(s));
         }
-        try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
-            m.put(internal);
-        }
-    }
 
-    /**
-     * Removes the Service of {@code vip}; new connects to it go through kube-proxy again. False
-     * when there was none; through an agent, one that is not there or not the caller's is refused
-     * with why.
-     */
-    public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
-        if (agent != null) {
+        @Override
+        public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
             agent.call(AgentRequest.removeService(vip));
             return true;
         }
-        try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
-            return m.remove(vip);
-        }
-    }
 
-    /**
-     * The Services, one line each ("10.96.0.10:6334 local=10.244.1.2:6334 remote=- put by uid
-     * 1000"); who put them only through an agent.
-     */
-    public java.util.List<String> services() throws IOException {
-        if (agent != null) {
+        @Override
+        public java.util.List<String> services() throws IOException {
             return agent.lines(AgentRequest.services());
         }
-        java.util.List<String> out = new java.util.ArrayList<>();
-        try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
-            for (ServiceMap.Service s : m.list()) {
-                out.add(AgentRequest.describe(s));
-            }
-        }
-        return out;
-    }
 
-    @Override
-    public void close() {
-        if (policy != null) {
-            policy.close();
+        @Override
+        public java.util.List<String> rules() throws IOException {
+            return agent.list();
         }
-        if (agent != null) {
+
+        @Override
+        public void close() {
             try {
                 agent.close(); // the agent removes this client's OPTIN rules
             } catch (IOException ignored) {
                 // The connection is gone either way.
             }
+        }
+    }
+
+    /** The pinned maps written directly: root, or whoever the pins were granted to. */
+    private record IntoMaps(PolicyMap policy, Path pinDirectory) implements Writer {
+        @Override
+        public OptIn optIn(int port, InetAddress network, int bits) throws IOException {
+            PolicyRule rule = policy.add(port, network, bits);
+            return new OptIn() {
+                private boolean closed;
+
+                @Override
+                public int port() {
+                    return port;
+                }
+
+                @Override
+                public boolean active() {
+                    return !closed;
+                }
+
+                @Override
+                public void setBound(int bytes) throws IOException {
+                    Rules.checkBound(bytes);
+                    policy.setBound(rule, bytes);
+                }
+
+                @Override
+                public synchronized void close() {
+                    if (!closed) {
+                        closed = true;
+                        policy.remove(rule);
+                    }
+                }
+            };
+        }
+
+        @Override
+        public void allow(int port, InetAddress network, int bits, int boundBytes) throws IOException {
+            PolicyRule rule = policy.add(port, network, bits);
+            if (boundBytes != 0) {
+                policy.setBound(rule, boundBytes);
+            }
+        }
+
+        @Override
+        public boolean deny(int port, InetAddress network, int bits) throws IOException {
+            int rc = policy.tryRemove(policy.rule(port, network, bits));
+            if (rc == -Errno.ENOENT) {
+                return false;
+            }
+            if (rc != 0) {
+                throw Errno.error("removing the rule for port " + port + " from the policy map", rc);
+            }
+            return true;
+        }
+
+        @Override
+        public void putService(ServiceMap.Service s) throws IOException {
+            try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
+                m.put(s);
+            }
+        }
+
+        @Override
+        public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
+            try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
+                return m.remove(vip);
+            }
+        }
+
+        @Override
+        public java.util.List<String> services() throws IOException {
+            java.util.List<String> out = new java.util.ArrayList<>();
+            try (ServiceMap m = ServiceMap.open(Libbpf.load(), pinDirectory)) {
+                for (ServiceMap.Service s : m.list()) {
+                    out.add(AgentRequest.describe(s));
+                }
+            }
+            return out;
+        }
+
+        @Override
+        public java.util.List<String> rules() throws IOException {
+            throw new IOException("no sockmap4j agent runs for these pins: the rules' holders are the agent's record");
+        }
+
+        @Override
+        public void close() {
+            policy.close();
         }
     }
 }
