@@ -1,4 +1,4 @@
-package io.github.sockmap4j;
+package io.github.sockmap4j.fences;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Which module's main code may use which of another module's packages, read from every module's
- * sources and module descriptors (no root). A package whose name has an {@code internal} part is
+ * sources and module descriptors (no root): the whole house, from the fences module, which
+ * depends on none of it. A package whose name has an {@code internal} part is
  * its module's own; a package a descriptor exports to named modules ({@code exports P to M}) is
  * for those modules only; a package of a module with a descriptor that it does not export is its
  * own. JPMS enforces the same where both sides are named modules; this also covers the modules
