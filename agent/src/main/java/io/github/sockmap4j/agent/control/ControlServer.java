@@ -4,11 +4,8 @@ import io.github.sockmap4j.agent.Owner;
 import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.net.UnixListener;
-import io.github.sockmap4j.linux.sys.UserNamespaces;
 import java.io.IOException;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -19,10 +16,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The agent's control socket: reads {@link AgentRequest} lines, checks each against the policy
- * file with the requester's kernel-given credentials (recorded when it connected), and applies
- * it through the {@link RuleBook}. One thread accepts, one thread serves each connection (a
- * connection is one process's client).
+ * The agent's control socket: accepts connections ({@link Admission} decides which are served),
+ * reads {@link AgentRequest} lines, and hands each parsed request, with the requester's
+ * kernel-given credentials (recorded when it connected), to its handler in one switch: rules to
+ * the {@link RuleBook} after the policy file's check, Services to the {@link ServiceBook}. One
+ * thread accepts, one thread serves each connection (a connection is one process's client).
  *
  * <p>What one user can do to it is bounded, and every refusal says why: a uid other than root has
  * at most {@link Limits#connectionsPerUid} connections open and all of them together
@@ -77,7 +75,7 @@ public final class ControlServer implements AutoCloseable {
 
     private final UnixListener listener;
     private final RuleBook book;
-    /** The Services put through this socket, or null where the pins have no Service map. */
+    /** The Services put through this socket. */
     private final ServiceBook services;
     /** Why SERVICE and UNSERVICE are refused to everyone now (another writer owns the map), or null. */
     private volatile String servicesOwnedBy;
@@ -124,34 +122,20 @@ public final class ControlServer implements AutoCloseable {
     private final BoundedLog changes = new BoundedLog("changes", 100, TimeUnit.SECONDS.toNanos(10), System::nanoTime,
             LOG::info);
     private final Set<UnixListener.Connection> open = ConcurrentHashMap.newKeySet();
-    /** Open connections by share (a uid, or the owner of a user namespace: {@link #shareOf}) and by pid. */
-    private final Map<Integer, Integer> perUid = new HashMap<>();
-    /** The share each admitted connection counts in. */
-    private final Map<UnixListener.Connection, Integer> shares = new ConcurrentHashMap<>();
-    /** The owner of a process's user namespace below the agent's, or -1 (the agent's own, gone, unknown). */
-    private final java.util.function.IntUnaryOperator namespaceOwner = UserNamespaces::ownerBelowOurs;
-    private final Map<Integer, Integer> perPid = new HashMap<>();
-    private int unprivileged;
-    /** Token buckets by uid: tokens and the time they were counted. */
-    private final Map<Integer, long[]> buckets = new ConcurrentHashMap<>();
+    private final Admission admission;
+    private final RequestRate rate;
     private Thread acceptor;
     private volatile boolean stopping;
     private volatile boolean acceptFailing;
 
-    public ControlServer(UnixListener listener, RuleBook book, AgentPolicy policy) {
-        this(listener, book, policy, Limits.DEFAULT);
-    }
-
-    public ControlServer(UnixListener listener, RuleBook book, AgentPolicy policy, Limits limits) {
-        this(listener, book, null, policy, limits);
-    }
-
     public ControlServer(UnixListener listener, RuleBook book, ServiceBook services, AgentPolicy policy, Limits limits) {
         this.listener = listener;
         this.book = book;
-        this.services = services;
+        this.services = java.util.Objects.requireNonNull(services, "services");
         this.policy = policy;
         this.limits = limits;
+        this.admission = new Admission(limits);
+        this.rate = new RequestRate(limits.requestsPerSecond(), limits.burst());
     }
 
     public synchronized ControlServer start() {
@@ -245,75 +229,11 @@ public final class ControlServer implements AutoCloseable {
         return idle == Long.MAX_VALUE ? idle : Math.max(1, lastUse + idle - System.nanoTime());
     }
 
-    /** A request that only asks (PING, LIST, SERVICES): it changes nothing, so it is no use of a slot. */
-    static boolean isQuery(String line) {
-        String verb = line.strip();
-        int sp = verb.indexOf(' ');
-        verb = sp < 0 ? verb : verb.substring(0, sp);
-        return verb.equals("PING") || verb.equals("LIST") || verb.equals("SERVICES");
-    }
-
-    /**
-     * Whose share a connection of {@code uid} (pid {@code pid}) takes: root's connections are root's;
-     * a process in a user namespace of a user other than root takes that user's share, whatever
-     * uids the namespace maps (a user with a subordinate uid range has thousands), so that no
-     * number of uids makes more than one user's share; any other process takes its uid's. A process
-     * that has gone gives {@link UserNamespaces#GONE}: its connection is refused.
-     */
-    int shareOf(int uid, int pid) {
-        if (uid == 0 || pid == 0) {
-            return uid;
-        }
-        int owner = namespaceOwner.applyAsInt(pid);
-        return owner > 0 ? owner : owner == UserNamespaces.GONE ? UserNamespaces.GONE : uid;
-    }
-
-    /** Serves {@code conn} on a thread of its own, or refuses it with the reason when its uid is at a limit. */
+    /** Serves {@code conn} on a thread of its own, or refuses it with the reason when {@link Admission} does. */
     private void admit(UnixListener.Connection conn) {
         int uid = conn.peer().uid();
-        int pid = conn.peer().pid();
-        int share = shareOf(uid, pid);
-        String no = null;
-        if (share == UserNamespaces.GONE) {
-            // Its uid may be one of thousands a user's namespace maps: which user's share it takes
-            // cannot be told any more, and a connection handed on this way would take a share of
-            // its own (Trust IV, row 4).
-            no = "process " + pid + " (uid " + uid + ") exited before the agent could see whose it is: connect "
-                    + "from the process that makes the requests";
-            refuse(Refusal.CONNECTION);
-            refusals.log(uid, "Refused a connection of uid {} (pid {}): {}", uid, pid, no);
-            try {
-                conn.writeLine("ERR " + no);
-            } catch (IOException ignored) {
-                // It hung up already.
-            }
-            conn.close();
-            return;
-        }
-        shares.put(conn, share);
-        synchronized (perUid) {
-            int mine = perUid.getOrDefault(share, 0);
-            int process = perPid.getOrDefault(pid, 0);
-            // pid 0: a peer in a pid namespace the agent cannot see into (an agent without hostPID); its
-            // processes cannot be told apart, so only the uid's limit counts for them.
-            if (uid != 0 && pid != 0 && process >= limits.connectionsPerProcess()) {
-                no = "process " + pid + " (uid " + uid + ") has " + process + " connections to the agent open, its "
-                        + "limit: close one first";
-            } else if (uid != 0 && mine >= limits.connectionsPerUid()) {
-                no = (share == uid ? "uid " + uid : "uid " + uid + ", in a user namespace of uid " + share + ",")
-                        + " has " + mine + " connections to the agent open" + (share == uid ? "" : " with that user's")
-                        + ", its limit: close one first";
-            } else if (uid != 0 && unprivileged >= limits.connections()) {
-                no = "the agent serves " + unprivileged + " connections of users other than root, its limit: retry "
-                        + "later";
-            } else {
-                perUid.put(share, mine + 1);
-                perPid.put(pid, process + 1);
-                unprivileged += uid != 0 ? 1 : 0;
-            }
-        }
+        String no = admission.admit(conn);
         if (no != null) {
-            shares.remove(conn);
             refuse(Refusal.CONNECTION);
             refusals.log(uid, "Refused a connection of uid {} (pid {}): {}", uid, conn.peer().pid(), no);
             try {
@@ -339,13 +259,7 @@ public final class ControlServer implements AutoCloseable {
 
     private void release(UnixListener.Connection conn) {
         open.remove(conn);
-        int uid = conn.peer().uid();
-        Integer share = shares.remove(conn);
-        synchronized (perUid) {
-            perUid.merge(share == null ? uid : share, -1, (a, b) -> a + b == 0 ? null : a + b);
-            perPid.merge(conn.peer().pid(), -1, (a, b) -> a + b == 0 ? null : a + b);
-            unprivileged -= uid != 0 ? 1 : 0;
-        }
+        admission.release(conn);
     }
 
     private void serve(UnixListener.Connection conn, Owner id) {
@@ -360,9 +274,9 @@ public final class ControlServer implements AutoCloseable {
             long lastUse = System.nanoTime();
             while ((line = conn.readLine(AgentRequest.MAX_LINE, lineTime, left(idle, lastUse),
                     () -> book.holds(id))) != null) {
-                String answer = answer(who, id, line);
-                conn.writeLine(answer);
-                if (answer.startsWith("OK") && !isQuery(line)) {
+                Answer answer = answer(who, id, line);
+                conn.writeLine(answer.text());
+                if (answer.changed()) {
                     lastUse = System.nanoTime();
                 }
             }
@@ -407,57 +321,53 @@ public final class ControlServer implements AutoCloseable {
         }
     }
 
-    /** Takes a token from {@code uid}'s bucket; false when it is empty. Root is not limited. */
-    private boolean allowedNow(int uid) {
-        if (uid == 0) {
-            return true;
-        }
-        long now = System.nanoTime();
-        long[] b = buckets.computeIfAbsent(uid, k -> new long[] {limits.burst(), now});
-        synchronized (b) {
-            long refill = (now - b[1]) * limits.requestsPerSecond() / TimeUnit.SECONDS.toNanos(1);
-            if (refill > 0) {
-                b[0] = Math.min(limits.burst(), b[0] + refill);
-                b[1] = now;
-            }
-            if (b[0] == 0) {
-                return false;
-            }
-            b[0]--;
-            return true;
-        }
+    /**
+     * What a request was answered: {@code text} (one line, or for LIST and SERVICES a count and
+     * that many lines), and whether it changed anything (an OK to a request other than PING, LIST
+     * and SERVICES): only such a request keeps an idle connection open.
+     */
+    record Answer(String text, boolean changed) {
     }
 
-    /** The answer to one request line: one line, or for LIST a count and that many lines. */
-    String answer(UnixListener.Credentials who, Owner id, String line) {
-        if (!allowedNow(who.uid())) {
+    /**
+     * The answer to one request line. The line is parsed once, into an {@link AgentRequest}; one
+     * switch hands it on.
+     */
+    Answer answer(UnixListener.Credentials who, Owner id, String line) {
+        if (!rate.take(who.uid())) {
             refuse(Refusal.RATE);
-            return "ERR uid " + who.uid() + " sends more than " + limits.requestsPerSecond() + " requests a second: "
-                    + "slow down and send it again";
+            return new Answer("ERR uid " + who.uid() + " sends more than " + limits.requestsPerSecond()
+                    + " requests a second: slow down and send it again", false);
         }
         AgentRequest req;
         try {
             req = AgentRequest.parse(line);
         } catch (IllegalArgumentException e) {
             refuse(Refusal.MALFORMED);
-            return "ERR " + e.getMessage();
+            return new Answer("ERR " + e.getMessage(), false);
         }
-        if (req.verb() == AgentRequest.Verb.PING) {
-            done.incrementAndGet();
-            return "OK agent";
-        }
-        if (req.verb() == AgentRequest.Verb.LIST) {
-            done.incrementAndGet();
-            return counted(book.describeFor(who.uid()));
-        }
-        switch (req.verb()) {
-            case SERVICE, UNSERVICE, SERVICES -> {
-                return serviceAnswer(who, line, req);
+        String text = switch (req.verb()) {
+            case PING -> {
+                done.incrementAndGet();
+                yield "OK agent";
             }
-            default -> {
-                // a rule request
+            case LIST -> {
+                done.incrementAndGet();
+                yield counted(book.describeFor(who.uid()));
             }
-        }
+            case SERVICES -> servicesAnswer(who.uid());
+            case SERVICE, UNSERVICE -> serviceAnswer(who, line, req);
+            case ALLOW, OPTIN, BOUND, DENY -> ruleAnswer(who, id, line, req);
+        };
+        boolean query = switch (req.verb()) {
+            case PING, LIST, SERVICES -> true;
+            case SERVICE, UNSERVICE, ALLOW, OPTIN, BOUND, DENY -> false;
+        };
+        return new Answer(text, !query && text.startsWith("OK"));
+    }
+
+    /** ALLOW, OPTIN, BOUND (checked against the policy file and other users' servers) and DENY. */
+    private String ruleAnswer(UnixListener.Credentials who, Owner id, String line, AgentRequest req) {
         if (req.verb() != AgentRequest.Verb.DENY) {
             String no = policy.refusal(who.uid(), who.groups(), req);
             if (no == null) {
@@ -505,16 +415,21 @@ public final class ControlServer implements AutoCloseable {
         return b.toString();
     }
 
+    /** SERVICES: the Services {@code uid} may see ({@link ServiceBook#describeFor}). */
+    private String servicesAnswer(int uid) {
+        try {
+            String answer = counted(services.describeFor(uid));
+            done.incrementAndGet();
+            return answer;
+        } catch (IOException e) {
+            refuse(Refusal.BOOK);
+            return "ERR " + e.getMessage();
+        }
+    }
+
+    /** SERVICE (checked against the policy file) and UNSERVICE, through the {@link ServiceBook}. */
     private String serviceAnswer(UnixListener.Credentials who, String line, AgentRequest req) {
         try {
-            if (services == null) {
-                throw new RuleBook.Refused("these pins have no Service map (made by an older sockmap4j): "
-                        + "'sockmap4j down' and start the agent again");
-            }
-            if (req.verb() == AgentRequest.Verb.SERVICES) {
-                done.incrementAndGet();
-                return counted(services.describeFor(who.uid()));
-            }
             String owned = servicesOwnedBy;
             if (owned != null) {
                 throw new RuleBook.Refused(owned);
