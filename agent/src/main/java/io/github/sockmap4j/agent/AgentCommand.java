@@ -116,7 +116,7 @@ public final class AgentCommand implements Callable<Integer> {
                      : PodRules.start(agent, client, kubernetes.nodeName, kubernetes.annotation,
                              "server".equals(kubernetes.nodeFilter), parent.pinDirectory());
              ServiceRules services = client == null ? null
-                     : ServiceRules.start(agent, parent.pinDirectory(), client, kubernetes.nodeName, pods);
+                     : ServiceRules.start(agent, client, kubernetes.nodeName, pods);
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
                      () -> pods == null || (pods.isSynced() && services.isSynced()))) {

@@ -83,14 +83,16 @@ public final class NodeAgent implements AutoCloseable {
     private final RuleBook book;
     private final ControlServer control;
     private final io.github.sockmap4j.linux.bpf.ServiceMap serviceMap;
+    private final io.github.sockmap4j.agent.control.ServiceBook services;
     private final ScheduledExecutorService reaper;
     private volatile boolean closed;
     private final CompletableFuture<String> lost = new CompletableFuture<>();
 
     private NodeAgent(Options options, List<KernelSockmap> kernels, InFlightWatcher watcher, PolicyMap policy,
                       RuleBook book, ControlServer control, io.github.sockmap4j.linux.bpf.ServiceMap serviceMap,
-                      ScheduledExecutorService reaper) {
+                      io.github.sockmap4j.agent.control.ServiceBook services, ScheduledExecutorService reaper) {
         this.serviceMap = serviceMap;
+        this.services = services;
         this.options = options;
         this.kernels = kernels;
         this.watcher = watcher;
@@ -168,7 +170,8 @@ public final class NodeAgent implements AutoCloseable {
             LOG.info("sockmap4j agent: pins {}, attached to {}, {} rules adopted, {} policy grants, control socket {}",
                     options.pinDirectory(), options.cgroups(), book.size(), agentPolicy.grants(),
                     AgentRequest.socketPath(lockDir));
-            NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, serviceMap, reaper);
+            NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, serviceMap, services,
+                    reaper);
             reaper.scheduleWithFixedDelay(agent::checkPins, 1, 1, TimeUnit.SECONDS);
             agent.reportOtherSockops();
             reaper.scheduleWithFixedDelay(agent::checkCollisions, 5, 5, TimeUnit.SECONDS);
@@ -239,6 +242,25 @@ public final class NodeAgent implements AutoCloseable {
      */
     public void refuseServiceRequests(String why) {
         control.refuseServices(why);
+    }
+
+    /**
+     * Puts {@code s} in the Service map as root does (every connect), through the agent's record
+     * of who put each Service, as the control socket's requests go: the Kubernetes feed's writes.
+     */
+    public void putService(io.github.sockmap4j.admin.SockmapAdmin.Service s) throws IOException {
+        services.putForEveryone(new io.github.sockmap4j.linux.bpf.ServiceMap.Service(s.vip(), s.local(), s.remote(),
+                s.localOnly()));
+    }
+
+    /** Removes the Service of {@code vip} as root does, through the same record; whether there was one. */
+    public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
+        return services.removeForEveryone(vip);
+    }
+
+    /** The VIPs of the Services in the map now, of every namespace. */
+    public List<java.net.InetSocketAddress> serviceVips() throws IOException {
+        return services.list().stream().map(io.github.sockmap4j.linux.bpf.ServiceMap.Service::vip).toList();
     }
 
     /** The owners starting with {@code prefix} that hold a rule now (after a restart: those adopted). */

@@ -158,6 +158,37 @@ public final class ServiceBook {
         return "removed service " + AgentRequest.show(vip);
     }
 
+    /**
+     * Puts {@code s} as root does, for every connect (the Kubernetes feed's Services): replaces
+     * whatever the map held at its place, which is root's from then on. No walk of the map (a
+     * feed puts thousands): a user's Service it replaces loses its owner line here, and anything
+     * else others did is followed at the next user's request, as always.
+     */
+    public synchronized void putForEveryone(ServiceMap.Service s) throws IOException {
+        ServiceMap.Scope scope = ServiceMap.Scope.of(0, s, ServiceMap.namespaceLocal(s) ? NetnsCookie.here() : 0);
+        ServiceMap.Key at = ServiceMap.Key.of(s.vip(), scope.netns());
+        owners.put(at, 0);
+        if (put.remove(at) != null) {
+            save(); // off file before the map changes, as root's put through the socket
+        }
+        map.put(s, scope);
+    }
+
+    /** Removes the Service of {@code vip} (a loopback one: of the agent's namespace) as root does; whether there was one. */
+    public synchronized boolean removeForEveryone(InetSocketAddress vip) throws IOException {
+        ServiceMap.Key at = ServiceMap.Key.of(vip, vip.getAddress().isLoopbackAddress() ? NetnsCookie.here() : 0);
+        owners.remove(at);
+        if (put.remove(at) != null) {
+            save();
+        }
+        return map.remove(at);
+    }
+
+    /** Every Service in the map, of every namespace. */
+    public synchronized List<ServiceMap.Service> list() throws IOException {
+        return map.list();
+    }
+
     /** Each Service, its endpoints and who put it. */
     public synchronized List<String> describeAll() throws IOException {
         return describeFor(0);

@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -54,7 +53,6 @@ public final class ServiceRules extends Reconciler {
     public static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
     private static final Logger LOG = LoggerFactory.getLogger(ServiceRules.class);
 
-    private final Path pinDir;
     private final String nodeName;
     private final SharedIndexInformer<Service> services;
     private final SharedIndexInformer<EndpointSlice> slices;
@@ -73,9 +71,8 @@ public final class ServiceRules extends Reconciler {
         boolean optsIn(String namespace, String pod, int port);
     }
 
-    private ServiceRules(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName, PodRules podRules) {
+    private ServiceRules(NodeAgent agent, KubernetesClient client, String nodeName, PodRules podRules) {
         super(agent, Owner.Kind.SERVICE);
-        this.pinDir = pinDir;
         this.nodeName = nodeName;
         this.pods = podRules == null ? PodPorts.NONE : podRules::optsIn;
         agent.refuseServiceRequests("this agent takes the Service map from the Kubernetes API (--kubernetes): "
@@ -95,19 +92,19 @@ public final class ServiceRules extends Reconciler {
     }
 
     /**
-     * Watches with {@code client}; writes the Service map of {@code pinDir} (the agent's) and
-     * holds rules in {@code agent}.
+     * Watches with {@code client}; writes the agent's Service map through the agent
+     * ({@link NodeAgent#putService}, as root) and holds rules in {@code agent}.
      */
-    public static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName) {
-        return new ServiceRules(agent, pinDir, client, nodeName, null);
+    public static ServiceRules start(NodeAgent agent, KubernetesClient client, String nodeName) {
+        return new ServiceRules(agent, client, nodeName, null);
     }
 
     /**
-     * As {@link #start(NodeAgent, Path, KubernetesClient, String)}, also opting in the Service
+     * As {@link #start(NodeAgent, KubernetesClient, String)}, also opting in the Service
      * ports whose local endpoints' pods ask for it by their annotation, as {@code pods} sees them.
      */
-    public static ServiceRules start(NodeAgent agent, Path pinDir, KubernetesClient client, String nodeName, PodRules pods) {
-        return new ServiceRules(agent, pinDir, client, nodeName, pods);
+    public static ServiceRules start(NodeAgent agent, KubernetesClient client, String nodeName, PodRules pods) {
+        return new ServiceRules(agent, client, nodeName, pods);
     }
 
     /** A pod changed: the Services whose EndpointSlices name it as an endpoint. */
@@ -169,14 +166,14 @@ public final class ServiceRules extends Reconciler {
             try {
                 for (SockmapAdmin.Service s : want.services()) {
                     if (!s.equals(had.get(s.vip()))) {
-                        SockmapAdmin.putService(pinDir, s);
+                        agent.putService(s);
                         LOG.info("Service {} {}: {} local, {} other endpoints{}", key, s.vip(), s.local().size(),
                                 s.remote().size(), s.localOnly() ? " (local only)" : "");
                     }
                 }
                 for (InetSocketAddress vip : had.keySet()) {
                     if (!now.containsKey(vip)) {
-                        SockmapAdmin.removeService(pinDir, vip);
+                        agent.removeService(vip);
                         LOG.info("Service {} {}: removed, new connects go through kube-proxy", key, vip);
                     }
                 }
@@ -211,10 +208,10 @@ public final class ServiceRules extends Reconciler {
             Set<InetSocketAddress> wanted = new HashSet<>();
             applied.values().forEach(m -> wanted.addAll(m.keySet()));
             try {
-                for (SockmapAdmin.Service s : SockmapAdmin.services(pinDir)) {
-                    if (!wanted.contains(s.vip())) {
-                        SockmapAdmin.removeService(pinDir, s.vip());
-                        LOG.info("Service map entry {} removed: no annotated Service of the API server has it", s.vip());
+                for (InetSocketAddress vip : agent.serviceVips()) {
+                    if (!wanted.contains(vip)) {
+                        agent.removeService(vip);
+                        LOG.info("Service map entry {} removed: no annotated Service of the API server has it", vip);
                     }
                 }
             } catch (IOException e) {

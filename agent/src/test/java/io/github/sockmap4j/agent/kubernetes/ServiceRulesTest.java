@@ -148,7 +148,7 @@ class ServiceRulesTest {
         SockmapAdmin.putService(pins, entry(STRAY, List.of(new InetSocketAddress(InetAddress.ofLiteral("10.244.1.9"), 80)),
                 List.of(), false));
         pods = PodRules.start(agent, client, NODE, PodRules.DEFAULT_ANNOTATION, false);
-        rules = ServiceRules.start(agent, pins, client, NODE, pods);
+        rules = ServiceRules.start(agent, client, NODE, pods);
         Await.until("the first lists", Duration.ofSeconds(30), rules::isSynced);
         assertEquals(Set.of(), map(), "the stray entry is gone once both lists are in");
 
@@ -187,7 +187,7 @@ class ServiceRulesTest {
         assertEquals(localOnly, map(), "the entries outlive the agent");
         agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false));
         pods = PodRules.start(agent, client, NODE, PodRules.DEFAULT_ANNOTATION, false);
-        rules = ServiceRules.start(agent, pins, client, NODE, pods);
+        rules = ServiceRules.start(agent, client, NODE, pods);
         Await.until("the first lists after the restart", Duration.ofSeconds(30), rules::isSynced);
         assertEquals(localOnly, map(), "the entries after the restart");
         assertTrue(ruleFor(LOCAL4), "the rules after the restart: " + agent.describeRules());
