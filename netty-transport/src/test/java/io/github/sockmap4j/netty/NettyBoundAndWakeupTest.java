@@ -247,6 +247,88 @@ class NettyBoundAndWakeupTest {
         }
     }
 
+    /**
+     * A server that writes past its client's bound before its own channel is active (a handler
+     * that writes as it is added, as HTTP/2's does) holds for that client while the client's loop
+     * is busy for three stall times writing requests and reads nothing: a receiver that still
+     * sends is running, and the server's own reads, published once its channel is active, say so.
+     * Before, the server looked for its own read slot once, at its first hold, found none yet,
+     * took the busy client for a stalled one after 200 ms and sent the rest by TCP (a bound hit:
+     * how {@code GrpcOnEventLoopsTest} failed about one clean-clone CI run in six).
+     */
+    @Test
+    void aServerThatWritesFirstHoldsForAClientBusySending() throws Exception {
+        int bound = 48 << 10;
+        long total = 4L * bound;
+        CompletableFuture<Channel> accepted = new CompletableFuture<>();
+        Channel server = new ServerBootstrap().group(group).channelFactory(SockmapNetty.serverChannelFactory(bound))
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        accepted.complete(ch);
+                        byte[] all = new byte[(int) total];
+                        for (int i = 0; i < all.length; i++) {
+                            all[i] = streamByte(i);
+                        }
+                        ch.writeAndFlush(Unpooled.wrappedBuffer(all)); // before channelActive
+                    }
+                }).bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0)).sync().channel();
+        AtomicLong got = new AtomicLong();
+        AtomicLong sentBack = new AtomicLong();
+        CompletableFuture<Void> whole = new CompletableFuture<>();
+        try {
+            Await.until("the bound port is opted in", () -> SockmapNetty.isOptedIn(server));
+            SockmapStats before = Sockmap.global().stats();
+            Channel client = new Bootstrap().group(group).channelFactory(SockmapNetty.socketChannelFactory())
+                    .handler(new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void channelActive(ChannelHandlerContext ctx) {
+                            // The loop busy writing for three times the 200 ms stall time, reading nothing.
+                            byte[] request = new byte[4096];
+                            long from = System.nanoTime();
+                            while (System.nanoTime() - from < TimeUnit.MILLISECONDS.toNanos(600)) {
+                                ctx.writeAndFlush(Unpooled.wrappedBuffer(request));
+                                sentBack.addAndGet(request.length);
+                                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                            }
+                            ctx.fireChannelActive();
+                        }
+
+                        @Override
+                        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                            ByteBuf b = (ByteBuf) msg;
+                            long at = got.get();
+                            for (int i = b.readerIndex(); i < b.writerIndex(); i++, at++) {
+                                if (b.getByte(i) != streamByte(at)) {
+                                    whole.completeExceptionally(new AssertionError("byte " + at + " is "
+                                            + b.getByte(i) + ", not " + streamByte(at)));
+                                }
+                            }
+                            if (got.addAndGet(b.readableBytes()) == total) {
+                                whole.complete(null);
+                            }
+                            b.release();
+                        }
+                    }).connect(server.localAddress()).sync().channel();
+            try {
+                whole.get(30, TimeUnit.SECONDS);
+                SockmapStats after = Sockmap.global().stats();
+                System.out.printf("netty, a server writing %d B first to a client busy sending %d B: %d B by TCP, "
+                        + "%d bound hits%n", total, sentBack.get(), after.bytesPassed() - before.bytesPassed(),
+                        after.boundHits() - before.boundHits());
+                assertEquals(0, after.boundHits() - before.boundHits(), "the kernel's bound was never hit");
+                assertEquals(0, after.bytesPassed() - before.bytesPassed(), "no byte went by TCP");
+            } finally {
+                client.close().sync();
+            }
+        } finally {
+            if (accepted.isDone()) {
+                accepted.get().close().sync();
+            }
+            server.close().sync();
+        }
+    }
+
     /** The byte at {@code offset} of every test stream: a period (251) that no write size divides. */
     static byte streamByte(long offset) {
         return (byte) (offset % 251);

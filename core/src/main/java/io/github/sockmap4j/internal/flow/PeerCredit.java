@@ -22,8 +22,10 @@ import java.util.concurrent.atomic.LongAdder;
  * It holds its receiver's key, found once, and what was sent. The receiver's slot is looked up in {@code sm4j_rx} when first needed and again when its
  * cookie no longer owns it; without one, the watcher's entry in {@code sm4j_watch} (or the first
  * bound the verdict would give) stands in, as it does for the verdict. The socket's own slot,
- * where it publishes what it reads of its receiver, is looked up once, when a hold first asks
- * whether the receiver still sends.
+ * where it publishes what it reads of its receiver, is looked up when a hold first asks whether
+ * the receiver still sends, and while it is not found (or its cookie no longer owns it) again at
+ * most every {@value #OWN_LOOK_MILLIS} ms: a socket may begin to publish after its first hold (a
+ * Netty handler that writes as it is added, before the channel is active).
  *
  * <p><b>Note:</b> not threadsafe: one writer thread at a time, as for the socket's writes.
  */
@@ -41,6 +43,10 @@ public final class PeerCredit implements CreditEngine.Receiver {
     /** This socket's own key, for its own read slot. */
     private final MemorySegment ownKey;
     private InFlightMaps.PeerSlot ownSlot;
+    static final long OWN_LOOK_MILLIS = 10;
+    private static final long OWN_LOOK_NANOS = OWN_LOOK_MILLIS * 1_000_000L;
+    /** When the own slot was last looked up ({@link System#nanoTime()}); valid once {@link #ownLooked}. */
+    private long ownLookedAt;
     private boolean ownLooked;
     private final MemorySegment rxScratch;
     private final MemorySegment watchScratch;
@@ -169,17 +175,24 @@ public final class PeerCredit implements CreditEngine.Receiver {
     }
 
     /**
-     * What this socket has read of its receiver, from its own read slot (looked up once: a system
-     * call); -1 when it publishes nothing.
+     * What this socket has read of its receiver, from its own read slot (no system call once
+     * found; while not found, a lookup at most every {@value #OWN_LOOK_MILLIS} ms); -1 when it
+     * publishes nothing.
      */
     @Override
     public long readFromReceiver() {
         try {
-            if (!ownLooked) {
-                ownLooked = true;
-                ownSlot = maps.peerSlot(ownKey, rxScratch);
+            long read = ownSlot == null ? -1 : maps.slotRead(ownSlot);
+            if (read < 0) {
+                long now = System.nanoTime();
+                if (!ownLooked || now - ownLookedAt >= OWN_LOOK_NANOS) {
+                    ownLooked = true;
+                    ownLookedAt = now;
+                    ownSlot = maps.peerSlot(ownKey, rxScratch);
+                    read = ownSlot == null ? -1 : maps.slotRead(ownSlot);
+                }
             }
-            return ownSlot == null ? -1 : maps.slotRead(ownSlot);
+            return read;
         } catch (IllegalStateException closed) {
             return -1;
         }
