@@ -1,6 +1,6 @@
 package io.github.sockmap4j.agent;
 
-import io.github.sockmap4j.agent.control.ControlServer;
+import io.github.sockmap4j.agent.control.ControlCounts;
 import io.github.sockmap4j.metrics.SockmapMetrics;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -14,7 +14,7 @@ import io.micrometer.core.instrument.binder.MeterBinder;
  * (receivers' estimates it raised), {@code sockmap4j.agent.rules} (rules in the policy map),
  * {@code sockmap4j.agent.requests} tagged {@code outcome} (control socket requests answered OK,
  * or ERR), {@code sockmap4j.agent.refusals} tagged {@code reason} (every refusal once: connections
- * at admission, lines, and requests by why: {@link ControlServer.Refusal}).
+ * at admission, lines, and requests by why: {@link ControlCounts.Refusal}).
  */
 public final class AgentMetrics implements MeterBinder {
     private final NodeAgent agent;
@@ -41,7 +41,7 @@ public final class AgentMetrics implements MeterBinder {
                 .description("control socket requests").tags("outcome", "done").register(r);
         FunctionCounter.builder("sockmap4j.agent.requests", agent, NodeAgent::controlRefusedRequests)
                 .description("control socket requests").tags("outcome", "refused").register(r);
-        for (ControlServer.Refusal why : ControlServer.Refusal.values()) {
+        for (ControlCounts.Refusal why : ControlCounts.Refusal.values()) {
             FunctionCounter.builder("sockmap4j.agent.refusals", agent, a -> a.controlRefusals(why))
                     .description("what the control socket refused, by reason").tags("reason", why.tag()).register(r);
         }

@@ -6,9 +6,13 @@ import io.github.sockmap4j.SockmapUnavailableException;
 import io.github.sockmap4j.admin.Rule;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.control.AgentPolicy;
+import io.github.sockmap4j.agent.control.ControlCounts;
 import io.github.sockmap4j.agent.control.ControlServer;
+import io.github.sockmap4j.agent.control.Dispatcher;
 import io.github.sockmap4j.agent.control.Listeners;
 import io.github.sockmap4j.agent.control.RuleBook;
+import io.github.sockmap4j.agent.control.RuleRequests;
+import io.github.sockmap4j.agent.control.ServiceRequests;
 import io.github.sockmap4j.linux.bpf.Collisions;
 import io.github.sockmap4j.linux.bpf.InFlightWatcher;
 import io.github.sockmap4j.linux.bpf.KernelSockmap;
@@ -82,6 +86,8 @@ public final class NodeAgent implements AutoCloseable {
     private final PolicyMap policy;
     private final RuleBook book;
     private final ControlServer control;
+    private final ControlCounts controlCounts;
+    private final ServiceRequests serviceRequests;
     private final io.github.sockmap4j.linux.bpf.ServiceMap serviceMap;
     private final io.github.sockmap4j.agent.control.ServiceBook services;
     private final ScheduledExecutorService reaper;
@@ -89,7 +95,8 @@ public final class NodeAgent implements AutoCloseable {
     private final CompletableFuture<String> lost = new CompletableFuture<>();
 
     private NodeAgent(Options options, List<KernelSockmap> kernels, InFlightWatcher watcher, PolicyMap policy,
-                      RuleBook book, ControlServer control, io.github.sockmap4j.linux.bpf.ServiceMap serviceMap,
+                      RuleBook book, ControlServer control, ServiceRequests serviceRequests,
+                      io.github.sockmap4j.linux.bpf.ServiceMap serviceMap,
                       io.github.sockmap4j.agent.control.ServiceBook services, ScheduledExecutorService reaper) {
         this.serviceMap = serviceMap;
         this.services = services;
@@ -99,6 +106,8 @@ public final class NodeAgent implements AutoCloseable {
         this.policy = policy;
         this.book = book;
         this.control = control;
+        this.controlCounts = control.counts();
+        this.serviceRequests = serviceRequests;
         this.reaper = reaper;
     }
 
@@ -156,10 +165,13 @@ public final class NodeAgent implements AutoCloseable {
             serviceMap = io.github.sockmap4j.linux.bpf.ServiceMap.open(host.bpf(), options.pinDirectory());
             io.github.sockmap4j.agent.control.ServiceBook services = io.github.sockmap4j.agent.control.ServiceBook
                     .load(serviceMap, lockDir.resolve("agent-services"));
-            control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)), book, services,
-                    agentPolicy, ControlServer.Limits.DEFAULT);
+            RuleRequests ruleRequests = new RuleRequests(book, agentPolicy);
             Listeners listeners = new Listeners();
-            control.checkListeners((port, pid) -> listeners.on(port, options.cgroups(), pid));
+            ruleRequests.checkListeners((port, pid) -> listeners.on(port, options.cgroups(), pid));
+            ServiceRequests serviceRequests = new ServiceRequests(services, agentPolicy);
+            ControlServer.Limits limits = ControlServer.Limits.DEFAULT;
+            control = new ControlServer(UnixListener.listen(AgentRequest.socketPath(lockDir)),
+                    new Dispatcher(limits, new ControlCounts(), ruleRequests, serviceRequests), book, limits);
             control.start();
             ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "sockmap4j-agent-reaper");
@@ -170,7 +182,7 @@ public final class NodeAgent implements AutoCloseable {
             LOG.info("sockmap4j agent: pins {}, attached to {}, {} rules adopted, {} policy grants, control socket {}",
                     options.pinDirectory(), options.cgroups(), book.size(), agentPolicy.grants(),
                     AgentRequest.socketPath(lockDir));
-            NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, serviceMap, services,
+            NodeAgent agent = new NodeAgent(options, kernels, watcher, policy, book, control, serviceRequests, serviceMap, services,
                     reaper);
             reaper.scheduleWithFixedDelay(agent::checkPins, 1, 1, TimeUnit.SECONDS);
             agent.reportOtherSockops();
@@ -241,7 +253,7 @@ public final class NodeAgent implements AutoCloseable {
      * socket's SERVICE and UNSERVICE are refused, to root too, saying {@code why}.
      */
     public void refuseServiceRequests(String why) {
-        control.refuseServices(why);
+        serviceRequests.refuseServices(why);
     }
 
     /**
@@ -298,7 +310,7 @@ public final class NodeAgent implements AutoCloseable {
             return;
         }
         if (control != null) {
-            control.flushLogs();
+            controlCounts.flushLogs();
         }
         List<Path> gone = new ArrayList<>();
         Path dir = options.pinDirectory();
@@ -405,17 +417,17 @@ public final class NodeAgent implements AutoCloseable {
 
     /** Requests the control socket answered OK. */
     public long controlDone() {
-        return control.done();
+        return controlCounts.done();
     }
 
     /** What the control socket refused for {@code why}: connections, lines, requests. */
-    long controlRefusals(ControlServer.Refusal why) {
-        return control.refusedFor(why);
+    long controlRefusals(ControlCounts.Refusal why) {
+        return controlCounts.refusedFor(why);
     }
 
     /** Requests the control socket answered ERR. */
     public long controlRefusedRequests() {
-        return control.refusedRequests();
+        return controlCounts.refusedRequests();
     }
 
     /** Stops the agent; pins, attachments and rules stay for the next one. */
