@@ -13,7 +13,8 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
-source scripts/env.sh
+source scripts/lib.sh
+need base image
 fresh=false
 [ "${1:-}" = "--fresh" ] && fresh=true
 version=$(sed -n 's:.*<version>\(.*\)</version>.*:\1:p' pom.xml | head -1)
@@ -24,9 +25,6 @@ rootfs=$out/rootfs-trixie-$(echo "$packages" | md5sum | cut -c1-8).tar
 archive=$out/sockmap4j-agent-$version.tar
 name=localhost/sockmap4j/agent:$version
 export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs} # no overlay inside the sandboxes this is built in
-for tool in mmdebstrap buildah; do
-  command -v "$tool" >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y "$tool" >/dev/null
-done
 mkdir -p "$out"
 
 mvn_b -q package -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl cli -am

@@ -11,7 +11,8 @@
 # (console.log, JUnit reports) and the summary to target/kernel-matrix/summary.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
+need base vm
 
 MODE=full
 if [ "${1:-}" = "--smoke" ]; then MODE=smoke; shift; fi

@@ -42,60 +42,19 @@ done
 [ -n "${PKG:-}" ] || usage
 [ "$FETCH_ONLY" = 1 ] || [ $# -gt 0 ] || { echo "kernel-vm: no command given (PACKAGE -- COMMAND)" >&2; usage; }
 case "$PKG" in linux-image-*) ;; *) echo "kernel-vm: $PKG is not a Debian kernel image package (linux-image-...)" >&2; exit 2 ;; esac
-if [ "$(id -u)" != 0 ]; then echo "kernel-vm: needs root (apt, the guest runs as root)" >&2; exit 1; fi
+if [ "$(id -u)" != 0 ]; then echo "kernel-vm: needs root (the download, the guest runs as root)" >&2; exit 1; fi
 
-need=()
-command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -x insmod >/dev/null || need+=(busybox-static)
-command -v depmod >/dev/null || need+=(kmod)
-command -v xz >/dev/null || need+=(xz-utils)
-command -v zstd >/dev/null || need+=(zstd)
-command -v cpio >/dev/null || need+=(cpio)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "kernel-vm: installing ${need[*]}" >&2
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-fi
+"$ROOT/scripts/install.sh" --check vm || exit 1
 
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 
-# --- the kernel: downloaded with a private apt state, extracted, modules indexed -----------------
-APT=(-o "Dir::Etc::SourceList=$CACHE/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-     -o "Dir::State=$CACHE/apt/state" -o "Dir::Cache=$CACHE/apt/cache" -o Dir::State::status=/dev/null
-     -o APT::Architecture=amd64 -o APT::Sandbox::User=root -qq)
-apt_ready() {
-  [ -f "$CACHE/apt/updated" ] && [ -n "$(find "$CACHE/apt/updated" -mmin -720)" ] && return
-  mkdir -p "$CACHE/apt/state/lists/partial" "$CACHE/apt/cache/archives/partial"
-  cat > "$CACHE/apt/sources.list" <<'EOF'
-deb http://deb.debian.org/debian bookworm main
-deb http://deb.debian.org/debian-security bookworm-security main
-deb http://deb.debian.org/debian bookworm-backports main
-deb http://deb.debian.org/debian trixie main
-deb http://deb.debian.org/debian-security trixie-security main
-deb http://deb.debian.org/debian trixie-backports main
-deb http://deb.debian.org/debian sid main
-EOF
-  apt-get "${APT[@]}" update >&2
-  touch "$CACHE/apt/updated"
-}
-
+# --- the kernel: downloaded with a private apt state (scripts/install.sh kernel), extracted, modules indexed
 KDIR=$CACHE/kernels/$PKG
 if [ ! -f "$KDIR/ready" ]; then
-  apt_ready
-  if ! apt-cache "${APT[@]}" show "$PKG" >/dev/null 2>&1; then
-    echo "kernel-vm: Debian's mirror has no package $PKG; these are served:" >&2
-    apt-cache "${APT[@]}" search '^linux-image-[0-9].*-amd64$' | awk '{print "  " $1}' | grep -v -e cloud -e '-rt-' -e dbg | sort -V >&2
-    exit 2
-  fi
   rm -rf "$KDIR"; mkdir -p "$KDIR/debs" "$KDIR/root"
-  # Since 7.x the image package only depends on linux-binary-* and linux-modules-*: take those too.
-  pkgs=("$PKG")
-  for dep in $(apt-cache "${APT[@]}" show "$PKG" | sed -n 's/^Depends: //p' | head -1 | tr ',' '\n' | awk '{print $1}'); do
-    case "$dep" in linux-binary-*|linux-modules-*) pkgs+=("$dep") ;; esac
-  done
-  (cd "$KDIR/debs" && apt-get "${APT[@]}" download "${pkgs[@]}" >&2)
+  "$ROOT/scripts/install.sh" kernel "$PKG" "$KDIR/debs" "$CACHE/apt"
   for deb in "$KDIR"/debs/*.deb; do dpkg-deb -x "$deb" "$KDIR/root"; done
   rm -rf "$KDIR/debs"
   # boot/vmlinuz-KVER, or (7.x packages) usr/lib/modules/KVER/vmlinuz.

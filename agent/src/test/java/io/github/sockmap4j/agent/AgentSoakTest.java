@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Trust III's and Trust IV's attacks on the node agent at once, for {@code sockmap4j.soakSeconds}
- * (60 in the build, 300 from scripts/agent-soak.sh), against an agent with the heap the
+ * (60 in the build, 300 from scripts/agent.sh soak), against an agent with the heap the
  * DaemonSet's memory limit gives it ({@code -Xmx96m}). Trust III:
  * <ul>
  * <li>row 1: a user without a grant holds more HTTP connections than the agent serves, each sent a

@@ -41,7 +41,7 @@ import java.util.concurrent.TimeUnit;
  * <p>With {@code -Dplots=DIR}, a latency-by-percentile PNG per placement (every round's round
  * trips) of the pod IP and the VIP, each redirected and plain, and of the JVM ends.
  *
- * Usage: {@code NodeRttBench ROUNDS ITERATIONS SIZE}; run by {@code scripts/bench-node.sh}.
+ * Usage: {@code NodeRttBench ROUNDS ITERATIONS SIZE}; run by {@code scripts/bench.sh node}.
  */
 public final class NodeRttBench {
     static final int ON = 46400;

@@ -37,7 +37,7 @@ public final class ScaleBench {
         int manySockets = Integer.getInteger("sockets", 10_000);
         Sockmap sockmap = Sockmap.global();
         if (!sockmap.isActive()) {
-            System.err.println("The fast path is off: " + sockmap.unavailabilityCause() + "; run scripts/bench-scale.sh as root.");
+            System.err.println("The fast path is off: " + sockmap.unavailabilityCause() + "; run scripts/bench.sh scale as root.");
             System.exit(1);
         }
         System.out.printf(Locale.ROOT, "sockmap4j scale benchmark: %d rounds; %d connections per round and path; "

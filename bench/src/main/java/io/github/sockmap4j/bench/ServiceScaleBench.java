@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  * connects}/{@code acceptor}) on the node bed, a node agent on the pods' cgroup; both on CPU 0
  * and 1 as the scheduler puts them. Medians of per-round p50 and p99.
  *
- * <p>Usage: {@code ServiceScaleBench ROUNDS CONNECTS SERVICES}; run by {@code scripts/bench-node.sh services}.
+ * <p>Usage: {@code ServiceScaleBench ROUNDS CONNECTS SERVICES}; run by {@code scripts/bench.sh services}.
  */
 public final class ServiceScaleBench {
     static final int PORT = 46410;

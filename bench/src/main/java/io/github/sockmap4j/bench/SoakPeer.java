@@ -12,7 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The chaos soak's JVM peers (scripts/chaos-soak.sh), speaking what testbed/src/main/c/peer.c speaks,
+ * The chaos soak's JVM peers (scripts/agent.sh chaos), speaking what testbed/src/main/c/peer.c speaks,
  * over {@link SockmapChannel}s of {@link Sockmap#global()} (pins and cgroup from the usual
  * {@code sockmap4j.*} properties, as the agent's):
  *

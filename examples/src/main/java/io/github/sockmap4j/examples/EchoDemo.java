@@ -17,7 +17,7 @@ import java.util.Locale;
 /**
  * The echo demo: an echo server on an opted-in port, one client, whether the connection is
  * accelerated, then 64-byte round trips over plain {@code java.nio} TCP and over the fast path in
- * the same run, and the kernel counters. {@code scripts/bench.sh} is the full measurement.
+ * the same run, and the kernel counters. {@code scripts/bench.sh rtt} is the full measurement.
  */
 public final class EchoDemo {
     private static final int ROUND_TRIPS = 20_000;

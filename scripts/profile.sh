@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Where the CPU goes, from async-profiler's samples (Maven Central's tools.profiler:async-profiler,
+# its native library inside), one job a run:
+#
+#   scripts/profile.sh demo [OUT] [SECONDS]    each stage of the RAG demo, path by path
+#   [EXECUTOR=direct|polling] [TURNS=n] scripts/profile.sh grpc [OUT] [SECONDS] [TRANSPORTS]
+#                                              a gRPC unary call, transport by transport
+#
+# Each job's own description is above its function below. Needs root and what scripts/install.sh
+# installs; the collapsed stacks stay in OUT (a flame graph tool reads them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+# stacks_module OUT: OUT/profile_stacks.py, what both jobs count a collapsed stack by.
+stacks_module() {
+  cat > "$1/profile_stacks.py" <<'PY'
+"""What an async-profiler collapsed stack passes through: both jobs of scripts/profile.sh.
+
+GROUPS: (name, pattern) pairs; a sample counts once in each group one of its frames matches.
+'sockmap4j' has no pattern: it counts samples whose innermost Java frame is sockmap4j's own
+(what its code costs itself, not what runs below its handlers), outside the package given.
+"""
+import re
+
+GROUPS = [('sockmap4j', None),
+          ('k:sockmap', r'^(tcp_bpf|sk_msg|sk_psock|bpf_prog|__sk_msg|bpf_msg|sock_map|bpf_tcp|sock_hash)'),
+          ('k:tcp/ip', r'^(ip_|__ip_|ipt_|nf_|nft_|veth_|__netif|net_rx|napi|__dev_queue|dev_hard|loopback_xmit|ip6_'
+                       r'|__ip6|netif_receive|tcp_v4_rcv|tcp_v6_rcv|tcp_rcv|tcp_ack|tcp_transmit|__tcp_transmit'
+                       r'|tcp_write_xmit|__tcp_push|do_softirq|__do_softirq|__local_bh_enable)'),
+          ('k:unix', r'^(unix_stream|unix_|__unix)'),
+          ('sendmsg', r'^(tcp_sendmsg|sock_sendmsg|__sys_sendmsg|sock_write_iter|__x64_sys_write|__x64_sys_writev'
+                      r'|do_writev|unix_stream_sendmsg)'),
+          ('recvmsg', r'^(tcp_recvmsg|sock_recvmsg|__sys_recvmsg|sock_read_iter|__x64_sys_read|tcp_bpf_recvmsg'
+                      r'|unix_stream_recvmsg)'),
+          ('epoll_wait', r'^(do_epoll_wait|ep_poll)'), ('wake-ups', r'^try_to_wake_up'),
+          ('futex', r'^(futex_|__x64_sys_futex)'), ('http2', r'io/netty/handler/codec/http2'), ('grpc', r'^io/grpc'),
+          ('arrow', r'org/apache/arrow')]
+
+
+def count(frames, n, into, not_ours):
+    """Adds a sample of weight n whose frames (innermost last) are given to the groups it passes through."""
+    java = [fr for fr in frames if '/' in fr]
+    if java and re.search(r'io/github/sockmap4j/(?!' + not_ours + ')', java[-1]):
+        into['sockmap4j'] += n
+    seen = set()
+    for fr in frames:
+        for name, pat in GROUPS:
+            if pat and name not in seen and re.search(pat, fr):
+                seen.add(name)
+                into[name] += n
+
+
+def tally(path, kind, not_ours):
+    """A collapsed-stacks file: samples by kind(thread name), by group, and in all."""
+    import collections
+    k, g, total = collections.Counter(), collections.Counter(), 0
+    for line in open(path):
+        stack, n = line.rstrip().rsplit(' ', 1)
+        n = int(n)
+        frames = stack.split(';')
+        k[kind(re.sub(r' tid=.*', '', frames[0].lstrip('[')))] += n
+        total += n
+        count(frames[1:], n, g, not_ours)
+    return k, g, total
+PY
+}
+
+# Where each stage of the RAG demo spends its CPU, path by path: runs the demo (node shape, one
+# path at a time, a longer fixed-rate phase) and, once the fixed-rate phase has run for a few
+# seconds, loads async-profiler into every stage JVM (jcmd JVMTI.agent_load) for SECONDS of CPU
+# samples with their threads; then prints, per path and stage, the samples by thread kind (as the
+# demo's table groups them) and by what their stacks pass through (the kernel's TCP/IP or sockmap
+# code, sends, receives, epoll, HTTP/2, gRPC, Arrow, sockmap4j), and leaves the collapsed stacks in
+# OUT (a flame graph tool reads them).
+# async-profiler comes from Maven Central (tools.profiler:async-profiler, its native library inside).
+# Usage: scripts/profile.sh demo [OUT] [SECONDS]     (e.g. scripts/profile.sh demo /tmp/prof 15)
+job_demo() {
+  need
+  out=${1:-/tmp/sm4j-profile}
+  secs=${2:-15}
+  mkdir -p "$out"
+  stacks_module "$out"
+  lib=$(async_profiler_lib "$out")
+  mvn_b -q install -DskipTests
+  enter_child_cgroup sockmap4j-profile
+  java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
+    --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
+    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+
+  profile_path() { # MODE: the demo on one path; samples of its stages during the fixed-rate phase
+    local mode=$1 log="$out/demo-$1.txt" pids pid role r
+    : > "$log"
+    mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} -XX:+EnableDynamicAgentLoading \
+      -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --requests $(( (secs + 10) * 100 )) \
+      --throughput-seconds 0 --idle-seconds 0" > "$log" 2>&1 &
+    local demo=$!
+    # The fixed-rate phase begins after the warm-up line; give it 3 s more.
+    until grep -q ' warm-up .* at the rate' "$log" 2>/dev/null; do
+      kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended before its fixed-rate phase" >&2; return 1; }
+      sleep 1
+    done
+    sleep 3
+    pids=$(pgrep -f 'io.github.sockmap4j.examples.rag.RagService ' || true)
+    for pid in $pids; do
+      # jcmd reads NAME=VALUE as its own option: the agent's options go quoted.
+      r=$(jcmd "$pid" JVMTI.agent_load "$lib" "\"start,event=cpu,interval=1ms,threads\"" 2>&1 || true)
+      [[ $r == *"return code: 0"* ]] || echo "async-profiler did not start in $pid: $r" >&2
+    done
+    sleep "$secs"
+    for pid in $pids; do
+      role=$(tr '\0' ' ' < /proc/$pid/cmdline | sed -n 's/.*RagService \([a-z]*\) .*/\1/p')
+      r=$(jcmd "$pid" JVMTI.agent_load "$lib" "\"stop,file=$out/$mode-$role.collapsed,collapsed\"" 2>&1 || true)
+      [[ $r == *"return code: 0"* ]] || echo "async-profiler did not stop in $pid: $r" >&2
+    done
+    wait $demo
+  }
+  profile_path plain
+  profile_path fast
+
+  # Samples by stage, path and thread kind (as the demo's ThreadKind reads names), then by what the
+  # stacks pass through (a sample counts once in each group its stack touches).
+  python3 - "$out" <<'PY'
+import collections, os, re, sys
+out = sys.argv[1]
+def kind(t):
+    if re.match(r'(grpc-default-executor|sockmap4j-exec)', t): return 'handlers'
+    if re.match(r'(rag-io-|sockmap4j-grpc)', t): return 'loops'
+    if t.startswith('sockmap4j'): return 'sockmap4j'
+    if re.match(r'C[12] CompilerThre', t): return 'JIT'
+    if re.match(r'(GC |G1 |VM Thread|VM Periodic)', t): return 'GC/VM'
+    return 'rest'
+sys.path.insert(0, out)
+from profile_stacks import GROUPS as groups, tally
+kinds = ['handlers', 'loops', 'sockmap4j', 'JIT', 'GC/VM', 'rest']
+rows = []
+for stage in ['embedding', 'search', 'context', 'gateway']:
+    for path in ['plain', 'fast']:
+        f = os.path.join(out, path + '-' + stage + '.collapsed')
+        if not os.path.exists(f):
+            continue
+        k, g, total = tally(f, kind, 'examples')
+        rows.append((stage, path, total, k, g))
+print('samples (1 ms of CPU each) by thread kind')
+print('%-10s %-5s %6s ' % ('stage', 'path', 'all') + ' '.join('%9s' % x for x in kinds))
+for stage, path, total, k, g in rows:
+    print('%-10s %-5s %6d ' % (stage, path, total) + ' '.join('%9d' % k[x] for x in kinds))
+print('\nsamples whose stack passes through')
+print('%-10s %-5s ' % ('stage', 'path') + ' '.join('%10s' % x for x, _ in groups))
+for stage, path, total, k, g in rows:
+    print('%-10s %-5s ' % (stage, path) + ' '.join('%10d' % g[x] for x, _ in groups))
+PY
+  echo "collapsed stacks: $out/*.collapsed; the demos' output: $out/demo-*.txt"
+}
+
+# Where a gRPC unary call's CPU goes, transport by transport: GrpcHandoffs runs one transport at a
+# time (loopback, 1 KiB, blocking stub, gRPC's default executor unless EXECUTOR says otherwise) and,
+# once its measured calls start, async-profiler samples that JVM's CPU (1 sample = 1 ms) with
+# thread names for SECONDS. Printed per transport, as microseconds a call: the samples by thread
+# group and by what the stacks pass through (the kernel's TCP/IP, sockmap or Unix socket code,
+# sends, receives, epoll, wake-ups, futexes, HTTP/2, gRPC, sockmap4j's handlers). TURNS > 1 runs
+# the transports again in turns and prints each turn. The collapsed stacks stay in OUT.
+# async-profiler comes from Maven Central (tools.profiler:async-profiler, its native library inside).
+# Usage: [EXECUTOR=direct|polling] [TURNS=n] scripts/profile.sh grpc [OUT] [SECONDS] [TRANSPORTS]
+#        (default /tmp/sm4j-grpc-profile, 5, "SOCKMAP UDS TCP")
+job_grpc() {
+  need
+  out=${1:-/tmp/sm4j-grpc-profile}
+  secs=${2:-5}
+  transports=${3:-SOCKMAP UDS TCP}
+  turns=${TURNS:-1}
+  mkdir -p "$out"
+  stacks_module "$out"
+  lib=$(async_profiler_lib "$out")
+  mvn_b -q install -DskipTests
+  enter_child_cgroup sockmap4j-profile
+
+  for turn in $(seq 1 "$turns"); do
+    for t in $transports; do
+      log="$out/$t-$turn.log"
+      # Loaded at launch, started later: loading it into a warm JVM sets the JIT compiling again.
+      mvn_b -q -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED -agentpath:$lib \
+        -classpath %classpath -Dexecutor=${EXECUTOR:-default} -Dtransports=$t -Dseconds=$((secs + 2)) \
+        io.github.sockmap4j.bench.GrpcHandoffs 20000" > "$log" 2>&1 &
+      jvm=$!
+      until grep -q "^measuring $t" "$log" 2>/dev/null; do
+        kill -0 "$jvm" 2>/dev/null || { cat "$log"; exit 1; }
+        sleep 0.2
+      done
+      pid=$(sed -n "s/^measuring $t in pid \([0-9]*\)$/\1/p" "$log")
+      # jcmd reads NAME=VALUE as its own option: the agent's options go quoted.
+      r=$(jcmd "$pid" JVMTI.agent_load "$lib" "\"start,event=cpu,interval=1ms,threads\"" 2>&1 || true)
+      [[ $r == *"return code: 0"* ]] || echo "async-profiler did not start in $pid: $r" >&2
+      sleep "$secs"
+      r=$(jcmd "$pid" JVMTI.agent_load "$lib" "\"stop,file=$out/$t-$turn.collapsed,collapsed\"" 2>&1 || true)
+      [[ $r == *"return code: 0"* ]] || echo "async-profiler did not stop in $pid: $r" >&2
+      # The calls go on past the window; the JVM then closes its channels and fast path and exits.
+      wait "$jvm"
+    done
+  done
+
+  python3 - "$out" "$secs" "$turns" $transports <<'PY'
+import collections, os, re, sys
+out, secs, turns, transports = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+def group(name):
+    return re.sub(r'[-_]?\d+', '', name).rstrip('-_')
+sys.path.insert(0, out)
+from profile_stacks import GROUPS as groups, tally
+# Calls a second from GrpcHandoffs' own wall-clock row (µs a call over its whole measured phase).
+def calls_in_window(log):
+    for line in open(log):
+        if '(call, wall clock)' in line:
+            us = float(re.findall(r'[\d.]+', line.split('(call, wall clock)')[1])[0])
+            return secs * 1e6 / us, us
+    return None, None
+for turn in range(1, turns + 1):
+    rows = []
+    for t in transports:
+        f = os.path.join(out, '%s-%d.collapsed' % (t, turn))
+        calls, wall = calls_in_window(os.path.join(out, '%s-%d.log' % (t, turn)))
+        if not os.path.exists(f) or not calls:
+            print('no profile or no call count for %s, turn %d' % (t, turn))
+            continue
+        k, g, total = tally(f, group, 'bench')
+        rows.append((t, calls, wall, total, k, g))
+    per = lambda n, calls: n * 1000.0 / calls  # samples of 1 ms -> µs a call
+    print('== turn %d: CPU µs a call (async-profiler, %d s a transport), by thread group' % (turn, secs))
+    names = sorted({x for r in rows for x, n in r[4].items() if per(n, r[1]) >= 1.0})
+    print('%-10s %8s %8s ' % ('transport', 'wall', 'all') + ' '.join('%14s' % x[:14] for x in names))
+    for t, calls, wall, total, k, g in rows:
+        print('%-10s %8.1f %8.1f ' % (t, wall, per(total, calls)) + ' '.join('%14.1f' % per(k[x], calls) for x in names))
+    print('-- by what the stacks pass through (a sample counts once in each group its stack touches)')
+    print('%-10s ' % 'transport' + ' '.join('%10s' % x for x, _ in groups))
+    for t, calls, wall, total, k, g in rows:
+        print('%-10s ' % t + ' '.join('%10.1f' % per(g[x], calls) for x, _ in groups))
+PY
+  echo "collapsed stacks: $out/*.collapsed; the runs' output: $out/*.log"
+}
+
+job=${1:-}
+[ $# -eq 0 ] || shift
+case $job in
+  demo|grpc) "job_$job" "$@" ;;
+  *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
