@@ -76,13 +76,19 @@ public final class XdpFilter implements AutoCloseable {
     private final int possibleCpus;
     private final BitSet ids = new BitSet(MAX_RULES);
     private final Map<String, Integer> ruleIds = new HashMap<>();
+    /** The program, for {@link #run}. */
+    private final int progFd;
+    /** The link that attaches it; -1 for a filter that only runs frames given to it ({@link #unattached}). */
     private int linkFd;
+    private boolean open = true;
 
-    private XdpFilter(Libbpf bpf, MemorySegment obj, String ifname, Mode mode, int linkFd) throws IOException {
+    private XdpFilter(Libbpf bpf, MemorySegment obj, String ifname, Mode mode, int progFd, int linkFd)
+            throws IOException {
         this.bpf = bpf;
         this.obj = obj;
         this.ifname = ifname;
         this.mode = mode;
+        this.progFd = progFd;
         this.linkFd = linkFd;
         this.srcFd = bpf.mapFd(bpf.findMap(obj, "xdpf_src"));
         this.portFd = bpf.mapFd(bpf.findMap(obj, "xdpf_port"));
@@ -109,13 +115,7 @@ public final class XdpFilter implements AutoCloseable {
             throw new IOException("no interface '" + ifname + "' in this network namespace ('ip link' lists them)");
         }
         Libbpf bpf = Libbpf.loadOrThrow();
-        byte[] elf = XdpLayout.embeddedObject();
-        MemorySegment obj;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buf = arena.allocate(elf.length, 8);
-            MemorySegment.copy(elf, 0, buf, ValueLayout.JAVA_BYTE, 0, elf.length);
-            obj = bpf.openObject(buf);
-        }
+        MemorySegment obj = open(bpf);
         try {
             bpf.loadObject(obj);
             int prog = bpf.programFd(bpf.findProgram(obj, "xdpf_filter"));
@@ -133,13 +133,49 @@ public final class XdpFilter implements AutoCloseable {
             if (link < 0) {
                 throw Errno.error("attach XDP", link, ifname);
             }
-            XdpFilter f = new XdpFilter(bpf, obj, ifname, mode, link);
+            XdpFilter f = new XdpFilter(bpf, obj, ifname, mode, prog, link);
             f.setDefaultAction(defaultAction);
             return f;
         } catch (IOException | RuntimeException e) {
             bpf.closeObject(obj);
             throw e;
         }
+    }
+
+    /** The embedded object, opened (not loaded). */
+    private static MemorySegment open(Libbpf bpf) throws IOException {
+        byte[] elf = XdpLayout.embeddedObject();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(elf.length, 8);
+            MemorySegment.copy(elf, 0, buf, ValueLayout.JAVA_BYTE, 0, elf.length);
+            return bpf.openObject(buf);
+        }
+    }
+
+    /**
+     * The filter loaded and attached nowhere: it decides only the frames given to {@link #run}
+     * (the kernel's {@code BPF_PROG_TEST_RUN}), with the same rules and counters. For tests of the
+     * program itself; needs CAP_BPF.
+     */
+    static XdpFilter unattached(Action defaultAction) throws IOException {
+        Libbpf bpf = Libbpf.loadOrThrow();
+        MemorySegment obj = open(bpf);
+        try {
+            bpf.loadObject(obj);
+            int prog = bpf.programFd(bpf.findProgram(obj, "xdpf_filter"));
+            XdpFilter f = new XdpFilter(bpf, obj, null, Mode.GENERIC, prog, -1);
+            f.setDefaultAction(defaultAction);
+            return f;
+        } catch (IOException | RuntimeException e) {
+            bpf.closeObject(obj);
+            throw e;
+        }
+    }
+
+    /** The XDP action ({@code XDP_DROP} 1, {@code XDP_PASS} 2) the program returns for {@code frame}, run once. */
+    synchronized int run(byte[] frame) throws IOException {
+        ensureOpen();
+        return bpf.progTestRun(progFd, frame);
     }
 
     public String interfaceName() {
@@ -286,7 +322,7 @@ public final class XdpFilter implements AutoCloseable {
     /** Packets a rule (by the name its add method returned) has decided; 0 for an unknown rule. */
     public synchronized long ruleHits(String rule) {
         Integer id = ruleIds.get(rule);
-        return id == null || linkFd < 0 ? 0 : counter(id);
+        return id == null || !open ? 0 : counter(id);
     }
 
     /**
@@ -301,7 +337,7 @@ public final class XdpFilter implements AutoCloseable {
     }
 
     public synchronized Counters counters() {
-        if (linkFd < 0) {
+        if (!open) {
             return new Counters(0, 0, 0, 0);
         }
         return new Counters(counter(XdpLayout.CTR_PASSED), counter(XdpLayout.CTR_DROPPED),
@@ -309,7 +345,7 @@ public final class XdpFilter implements AutoCloseable {
     }
 
     private void ensureOpen() throws IOException {
-        if (linkFd < 0) {
+        if (!open) {
             throw new IOException("the XDP filter on " + ifname + " is detached");
         }
     }
@@ -317,15 +353,19 @@ public final class XdpFilter implements AutoCloseable {
     /** Detaches the filter (closing its link) and frees the program and maps. */
     @Override
     public synchronized void close() {
-        if (linkFd >= 0) {
-            LibC.close(linkFd);
-            linkFd = -1;
+        if (open) {
+            open = false;
+            if (linkFd >= 0) {
+                LibC.close(linkFd);
+                linkFd = -1;
+            }
             bpf.closeObject(obj);
         }
     }
 
     @Override
     public String toString() {
-        return "XdpFilter[" + ifname + ", " + mode + (linkFd < 0 ? ", detached" : "") + "]";
+        return "XdpFilter[" + (ifname == null ? "attached nowhere" : ifname + ", " + mode) + (open ? "" : ", detached")
+                + "]";
     }
 }

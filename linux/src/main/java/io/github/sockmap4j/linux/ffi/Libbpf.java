@@ -94,6 +94,7 @@ public final class Libbpf {
         final MethodHandle progAttach;
         final MethodHandle progDetach2;
         final MethodHandle linkCreate;
+        final MethodHandle progTestRun;
 
         Loader(SymbolLookup lib) {
             objectOpenMem = Native.downcall(lib, "bpf_object__open_mem",
@@ -117,6 +118,7 @@ public final class Libbpf {
                     FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
             linkCreate = Native.plain(lib, "bpf_link_create",
                     FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_PTR));
+            progTestRun = Native.plain(lib, "bpf_prog_test_run_opts", FunctionDescriptor.of(C_INT, C_INT, C_PTR));
             LibbpfLog.install(lib);
         }
     }
@@ -324,6 +326,29 @@ public final class Libbpf {
             opts.set(ValueLayout.JAVA_LONG, NativeLayouts.LINK_OPTS_SZ, opts.byteSize());
             opts.set(ValueLayout.JAVA_INT, NativeLayouts.LINK_OPTS_FLAGS, flags);
             return (int) loader().linkCreate.invokeExact(progFd, targetFd, attachType, opts);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code BPF_PROG_TEST_RUN}: runs a loaded program once on {@code data} (for XDP, a frame from
+     * its Ethernet header on) without attaching it anywhere, and returns what it returned (an XDP
+     * action). Needs CAP_BPF (or CAP_SYS_ADMIN).
+     */
+    public int progTestRun(int progFd, byte[] data) throws NativeIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment in = arena.allocate(Math.max(1, data.length));
+            MemorySegment.copy(data, 0, in, ValueLayout.JAVA_BYTE, 0, data.length);
+            MemorySegment opts = arena.allocate(NativeLayouts.TEST_RUN_OPTS);
+            opts.set(ValueLayout.JAVA_LONG, NativeLayouts.TEST_RUN_SZ, opts.byteSize());
+            opts.set(ValueLayout.ADDRESS, NativeLayouts.TEST_RUN_DATA_IN, in);
+            opts.set(ValueLayout.JAVA_INT, NativeLayouts.TEST_RUN_DATA_SIZE_IN, data.length);
+            opts.set(ValueLayout.JAVA_INT, NativeLayouts.TEST_RUN_REPEAT, 1);
+            Errno.ok("bpf_prog_test_run_opts", (int) loader().progTestRun.invokeExact(progFd, opts));
+            return opts.get(ValueLayout.JAVA_INT, NativeLayouts.TEST_RUN_RETVAL);
+        } catch (NativeIOException e) {
+            throw e;
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }

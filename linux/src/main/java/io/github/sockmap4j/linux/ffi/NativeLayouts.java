@@ -128,6 +128,34 @@ public final class NativeLayouts {
             ValueLayout.JAVA_INT.withName("flags"),
             MemoryLayout.paddingLayout(4)).withName("bpf_link_create_opts");
 
+    /**
+     * libbpf's {@code struct bpf_test_run_opts} up to {@code batch_size} (libbpf 1.0 and later):
+     * {@code sz} says how much of it this caller knows.
+     */
+    public static final StructLayout TEST_RUN_OPTS = MemoryLayout.structLayout(
+            ValueLayout.JAVA_LONG.withName("sz"),
+            ValueLayout.ADDRESS.withName("data_in"),
+            ValueLayout.ADDRESS.withName("data_out"),
+            ValueLayout.JAVA_INT.withName("data_size_in"),
+            ValueLayout.JAVA_INT.withName("data_size_out"),
+            ValueLayout.ADDRESS.withName("ctx_in"),
+            ValueLayout.ADDRESS.withName("ctx_out"),
+            ValueLayout.JAVA_INT.withName("ctx_size_in"),
+            ValueLayout.JAVA_INT.withName("ctx_size_out"),
+            ValueLayout.JAVA_INT.withName("retval"),
+            ValueLayout.JAVA_INT.withName("repeat"),
+            ValueLayout.JAVA_INT.withName("duration"),
+            ValueLayout.JAVA_INT.withName("flags"),
+            ValueLayout.JAVA_INT.withName("cpu"),
+            ValueLayout.JAVA_INT.withName("batch_size")).withName("bpf_test_run_opts");
+
+    public static final long TEST_RUN_SZ = offset(TEST_RUN_OPTS, "sz");
+    public static final long TEST_RUN_DATA_IN = offset(TEST_RUN_OPTS, "data_in");
+    public static final long TEST_RUN_DATA_OUT = offset(TEST_RUN_OPTS, "data_out");
+    public static final long TEST_RUN_DATA_SIZE_IN = offset(TEST_RUN_OPTS, "data_size_in");
+    public static final long TEST_RUN_DATA_SIZE_OUT = offset(TEST_RUN_OPTS, "data_size_out");
+    public static final long TEST_RUN_RETVAL = offset(TEST_RUN_OPTS, "retval");
+    public static final long TEST_RUN_REPEAT = offset(TEST_RUN_OPTS, "repeat");
     public static final long LINK_OPTS_SZ = offset(LINK_CREATE_OPTS, "sz");
     public static final long LINK_OPTS_FLAGS = offset(LINK_CREATE_OPTS, "flags");
     public static final long MAP_INFO_TYPE = offset(BPF_MAP_INFO, "type");

@@ -100,6 +100,9 @@ class NativeLayoutsTest {
                 #define P(x) printf(#x " %lld\\n", (long long) (x));
                 int main(void) {
                   P(offsetof(struct bpf_link_create_opts, sz)) P(offsetof(struct bpf_link_create_opts, flags))
+                  P(offsetof(struct bpf_test_run_opts, data_in)) P(offsetof(struct bpf_test_run_opts, data_size_in))
+                  P(offsetof(struct bpf_test_run_opts, retval)) P(offsetof(struct bpf_test_run_opts, repeat))
+                  P(offsetof(struct bpf_test_run_opts, batch_size) + sizeof(__u32))
                   P(sizeof(struct epoll_event)) P(offsetof(struct statfs, f_type))
                   P(sizeof(((struct statfs *) 0)->f_type)) P(sizeof(struct statfs) <= 256)
                 """);
@@ -108,6 +111,12 @@ class NativeLayoutsTest {
         Map<String, Long> actual = compileAndRun(c.toString());
         assertEquals(NativeLayouts.LINK_OPTS_SZ, actual.get("offsetof(struct bpf_link_create_opts, sz)"));
         assertEquals(NativeLayouts.LINK_OPTS_FLAGS, actual.get("offsetof(struct bpf_link_create_opts, flags)"));
+        assertEquals(NativeLayouts.TEST_RUN_DATA_IN, actual.get("offsetof(struct bpf_test_run_opts, data_in)"));
+        assertEquals(NativeLayouts.TEST_RUN_DATA_SIZE_IN, actual.get("offsetof(struct bpf_test_run_opts, data_size_in)"));
+        assertEquals(NativeLayouts.TEST_RUN_RETVAL, actual.get("offsetof(struct bpf_test_run_opts, retval)"));
+        assertEquals(NativeLayouts.TEST_RUN_REPEAT, actual.get("offsetof(struct bpf_test_run_opts, repeat)"));
+        assertEquals(NativeLayouts.TEST_RUN_OPTS.byteSize(),
+                actual.get("offsetof(struct bpf_test_run_opts, batch_size) + sizeof(__u32)"));
         assertEquals(EpollEvent.SIZE, actual.get("sizeof(struct epoll_event)"));
         assertEquals(0L, actual.get("offsetof(struct statfs, f_type)"));
         assertEquals(8L, actual.get("sizeof(((struct statfs *) 0)->f_type)"));
