@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
  * host, else an estimate) and starts again once that share is below {@value #ROOMY_PERCENT}%.
  *
  * <p>The shares are high because the waits count the pollers' own and every hand-off's: measured
- * on 2 vCPUs (docs/benchmarks.md, "Polling that stops for busy CPUs"), a gRPC unary ping-pong with
+ * on 2 vCPUs (docs/lab-notes.md, "Polling that stops for busy CPUs"), a gRPC unary ping-pong with
  * sleeping loops had some task waiting 25% of the time, the same with polling loops and executor
  * 58–64% (at a quarter of the latency), the RAG demo 10–12%, and threads spinning on every CPU
  * close to 100%. The gate tells a saturated machine from one with room; it cannot tell where

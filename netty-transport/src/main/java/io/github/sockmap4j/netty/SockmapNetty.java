@@ -143,7 +143,7 @@ public final class SockmapNetty {
     /**
      * As {@link #ioHandlerFactory()}, with loops that poll for ready events for up to
      * {@code maxPoll} before they sleep, for as long as their sleeps have been shorter than that
-     * (docs/benchmarks.md, "Polling before sleeping"): a reply that comes within the window then
+     * (docs/lab-notes.md, "Polling before sleeping"): a reply that comes within the window then
      * wakes no thread. A loop whose events come seldom, or later than {@code maxPoll}, stops
      * polling by itself; on one CPU no loop polls. Zero is {@link #ioHandlerFactory()}.
      *

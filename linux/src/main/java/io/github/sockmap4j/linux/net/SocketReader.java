@@ -15,7 +15,7 @@ import java.util.function.BooleanSupplier;
  * read of a socket in the SOCKHASH asks poll(2) first. recv(2) of such a socket takes the
  * socket's lock even when there is nothing to read, and a reader spinning on it keeps the
  * redirecting sender, which needs the same lock to queue its message, waiting and then waking
- * (docs/benchmarks.md, busy-polling). A selector's loop, which reads until nothing is left and
+ * (docs/lab-notes.md, busy-polling). A selector's loop, which reads until nothing is left and
  * then waits, never gets there.
  *
  * <p><b>Note:</b> not threadsafe: used under the channel's read lock.

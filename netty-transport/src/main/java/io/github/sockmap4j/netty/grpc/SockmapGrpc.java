@@ -48,7 +48,7 @@ public final class SockmapGrpc {
 
     /**
      * How a service's gRPC calls wait for each other on this host; the same on both ends is the
-     * case measured (docs/benchmarks.md, "Polling before sleeping").
+     * case measured (docs/lab-notes.md, "Polling before sleeping").
      */
     public enum Profile {
         /**
@@ -67,7 +67,7 @@ public final class SockmapGrpc {
          * time (the kernel's CPU pressure; {@code -Dsockmap4j.pollWhileBusy=true} turns that off).
          * It pays where calls follow each other within microseconds; in the RAG demo, whose stages'
          * own work takes the CPUs between calls, it made the tail worse than {@link #STANDARD}
-         * (docs/benchmarks.md, "STANDARD and POLLING with both paths at once").
+         * (docs/lab-notes.md, "STANDARD and POLLING with both paths at once").
          */
         POLLING(Duration.ofNanos(50_000)),
         /**
