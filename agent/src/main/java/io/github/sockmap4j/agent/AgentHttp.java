@@ -122,7 +122,7 @@ public final class AgentHttp implements AutoCloseable {
      * user may take while the agent restarts, is for metrics.
      */
     public static Path probeSocket(Path pinDirectory) {
-        return SockmapAdmin.agentSocket(pinDirectory).resolveSibling(PROBE_SOCKET);
+        return SockmapAdmin.of(pinDirectory).agentSocket().resolveSibling(PROBE_SOCKET);
     }
 
     static final String PROBE_SOCKET = "probe.sock";

@@ -131,9 +131,9 @@ public final class NodeAgent implements AutoCloseable {
         io.github.sockmap4j.linux.bpf.ServiceMap serviceMap = null;
         // Before anything of the directory is touched: an agent of another version would retire the
         // pins a running one uses (a DaemonSet surging a second pod onto the node, two units by mistake).
-        if (SockmapAdmin.agentRunning(options.pinDirectory())) {
+        if (SockmapAdmin.of(options.pinDirectory()).agentRunning()) {
             throw new IOException("another sockmap4j agent serves " + options.pinDirectory() + " ("
-                    + SockmapAdmin.agentSocket(options.pinDirectory()) + " answers): stop it first");
+                    + SockmapAdmin.of(options.pinDirectory()).agentSocket() + " answers): stop it first");
         }
         try {
             List<Path> retiredBefore = RetiredSets.list(options.pinDirectory());

@@ -32,7 +32,7 @@ class AgentRulesFileTest {
         Path cgroup = TestKernel.newCgroup("rules-file");
         Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("rules-file"));
         NodeAgent.Options options = new NodeAgent.Options(pins, List.of(cgroup), null, 1024, false);
-        Path file = SockmapAdmin.agentSocket(pins).resolveSibling("agent-rules");
+        Path file = SockmapAdmin.of(pins).agentSocket().resolveSibling("agent-rules");
         NodeAgent agent = NodeAgent.start(options);
         try {
             int n = 3000;
@@ -68,7 +68,7 @@ class AgentRulesFileTest {
             assertEquals(n / 2, agent.rules(), "after compaction too");
         } finally {
             agent.close();
-            SockmapAdmin.removePins(pins);
+            SockmapAdmin.of(pins).removePins();
             Files.deleteIfExists(cgroup);
         }
     }
@@ -82,8 +82,8 @@ class AgentRulesFileTest {
         Path cgroup = TestKernel.newCgroup("rules-aside");
         Path pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("rules-aside"));
         NodeAgent.Options options = new NodeAgent.Options(pins, List.of(cgroup), null, 1024, false);
-        Path rules = SockmapAdmin.agentSocket(pins).resolveSibling("agent-rules");
-        Path services = SockmapAdmin.agentSocket(pins).resolveSibling("agent-services");
+        Path rules = SockmapAdmin.of(pins).agentSocket().resolveSibling("agent-rules");
+        Path services = SockmapAdmin.of(pins).agentSocket().resolveSibling("agent-services");
         Path rulesAside = rules.resolveSibling("agent-rules.set-aside");
         Path servicesAside = services.resolveSibling("agent-services.set-aside");
         NodeAgent agent = NodeAgent.start(options);
@@ -111,7 +111,7 @@ class AgentRulesFileTest {
                     .mapToInt(p -> 1 << (8 - p.ordinal())).sum()), "root-only");
         } finally {
             agent.close();
-            SockmapAdmin.removePins(pins);
+            SockmapAdmin.of(pins).removePins();
             Files.deleteIfExists(cgroup);
             Files.deleteIfExists(rulesAside);
             Files.deleteIfExists(servicesAside);

@@ -132,7 +132,7 @@ class AgentSoakTest {
             String ready = agent.expect("agent: ready", 60);
             URI http = URI.create(ready.substring(ready.indexOf("http://"), ready.indexOf("/metrics")));
             Path probe = AgentHttp.probeSocket(pins);
-            Path control = SockmapAdmin.agentSocket(pins);
+            Path control = SockmapAdmin.of(pins).agentSocket();
             AsRoot.allow(pins, Integer.toString(HELD_PORT));
 
             // Row 1 and row 2.
@@ -202,20 +202,20 @@ class AgentSoakTest {
                     "conn-server", "127.0.0.1", Integer.toString(SINK_PORT))));
             attacks.add(sink);
             sink.expect("port=", 30);
-            long translated = SockmapAdmin.stats(pins).servicesTranslated();
+            long translated = SockmapAdmin.of(pins).stats().servicesTranslated();
             ChildJvm squat = ChildJvm.startInCgroup(cgroup, shared(shared, ATTACKER, List.of(peer.toString(),
                     "origdst-squat", "127.0.0.2", Integer.toString(VIP_PORT), "127.0.0.1", Integer.toString(SINK_PORT),
                     Integer.toString(SQUATTED))));
             attacks.add(squat);
             assertEquals(Integer.toString(SQUATTED), squat.expect("squat=", 60), squat.output());
-            assertEquals(SQUATTED, SockmapAdmin.stats(pins).servicesTranslated() - translated,
+            assertEquals(SQUATTED, SockmapAdmin.of(pins).stats().servicesTranslated() - translated,
                     "each of the attacker's sockets was translated at its connect that failed");
             // Trust IV, row 7: another granted user's Service of the bystander's loopback VIP, in its namespace.
             String neighbours = sharedCall(shared, NEIGHBOUR, peer, control, "SERVICE 127.0.0.2 27351 all "
                     + "127.0.0.1:27352 -");
             assertTrue(neighbours.startsWith("OK"), neighbours);
             System.out.printf("soak: %d control connections of the attacker's namespace served at first; %d entries "
-                    + "in the map%n", kept, SockmapAdmin.stats(pins).socketsInMap());
+                    + "in the map%n", kept, SockmapAdmin.of(pins).stats().socketsInMap());
 
             long warmup = TimeUnit.SECONDS.toNanos(WARMUP_SECONDS);
             long start = System.nanoTime() + warmup; // the RSS counts from here
@@ -274,7 +274,7 @@ class AgentSoakTest {
                     assertEquals("1", server.expect("ok=", 30), server.output());
                     meshed++;
                 }
-                SockmapStats before = SockmapAdmin.stats(pins);
+                SockmapStats before = SockmapAdmin.of(pins).stats();
                 try (ChildJvm server = ChildJvm.startInCgroup(cgroup, SecurityModelTest.as(BYSTANDER, List.of(
                         peer.toString(), "pp-server", "127.0.0.1", Integer.toString(port))))) {
                     server.expect("port=", 30);
@@ -284,7 +284,7 @@ class AgentSoakTest {
                     }
                     assertEquals("1", server.expect("ok=", 30), server.output());
                 }
-                long moved = SockmapAdmin.stats(pins).messagesRedirected() - before.messagesRedirected();
+                long moved = SockmapAdmin.of(pins).stats().messagesRedirected() - before.messagesRedirected();
                 assertTrue(moved >= 40, "cycle " + cycles + ": the bystander's 20 round trips redirected: " + moved);
                 redirected += moved;
                 String denied = call(peer, control, "DENY " + port + " 127.0.0.1 128");
@@ -310,7 +310,7 @@ class AgentSoakTest {
                     + "redirected, its proxy told its destination in %d of %d meshed calls; agent RSS %d kB after the "
                     + "first quarter, %d kB in the last, %d kB at most; descriptors %d then %d; %d entries in the map%n",
                     seconds, WARMUP_SECONDS, cycles, slowestProbe, slowestWhat, slowestOptIn, slowestService, redirected, meshed,
-                    cycles, early, late, highest, fdsEarly, fdsLate, SockmapAdmin.stats(pins).socketsInMap());
+                    cycles, early, late, highest, fdsEarly, fdsLate, SockmapAdmin.of(pins).stats().socketsInMap());
             assertTrue(late <= early + early / 10, "the agent's RSS flat: " + early + " kB then " + late + " kB");
             assertTrue(fdsLate <= fdsEarly + fdsEarly / 10, "the agent's descriptors flat: " + fdsEarly + " then "
                     + fdsLate);

@@ -155,7 +155,7 @@ class AgentTest {
     }
 
     SockmapStats stats() throws IOException {
-        return SockmapAdmin.stats(pins);
+        return SockmapAdmin.of(pins).stats();
     }
 
     long moved() throws IOException {
@@ -314,7 +314,7 @@ class AgentTest {
                 Await.until("the stream is under way", () -> stats().bytesRedirected() + stats().bytesPassed()
                         > before.bytesRedirected() + before.bytesPassed() + (64L << 20));
                 stopAgent();
-                assertTrue(SockmapAdmin.isUp(pins), "the pins stay");
+                assertTrue(SockmapAdmin.of(pins).isUp(), "the pins stay");
                 // A rule root makes while no agent runs: the next agent adopts it as root's.
                 AsRoot.allowBounded(pins, 65536, "47206");
                 startAgent();
@@ -356,7 +356,7 @@ class AgentTest {
             List<Path> retired = RetiredSets.list(pins);
             assertEquals(1, retired.size(), "the older set retired: " + retired);
             assertTrue(retired.get(0).getFileName().toString().startsWith("retired-abi-" + older + "-"), retired::toString);
-            assertEquals(retired, SockmapAdmin.retiredSets(pins), "what 'sockmap4j status' says waits");
+            assertEquals(retired, SockmapAdmin.of(pins).retiredSets(), "what 'sockmap4j status' says waits");
             List<String> after = Sh.run("bpftool", "cgroup", "show", cgroup.toString()).lines()
                     .filter(l -> l.contains("sm4j_sockops")).toList();
             assertEquals(1, after.size(), "only the new set's sockops program attached: " + after);
@@ -376,7 +376,7 @@ class AgentTest {
     /** Lines to the agent's control socket from a process of uid nobody; the answers. */
     List<String> asNobody(String... lines) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + NOBODY, "--regid=" + NOBODY,
-                "--clear-groups", peer.toString(), "agent-call", SockmapAdmin.agentSocket(pins).toString()));
+                "--clear-groups", peer.toString(), "agent-call", SockmapAdmin.of(pins).agentSocket().toString()));
         cmd.addAll(List.of(lines));
         try (ChildJvm c = ChildJvm.start(cmd)) {
             List<String> answers = new ArrayList<>();
@@ -463,7 +463,7 @@ class AgentTest {
         try (PolicyClient root = PolicyClient.open(pins)) {
             root.removeService(SockmapAdmin.endpoint("10.96.5.7:47311"));
         }
-        assertEquals(List.of(), SockmapAdmin.services(pins), "nothing left in the map");
+        assertEquals(List.of(), SockmapAdmin.of(pins).services(), "nothing left in the map");
     }
 
     @Test
@@ -481,7 +481,7 @@ class AgentTest {
             try (var files = Files.list(planted)) {
                 assertEquals(0, files.count(), "nothing pinned there");
             }
-            assertFalse(Files.exists(SockmapAdmin.agentSocket(planted).getParent()), "no lock directory either");
+            assertFalse(Files.exists(SockmapAdmin.of(planted).agentSocket().getParent()), "no lock directory either");
         } finally {
             Files.delete(planted);
         }
@@ -558,7 +558,7 @@ class AgentTest {
     @Order(10)
     void pinsRemovedUnderARunningAgentMakeItExitToBeStartedAgain() throws Exception {
         assertTrue(scrape("/readyz").startsWith("ready"));
-        assertTrue(SockmapAdmin.removePins(pins) > 0, "what 'sockmap4j down --force' does");
+        assertTrue(SockmapAdmin.of(pins).removePins() > 0, "what 'sockmap4j down --force' does");
         assertEquals(AgentCommand.PINS_LOST, agent.waitFor(30), agent.output());
         assertTrue(agent.output().contains("were removed while the agent ran"), agent.output());
         startAgent(); // it sets them up again, as whatever restarts it would

@@ -134,14 +134,14 @@ class AnotherSockmapUserTest {
     void onTheParentItsInsertsAreRefusedAndTheFastPathStays() throws Exception {
         attachOther(parent);
         try {
-            SockmapStats before = SockmapAdmin.stats(pins);
+            SockmapStats before = SockmapAdmin.of(pins).stats();
             long refused = otherCount(1);
             stream(cgroup, OTHER_PORT);
-            SockmapStats after = SockmapAdmin.stats(pins);
+            SockmapStats after = SockmapAdmin.of(pins).stats();
             assertEquals(2, otherCount(1) - refused, "the other program's inserts of both sockets were refused");
             assertEquals(0, after.socketsBusy() - before.socketsBusy());
             assertTrue(after.bytesRedirected() > before.bytesRedirected(), "the stream went through the redirect");
-            List<String> programs = SockmapAdmin.collisions(pins, cgroup).programs();
+            List<String> programs = SockmapAdmin.of(pins).collisions(cgroup).programs();
             assertTrue(programs.stream().anyMatch(p -> p.contains("'other_sockops' on " + cgroup + " or an ancestor")),
                     "named: " + programs);
         } finally {
@@ -158,16 +158,16 @@ class AnotherSockmapUserTest {
     void belowItRegistersFirstAndThoseSocketsAloneLeaveTheFastPath() throws Exception {
         attachOther(inner);
         try {
-            SockmapStats before = SockmapAdmin.stats(pins);
+            SockmapStats before = SockmapAdmin.of(pins).stats();
             long sent = otherCount(2);
             stream(inner, OTHER_PORT);
-            SockmapStats mid = SockmapAdmin.stats(pins);
+            SockmapStats mid = SockmapAdmin.of(pins).stats();
             // The client is refused as the other's; its server then as one whose client did not register.
             assertEquals(1, mid.socketsBusy() - before.socketsBusy(), "the client was in the other's map: " + mid);
             assertEquals(1, mid.clientsUnregistered() - before.clientsUnregistered(), "its server left out: " + mid);
             assertEquals(before.bytesRedirected(), mid.bytesRedirected(), "none of their bytes went through ours");
             assertTrue(otherCount(2) > sent, "the other program's sk_msg saw their sends");
-            SockmapAdmin.Collisions c = SockmapAdmin.collisions(pins, cgroup);
+            SockmapAdmin.Collisions c = SockmapAdmin.of(pins).collisions(cgroup);
             assertTrue(c.sockets().stream().anyMatch(s -> s.contains("-> 127.0.0.1:" + OTHER_PORT + " (socket cookie ")),
                     "the client named: " + c);
             assertTrue(c.programs().stream().anyMatch(p -> p.contains("'other_sockops' on " + inner)), "named: " + c);
@@ -177,7 +177,7 @@ class AnotherSockmapUserTest {
                     .filter(l -> l.contains("already in another program's sockmap")).findFirst().orElseThrow());
 
             stream(inner, PORT);
-            SockmapStats after = SockmapAdmin.stats(pins);
+            SockmapStats after = SockmapAdmin.of(pins).stats();
             assertEquals(mid.socketsBusy(), after.socketsBusy());
             assertTrue(after.bytesRedirected() > mid.bytesRedirected(), "another port's stream was redirected");
         } finally {

@@ -74,7 +74,7 @@ class ControlSocketAbuseTest {
                 agent.close();
             }
         } finally {
-            SockmapAdmin.removePins(pins);
+            SockmapAdmin.of(pins).removePins();
             Files.deleteIfExists(policy);
             Files.deleteIfExists(bin.resolve("agent_client"));
             Files.deleteIfExists(bin);
@@ -90,7 +90,7 @@ class ControlSocketAbuseTest {
             throws IOException {
         List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid,
                 extraGroup == 0 ? "--clear-groups" : "--groups=" + extraGroup, "--inh-caps=-all", "--bounding-set=-all",
-                bin.resolve("agent_client").toString(), SockmapAdmin.agentSocket(pins).toString(),
+                bin.resolve("agent_client").toString(), SockmapAdmin.of(pins).agentSocket().toString(),
                 Integer.toString(connections)));
         if (handoff) {
             cmd.add("handoff");
@@ -134,7 +134,7 @@ class ControlSocketAbuseTest {
     }
 
     String rootPing() throws IOException {
-        try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pins))) {
+        try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.of(pins).agentSocket())) {
             return root.call(AgentRequest.ping());
         }
     }
@@ -176,7 +176,7 @@ class ControlSocketAbuseTest {
         try (NodeAgent fresh = NodeAgent.start(new NodeAgent.Options(dir, List.of(cg), policy, 1024, false));
              AgentHttp http = AgentHttp.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), fresh,
                      () -> true);
-             ChildJvm c = client(SockmapAdmin.agentSocket(dir), USER + 14, limit + 10)) {
+             ChildJvm c = client(SockmapAdmin.of(dir).agentSocket(), USER + 14, limit + 10)) {
             assertEquals(Integer.toString(limit + 10), c.expect("connected=", 30));
             for (int k = 0; k < limit + 10; k++) {
                 String a = send(c, k, "PING");
@@ -195,7 +195,7 @@ class ControlSocketAbuseTest {
             assertEquals(10, metric(scrape.body(), "sockmap4j_agent_refusals_total{reason=\"connection\"}"));
             assertEquals(1, metric(scrape.body(), "sockmap4j_agent_refusals_total{reason=\"book\"}"));
         } finally {
-            SockmapAdmin.removePins(dir);
+            SockmapAdmin.of(dir).removePins();
             Files.deleteIfExists(cg);
         }
     }
@@ -338,7 +338,7 @@ class ControlSocketAbuseTest {
                     for (int p = 0; p < l.connections() / 8 / l.connectionsPerProcess(); p++) {
                         ChildJvm c = ChildJvm.start(List.of("nsenter", "--user=/proc/" + pid + "/ns/user",
                                 "--setuid=" + u, "--setgid=" + u, bin.resolve("agent_client").toString(),
-                                SockmapAdmin.agentSocket(pins).toString(), Integer.toString(l.connectionsPerProcess())));
+                                SockmapAdmin.of(pins).agentSocket().toString(), Integer.toString(l.connectionsPerProcess())));
                         clients.add(c);
                         c.expect("connected=", 30);
                         for (int k = 0; k < l.connectionsPerProcess(); k++) {
@@ -397,7 +397,7 @@ class ControlSocketAbuseTest {
                         // The JDK stops reading a process's output when it exits: cat carries the child's.
                         List<String> cmd = new ArrayList<>(List.of("sh", "-c", "\"$@\" | cat", "sh", "nsenter",
                                 "--user=/proc/" + pid + "/ns/user", "--setuid=" + u, "--setgid=" + u,
-                                bin.resolve("agent_client").toString(), SockmapAdmin.agentSocket(pins).toString(),
+                                bin.resolve("agent_client").toString(), SockmapAdmin.of(pins).agentSocket().toString(),
                                 Integer.toString(per), "vanish"));
                         for (int k = 0; k < per; k++) {
                             cmd.add("send " + k + " PING");
@@ -507,7 +507,7 @@ class ControlSocketAbuseTest {
                 assertTrue(send(c, 0, "DENY " + (port + i) + " * 0").startsWith("OK denied"));
             }
         }
-        try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pins))) {
+        try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.of(pins).agentSocket())) {
             for (int i = 0; i < 5; i++) {
                 root.call(new AgentRequest(AgentRequest.Verb.ALLOW, port + i, null, 0, 0));
             }
@@ -585,18 +585,18 @@ class ControlSocketAbuseTest {
             assertEquals(0, p.waitFor());
             // Root's connections are not limited by count: more than the agent has descriptors for.
             try (ChildJvm c = ChildJvm.start(List.of(bin.resolve("agent_client").toString(),
-                    SockmapAdmin.agentSocket(dir).toString(), "48"))) {
+                    SockmapAdmin.of(dir).agentSocket().toString(), "48"))) {
                 assertEquals("48", c.expect("connected=", 30));
                 assertEquals("false", a.expect("ready=", 30), "not ready while accept fails");
             }
             assertEquals("true", a.expect("ready=", 30), "ready again once descriptors are free");
-            try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(dir))) {
+            try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.of(dir).agentSocket())) {
                 assertEquals("agent", root.call(AgentRequest.ping()));
             }
             a.send("quit");
             assertEquals(0, a.waitFor(30));
         } finally {
-            SockmapAdmin.removePins(dir);
+            SockmapAdmin.of(dir).removePins();
             Files.deleteIfExists(cg);
         }
     }

@@ -124,13 +124,13 @@ class NodeBedTest {
      * from the API server and refuses the control socket's requests for it.
      */
     void putService(String vip, String local, String remote) throws IOException {
-        SockmapAdmin.putService(pins, new SockmapAdmin.Service(SockmapAdmin.endpoint(vip),
+        SockmapAdmin.of(pins).putService(new SockmapAdmin.Service(SockmapAdmin.endpoint(vip),
                 List.of(SockmapAdmin.endpoint(local)), remote == null ? List.of() : List.of(SockmapAdmin.endpoint(remote)),
                 false));
     }
 
     void removeService(String vip) throws IOException {
-        assertTrue(SockmapAdmin.removeService(pins, SockmapAdmin.endpoint(vip)), vip);
+        assertTrue(SockmapAdmin.of(pins).removeService(SockmapAdmin.endpoint(vip)), vip);
     }
 
     @Test
@@ -161,7 +161,7 @@ class NodeBedTest {
 
     /** The same with the server bound to {@code bind}; {@code peer} gets what the client's getpeername said. */
     double pingPong(String bind, String dial, int count, String[] peer) throws Exception {
-        SockmapStats before = SockmapAdmin.stats(pins);
+        SockmapStats before = SockmapAdmin.of(pins).stats();
         try (ChildJvm server = inPod(1, "pp-server", bind, Integer.toString(PORT))) {
             server.expect("port=", 30);
             try (ChildJvm client = inPod(0, "pp-client", dial, Integer.toString(PORT), Integer.toString(count), "64")) {
@@ -174,7 +174,7 @@ class NodeBedTest {
             }
             assertEquals("1", server.expect("ok=", 30), server.output());
         }
-        SockmapStats after = SockmapAdmin.stats(pins);
+        SockmapStats after = SockmapAdmin.of(pins).stats();
         long redirected = after.messagesRedirected() - before.messagesRedirected();
         long tcp = after.messagesPassed() - before.messagesPassed();
         System.out.printf(Locale.ROOT, "node bed: ping-pong pod 0 -> %s %d x 64 B: %d messages redirected, %d by TCP%n",
@@ -235,11 +235,11 @@ class NodeBedTest {
      */
     @Test
     void aClientOfAServerOnAnotherNodeStaysOffTheMap() throws Exception {
-        assertTrue(SockmapAdmin.localPeers(pins).stream().anyMatch(n -> n.address().getHostAddress()
-                .equals(NodeBed.podAddress(1))), "pod 1 is a local peer: " + SockmapAdmin.localPeers(pins));
-        assertTrue(SockmapAdmin.localPeers(pins).stream().noneMatch(n -> n.address().getHostAddress()
+        assertTrue(SockmapAdmin.of(pins).localPeers().stream().anyMatch(n -> n.address().getHostAddress()
+                .equals(NodeBed.podAddress(1))), "pod 1 is a local peer: " + SockmapAdmin.of(pins).localPeers());
+        assertTrue(SockmapAdmin.of(pins).localPeers().stream().noneMatch(n -> n.address().getHostAddress()
                 .equals(NodeBed.podAddress(2))), "pod 2 is not");
-        SockmapStats before = SockmapAdmin.stats(pins);
+        SockmapStats before = SockmapAdmin.of(pins).stats();
         try (ChildJvm server = ChildJvm.start(NodeBed.in(bed.pod(2), List.of(peer.toString(), "pp-server",
                 NodeBed.podAddress(2), Integer.toString(PORT))))) {
             server.expect("port=", 30);
@@ -248,7 +248,7 @@ class NodeBedTest {
             }
             assertEquals("1", server.expect("ok=", 30), server.output());
         }
-        SockmapStats after = SockmapAdmin.stats(pins);
+        SockmapStats after = SockmapAdmin.of(pins).stats();
         assertEquals(1, after.peersNotLocal() - before.peersNotLocal(), "the client was left out");
         assertEquals(0, after.socketsRegistered() - before.socketsRegistered(), "nothing registered");
         assertEquals(0, after.messagesPassed() - before.messagesPassed(), "no send ran the verdict");
@@ -261,7 +261,7 @@ class NodeBedTest {
      */
     @Test
     void anAcceptedSocketWhoseClientIsOffThePathStaysOffTheMap() throws Exception {
-        SockmapStats before = SockmapAdmin.stats(pins);
+        SockmapStats before = SockmapAdmin.of(pins).stats();
         try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
             server.expect("port=", 30);
             try (ChildJvm client = ChildJvm.start(NodeBed.in(bed.pod(2), List.of(peer.toString(), "pp-client",
@@ -270,7 +270,7 @@ class NodeBedTest {
             }
             assertEquals("1", server.expect("ok=", 30), server.output());
         }
-        SockmapStats after = SockmapAdmin.stats(pins);
+        SockmapStats after = SockmapAdmin.of(pins).stats();
         assertEquals(1, after.clientsUnregistered() - before.clientsUnregistered(), "the accepted socket was left out");
         assertEquals(0, after.socketsRegistered() - before.socketsRegistered(), "nothing registered");
         assertEquals(0, after.messagesPassed() - before.messagesPassed(), "no send ran the verdict");
@@ -292,10 +292,10 @@ class NodeBedTest {
         putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
         try {
             long nat = natPackets("iptables", "KUBE-SVC-2");
-            SockmapStats before = SockmapAdmin.stats(pins);
+            SockmapStats before = SockmapAdmin.of(pins).stats();
             String[] peer = new String[1];
             double share = pingPong(NodeBed.podAddress(1), VIP2, 10_000, peer);
-            SockmapStats after = SockmapAdmin.stats(pins);
+            SockmapStats after = SockmapAdmin.of(pins).stats();
             assertTrue(share >= 0.99, "at least 99% of messages redirected: " + share);
             assertEquals(VIP2 + ":" + PORT, peer[0], "getpeername reports the Service the client dialed");
             assertEquals(0, natPackets("iptables", "KUBE-SVC-2") - nat, "no packet went through the Service's DNAT");
@@ -377,16 +377,16 @@ class NodeBedTest {
     void aMeshedPodsProxyLearnsTheServiceItsApplicationDialed() throws Exception {
         meshPod0(true);
         try {
-            SockmapStats untranslated = SockmapAdmin.stats(pins);
+            SockmapStats untranslated = SockmapAdmin.of(pins).stats();
             assertEquals(VIP2 + ":" + PORT, meshedCall(VIP2, 10), "kube-proxy's Service: the proxy learns the VIP");
-            assertEquals(0, SockmapAdmin.stats(pins).originalDestinations() - untranslated.originalDestinations(),
+            assertEquals(0, SockmapAdmin.of(pins).stats().originalDestinations() - untranslated.originalDestinations(),
                     "conntrack answered: no answer of the program's counted");
             putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
             try {
                 long nat = natPackets("iptables", "KUBE-SVC-2");
-                SockmapStats before = SockmapAdmin.stats(pins);
+                SockmapStats before = SockmapAdmin.of(pins).stats();
                 String seen = meshedCall(VIP2, 2_000);
-                SockmapStats after = SockmapAdmin.stats(pins);
+                SockmapStats after = SockmapAdmin.of(pins).stats();
                 long redirected = after.messagesRedirected() - before.messagesRedirected();
                 long tcp = after.messagesPassed() - before.messagesPassed();
                 System.out.printf(Locale.ROOT, "node bed: meshed pod 0 -> %s through its proxy, 2000 x 64 B: the proxy "
@@ -442,7 +442,7 @@ class NodeBedTest {
             int sinkPort = PORT + 7;
             int svcsock = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcsock"));
             int svcorig = io.github.sockmap4j.testbed.Bpftool.mapEntries(pins.resolve("svcorig"));
-            long answered = SockmapAdmin.stats(pins).originalDestinations();
+            long answered = SockmapAdmin.of(pins).stats().originalDestinations();
             try (ChildJvm sink = ChildJvm.startInCgroup(cgroup, NodeBed.in(bed.pod(0), List.of("setpriv",
                     "--reuid=" + ATTACKER_UID, "--regid=" + ATTACKER_UID, "--clear-groups", peer.toString(),
                     "conn-server", NodeBed.podAddress(0), Integer.toString(sinkPort))))) {
@@ -463,7 +463,7 @@ class NodeBedTest {
                             + "was going, not another socket's Service");
                     assertEquals(0, bySocket, "a translation that never produced a connection left nothing behind");
                     assertEquals(0, byEnd, "the sockets connected elsewhere are filed as no Service's");
-                    assertEquals(0, SockmapAdmin.stats(pins).originalDestinations() - answered,
+                    assertEquals(0, SockmapAdmin.of(pins).stats().originalDestinations() - answered,
                             "no SO_ORIGINAL_DST answered with a Service");
                     squat.closeInput();
                     assertEquals("1", squat.expect("ok=", 30));
@@ -493,7 +493,7 @@ class NodeBedTest {
         putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, NodeBed.podAddress(2) + ":" + PORT);
         long local;
         long remote;
-        SockmapStats before = SockmapAdmin.stats(pins);
+        SockmapStats before = SockmapAdmin.of(pins).stats();
         try (ChildJvm here = inPod(1, "conn-server", NodeBed.podAddress(1), Integer.toString(PORT));
              ChildJvm there = ChildJvm.start(NodeBed.in(bed.pod(2), List.of(peer.toString(), "conn-server",
                      NodeBed.podAddress(2), Integer.toString(PORT))))) {
@@ -509,7 +509,7 @@ class NodeBedTest {
         } finally {
             removeService(VIP2 + ":" + PORT);
         }
-        SockmapStats after = SockmapAdmin.stats(pins);
+        SockmapStats after = SockmapAdmin.of(pins).stats();
         long redirected = after.messagesRedirected() - before.messagesRedirected();
         long translated = after.servicesTranslated() - before.servicesTranslated();
         System.out.printf(Locale.ROOT, "node bed: %d connects to %s: %d to the local endpoint, %d to the other; "
@@ -523,7 +523,7 @@ class NodeBedTest {
                 + " of " + 2 * local);
         // Each translated socket's Service (for getpeername) goes at its close, remote picks' too.
         Await.until("no translated socket remembered", java.time.Duration.ofSeconds(10),
-                () -> SockmapAdmin.translatedSockets(pins) == 0);
+                () -> SockmapAdmin.of(pins).translatedSockets() == 0);
     }
 
     @Test
@@ -542,9 +542,9 @@ class NodeBedTest {
         boolean deleted = false;
         try {
             Await.until("the Service's entry", java.time.Duration.ofSeconds(10),
-                    () -> SockmapAdmin.services(pins).stream().anyMatch(e -> e.vip().equals(vip)));
+                    () -> SockmapAdmin.of(pins).services().stream().anyMatch(e -> e.vip().equals(vip)));
             long nat = natPackets("iptables", "KUBE-SVC-4");
-            SockmapStats before = SockmapAdmin.stats(pins);
+            SockmapStats before = SockmapAdmin.of(pins).stats();
             // The Service deleted while a connection to it is open: that one goes on, byte-checked.
             try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
                 server.expect("port=", 30);
@@ -553,12 +553,12 @@ class NodeBedTest {
                     client.resource(svc).delete();
                     deleted = true;
                     Await.until("the entry gone with the Service", java.time.Duration.ofSeconds(10),
-                            () -> SockmapAdmin.services(pins).stream().noneMatch(e -> e.vip().equals(vip)));
+                            () -> SockmapAdmin.of(pins).services().stream().noneMatch(e -> e.vip().equals(vip)));
                     assertEquals("1", c.expect("ok=", 120), "the open connection completed: " + c.output());
                 }
                 assertEquals("1", server.expect("ok=", 30), server.output());
             }
-            SockmapStats after = SockmapAdmin.stats(pins);
+            SockmapStats after = SockmapAdmin.of(pins).stats();
             long redirected = after.messagesRedirected() - before.messagesRedirected();
             long tcp = after.messagesPassed() - before.messagesPassed();
             System.out.printf(Locale.ROOT, "node bed: ping-pong pod 0 -> %s (from the API server) 50000 x 64 B, the "
@@ -572,7 +572,7 @@ class NodeBedTest {
             }
         }
         Await.until("the entry gone with the Service", java.time.Duration.ofSeconds(10),
-                () -> SockmapAdmin.services(pins).stream().noneMatch(e -> e.vip().equals(vip)));
+                () -> SockmapAdmin.of(pins).services().stream().noneMatch(e -> e.vip().equals(vip)));
         long nat = natPackets("iptables", "KUBE-SVC-4");
         pingPong(NodeBed.podAddress(1), VIP3, 100, null);
         assertEquals(1, natPackets("iptables", "KUBE-SVC-4") - nat, "the connect went through the DNAT again");
@@ -611,7 +611,7 @@ class NodeBedTest {
     void aJdkClientsDualStackSocketIsDialedStraightToTheEndpoint() throws Exception {
         putService(VIP2 + ":" + PORT, NodeBed.podAddress(1) + ":" + PORT, null);
         try {
-            SockmapStats before = SockmapAdmin.stats(pins);
+            SockmapStats before = SockmapAdmin.of(pins).stats();
             try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
                 server.expect("port=", 30);
                 try (ChildJvm client = ChildJvm.startInCgroup(cgroup, NodeBed.in(bed.pod(0),
@@ -620,7 +620,7 @@ class NodeBedTest {
                 }
                 assertEquals("1", server.expect("ok=", 30), server.output());
             }
-            SockmapStats after = SockmapAdmin.stats(pins);
+            SockmapStats after = SockmapAdmin.of(pins).stats();
             long redirected = after.messagesRedirected() - before.messagesRedirected();
             long tcp = after.messagesPassed() - before.messagesPassed();
             System.out.printf(Locale.ROOT, "node bed: JDK client to %s: %d messages redirected, %d by TCP%n", VIP2,
@@ -671,7 +671,7 @@ class NodeBedTest {
 
     boolean hasEntry(String vip, int port) throws IOException {
         InetSocketAddress at = new InetSocketAddress(InetAddress.ofLiteral(vip), port);
-        return SockmapAdmin.services(pins).stream().anyMatch(e -> e.vip().equals(at));
+        return SockmapAdmin.of(pins).services().stream().anyMatch(e -> e.vip().equals(at));
     }
 
     /** What one stream to a VIP did in the kernel: the counters' changes and the DNAT's. */
@@ -684,7 +684,7 @@ class NodeBedTest {
      */
     StreamRun stream(String vip, String chain, boolean inCgroup, long bytes) throws Exception {
         long nat = natPackets("iptables", chain);
-        SockmapStats before = SockmapAdmin.stats(pins);
+        SockmapStats before = SockmapAdmin.of(pins).stats();
         List<String> server = NodeBed.in(bed.pod(1), List.of(peer.toString(), "stream-server", NodeBed.podAddress(1),
                 Integer.toString(PORT), Long.toString(bytes)));
         List<String> client = NodeBed.in(bed.pod(0), List.of(peer.toString(), "stream-client", vip,
@@ -696,7 +696,7 @@ class NodeBedTest {
             }
             assertEquals("1", s.expect("ok=", 60), "every byte arrived as sent: " + s.output());
         }
-        SockmapStats after = SockmapAdmin.stats(pins);
+        SockmapStats after = SockmapAdmin.of(pins).stats();
         return new StreamRun(natPackets("iptables", chain) - nat, after.socketsRegistered() - before.socketsRegistered(),
                 after.servicesTranslated() - before.servicesTranslated(),
                 after.servicesNoLocal() - before.servicesNoLocal(), after.bytesRedirected() - before.bytesRedirected(),
@@ -725,7 +725,7 @@ class NodeBedTest {
             // entry in the map means the agent has seen the first as well.
             Await.until("the other port's entry", java.time.Duration.ofSeconds(10), () -> hasEntry(VIP_TWO_PORTS, PORT + 1));
             assertTrue(!hasEntry(VIP_REMOTE, PORT) && !hasEntry(VIP_TWO_PORTS, PORT), "no entry for either: "
-                    + SockmapAdmin.services(pins));
+                    + SockmapAdmin.of(pins).services());
             long bytes = 8L << 20;
             for (String[] vip : List.of(new String[] {VIP_REMOTE, "KUBE-SVC-5"}, new String[] {VIP_TWO_PORTS, "KUBE-SVC-6"})) {
                 StreamRun without = stream(vip[0], vip[1], false, bytes);
@@ -761,7 +761,7 @@ class NodeBedTest {
                 client.resource(slice("changing", NODE, true, PORT)).update();
                 Await.until("the Service's entry", java.time.Duration.ofSeconds(10), () -> hasEntry(VIP_CHANGING, PORT));
                 long nat = natPackets("iptables", "KUBE-SVC-7");
-                SockmapStats before = SockmapAdmin.stats(pins);
+                SockmapStats before = SockmapAdmin.of(pins).stats();
                 SockmapStats mid;
                 try (ChildJvm server = inPod(1, "stream-server", NodeBed.podAddress(1), Integer.toString(PORT),
                         Long.toString(bytes))) {
@@ -771,13 +771,13 @@ class NodeBedTest {
                         c.expect("half=", 30);
                         client.resource(change).update();
                         Await.until("the entry gone", java.time.Duration.ofSeconds(10), () -> !hasEntry(VIP_CHANGING, PORT));
-                        mid = SockmapAdmin.stats(pins);
+                        mid = SockmapAdmin.of(pins).stats();
                         c.closeInput();
                         assertEquals("1", c.expect("ok=", 120), c.output());
                     }
                     assertEquals("1", server.expect("ok=", 60), "every byte arrived as sent: " + server.output());
                 }
-                SockmapStats after = SockmapAdmin.stats(pins);
+                SockmapStats after = SockmapAdmin.of(pins).stats();
                 long redirected = after.bytesRedirected() - before.bytesRedirected();
                 long tcp = after.bytesPassed() - before.bytesPassed();
                 long boundHits = after.boundHits() - before.boundHits();
@@ -792,9 +792,9 @@ class NodeBedTest {
                 assertEquals(bytes, redirected + tcp, "every byte went through the verdict: the sockets stayed registered");
                 assertTrue(after.bytesRedirected() - mid.bytesRedirected() > 0, "redirected after the change too");
                 assertTrue(tcp == 0 || boundHits > 0, "a byte by TCP only after a bound hit: " + tcp + " B, " + boundHits);
-                SockmapStats next = SockmapAdmin.stats(pins);
+                SockmapStats next = SockmapAdmin.of(pins).stats();
                 pingPong(NodeBed.podAddress(1), VIP_CHANGING, 100, null);
-                assertEquals(0, SockmapAdmin.stats(pins).servicesTranslated() - next.servicesTranslated(),
+                assertEquals(0, SockmapAdmin.of(pins).stats().servicesTranslated() - next.servicesTranslated(),
                         "the next connect was not translated");
                 assertEquals(1, natPackets("iptables", "KUBE-SVC-7") - nat, "it went through the DNAT");
             }

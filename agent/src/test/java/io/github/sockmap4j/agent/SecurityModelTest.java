@@ -266,7 +266,7 @@ class SecurityModelTest {
             }
             squatter.closeInput();
         } finally {
-            SockmapAdmin.removePins(dir);
+            SockmapAdmin.of(dir).removePins();
             Files.delete(cg);
         }
     }
@@ -288,12 +288,12 @@ class SecurityModelTest {
         int maxSockets = 1024;
         try (ChildJvm other = agentWithMap(cg, dir, maxSockets)) {
             AsRoot.allow(dir, Integer.toString(port));
-            SockmapStats before = SockmapAdmin.stats(dir);
+            SockmapStats before = SockmapAdmin.of(dir).stats();
             String script = "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + port + " 600";
             try (ChildJvm attacker = ChildJvm.startInCgroup(cg, as(U2, List.of("unshare", "-Urn", "sh", "-c",
                     script)))) {
                 assertEquals("600", attacker.expect("held=", 120), attacker.output());
-                SockmapStats during = SockmapAdmin.stats(dir);
+                SockmapStats during = SockmapAdmin.of(dir).stats();
                 long taken = during.socketsInMap() - before.socketsInMap();
                 System.out.printf("a user's 600 connections from its own namespaces: %d entries of %d taken, %d "
                         + "registrations refused%n", taken, maxSockets,
@@ -310,7 +310,7 @@ class SecurityModelTest {
                     }
                     assertEquals("1", server.expect("ok=", 30), server.output());
                 }
-                SockmapStats after = SockmapAdmin.stats(dir);
+                SockmapStats after = SockmapAdmin.of(dir).stats();
                 assertTrue(after.messagesRedirected() - during.messagesRedirected() >= 200,
                         "the other user's 100 round trips redirected: " + after);
                 attacker.closeInput();
@@ -318,7 +318,7 @@ class SecurityModelTest {
             other.terminate();
             assertEquals(0, other.waitFor(30), other.output());
         } finally {
-            SockmapAdmin.removePins(dir);
+            SockmapAdmin.of(dir).removePins();
             Leftovers.removeCgroups(cg);
         }
     }
@@ -343,13 +343,13 @@ class SecurityModelTest {
         try (ChildJvm other = agentWithMap(cg, dir, maxSockets)) {
             AsRoot.allow(dir, Integer.toString(port));
             String hold = "ip link set lo up && exec " + peer + " hold 127.0.0.1 " + port + " 100";
-            long start = SockmapAdmin.stats(dir).socketsInMap();
+            long start = SockmapAdmin.of(dir).stats().socketsInMap();
             try (ChildJvm host = ChildJvm.startInCgroup(cg, as(U2, List.of(peer.toString(), "hold", "127.0.0.1",
                     Integer.toString(port), "100")));
                  ChildJvm own = ChildJvm.startInCgroup(cg, as(U2, List.of("unshare", "-Urn", "sh", "-c", hold)))) {
                 assertEquals("100", host.expect("held=", 60), host.output());
                 assertEquals("100", own.expect("held=", 60), own.output());
-                long taken = SockmapAdmin.stats(dir).socketsInMap() - start;
+                long taken = SockmapAdmin.of(dir).stats().socketsInMap() - start;
                 System.out.printf("uid %d, 200 entries on the host and 200 from its own namespace: %d taken of a "
                         + "share of %d%n", U2, taken, share);
                 assertTrue(taken > 0 && taken <= share, "one share for the user: " + taken + " of " + share);
@@ -366,7 +366,7 @@ class SecurityModelTest {
                 for (int i = 0; i < 3; i++) {
                     assertEquals("100", pod.expect("held=", 60), pod.output());
                 }
-                long taken = SockmapAdmin.stats(dir).socketsInMap() - start;
+                long taken = SockmapAdmin.of(dir).stats().socketsInMap() - start;
                 System.out.printf("root's namespace, 200 entries in each of 3 nested ones: %d taken of a share of "
                         + "%d%n", taken, share);
                 assertTrue(taken > 0 && taken <= share, "one share for the cgroup: " + taken + " of " + share);
@@ -375,7 +375,7 @@ class SecurityModelTest {
             other.terminate();
             assertEquals(0, other.waitFor(30), other.output());
         } finally {
-            SockmapAdmin.removePins(dir);
+            SockmapAdmin.of(dir).removePins();
             Leftovers.removeCgroups(cg);
         }
     }
@@ -396,8 +396,8 @@ class SecurityModelTest {
     /** Waits up to 10 s for the map of {@code dir} to hold {@code n} sockets; what it holds then. */
     static long awaitInMap(Path dir, long n) throws Exception {
         io.github.sockmap4j.testbed.Await.holdsWithin(Duration.ofSeconds(10),
-                () -> SockmapAdmin.stats(dir).socketsInMap() == n);
-        return SockmapAdmin.stats(dir).socketsInMap();
+                () -> SockmapAdmin.of(dir).stats().socketsInMap() == n);
+        return SockmapAdmin.of(dir).stats().socketsInMap();
     }
 
     /** The value of a gauge in the agent's /metrics. */
@@ -511,7 +511,7 @@ class SecurityModelTest {
     void manyListenersAndManyRequestsCostTheAgentAShareOfACpu() throws Exception {
         int seconds = 10;
         String script = "ip link set lo up && exec " + peer + " listen-flood 127.0.0.1 20000 12000 "
-                + SockmapAdmin.agentSocket(pins) + " 8 " + seconds + " 180 'ALLOW 27341 127.0.0.0 104 65536'";
+                + SockmapAdmin.of(pins).agentSocket() + " 8 " + seconds + " 180 'ALLOW 27341 127.0.0.0 104 65536'";
         try (ChildJvm flood = ChildJvm.startInCgroup(cgroup, as(U1, List.of("unshare", "-Urn", "sh", "-c", script)))) {
             assertEquals("12000", flood.expect("listening=", 120), flood.output());
             long ticks = cpuTicks(agent.pid());
@@ -521,7 +521,7 @@ class SecurityModelTest {
             while (System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(seconds - 1)) {
                 long p0 = System.nanoTime();
                 try (ChildJvm ping = ChildJvm.start(List.of(peer.toString(), "agent-call",
-                        SockmapAdmin.agentSocket(pins).toString(), "PING"))) {
+                        SockmapAdmin.of(pins).agentSocket().toString(), "PING"))) {
                     assertEquals("OK agent", ping.expect("answer=", 30));
                 }
                 long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - p0);
@@ -560,7 +560,7 @@ class SecurityModelTest {
                 String ready = other.expect("agent: ready", 60);
                 assertTrue(ready.contains("metrics not served yet on") && ready.contains("trying again"), ready);
                 try (ChildJvm ping = ChildJvm.start(List.of(peer.toString(), "agent-call",
-                        SockmapAdmin.agentSocket(dir).toString(), "PING"))) {
+                        SockmapAdmin.of(dir).agentSocket().toString(), "PING"))) {
                     assertEquals("OK agent", ping.expect("answer=", 30), "the control socket serves");
                 }
                 squatter.close();
@@ -576,7 +576,7 @@ class SecurityModelTest {
             }
         } finally {
             squatter.close();
-            SockmapAdmin.removePins(dir);
+            SockmapAdmin.of(dir).removePins();
             Files.delete(cg);
         }
     }
@@ -611,7 +611,7 @@ class SecurityModelTest {
     /** Sends each line to the agent as {@code uid} from network namespace {@code ns} (null: the host's); its answers. */
     List<String> agentCallIn(int uid, String ns, String... lines) throws Exception {
         List<String> call = new ArrayList<>(List.of(peer.toString(), "agent-call",
-                SockmapAdmin.agentSocket(pins).toString()));
+                SockmapAdmin.of(pins).agentSocket().toString()));
         call.addAll(List.of(lines));
         List<String> cmd = new ArrayList<>();
         if (ns != null) {
@@ -631,7 +631,7 @@ class SecurityModelTest {
     /** The lines of a LIST or SERVICES answer ({@code OK N}, then N lines) to {@code uid}. */
     List<String> listed(int uid, String verb) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(peer.toString(), "agent-call",
-                SockmapAdmin.agentSocket(pins).toString(), verb));
+                SockmapAdmin.of(pins).agentSocket().toString(), verb));
         try (ChildJvm c = ChildJvm.start(as(uid, cmd))) {
             String head = c.expect("answer=", 30);
             assertTrue(head.startsWith("OK "), head);
@@ -960,14 +960,14 @@ class SecurityModelTest {
      */
     @Test
     void connectsThatFailLeaveNoTranslatedSocket() throws Exception {
-        int before = SockmapAdmin.translatedSockets(pins);
+        int before = SockmapAdmin.of(pins).translatedSockets();
         assertTrue(agentCall(0, "SERVICE 127.0.0.1 27348 all 127.0.0.1:27349 -").get(0).startsWith("OK"));
         try (ChildJvm c = peer(0, null, "refused-client", "127.0.0.1", "27348", "1000")) {
             assertEquals("1000", c.expect("refused=", 60), c.output());
         } finally {
             assertTrue(agentCall(0, "UNSERVICE 127.0.0.1 27348").get(0).startsWith("OK removed"));
         }
-        assertEquals(before, SockmapAdmin.translatedSockets(pins), "no entry of a failed connect is left");
+        assertEquals(before, SockmapAdmin.of(pins).translatedSockets(), "no entry of a failed connect is left");
     }
 
     /**
@@ -990,7 +990,7 @@ class SecurityModelTest {
                      pods.nsA, "env", "SM4J_PEER_BIND=" + A_ADDR + ":" + clientPort, peer.toString(), "step-client",
                      B_ADDR, Integer.toString(port), Long.toString(total))))) {
             client.expect("half=", 60);
-            SockmapStats before = SockmapAdmin.stats(pins);
+            SockmapStats before = SockmapAdmin.of(pins).stats();
             assertTrue(before.bytesRedirected() > 0, "the victim's first half went through the redirect");
             String script = "ip link set lo up && ip addr add " + A_ADDR + "/32 dev lo && ip addr add " + B_ADDR
                     + "/32 dev lo && exec " + peer + " twin " + B_ADDR + " " + port + " " + A_ADDR + " " + clientPort;
@@ -1003,13 +1003,13 @@ class SecurityModelTest {
                 }
                 attacker.send("go");
                 attacker.expect("twin=", 30);
-                SockmapStats during = SockmapAdmin.stats(pins);
+                SockmapStats during = SockmapAdmin.of(pins).stats();
                 client.closeInput();
                 assertEquals("1", server.expect("ok=", 60), "every byte of the victim's, in order: " + server.output());
                 assertEquals("1", client.expect("ok=", 30), client.output());
                 attacker.closeInput();
                 assertEquals("0", attacker.expect("stolen=", 30), attacker.output());
-                SockmapStats after = SockmapAdmin.stats(pins);
+                SockmapStats after = SockmapAdmin.of(pins).stats();
                 assertTrue(after.bytesRedirected() > during.bytesRedirected(),
                         "the victim's second half went through the redirect too: " + after);
                 assertEquals(clientInCgroup ? 2 : 1, during.keysTaken() - before.keysTaken(),
@@ -1034,13 +1034,13 @@ class SecurityModelTest {
         int n = 32;
         AsRoot.allow(pins, port + "/10.77.0.0/16");
         try {
-            SockmapStats before = SockmapAdmin.stats(pins);
+            SockmapStats before = SockmapAdmin.of(pins).stats();
             String script = "ip link set lo up && ip addr add " + A_ADDR + "/32 dev lo && ip addr add " + B_ADDR
                     + "/32 dev lo && exec " + peer + " repair " + B_ADDR + " " + port + " " + A_ADDR + " 47500 " + n;
             try (ChildJvm attacker = ChildJvm.startInCgroup(cgroup, as(U2, List.of("unshare", "-Urn", "sh", "-c",
                     script)))) {
                 assertEquals(Integer.toString(n), attacker.expect("repaired=", 30), attacker.output());
-                SockmapStats during = SockmapAdmin.stats(pins);
+                SockmapStats during = SockmapAdmin.of(pins).stats();
                 assertEquals(before.socketsRegistered(), during.socketsRegistered(),
                         "no repair-mode socket registered: " + before + " -> " + during);
                 assertEquals(n, during.keysTaken() - before.keysTaken(), "each counted as a key taken: " + during);

@@ -131,7 +131,7 @@ class UnprivilegedOptInTest {
                 }
             }
         } finally {
-            SockmapAdmin.removePins(pins);
+            SockmapAdmin.of(pins).removePins();
             Files.deleteIfExists(policy);
             Files.delete(cgroup);
         }

@@ -29,7 +29,7 @@ public final class AgentRulesBench {
         int n = run.intArg(1, 65_536);
         Path pins = Path.of("/sys/fs/bpf", "sockmap4j-agentrules-" + ProcessHandle.current().pid());
         NodeAgent.Options options = new NodeAgent.Options(pins, List.of(cgroup), null, 1024, false);
-        Path rulesFile = SockmapAdmin.agentSocket(pins).resolveSibling("agent-rules");
+        Path rulesFile = SockmapAdmin.of(pins).agentSocket().resolveSibling("agent-rules");
         NodeAgent agent = NodeAgent.start(options);
         try {
             System.out.printf(Locale.ROOT, "agent rules benchmark: %d ALLOW requests of root, %s%n", n,
@@ -69,7 +69,7 @@ public final class AgentRulesBench {
                     (System.nanoTime() - d0) / 1e3 / n, Files.size(rulesFile) >> 10);
         } finally {
             agent.close();
-            SockmapAdmin.removePins(pins);
+            SockmapAdmin.of(pins).removePins();
         }
     }
 

@@ -170,7 +170,7 @@ public final class NettyGrpcBench {
             }
             for (int r = 0; r < rounds; r++) {
                 for (Transport t : Transport.values()) {
-                    SockmapStats before = SockmapAdmin.stats(pins);
+                    SockmapStats before = SockmapAdmin.of(pins).stats();
                     if (t != Transport.INPROCESS) {
                         long cpu0 = PingPong.processCpuNanos();
                         Histogram e = echo(groups.apply(t), at, t, iterations);
@@ -182,7 +182,7 @@ public final class NettyGrpcBench {
                     f.put(t, "unary cpu", (PingPong.processCpuNanos() - cpu1) / (double) (iterations / 4));
                     percentiles(f, t, "unary", u);
                     f.put(t, "stream", streamGbps(groups.apply(t), at, t));
-                    SockmapStats after = SockmapAdmin.stats(pins);
+                    SockmapStats after = SockmapAdmin.of(pins).stats();
                     carried[t.ordinal()][0] += after.messagesRedirected() - before.messagesRedirected();
                     carried[t.ordinal()][1] += after.messagesPassed() - before.messagesPassed();
                 }

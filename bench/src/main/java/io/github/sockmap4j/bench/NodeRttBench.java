@@ -118,12 +118,12 @@ public final class NodeRttBench {
             bed.service(VIP_MAPPED, ON, pod1 + ":" + ON);
             try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
                 agent.hold(io.github.sockmap4j.agent.Owner.named("bench"), List.of(new Rule(ON, null, 0, 0)));
-                SockmapAdmin.putService(pins, new SockmapAdmin.Service(new InetSocketAddress(
+                SockmapAdmin.of(pins).putService(new SockmapAdmin.Service(new InetSocketAddress(
                         InetAddress.ofLiteral(VIP_MAPPED), ON), List.of(new InetSocketAddress(
                         InetAddress.ofLiteral(pod1), ON)), List.of(), false));
                 run(bed, binary, cgroup, pins, cases, rounds, iterations, size);
             } finally {
-                SockmapAdmin.removePins(pins);
+                SockmapAdmin.of(pins).removePins();
             }
         } finally {
             while (!Files.readString(cgroup.resolve("cgroup.procs")).isBlank()) {
@@ -153,10 +153,10 @@ public final class NodeRttBench {
             Map<String, long[]> carried = new LinkedHashMap<>();
             for (int r = 0; r < rounds; r++) {
                 for (Case c : cases) {
-                    SockmapAdmin.setLocalPeers(pins, c.narrowed() ? LOCAL : EVERYWHERE);
-                    SockmapStats before = SockmapAdmin.stats(pins);
+                    SockmapAdmin.of(pins).setLocalPeers(c.narrowed() ? LOCAL : EVERYWHERE);
+                    SockmapStats before = SockmapAdmin.of(pins).stats();
                     long[] p = once(bed, binary, cgroup, pins, c, size, iterations, placement, all.get(c.name()));
-                    SockmapStats after = SockmapAdmin.stats(pins);
+                    SockmapStats after = SockmapAdmin.of(pins).stats();
                     figures.computeIfAbsent(c.name(), k -> new double[2][rounds]);
                     figures.get(c.name())[0][r] = p[0] / 1e3;
                     figures.get(c.name())[1][r] = p[1] / 1e3;

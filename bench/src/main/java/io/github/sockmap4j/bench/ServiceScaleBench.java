@@ -46,7 +46,7 @@ public final class ServiceScaleBench {
              NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
             agent.hold(io.github.sockmap4j.agent.Owner.named("bench"), List.of(new Rule(PORT, null, 0, 0)));
             InetSocketAddress endpoint = new InetSocketAddress(InetAddress.ofLiteral(pod1), PORT);
-            SockmapAdmin.putService(pins, new SockmapAdmin.Service(new InetSocketAddress(InetAddress.ofLiteral(VIP), PORT),
+            SockmapAdmin.of(pins).putService(new SockmapAdmin.Service(new InetSocketAddress(InetAddress.ofLiteral(VIP), PORT),
                     List.of(endpoint), List.of(), false));
             fill(pins, 1, 9, endpoint); // with the VIP: 10 Services
             Process acceptor = NodeRttBench.start(NodeRttBench.inCgroup(cgroup, NodeBed.in(bed.pod(1), List.of(
@@ -74,7 +74,7 @@ public final class ServiceScaleBench {
                         record(lots, r, once(bed, binary, cgroup, VIP, connects));
                     }
                 }
-                long services = SockmapAdmin.services(pins).size();
+                long services = SockmapAdmin.of(pins).services().size();
                 System.out.printf(Locale.ROOT, "Service map size: %d rounds of %d connects (connect + first 8-byte "
                         + "round trip, pod 0 to pod 1), medians of per-round p50/p99 in µs; %d Services at the end%n%n",
                         rounds, connects, services);
@@ -89,7 +89,7 @@ public final class ServiceScaleBench {
                 acceptor.waitFor(10, TimeUnit.SECONDS);
             }
         } finally {
-            SockmapAdmin.removePins(pins);
+            SockmapAdmin.of(pins).removePins();
             while (!Files.readString(cgroup.resolve("cgroup.procs")).isBlank()) {
                 Thread.onSpinWait(); // the last peers exiting
             }
@@ -142,13 +142,13 @@ public final class ServiceScaleBench {
     /** Services {@code 10.97.x.y:PORT} number {@code from} to {@code from + count - 1}, all to {@code endpoint}. */
     private static void fill(Path pins, int from, int count, InetSocketAddress endpoint) throws IOException {
         for (int i = from; i < from + count; i++) {
-            SockmapAdmin.putService(pins, new SockmapAdmin.Service(vip(i), List.of(endpoint), List.of(), false));
+            SockmapAdmin.of(pins).putService(new SockmapAdmin.Service(vip(i), List.of(endpoint), List.of(), false));
         }
     }
 
     private static void unfill(Path pins, int from, int upTo) throws IOException {
         for (int i = from; i < from + upTo; i++) {
-            SockmapAdmin.removeService(pins, vip(i));
+            SockmapAdmin.of(pins).removeService(vip(i));
         }
     }
 

@@ -76,12 +76,12 @@ public final class StreamBench {
             for (int r = 0; r < rounds; r++) {
                 for (Mode m : modes) {
                     SockmapStats before = sockmap.stats();
-                    long redirected0 = SockmapAdmin.stats(sockmap.config().pinDirectory()).bytesRedirected();
+                    long redirected0 = SockmapAdmin.of(sockmap.config().pinDirectory()).stats().bytesRedirected();
                     long cpu0 = PingPong.processCpuNanos();
                     gbps[m.ordinal()][r] = run(sockmap, at, m, bytes, size);
                     cpuMsPerMiB[m.ordinal()][r] = (PingPong.processCpuNanos() - cpu0) / 1e6 / (bytes >> 20);
                     boundHits[m.ordinal()] += sockmap.stats().boundHits() - before.boundHits();
-                    long redirected = SockmapAdmin.stats(sockmap.config().pinDirectory()).bytesRedirected() - redirected0;
+                    long redirected = SockmapAdmin.of(sockmap.config().pinDirectory()).stats().bytesRedirected() - redirected0;
                     if (tcp(m) && redirected != 0) {
                         throw new IllegalStateException(m + ": " + redirected + " bytes redirected on the plain path");
                     }

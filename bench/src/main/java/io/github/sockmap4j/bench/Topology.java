@@ -79,7 +79,7 @@ final class Topology implements AutoCloseable {
         vips.put(port, vip);
         mapped.put(port, fastPath);
         if (fastPath) {
-            SockmapAdmin.putService(pins, new SockmapAdmin.Service(vip, java.util.List.of(at), java.util.List.of(),
+            SockmapAdmin.of(pins).putService(new SockmapAdmin.Service(vip, java.util.List.of(at), java.util.List.of(),
                     false));
         }
     }
@@ -138,7 +138,7 @@ final class Topology implements AutoCloseable {
         try {
             for (Map.Entry<Integer, InetSocketAddress> e : vips.entrySet()) {
                 if (mapped.get(e.getKey())) {
-                    SockmapAdmin.removeService(pins, e.getValue());
+                    SockmapAdmin.of(pins).removeService(e.getValue());
                 }
             }
         } finally {

@@ -182,7 +182,7 @@ public final class UnchangedServices {
             failed = true;
         } finally {
             try {
-                SockmapAdmin.removePins(pins);
+                SockmapAdmin.of(pins).removePins();
             } finally {
                 for (int i = 0; i < 200 && !Files.readString(cgroup.resolve("cgroup.procs")).isBlank(); i++) {
                     Thread.sleep(50); // the last processes exiting
@@ -237,7 +237,7 @@ public final class UnchangedServices {
         for (Object m : more) {
             args.add(m.toString());
         }
-        SockmapStats before = SockmapAdmin.stats(pins);
+        SockmapStats before = SockmapAdmin.of(pins).stats();
         String detail;
         try (Child c = new Child(mode, pod(bed, 0, cgroup, java, jar, args.toArray(String[]::new)))) {
             if (!"1".equals(c.await("ok", 300))) {
@@ -247,7 +247,7 @@ public final class UnchangedServices {
                     : c.await("calls", 1) + " calls, every byte checked";
             c.process.waitFor(30, TimeUnit.SECONDS);
         }
-        SockmapStats after = SockmapAdmin.stats(pins);
+        SockmapStats after = SockmapAdmin.of(pins).stats();
         Moved m = new Moved(what, after.bytesRedirected() - before.bytesRedirected(),
                 after.bytesPassed() - before.bytesPassed(), after.boundHits() - before.boundHits(),
                 after.resumes() - before.resumes(), detail);

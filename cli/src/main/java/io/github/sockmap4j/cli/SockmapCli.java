@@ -181,14 +181,14 @@ public final class SockmapCli implements PinDirectory {
         @Override
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
-            boolean up = SockmapAdmin.isUp(parent.pinDir);
+            boolean up = SockmapAdmin.of(parent.pinDir).isUp();
             // Pins an embedded service made (Sockmap.global()) are not an agent's, but they are up too.
-            SockmapStats stats = SockmapAdmin.stats(parent.pinDir);
+            SockmapStats stats = SockmapAdmin.of(parent.pinDir).stats();
             String mode = up ? "agent" : stats != null ? "service" : "none";
             List<String> links = new ArrayList<>();
-            SockmapAdmin.attachedCgroups(parent.pinDir).forEach(id -> links.add(Long.toString(id)));
+            SockmapAdmin.of(parent.pinDir).attachedCgroups().forEach(id -> links.add(Long.toString(id)));
             List<String> retired = new ArrayList<>();
-            SockmapAdmin.retiredSets(parent.pinDir).forEach(p -> retired.add(p.getFileName().toString()));
+            SockmapAdmin.of(parent.pinDir).retiredSets().forEach(p -> retired.add(p.getFileName().toString()));
             up |= stats != null;
             if (parent.json) {
                 out.println(json("up", up, "mode", mode, "pinDir", parent.pinDir.toString(),
@@ -216,7 +216,7 @@ public final class SockmapCli implements PinDirectory {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--watch takes 0 or more seconds: "
                         + watch);
             }
-            if (SockmapAdmin.stats(parent.pinDir) == null) {
+            if (SockmapAdmin.of(parent.pinDir).stats() == null) {
                 out.println("not up: nothing pinned in " + parent.pinDir + " (run 'sockmap4j up', or name the pin "
                         + "directory of a service with --pin-dir)");
                 return NOT_UP;
@@ -225,7 +225,7 @@ public final class SockmapCli implements PinDirectory {
                 if (i > 0) {
                     Thread.sleep(1000);
                 }
-                SockmapStats st = SockmapAdmin.stats(parent.pinDir);
+                SockmapStats st = SockmapAdmin.of(parent.pinDir).stats();
                 if (st == null) {
                     out.println("not up: the pins of " + parent.pinDir + " went away");
                     return NOT_UP;
@@ -318,13 +318,13 @@ public final class SockmapCli implements PinDirectory {
 
         @Override
         public Integer call() throws IOException {
-            if (!force && SockmapAdmin.agentRunning(parent.pinDir)) {
+            if (!force && SockmapAdmin.of(parent.pinDir).agentRunning()) {
                 spec.commandLine().getErr().println("down: a sockmap4j agent serves " + parent.pinDir + " (its control "
-                        + "socket " + SockmapAdmin.agentSocket(parent.pinDir) + " answers): stop it first, or run "
+                        + "socket " + SockmapAdmin.of(parent.pinDir).agentSocket() + " answers): stop it first, or run "
                         + "'sockmap4j down --force' to remove the pins under it (it then exits)");
                 return 1;
             }
-            int n = SockmapAdmin.removePins(parent.pinDir);
+            int n = SockmapAdmin.of(parent.pinDir).removePins();
             spec.commandLine().getOut().println(n == 0 ? "nothing to remove in " + parent.pinDir
                     : "down: removed " + n + " pins from " + parent.pinDir);
             return 0;

@@ -126,7 +126,7 @@ class AgentCommandsTest {
             try (var files = Files.list(planted)) {
                 assertEquals(0, files.count(), "nothing pinned there");
             }
-            assertFalse(Files.exists(SockmapAdmin.agentSocket(planted).getParent()), "no lock directory either");
+            assertFalse(Files.exists(SockmapAdmin.of(planted).agentSocket().getParent()), "no lock directory either");
         } finally {
             Files.delete(planted);
         }

@@ -36,7 +36,7 @@ class SockmapCliTest {
                 assertEquals(0, run("--pin-dir", pins, "stats").code(), "a service's counters");
                 CommandLineTest.Result up = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString());
                 assertEquals(0, up.code(), up.err());
-                assertTrue(SockmapAdmin.isUp(kernel.pinDir));
+                assertTrue(SockmapAdmin.of(kernel.pinDir).isUp());
                 CommandLineTest.Result status = run("--pin-dir", pins, "--json", "status");
                 assertEquals(0, status.code(), status.err());
                 assertTrue(status.out().contains("\"up\":true"), status.out());

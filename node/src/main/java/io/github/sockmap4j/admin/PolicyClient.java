@@ -49,7 +49,7 @@ public final class PolicyClient implements AutoCloseable {
      * @throws IOException naming what to do when the pins are missing or not granted to us
      */
     public static PolicyClient open(Path pinDirectory) throws IOException {
-        AgentClient agent = AgentClient.connectIfRunning(SockmapAdmin.agentSocket(pinDirectory));
+        AgentClient agent = AgentClient.connectIfRunning(SockmapAdmin.of(pinDirectory).agentSocket());
         if (agent != null) {
             return new PolicyClient(new ThroughAgent(agent));
         }

@@ -22,13 +22,37 @@ import java.nio.file.Path;
 
 /**
  * What operators and tools do with a pin directory, as opposed to what an application does with
- * its own {@link Sockmap}: set it up for an agent, read its counters from outside, remove it,
- * turn the kernel's run statistics on. The CLI and the node agent use this class.
+ * its own {@link Sockmap}: one object a directory ({@link #of}), which sets it up for an agent
+ * ({@link #up}), reads its counters, Services and local peers from outside, and removes it. What
+ * concerns no directory is static: the kernel's run statistics, and parsing what an operator
+ * writes ({@link Network}, {@link #endpoint}). The CLI and the node agent use this class.
  *
- * <p><b>Note:</b> this class is threadsafe (it holds no state).
+ * <p>Until 0.1 each directory method was a static method taking the directory first
+ * ({@code SockmapAdmin.stats(dir)}); those remain, deprecated, and do what
+ * {@code SockmapAdmin.of(dir).stats()} does.
+ *
+ * <p><b>Note:</b> this class is threadsafe (it holds only its directory).
  */
 public final class SockmapAdmin {
-    private SockmapAdmin() {
+    private final Path pinDirectory;
+
+    private SockmapAdmin(Path pinDirectory) {
+        this.pinDirectory = java.util.Objects.requireNonNull(pinDirectory, "pinDirectory");
+    }
+
+    /** What operators do with the pins of {@code pinDirectory}; nothing is opened until a method needs it. */
+    public static SockmapAdmin of(Path pinDirectory) {
+        return new SockmapAdmin(pinDirectory);
+    }
+
+    /** The pin directory. */
+    public Path pinDirectory() {
+        return pinDirectory;
+    }
+
+    @Override
+    public String toString() {
+        return "SockmapAdmin[" + pinDirectory + "]";
     }
 
     /**
@@ -37,9 +61,10 @@ public final class SockmapAdmin {
      * without privileges, see {@link PolicyClient}), and none of them removes them when it closes.
      * {@link #removePins} undoes it.
      *
+     * @return what operators do with the pins set up
      * @throws SockmapUnavailableException with the reason when the fast path cannot be set up
      */
-    public static void up(SockmapConfig config) throws IOException {
+    public static SockmapAdmin up(SockmapConfig config) throws IOException {
         if (config.disabled()) {
             throw new SockmapUnavailableException("the pins cannot be set up: disabled by configuration "
                     + "(sockmap4j.disable=true)", null);
@@ -62,10 +87,11 @@ public final class SockmapAdmin {
         try (kernel) {
             kernel.markAgentOwned();
         }
+        return of(config.pinDirectory());
     }
 
-    /** Where the node agent of {@code pinDirectory} listens for opt-ins (see {@link PolicyClient}). */
-    public static Path agentSocket(Path pinDirectory) {
+    /** Where the node agent of this directory listens for opt-ins (see {@link PolicyClient}). */
+    public Path agentSocket() {
         return AgentRequest.socketPath(LockDir.pathFor(pinDirectory));
     }
 
@@ -130,30 +156,30 @@ public final class SockmapAdmin {
         }
     }
 
-    /** Whether a node agent answers on the control socket of {@code pinDirectory} now. */
-    public static boolean agentRunning(Path pinDirectory) {
-        try (AgentClient agent = AgentClient.connectIfRunning(agentSocket(pinDirectory))) {
+    /** Whether a node agent answers on the control socket of this directory now. */
+    public boolean agentRunning() {
+        try (AgentClient agent = AgentClient.connectIfRunning(agentSocket())) {
             return agent != null;
         } catch (IOException e) {
             return true; // a socket there that refuses us is an agent's all the same
         }
     }
 
-    /** Whether an agent ({@link #up}) owns the pins of {@code pinDirectory}. */
-    public static boolean isUp(Path pinDirectory) {
+    /** Whether an agent ({@link #up}) owns the pins of this directory. */
+    public boolean isUp() {
         return Pins.isAgentOwned(pinDirectory);
     }
 
-    /** The ids of the cgroups the pins of {@code pinDirectory} attach their sockops program to, sorted. */
-    public static java.util.List<Long> attachedCgroups(Path pinDirectory) throws IOException {
+    /** The ids of the cgroups the pins of this directory attach their sockops program to, sorted. */
+    public java.util.List<Long> attachedCgroups() throws IOException {
         return Pins.attachedCgroups(pinDirectory);
     }
 
     /**
-     * The sets of another sockmap4j version an agent retired in {@code pinDirectory} and has not
+     * The sets of another sockmap4j version an agent retired in this directory and has not
      * removed yet: each waits for its last connection to close (docs/operations.md, "Upgrades").
      */
-    public static java.util.List<Path> retiredSets(Path pinDirectory) throws IOException {
+    public java.util.List<Path> retiredSets() throws IOException {
         return RetiredSets.list(pinDirectory);
     }
 
@@ -161,20 +187,20 @@ public final class SockmapAdmin {
      * The counters of a pin directory read from its pins, attaching nothing; null when nothing
      * is pinned there.
      */
-    public static SockmapStats stats(Path pinDirectory) throws IOException {
+    public SockmapStats stats() throws IOException {
         long[] c = Pins.readStats(libbpf(), pinDirectory);
         return c == null ? null : SockmapStats.of(c, c[c.length - 1]);
     }
 
     /**
-     * Removes the pins of {@code pinDirectory} (maps, programs, cgroup attachments) even while
+     * Removes the pins of this directory (maps, programs, cgroup attachments) even while
      * processes use them: their connections leave the fast path, and redirected bytes not yet
      * read may be lost. For operators cleaning up after crashed services; {@link Sockmap#close()}
      * is the normal way out.
      *
      * @return how many pins were removed
      */
-    public static int removePins(Path pinDirectory) throws IOException {
+    public int removePins() throws IOException {
         return Pins.forceRemove(pinDirectory);
     }
 
@@ -218,7 +244,7 @@ public final class SockmapAdmin {
      * @throws IllegalArgumentException for more than 16 endpoints, or one of another family
      * @throws IOException naming what failed (no pins there, no privilege)
      */
-    public static void putService(Path pinDirectory, Service s) throws IOException {
+    public void putService(Service s) throws IOException {
         try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
             m.put(new ServiceMap.Service(s.vip(), s.local(), s.remote(), s.localOnly()));
         }
@@ -229,14 +255,14 @@ public final class SockmapAdmin {
      *
      * @return whether there was one
      */
-    public static boolean removeService(Path pinDirectory, java.net.InetSocketAddress vip) throws IOException {
+    public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
         try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
             return m.remove(vip);
         }
     }
 
     /** The Services in the pin directory's Service map. */
-    public static java.util.List<Service> services(Path pinDirectory) throws IOException {
+    public java.util.List<Service> services() throws IOException {
         try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
             return m.list().stream().map(x -> new Service(x.vip(), x.local(), x.remote(), x.localOnly())).toList();
         }
@@ -252,7 +278,7 @@ public final class SockmapAdmin {
     }
 
     /** What {@link Collisions} says for the pin directory and {@code cgroup}. */
-    public static Collisions collisions(Path pinDirectory, Path cgroup) throws IOException {
+    public Collisions collisions(Path cgroup) throws IOException {
         java.util.List<String> sockets = io.github.sockmap4j.linux.bpf.Collisions.busySockets(libbpf(), pinDirectory)
                 .stream().map(Object::toString).toList();
         return new Collisions(sockets,
@@ -263,7 +289,7 @@ public final class SockmapAdmin {
      * How many sockets whose connect was translated to a Service's endpoint are open (the
      * kernel remembers each one's Service, for getpeername, until it closes; at most 65,536).
      */
-    public static int translatedSockets(Path pinDirectory) throws IOException {
+    public int translatedSockets() throws IOException {
         return ServiceMap.translatedSockets(libbpf(), pinDirectory);
     }
 
@@ -277,7 +303,7 @@ public final class SockmapAdmin {
      * @param networks the node's address prefixes (replacing those there)
      * @throws IOException naming what failed (no pins there, no privilege)
      */
-    public static void setLocalPeers(Path pinDirectory, java.util.Collection<Network> networks) throws IOException {
+    public void setLocalPeers(java.util.Collection<Network> networks) throws IOException {
         java.util.Set<LocalPeersMap.Prefix> p = new java.util.HashSet<>();
         for (Network n : networks) {
             p.add(new LocalPeersMap.Prefix(n.address(), n.prefixBits()));
@@ -288,15 +314,137 @@ public final class SockmapAdmin {
     }
 
     /** Every address may be a local peer again, as when the pins were made. */
-    public static void allLocalPeers(Path pinDirectory) throws IOException {
-        setLocalPeers(pinDirectory, java.util.List.of(new Network(java.net.InetAddress.ofLiteral("::"), 0)));
+    public void allLocalPeers() throws IOException {
+        setLocalPeers(java.util.List.of(new Network(java.net.InetAddress.ofLiteral("::"), 0)));
     }
 
     /** The local peer prefixes of the pin directory. */
-    public static java.util.List<Network> localPeers(Path pinDirectory) throws IOException {
+    public java.util.List<Network> localPeers() throws IOException {
         try (LocalPeersMap m = LocalPeersMap.open(libbpf(), pinDirectory)) {
             return m.list().stream().map(x -> new Network(x.address(), x.bits())).toList();
         }
+    }
+
+    // ---- The static forms of 0.1, each the instance method of of(pinDirectory) ----
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).agentSocket()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static Path agentSocket(Path pinDirectory) {
+        return of(pinDirectory).agentSocket();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).agentRunning()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static boolean agentRunning(Path pinDirectory) {
+        return of(pinDirectory).agentRunning();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).isUp()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static boolean isUp(Path pinDirectory) {
+        return of(pinDirectory).isUp();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).attachedCgroups()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static java.util.List<Long> attachedCgroups(Path pinDirectory) throws IOException {
+        return of(pinDirectory).attachedCgroups();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).retiredSets()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static java.util.List<Path> retiredSets(Path pinDirectory) throws IOException {
+        return of(pinDirectory).retiredSets();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).stats()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static SockmapStats stats(Path pinDirectory) throws IOException {
+        return of(pinDirectory).stats();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).removePins()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static int removePins(Path pinDirectory) throws IOException {
+        return of(pinDirectory).removePins();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).putService(s)}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static void putService(Path pinDirectory, Service s) throws IOException {
+        of(pinDirectory).putService(s);
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).removeService(vip)}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static boolean removeService(Path pinDirectory, java.net.InetSocketAddress vip) throws IOException {
+        return of(pinDirectory).removeService(vip);
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).services()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static java.util.List<Service> services(Path pinDirectory) throws IOException {
+        return of(pinDirectory).services();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).collisions(cgroup)}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static Collisions collisions(Path pinDirectory, Path cgroup) throws IOException {
+        return of(pinDirectory).collisions(cgroup);
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).translatedSockets()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static int translatedSockets(Path pinDirectory) throws IOException {
+        return of(pinDirectory).translatedSockets();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).setLocalPeers(networks)}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static void setLocalPeers(Path pinDirectory, java.util.Collection<Network> networks) throws IOException {
+        of(pinDirectory).setLocalPeers(networks);
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).allLocalPeers()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static void allLocalPeers(Path pinDirectory) throws IOException {
+        of(pinDirectory).allLocalPeers();
+    }
+
+    /**
+     * @deprecated {@code SockmapAdmin.of(pinDirectory).localPeers()}
+     */
+    @Deprecated(since = "0.1", forRemoval = true)
+    public static java.util.List<Network> localPeers(Path pinDirectory) throws IOException {
+        return of(pinDirectory).localPeers();
     }
 
     private static Libbpf libbpf() throws IOException {

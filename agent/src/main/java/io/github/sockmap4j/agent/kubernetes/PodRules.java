@@ -111,7 +111,7 @@ public final class PodRules extends Reconciler {
             return;
         }
         try {
-            SockmapAdmin.setLocalPeers(pinDir, now);
+            SockmapAdmin.of(pinDir).setLocalPeers(now);
             localPeers = now;
             LOG.info("Local peers: {} addresses of this node and its pods", now.size());
         } catch (java.io.IOException | RuntimeException e) {

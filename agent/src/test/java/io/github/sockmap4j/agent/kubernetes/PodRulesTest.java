@@ -96,7 +96,7 @@ class PodRulesTest {
 
     /** Redirected messages of a 64 B ping-pong from the app pod to the db pod. */
     long redirectedRoundTrips(int port, int count) throws Exception {
-        SockmapStats before = SockmapAdmin.stats(pins);
+        SockmapStats before = SockmapAdmin.of(pins).stats();
         try (ChildJvm server = ChildJvm.startInCgroup(cgroup, List.of("ip", "netns", "exec", nsDb, peer.toString(),
                 "pp-server", DB_ADDR, Integer.toString(port)))) {
             server.expect("port=", 30);
@@ -106,7 +106,7 @@ class PodRulesTest {
             }
             server.expect("ok=", 30);
         }
-        SockmapStats after = SockmapAdmin.stats(pins);
+        SockmapStats after = SockmapAdmin.of(pins).stats();
         return after.messagesRedirected() - before.messagesRedirected();
     }
 

@@ -121,7 +121,7 @@ class ServiceRulesTest {
     }
 
     Set<SockmapAdmin.Service> map() throws Exception {
-        return Set.copyOf(SockmapAdmin.services(pins));
+        return Set.copyOf(SockmapAdmin.of(pins).services());
     }
 
     static SockmapAdmin.Service entry(InetSocketAddress vip, List<InetSocketAddress> local,
@@ -145,7 +145,7 @@ class ServiceRulesTest {
     void theMapFollowsServicesAndTheirEndpoints() throws Exception {
         // An entry no Service accounts for (an operator's, or one of a Service deleted while no
         // agent ran): the agent owns the map once it watches the API server.
-        SockmapAdmin.putService(pins, entry(STRAY, List.of(new InetSocketAddress(InetAddress.ofLiteral("10.244.1.9"), 80)),
+        SockmapAdmin.of(pins).putService(entry(STRAY, List.of(new InetSocketAddress(InetAddress.ofLiteral("10.244.1.9"), 80)),
                 List.of(), false));
         pods = PodRules.start(agent, client, NODE, PodRules.DEFAULT_ANNOTATION, false);
         rules = ServiceRules.start(agent, client, NODE, pods);

@@ -96,10 +96,10 @@ class GrpcServiceVipTest {
             bed.service(VIP, PORT, NodeBed.podAddress(1) + ":" + PORT);
             try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
                 assertTrue(agent.isReady(), "the agent serves");
-                SockmapAdmin.putService(pins, new SockmapAdmin.Service(new InetSocketAddress(InetAddress.ofLiteral(VIP),
+                SockmapAdmin.of(pins).putService(new SockmapAdmin.Service(new InetSocketAddress(InetAddress.ofLiteral(VIP),
                         PORT), List.of(new InetSocketAddress(InetAddress.ofLiteral(NodeBed.podAddress(1)), PORT)),
                         List.of(), false));
-                SockmapStats before = SockmapAdmin.stats(pins);
+                SockmapStats before = SockmapAdmin.of(pins).stats();
                 try (ChildJvm server = ChildJvm.startInCgroup(cgroup, NodeBed.inNetwork(bed.pod(1), peer(pins, cgroup,
                         "server", NodeBed.podAddress(1), Integer.toString(PORT))))) {
                     server.expect("listening=", 60);
@@ -111,7 +111,7 @@ class GrpcServiceVipTest {
                     server.closeInput();
                     assertEquals(0, server.waitFor(30), server.output());
                 }
-                SockmapStats after = SockmapAdmin.stats(pins);
+                SockmapStats after = SockmapAdmin.of(pins).stats();
                 long redirected = after.bytesRedirected() - before.bytesRedirected();
                 long tcp = after.bytesPassed() - before.bytesPassed();
                 System.out.printf(Locale.ROOT, "gRPC over the VIP %s: %d calls of 1 KiB, %d B redirected, %d B by TCP, "
@@ -121,7 +121,7 @@ class GrpcServiceVipTest {
                 assertTrue(redirected >= 0.99 * (redirected + tcp) && redirected > 2L * CALLS * 1024,
                         "at least 99% of the bytes redirected: " + redirected + " of " + (redirected + tcp));
             } finally {
-                SockmapAdmin.removePins(pins);
+                SockmapAdmin.of(pins).removePins();
             }
         } finally {
             Await.until("the pods' JVMs left " + cgroup, () -> Files.readString(cgroup.resolve("cgroup.procs")).isBlank());

@@ -48,7 +48,7 @@ final class Pipeline implements AutoCloseable {
 
     /** Puts a Service whose connects go straight to {@code pod}, until close. */
     void translate(InetSocketAddress vip, InetSocketAddress pod) throws IOException {
-        SockmapAdmin.putService(pins, new SockmapAdmin.Service(vip, List.of(pod), List.of(), false));
+        SockmapAdmin.of(pins).putService(new SockmapAdmin.Service(vip, List.of(pod), List.of(), false));
         translated.add(vip);
     }
 
@@ -80,7 +80,7 @@ final class Pipeline implements AutoCloseable {
             }
             stages.values().parallelStream().forEach(Stage::close);
             for (InetSocketAddress at : translated) {
-                SockmapAdmin.removeService(pins, at);
+                SockmapAdmin.of(pins).removeService(at);
             }
         }
     }
