@@ -30,12 +30,20 @@ class ModuleBoundaryTest {
     private static final Pattern IMPORT = Pattern.compile(
             "^import (?:static )?(io\\.github\\.sockmap4j[\\w.]*?)\\.[A-Z]", Pattern.MULTILINE);
     private static final Pattern FQN = Pattern.compile("\\b(io\\.github\\.sockmap4j(?:\\.[a-z_]\\w*)*)\\.[A-Z]");
+    private static final Pattern AUTOMATIC = Pattern.compile("<Automatic-Module-Name>([\\w.]+)</Automatic-Module-Name>");
     private static final Pattern MODULE = Pattern.compile("^(?:open )?module ([\\w.]+)", Pattern.MULTILINE);
     private static final Pattern EXPORTS = Pattern.compile("^\\s*exports ([\\w.]+)(?:\\s+to\\s+([\\w.,\\s]+))?;",
             Pattern.MULTILINE);
 
-    /** A module of the build: its directory, its JPMS name (null without a descriptor), its packages and exports. */
-    record Module(String dir, String name, Set<String> packages, Map<String, Set<String>> exports) {
+    /**
+     * A module of the build: its directory, its JPMS name (its descriptor's, else its jar's
+     * Automatic-Module-Name, else null), whether it has a descriptor, its packages and exports.
+     */
+    record Module(String dir, String name, boolean described, Set<String> packages, Map<String, Set<String>> exports) {
+        Module(String dir, String name, Set<String> packages, Map<String, Set<String>> exports) {
+            this(dir, name, name != null, packages, exports);
+        }
+
         /** Whether code of {@code user} may use package {@code pkg} of this module. */
         boolean allows(String pkg, Module user) {
             if (user == this) {
@@ -44,7 +52,7 @@ class ModuleBoundaryTest {
             if (pkg.contains(".internal.") || pkg.endsWith(".internal")) {
                 return false;
             }
-            if (name == null) {
+            if (!described) {
                 return true; // no descriptor: every package is for everyone, except internal ones
             }
             Set<String> to = exports.get(pkg);
@@ -88,11 +96,16 @@ class ModuleBoundaryTest {
         Module linux = new Module("linux", "io.github.sockmap4j.linux", Set.of("a.l"),
                 Map.of("a.l", Set.of("io.github.sockmap4j.core")));
         Module agent = new Module("agent", null, Set.of("a.g", "a.g.internal"), Map.of());
+        Module automatic = new Module("netty", "io.github.sockmap4j.netty", false, Set.of("a.n"), Map.of());
         assertTrue(core.allows("a.b", agent));
         assertTrue(!core.allows("a.x", agent), "not exported");
         assertTrue(!core.allows("a.b.internal.c", agent), "internal");
         assertTrue(linux.allows("a.l", core), "exported to core");
         assertTrue(!linux.allows("a.l", agent), "exported to named modules only");
+        Module linuxToNetty = new Module("linux", "io.github.sockmap4j.linux", Set.of("a.l"),
+                Map.of("a.l", Set.of("io.github.sockmap4j.netty")));
+        assertTrue(linuxToNetty.allows("a.l", automatic), "exported to an automatic module by its name");
+        assertTrue(automatic.allows("a.n", core), "an automatic module's packages are everyone's");
         assertTrue(agent.allows("a.g", core));
         assertTrue(!agent.allows("a.g.internal", core), "internal without a descriptor too");
         assertTrue(core.allows("a.x", core), "its own");
@@ -137,7 +150,12 @@ class ModuleBoundaryTest {
                 String name = null;
                 Map<String, Set<String>> exports = new TreeMap<>();
                 Path descriptor = src.resolve("module-info.java");
-                if (Files.exists(descriptor)) {
+                boolean described = Files.exists(descriptor);
+                Matcher automatic = AUTOMATIC.matcher(Files.readString(pom));
+                if (!described && automatic.find()) {
+                    name = automatic.group(1);
+                }
+                if (described) {
                     String text = Files.readString(descriptor);
                     Matcher n = MODULE.matcher(text);
                     assertTrue(n.find(), "no module name in " + descriptor);
@@ -153,7 +171,7 @@ class ModuleBoundaryTest {
                         exports.put(e.group(1), to);
                     }
                 }
-                modules.add(new Module(root.relativize(dir).toString(), name, packages, exports));
+                modules.add(new Module(root.relativize(dir).toString(), name, described, packages, exports));
             }
         }
         return modules;

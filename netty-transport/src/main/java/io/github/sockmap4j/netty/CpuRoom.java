@@ -1,6 +1,6 @@
 package io.github.sockmap4j.netty;
 
-import io.github.sockmap4j.spi.CpuPressure;
+import io.github.sockmap4j.linux.sys.CpuPressure;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;

@@ -1,4 +1,4 @@
-package io.github.sockmap4j.spi;
+package io.github.sockmap4j.linux.sys;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

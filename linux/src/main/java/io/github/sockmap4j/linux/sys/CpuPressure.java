@@ -1,6 +1,5 @@
-package io.github.sockmap4j.spi;
+package io.github.sockmap4j.linux.sys;
 
-import io.github.sockmap4j.linux.sys.Cgroups;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
