@@ -48,13 +48,13 @@ import org.slf4j.LoggerFactory;
  *   <li>estimates what receivers that publish nothing (C, Rust, a JDK socket) have read, for
  *       every watched connection in the network namespace of any process of its cgroups, so
  *       that they keep the redirect within their bound;</li>
- *   <li>serves opt-ins on a Unix socket ({@link SockmapAdmin#agentSocket}): each request is
+ *   <li>serves opt-ins on a Unix socket ({@link SockmapAdmin#agentSocket()}): each request is
  *       checked against the policy file with the requester's kernel-given uid and groups, and
  *       the agent is the only writer of the policy map, whose pin it makes root-only;</li>
  *   <li>holds rules for named owners ({@link #hold}: pods, from their annotations).</li>
  * </ul>
  * Closing it leaves pins, attachments and rules in place for the next agent;
- * {@link SockmapAdmin#removePins} is the explicit way to remove them.
+ * {@link SockmapAdmin#removePins()} is the explicit way to remove them.
  *
  * <p><b>Note:</b> this class is threadsafe.
  */

@@ -76,7 +76,7 @@ public final class PodRules extends Reconciler {
 
     /**
      * As {@link #start(NodeAgent, KubernetesClient, String, String, boolean)}, and keeps the
-     * local peers of {@code pinDir} ({@link SockmapAdmin#setLocalPeers}) to this node's own
+     * local peers of {@code pinDir} ({@link SockmapAdmin#setLocalPeers(java.util.Collection)}) to this node's own
      * addresses and its pods' IPs, once the first list is in: a client of a server elsewhere
      * then stays off the map.
      */
