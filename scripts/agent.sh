@@ -14,6 +14,19 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 source scripts/lib.sh
 
+# The chaos and order jobs' run: the C peer built into $work and the cgroup $cg made (enter_run);
+# the pins of $pins, the cgroup once empty and $work removed (leave_run). Both use $sm.
+enter_run() {
+  cc -O2 -Wall -o "$work/peer" testbed/src/main/c/peer.c || exit 1
+  mkdir "$cg"
+}
+leave_run() {
+  $sm --pin-dir "$pins" down --force >/dev/null 2>&1
+  for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
+  rmdir "$cg" 2>/dev/null
+  rm -rf "$work"
+}
+
 # The node agent as an operator runs it, on this machine as a one-node cluster:
 # - the agent container from scripts/image.sh's archive, started by podman with the pod template of
 #   deploy/kubernetes/daemonset.yaml turned into 'podman run' arguments (scripts/podman-args.py,
@@ -296,14 +309,10 @@ job_chaos() {
     # Whatever of the run is still in its cgroup (a peer no job holds any more) goes too.
     [ -f "$cg/cgroup.procs" ] && xargs -r kill -9 < "$cg/cgroup.procs" 2>/dev/null
     wait 2>/dev/null
-    $sm --pin-dir "$pins" down --force >/dev/null 2>&1
-    for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
-    rmdir "$cg" 2>/dev/null
-    rm -rf "$work"
+    leave_run
   }
   trap cleanup EXIT
-  cc -O2 -Wall -o "$work/peer" testbed/src/main/c/peer.c || exit 1
-  mkdir "$cg"
+  enter_run
   java_peer="$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -Xmx256m -XX:+UseSerialGC"
   java_peer="$java_peer -XX:TieredStopAtLevel=1 -Dsockmap4j.pinDir=$pins -Dsockmap4j.cgroup=$cg"
   java_peer="$java_peer -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp $cp io.github.sockmap4j.bench.SoakPeer"
@@ -487,14 +496,10 @@ job_order() {
   cleanup() {
     for p in $busy_pids $spid $cpid; do kill "$p" 2>/dev/null; done
     if [ -n "$agent_pid" ]; then kill -TERM "$agent_pid" 2>/dev/null; wait "$agent_pid" 2>/dev/null; fi
-    $sm --pin-dir "$pins" down --force >/dev/null 2>&1
-    for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
-    rmdir "$cg" 2>/dev/null
-    rm -rf "$work"
+    leave_run
   }
   trap cleanup EXIT
-  cc -O2 -Wall -o "$work/peer" testbed/src/main/c/peer.c || exit 1
-  mkdir "$cg"
+  enter_run
   start_agent() {
     $sm --pin-dir "$pins" agent --cgroup "$cg" --metrics-port -1 > "$work/agent.log" 2>&1 &
     agent_pid=$!
