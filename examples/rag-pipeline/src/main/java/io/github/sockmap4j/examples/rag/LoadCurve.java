@@ -66,13 +66,24 @@ final class LoadCurve {
         return sum;
     }
 
+    /**
+     * {@link #allStagesCpu} less the share of the stages' JIT compilers in it: what a service long
+     * past its warm-up spends at this load. The compilers' part is a one-off cost of young JVMs
+     * that lands on one path's slices or the other's; NaN where the thread kinds were not read.
+     */
+    static double allStagesCpuButJit(RagReport.Run r) {
+        double all = RagReport.allStages(r.cpuMicrosByKind(), null);
+        double butJit = RagReport.allStages(r.cpuMicrosByKind(), ThreadKind.JIT);
+        return all > 0 ? allStagesCpu(r) * butJit / all : Double.NaN;
+    }
+
     /** The curve's table: by load, the median over {@code rounds} of each path's figure, and fast/plain. */
     static void print(PrintStream out, List<List<Point>> rounds) {
         int rows = rounds.get(0).size();
         String title = rounds.size() > 1 ? " (median of " + rounds.size() + " rounds)" : "";
         out.println("| offered load" + title + " | requests/s | P50 ms, plain / fast (fast/plain) | P99 ms | P99.9 ms "
-                + "| CPU % of all stages | failed, plain / fast |");
-        out.println("|---|---:|---:|---:|---:|---:|---:|");
+                + "| CPU % of all stages | the same but their JIT compilers | failed, plain / fast |");
+        out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
         for (int k = 0; k < rows; k++) {
             List<RagReport.Run> plain = new ArrayList<>();
             List<RagReport.Run> fast = new ArrayList<>();
@@ -84,10 +95,11 @@ final class LoadCurve {
                 rate[r] = p.rate();
             }
             java.util.Arrays.sort(rate);
-            out.printf(Locale.ROOT, "| %.0f%% of plain TCP's maximum | %.0f | %s | %s | %s | %s | %d / %d |%n",
+            out.printf(Locale.ROOT, "| %.0f%% of plain TCP's maximum | %.0f | %s | %s | %s | %s | %s | %d / %d |%n",
                     100 * rounds.get(0).get(k).load(), RagReport.quantile(rate, 0.5),
                     cell(plain, fast, r -> millis(r, 50), "%.2f"), cell(plain, fast, r -> millis(r, 99), "%.2f"),
                     cell(plain, fast, r -> millis(r, 99.9), "%.2f"), cell(plain, fast, LoadCurve::allStagesCpu, "%.1f"),
+                    cell(plain, fast, LoadCurve::allStagesCpuButJit, "%.1f"),
                     plain.stream().mapToLong(RagReport.Run::failed).sum(), fast.stream().mapToLong(RagReport.Run::failed).sum());
         }
     }
@@ -126,6 +138,7 @@ final class LoadCurve {
                         medians(rounds, fast, r -> millis(r, pct)));
             }
             cpu.put(path, medians(rounds, fast, LoadCurve::allStagesCpu));
+            cpu.put(path + ", but the JIT compilers", medians(rounds, fast, LoadCurve::allStagesCpuButJit));
         }
         Plots.lines(latency, "RAG pipeline: request latency against offered load (from each request's scheduled start)",
                 "offered load (requests/s)", "latency (ms, log scale)", lat, true);

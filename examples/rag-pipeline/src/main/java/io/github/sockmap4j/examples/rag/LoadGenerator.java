@@ -121,6 +121,22 @@ final class LoadGenerator {
      */
     WarmUp warmUp(double rate, double minSeconds, double maxSeconds, java.util.function.LongSupplier jitSinceLast)
             throws InterruptedException {
+        return warmUp(rate, minSeconds, maxSeconds, jitSinceLast, true);
+    }
+
+    /**
+     * As {@link #warmUp(double, double, double, java.util.function.LongSupplier)}, but ending once
+     * the JIT compilers are quiet whatever the medians do: between the loads of a curve, after the
+     * closed-loop throughput phase has pushed methods past the compilers' thresholds, the
+     * compilations it queued land here rather than in the measured slices.
+     */
+    WarmUp untilJitQuiet(double rate, double maxSeconds, java.util.function.LongSupplier jitSinceLast)
+            throws InterruptedException {
+        return warmUp(rate, 3, maxSeconds, jitSinceLast, false);
+    }
+
+    private WarmUp warmUp(double rate, double minSeconds, double maxSeconds, java.util.function.LongSupplier jitSinceLast,
+            boolean untilSettled) throws InterruptedException {
         double[] last = new double[5];
         int windows = 0;
         long t0 = System.nanoTime();
@@ -136,7 +152,7 @@ final class LoadGenerator {
             double elapsed = (System.nanoTime() - t0) / 1e9;
             boolean settled = windows >= last.length
                     && Arrays.stream(last).max().orElse(0) <= 1.10 * Arrays.stream(last).min().orElse(0);
-            if (elapsed >= maxSeconds || elapsed >= minSeconds && settled && jitQuiet) {
+            if (elapsed >= maxSeconds || elapsed >= minSeconds && (settled || !untilSettled) && jitQuiet) {
                 return new WarmUp(elapsed, settled, jitQuiet, last[(windows - 1) % last.length]);
             }
         }

@@ -240,7 +240,8 @@ public final class RagDemo implements Callable<Integer> {
                 loadFractions.forEach(f -> at.append(at.length() == 0 ? "" : ", ").append(Math.round(100 * f)).append('%'));
                 out.printf(Locale.ROOT, "load: a warm-up at %.0f/s per path (until the median settles), then each "
                         + "path's maximum throughput with %d in flight (%.0f s), then the load curve: %s of plain TCP's "
-                        + "maximum, %.0f s a path at each (give --rate for one point)%n", rate, inFlight,
+                        + "maximum, at each both paths at the load until their JIT compilers are quiet, then %.0f s a "
+                        + "path measured (give --rate for one point)%n", rate, inFlight,
                         throughputSeconds, at, secondsPerLoad);
             } else {
                 out.printf(Locale.ROOT, "load: %,d requests at %.0f/s per path after a warm-up (until the median settles); "
@@ -390,6 +391,7 @@ public final class RagDemo implements Callable<Integer> {
                 out.printf(Locale.ROOT, "  at %.0f%% of plain TCP's maximum: %.0f rps, %,d requests a path%n",
                         100 * f, at, perSlice * slices);
                 meters.add(new PathMeter[] {plain.freshMeter(), fast.freshMeter()});
+                settle(first, second, at);
                 measureSlices(plain, fast, first, second, at, perSlice);
                 reportFailures(plain);
                 reportFailures(fast);
@@ -408,13 +410,7 @@ public final class RagDemo implements Callable<Integer> {
 
     /** Warms {@code first}, then {@code second}, each until the JIT compilers of both pipelines are quiet. */
     private void warmBoth(Pipeline first, Pipeline second) throws InterruptedException {
-        LongSupplier a = StageMeters.jitMeter(first.stages);
-        LongSupplier b = StageMeters.jitMeter(second.stages);
-        LongSupplier jit = () -> {
-            long x = a.getAsLong();
-            long y = b.getAsLong();
-            return x < 0 || y < 0 ? -1 : x + y;
-        };
+        LongSupplier jit = bothJit(first, second);
         warm(first, jit);
         warm(second, jit);
     }
@@ -517,6 +513,34 @@ public final class RagDemo implements Callable<Integer> {
         out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s, %s (p50 %.2f ms)%n", p.label,
                 warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
                 w.jitQuiet() ? "the JIT quiet" : "the JIT still compiling", w.lastP50Millis());
+    }
+
+    /**
+     * Before a load of the curve: both pipelines at {@code at} until the JIT compilers of both are
+     * quiet (at most {@link #SETTLE_SECONDS} each, or --max-warmup where shorter), so that what the load before (the closed-loop
+     * throughput phase above all) queued for the compilers is not paid in one path's slices.
+     */
+    private void settle(Pipeline first, Pipeline second, double at) throws InterruptedException {
+        LongSupplier jit = bothJit(first, second);
+        StringBuilder line = new StringBuilder("  settling at the new load until the JIT compilers are quiet:");
+        for (Pipeline p : List.of(first, second)) {
+            LoadGenerator.WarmUp w = p.load().untilJitQuiet(at, Math.min(SETTLE_SECONDS, Math.max(3, maxWarmupSeconds)), jit);
+            line.append(String.format(Locale.ROOT, " %s %.0f s%s", p.label, w.seconds(), w.jitQuiet() ? "" : " (still compiling)"));
+        }
+        out.println(line);
+    }
+
+    /** The most seconds {@link #settle} gives a pipeline at each load. */
+    private static final double SETTLE_SECONDS = 20;
+
+    private static LongSupplier bothJit(Pipeline first, Pipeline second) {
+        LongSupplier a = StageMeters.jitMeter(first.stages);
+        LongSupplier b = StageMeters.jitMeter(second.stages);
+        return () -> {
+            long x = a.getAsLong();
+            long y = b.getAsLong();
+            return x < 0 || y < 0 ? -1 : x + y;
+        };
     }
 
     private double throughput(Pipeline p) throws InterruptedException {

@@ -73,7 +73,8 @@ class RagDemoTest {
             String num = "[0-9]+\\.[0-9]+";
             Matcher row = Pattern.compile("\\| " + load + "% of plain TCP's maximum \\| [0-9]+ \\| (" + num + ") / (" + num
                     + ") \\(" + num + "\\) \\| " + num + " / " + num + " \\(" + num + "\\) \\| " + num + " / " + num
-                    + " \\(" + num + "\\) \\| " + num + " / " + num + " \\(" + num + "\\) \\| 0 / 0 \\|").matcher(text);
+                    + " \\(" + num + "\\) \\| " + num + " / " + num + " \\(" + num + "\\) \\| " + num + " / " + num
+                    + " \\(" + num + "\\) \\| 0 / 0 \\|").matcher(text);
             assertTrue(row.find() && Double.parseDouble(row.group(1)) > 0 && Double.parseDouble(row.group(2)) > 0,
                     "the curve's row at " + load + "%, both paths, no request failed: " + text);
         }
