@@ -1,10 +1,9 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentClient;
 import io.github.sockmap4j.control.AgentRule;
 import java.io.IOException;
-import java.net.InetAddress;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,16 +38,16 @@ final class AgentBackend implements Backend {
     }
 
     @Override
-    public OptIn optIn(int port, InetAddress network, int bits, int boundBytes, boolean required) throws IOException {
+    public OptIn optIn(PolicyRule rule, int boundBytes, boolean required) throws IOException {
         try {
-            return new Rule(AgentRule.request(agent, port, network, bits, boundBytes), port);
+            return new Rule(AgentRule.request(agent, rule, boundBytes));
         } catch (AgentClient.AgentRefusedException e) {
             if (required) {
                 throw e;
             }
             // As for any missing prerequisite: plain TCP, and the reason in the log.
-            LOG.warn("Port {} stays on plain TCP: {}", port, e.getMessage());
-            return new OffBackend.NoRule(port);
+            LOG.warn("Port {} stays on plain TCP: {}", rule.port(), e.getMessage());
+            return new OffBackend.NoRule(rule.port());
         }
     }
 
@@ -62,7 +61,12 @@ final class AgentBackend implements Backend {
     }
 
     /** A rule the agent holds for this process. */
-    private record Rule(AgentRule rule, int port) implements OptIn {
+    private record Rule(AgentRule rule) implements OptIn {
+        @Override
+        public int port() {
+            return rule.rule().port();
+        }
+
         @Override
         public boolean active() {
             return rule.active();
@@ -70,8 +74,7 @@ final class AgentBackend implements Backend {
 
         @Override
         public void setBound(int bytes) throws IOException {
-            Rules.checkBound(bytes);
-            rule.setBound(bytes);
+            rule.setBound(bytes); // checked as its request is made
         }
 
         @Override
@@ -81,7 +84,7 @@ final class AgentBackend implements Backend {
 
         @Override
         public String toString() {
-            return "OptIn[port=" + port + ", active=" + active() + "]";
+            return "OptIn[port=" + port() + ", active=" + active() + "]";
         }
     }
 }

@@ -2,7 +2,7 @@ package io.github.sockmap4j;
 
 import io.github.sockmap4j.internal.flow.FastPath;
 import java.io.IOException;
-import java.net.InetAddress;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import java.nio.file.Path;
 import java.util.Optional;
 
@@ -52,11 +52,8 @@ sealed interface Backend permits KernelBackend, AgentBackend, OffBackend {
         return Optional.empty();
     }
 
-    /**
-     * Opts {@code port} in for servers in {@code network/bits} (the policy key's bits), checked
-     * already; {@code required} is the configuration's.
-     */
-    OptIn optIn(int port, InetAddress network, int bits, int boundBytes, boolean required) throws IOException;
+    /** Opts {@code rule} in with a bound checked already; {@code required} is the configuration's. */
+    OptIn optIn(PolicyRule rule, int boundBytes, boolean required) throws IOException;
 
     /** The kernel's counters; zeros where this process cannot read them. */
     default SockmapStats stats() {

@@ -4,10 +4,8 @@ import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.linux.bpf.KernelSockmap;
 import io.github.sockmap4j.linux.bpf.PolicyRule;
-import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.nio.file.Path;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -66,8 +64,8 @@ final class KernelBackend implements Backend {
     }
 
     @Override
-    public OptIn optIn(int port, InetAddress network, int bits, int boundBytes, boolean required) throws IOException {
-        return new Rule(this, kernel.optIn(port, network, bits, boundBytes), port);
+    public OptIn optIn(PolicyRule rule, int boundBytes, boolean required) throws IOException {
+        return new Rule(this, kernel.optIn(rule, boundBytes));
     }
 
     @Override
@@ -107,18 +105,16 @@ final class KernelBackend implements Backend {
     private static final class Rule implements OptIn {
         private final KernelBackend backend;
         private final PolicyRule rule;
-        private final int port;
         private boolean closed;
 
-        Rule(KernelBackend backend, PolicyRule rule, int port) {
+        Rule(KernelBackend backend, PolicyRule rule) {
             this.backend = backend;
             this.rule = rule;
-            this.port = port;
         }
 
         @Override
         public int port() {
-            return port;
+            return rule.port();
         }
 
         @Override
@@ -128,12 +124,12 @@ final class KernelBackend implements Backend {
 
         @Override
         public synchronized void setBound(int bytes) throws IOException {
-            Rules.checkBound(bytes);
+            PolicyRule.checkBound(bytes);
             if (!active()) {
                 return;
             }
             backend.kernel.setPolicyBound(rule, bytes);
-            backend.fastPath.boundChanged(port);
+            backend.fastPath.boundChanged(rule.port());
         }
 
         @Override
@@ -146,7 +142,7 @@ final class KernelBackend implements Backend {
 
         @Override
         public String toString() {
-            return "OptIn[port=" + port + ", active=" + active() + "]";
+            return "OptIn[port=" + rule.port() + ", active=" + active() + "]";
         }
     }
 }

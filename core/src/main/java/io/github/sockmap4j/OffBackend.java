@@ -1,7 +1,6 @@
 package io.github.sockmap4j;
 
-import io.github.sockmap4j.linux.bpf.Rules;
-import java.net.InetAddress;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 
 /**
  * Plain TCP: a prerequisite is missing, the fast path was turned off, or the process is exiting.
@@ -13,8 +12,8 @@ import java.net.InetAddress;
 record OffBackend(String cause, Throwable causeException) implements Backend {
 
     @Override
-    public OptIn optIn(int port, InetAddress network, int bits, int boundBytes, boolean required) {
-        return new NoRule(port);
+    public OptIn optIn(PolicyRule rule, int boundBytes, boolean required) {
+        return new NoRule(rule.port());
     }
 
     @Override
@@ -30,7 +29,7 @@ record OffBackend(String cause, Throwable causeException) implements Backend {
 
         @Override
         public void setBound(int bytes) {
-            Rules.checkBound(bytes);
+            PolicyRule.checkBound(bytes);
         }
 
         @Override

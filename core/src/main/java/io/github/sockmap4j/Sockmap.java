@@ -8,7 +8,7 @@ import io.github.sockmap4j.linux.bpf.KernelProbe;
 import io.github.sockmap4j.linux.bpf.KernelSockmap;
 import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.linux.bpf.PolicyKeyLayout;
-import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentClient;
 import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Platform;
@@ -318,13 +318,12 @@ public final class Sockmap implements AutoCloseable {
      * has not read yet. Past it the sender goes by TCP and TCP's window blocks it.
      */
     public OptIn optIn(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
-        Rules.checkBound(boundBytes);
-        Rules.checkPort(port);
-        int bits = Rules.keyBits(network, prefixBits);
+        PolicyRule rule = PolicyRule.of(port, network, prefixBits);
+        PolicyRule.checkBound(boundBytes);
         if (closed) {
             return new OffBackend.NoRule(port);
         }
-        return backend.optIn(port, network, bits, boundBytes, config.required());
+        return backend.optIn(rule, boundBytes, config.required());
     }
 
     /**

@@ -20,7 +20,7 @@ import io.github.sockmap4j.linux.bpf.LockDir;
 import io.github.sockmap4j.linux.bpf.Pins;
 import io.github.sockmap4j.linux.bpf.PolicyMap;
 import io.github.sockmap4j.linux.bpf.RetiredSets;
-import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.linux.net.UnixListener;
@@ -242,8 +242,8 @@ public final class NodeAgent implements AutoCloseable {
     public void hold(Owner owner, List<Rule> rules) {
         List<AgentRequest> wanted = new ArrayList<>();
         for (Rule r : rules) {
-            wanted.add(new AgentRequest(AgentRequest.Verb.ALLOW, r.port(), r.network(),
-                    Rules.keyBits(r.network(), r.prefixBits()), r.bound()));
+            wanted.add(new AgentRequest(AgentRequest.Verb.ALLOW, PolicyRule.of(r.port(), r.network(), r.prefixBits()),
+                    r.bound()));
         }
         book.hold(owner, wanted);
     }

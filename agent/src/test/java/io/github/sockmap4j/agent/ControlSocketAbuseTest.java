@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent;
 
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -509,10 +510,10 @@ class ControlSocketAbuseTest {
         }
         try (AgentClient root = AgentClient.connectIfRunning(SockmapAdmin.of(pins).agentSocket())) {
             for (int i = 0; i < 5; i++) {
-                root.call(new AgentRequest(AgentRequest.Verb.ALLOW, port + i, null, 0, 0));
+                root.call(new AgentRequest(AgentRequest.Verb.ALLOW, PolicyRule.anyAddress(port + i), 0));
             }
             for (int i = 0; i < 5; i++) {
-                root.call(new AgentRequest(AgentRequest.Verb.DENY, port + i, null, 0, 0));
+                root.call(new AgentRequest(AgentRequest.Verb.DENY, PolicyRule.anyAddress(port + i), 0));
             }
         }
     }

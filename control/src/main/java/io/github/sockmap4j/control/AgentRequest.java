@@ -1,5 +1,6 @@
 package io.github.sockmap4j.control;
 
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.linux.bpf.ServiceMap;
 import io.github.sockmap4j.linux.net.Cidr;
 import java.net.InetAddress;
@@ -29,13 +30,12 @@ import java.util.stream.Collectors;
  * </pre>
  *
  * KEYBITS counts the bits of the policy key's 16-byte address (an IPv4 prefix of n bits is 96 + n),
- * 0 with {@code *}. The agent answers one line, {@code OK text} or {@code ERR text}; to LIST (and
+ * 0 with {@code *}: a {@link PolicyRule}, checked as it is made when the line is parsed. The agent answers one line, {@code OK text} or {@code ERR text}; to LIST (and
  * SERVICES) it answers {@code OK N} and then N lines, one a rule (a Service), each up to {@link #MAX_LIST_LINE} bytes, so
  * that a list of any length arrives whole. A refusal always says why; an agent that refuses a
  * connection (too many of one user's) says so in an {@code ERR} line before it closes it.
  */
-public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits, int bound,
-                           ServiceMap.Service service) {
+public record AgentRequest(Verb verb, PolicyRule rule, int bound, ServiceMap.Service service) {
     /**
      * How the agent's line starts when it closes a connection that held no rule and sent nothing for
      * its idle time: the client held nothing there, and may connect again.
@@ -53,49 +53,48 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
     /** The longest line of a LIST answer (a rule with many holders). */
     public static final int MAX_LIST_LINE = 1 << 20;
 
-    /** A rule request (or PING, LIST). */
-    public AgentRequest(Verb verb, int port, InetAddress network, int keyBits, int bound) {
-        this(verb, port, network, keyBits, bound, null);
+    /** A rule request: ALLOW, OPTIN, BOUND or DENY ({@code bound} 0 for DENY). */
+    public AgentRequest(Verb verb, PolicyRule rule, int bound) {
+        this(verb, rule, bound, null);
     }
 
+    /** The rule's values were checked when it was made; here, which fields each verb carries. */
     public AgentRequest {
-        if (verb == Verb.SERVICE || verb == Verb.UNSERVICE) {
-            if (service == null) {
-                throw new IllegalArgumentException(verb + " needs a Service");
+        switch (verb) {
+            case SERVICE, UNSERVICE -> {
+                if (service == null) {
+                    throw new IllegalArgumentException(verb + " needs a Service");
+                }
             }
-        } else if (verb != Verb.PING && verb != Verb.LIST && verb != Verb.SERVICES) {
-            if (port < 1 || port > 65535) {
-                throw new IllegalArgumentException("port must be 1..65535: " + port);
+            case ALLOW, OPTIN, BOUND, DENY -> {
+                if (rule == null) {
+                    throw new IllegalArgumentException(verb + " needs a rule");
+                }
+                PolicyRule.checkBound(bound);
             }
-            int max = network == null ? 0 : 128;
-            if (keyBits < 0 || keyBits > max || (network != null && network.getAddress().length == 4 && keyBits < 96)) {
-                throw new IllegalArgumentException("address bits must be " + (network == null ? "0 for any address"
-                        : network.getAddress().length == 4 ? "96..128 for an IPv4 network" : "0..128") + ": " + keyBits);
-            }
-            if (bound < -1) {
-                throw new IllegalArgumentException("bound must be >= 0 bytes, or -1 (unbounded): " + bound);
+            default -> {
             }
         }
     }
 
     public static AgentRequest ping() {
-        return new AgentRequest(Verb.PING, 0, null, 0, 0);
+        return new AgentRequest(Verb.PING, null, 0, null);
     }
 
     public static AgentRequest list() {
-        return new AgentRequest(Verb.LIST, 0, null, 0, 0);
+        return new AgentRequest(Verb.LIST, null, 0, null);
     }
 
     public static AgentRequest services() {
-        return new AgentRequest(Verb.SERVICES, 0, null, 0, 0);
+        return new AgentRequest(Verb.SERVICES, null, 0, null);
     }
 
     public static AgentRequest putService(ServiceMap.Service s) {
-        return new AgentRequest(Verb.SERVICE, 0, null, 0, 0, s);
+        return new AgentRequest(Verb.SERVICE, null, 0, s);
     }
 
     public static AgentRequest removeService(InetSocketAddress vip) {
-        return new AgentRequest(Verb.UNSERVICE, 0, null, 0, 0, new ServiceMap.Service(vip, List.of(), List.of(), false));
+        return new AgentRequest(Verb.UNSERVICE, null, 0, new ServiceMap.Service(vip, List.of(), List.of(), false));
     }
 
     /** A Service as the control socket's SERVICES lists it ("VIP local=... remote=..."). */
@@ -125,8 +124,8 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
             return verb == Verb.UNSERVICE ? head : head + " " + (service.localOnly() ? "only" : "all") + " "
                     + endpoints(service.local()) + " " + endpoints(service.remote());
         }
-        String net = network == null ? "*" : Cidr.text(network);
-        return verb + " " + port + " " + net + " " + keyBits + (verb == Verb.DENY ? "" : " " + bound);
+        String net = rule.network() == null ? "*" : Cidr.text(rule.network());
+        return verb + " " + rule.port() + " " + net + " " + rule.keyBits() + (verb == Verb.DENY ? "" : " " + bound);
     }
 
     /**
@@ -157,7 +156,7 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
             if (f.length != fields) {
                 throw new IllegalArgumentException(verb + " takes " + (fields - 1) + " fields: '" + line + "'");
             }
-            InetSocketAddress vip = new InetSocketAddress(literal(f[1]), port(f[2], line));
+            InetSocketAddress vip = new InetSocketAddress(literal(f[1]), parsePort(f[2], line));
             if (verb == Verb.UNSERVICE) {
                 return removeService(vip);
             }
@@ -174,24 +173,21 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
         }
         try {
             InetAddress net = f[2].equals("*") ? null : literal(f[2]);
-            return new AgentRequest(verb, Integer.parseInt(f[1]), net, Integer.parseInt(f[3]),
+            return new AgentRequest(verb, new PolicyRule(Integer.parseInt(f[1]), net, Integer.parseInt(f[3])),
                     verb == Verb.DENY ? 0 : Integer.parseInt(f[4]));
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("not a number in '" + line + "'");
         }
     }
 
-    private static int port(String s, String line) {
+    private static int parsePort(String s, String line) {
         int port;
         try {
             port = Integer.parseInt(s);
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("not a port: '" + s + "' in '" + line + "'");
         }
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port must be 1..65535: " + port);
-        }
-        return port;
+        return PolicyRule.anyAddress(port).port(); // checked as a rule's port is
     }
 
     /**
@@ -222,7 +218,7 @@ public record AgentRequest(Verb verb, int port, InetAddress network, int keyBits
         } else if (host.contains(":")) {
             throw new IllegalArgumentException("'" + e + "': write an IPv6 address as [IPV6]:PORT");
         }
-        return new InetSocketAddress(literal(host), port(e.substring(colon + 1), line));
+        return new InetSocketAddress(literal(host), parsePort(e.substring(colon + 1), line));
     }
 
     /** An address literal only: the agent never resolves names. */

@@ -1,8 +1,7 @@
 package io.github.sockmap4j.control;
 
-import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import java.io.IOException;
-import java.net.InetAddress;
 
 /**
  * A rule a node agent holds for as long as the connection of {@code agent} (made with OPTIN):
@@ -13,23 +12,23 @@ import java.net.InetAddress;
  */
 public final class AgentRule implements AutoCloseable {
     private final AgentClient agent;
-    private final int port;
-    private final InetAddress network;
-    private final int bits;
+    private final PolicyRule rule;
     private boolean closed;
 
-    /** Asks the agent for the rule ({@code bits}: the policy key's) and returns its handle. */
-    public static AgentRule request(AgentClient agent, int port, InetAddress network, int bits, int bound)
-            throws IOException {
-        agent.call(new AgentRequest(AgentRequest.Verb.OPTIN, port, network, bits, bound));
-        return new AgentRule(agent, port, network, bits);
+    /** Asks the agent for {@code rule} with {@code bound} and returns its handle. */
+    public static AgentRule request(AgentClient agent, PolicyRule rule, int bound) throws IOException {
+        agent.call(new AgentRequest(AgentRequest.Verb.OPTIN, rule, bound));
+        return new AgentRule(agent, rule);
     }
 
-    AgentRule(AgentClient agent, int port, InetAddress network, int bits) {
+    AgentRule(AgentClient agent, PolicyRule rule) {
         this.agent = agent;
-        this.port = port;
-        this.network = network;
-        this.bits = bits;
+        this.rule = rule;
+    }
+
+    /** The rule held. */
+    public PolicyRule rule() {
+        return rule;
     }
 
     /** Whether this rule is still held (not closed). */
@@ -39,8 +38,7 @@ public final class AgentRule implements AutoCloseable {
 
     /** Asks the agent to change the rule's in-flight bound. */
     public void setBound(int bytes) throws IOException {
-        Rules.checkBound(bytes);
-        agent.call(new AgentRequest(AgentRequest.Verb.BOUND, port, network, bits, bytes));
+        agent.call(new AgentRequest(AgentRequest.Verb.BOUND, rule, bytes));
     }
 
     @Override
@@ -48,7 +46,7 @@ public final class AgentRule implements AutoCloseable {
         if (!closed) {
             closed = true;
             try {
-                agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, bits, 0));
+                agent.call(new AgentRequest(AgentRequest.Verb.DENY, rule, 0));
             } catch (IOException ignored) {
                 // An agent that is gone dropped the rule with the connection, or its successor will.
             }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import java.net.InetAddress;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
@@ -20,10 +21,10 @@ class AgentRequestTest {
         InetAddress net = InetAddress.getByName("10.1.2.0");
         for (AgentRequest.Verb v : new AgentRequest.Verb[] {AgentRequest.Verb.ALLOW, AgentRequest.Verb.OPTIN,
             AgentRequest.Verb.BOUND}) {
-            AgentRequest r = new AgentRequest(v, port, net, 96 + v4Bits, bound);
+            AgentRequest r = new AgentRequest(v, new PolicyRule(port, net, 96 + v4Bits), bound);
             assertEquals(r, AgentRequest.parse(r.format()));
         }
-        AgentRequest deny = new AgentRequest(AgentRequest.Verb.DENY, port, null, 0, 0);
+        AgentRequest deny = new AgentRequest(AgentRequest.Verb.DENY, PolicyRule.anyAddress(port), 0);
         assertEquals(deny, AgentRequest.parse(deny.format()));
     }
 
@@ -55,16 +56,25 @@ class AgentRequestTest {
     void aScopedAddressIsWrittenWithoutItsScope() throws Exception {
         InetAddress scoped = java.net.Inet6Address.getByAddress(null, InetAddress.getByName("::1").getAddress(),
                 java.net.NetworkInterface.getByName("lo"));
-        AgentRequest r = new AgentRequest(AgentRequest.Verb.OPTIN, 7050, scoped, 128, 0);
+        AgentRequest r = new AgentRequest(AgentRequest.Verb.OPTIN, new PolicyRule(7050, scoped, 128), 0);
         assertEquals("OPTIN 7050 0:0:0:0:0:0:0:1 128 0", r.format());
-        assertEquals(InetAddress.getByName("::1"), AgentRequest.parse(r.format()).network());
+        assertEquals(InetAddress.getByName("::1"), AgentRequest.parse(r.format()).rule().network());
+    }
+
+    /** A line is made into its rule once, as the map keys it: host bits past the prefix name the same rule. */
+    @Test
+    void aRuleIsReadAsTheMapKeysIt() throws Exception {
+        AgentRequest a = AgentRequest.parse("ALLOW 80 10.1.2.3 104 0");
+        assertEquals(AgentRequest.parse("ALLOW 80 10.0.0.0 104 0"), a);
+        assertEquals("ALLOW 80 10.0.0.0 104 0", a.format());
+        assertEquals(PolicyRule.of(80, InetAddress.getByName("10.0.0.0"), 8), a.rule());
     }
 
     @Test
     void pingNeedsNothingElse() {
         AgentRequest p = AgentRequest.parse("ping");
         assertEquals(AgentRequest.Verb.PING, p.verb());
-        assertNull(p.network());
+        assertNull(p.rule());
         assertEquals("PING", p.format());
     }
 

@@ -3,7 +3,6 @@ package io.github.sockmap4j.admin;
 import io.github.sockmap4j.OptIn;
 import io.github.sockmap4j.linux.bpf.PolicyMap;
 import io.github.sockmap4j.linux.bpf.PolicyRule;
-import io.github.sockmap4j.linux.bpf.Rules;
 import io.github.sockmap4j.linux.bpf.ServiceMap;
 import io.github.sockmap4j.control.AgentClient;
 import io.github.sockmap4j.control.AgentRequest;
@@ -101,8 +100,7 @@ public final class PolicyClient implements AutoCloseable {
 
     /** Opts a server port in for addresses within {@code network/prefixBits}. */
     public OptIn optIn(int port, InetAddress network, int prefixBits) throws IOException {
-        Rules.checkPort(port);
-        return writer.optIn(port, network, Rules.keyBits(network, prefixBits));
+        return writer.optIn(PolicyRule.of(port, network, prefixBits));
     }
 
     /** {@link #allow(int, InetAddress, int, int)} for {@code rule}. */
@@ -122,9 +120,9 @@ public final class PolicyClient implements AutoCloseable {
      * @param network null for any address
      */
     public void allow(int port, InetAddress network, int prefixBits, int boundBytes) throws IOException {
-        Rules.checkPort(port);
-        Rules.checkBound(boundBytes);
-        writer.allow(port, network, Rules.keyBits(network, prefixBits), boundBytes);
+        PolicyRule rule = PolicyRule.of(port, network, prefixBits);
+        PolicyRule.checkBound(boundBytes);
+        writer.allow(rule, boundBytes);
     }
 
     /**
@@ -132,8 +130,7 @@ public final class PolicyClient implements AutoCloseable {
      * such rule; through an agent, a rule that is not there or not the caller's is refused with why.
      */
     public boolean deny(int port, InetAddress network, int prefixBits) throws IOException {
-        Rules.checkPort(port);
-        return writer.deny(port, network, Rules.keyBits(network, prefixBits));
+        return writer.deny(PolicyRule.of(port, network, prefixBits));
     }
 
     /**
@@ -170,13 +167,13 @@ public final class PolicyClient implements AutoCloseable {
         writer.close();
     }
 
-    /** Where a client's changes go, arguments already checked; bits as the policy map keys them. */
+    /** Where a client's changes go, rules and bounds already checked. */
     private sealed interface Writer permits ThroughAgent, IntoMaps {
-        OptIn optIn(int port, InetAddress network, int bits) throws IOException;
+        OptIn optIn(PolicyRule rule) throws IOException;
 
-        void allow(int port, InetAddress network, int bits, int boundBytes) throws IOException;
+        void allow(PolicyRule rule, int boundBytes) throws IOException;
 
-        boolean deny(int port, InetAddress network, int bits) throws IOException;
+        boolean deny(PolicyRule rule) throws IOException;
 
         void putService(ServiceMap.Service s) throws IOException;
 
@@ -192,12 +189,12 @@ public final class PolicyClient implements AutoCloseable {
     /** Requests to the node agent, which checks them against its policy file and writes the maps. */
     private record ThroughAgent(AgentClient agent) implements Writer {
         @Override
-        public OptIn optIn(int port, InetAddress network, int bits) throws IOException {
-            AgentRule held = AgentRule.request(agent, port, network, bits, 0);
+        public OptIn optIn(PolicyRule rule) throws IOException {
+            AgentRule held = AgentRule.request(agent, rule, 0);
             return new OptIn() {
                 @Override
                 public int port() {
-                    return port;
+                    return rule.port();
                 }
 
                 @Override
@@ -218,14 +215,14 @@ public final class PolicyClient implements AutoCloseable {
         }
 
         @Override
-        public void allow(int port, InetAddress network, int bits, int boundBytes) throws IOException {
-            agent.call(new AgentRequest(AgentRequest.Verb.ALLOW, port, network, bits, boundBytes));
+        public void allow(PolicyRule rule, int boundBytes) throws IOException {
+            agent.call(new AgentRequest(AgentRequest.Verb.ALLOW, rule, boundBytes));
         }
 
         @Override
-        public boolean deny(int port, InetAddress network, int bits) throws IOException {
+        public boolean deny(PolicyRule rule) throws IOException {
             // The agent refuses, with why, a rule that is not there or not the caller's.
-            agent.call(new AgentRequest(AgentRequest.Verb.DENY, port, network, bits, 0));
+            agent.call(new AgentRequest(AgentRequest.Verb.DENY, rule, 0));
             return true;
         }
 
@@ -263,14 +260,14 @@ public final class PolicyClient implements AutoCloseable {
     /** The pinned maps written directly: root, or whoever the pins were granted to. */
     private record IntoMaps(PolicyMap policy, Path pinDirectory) implements Writer {
         @Override
-        public OptIn optIn(int port, InetAddress network, int bits) throws IOException {
-            PolicyRule rule = policy.add(port, network, bits);
+        public OptIn optIn(PolicyRule rule) throws IOException {
+            policy.add(rule);
             return new OptIn() {
                 private boolean closed;
 
                 @Override
                 public int port() {
-                    return port;
+                    return rule.port();
                 }
 
                 @Override
@@ -280,7 +277,7 @@ public final class PolicyClient implements AutoCloseable {
 
                 @Override
                 public void setBound(int bytes) throws IOException {
-                    Rules.checkBound(bytes);
+                    PolicyRule.checkBound(bytes);
                     policy.setBound(rule, bytes);
                 }
 
@@ -295,21 +292,18 @@ public final class PolicyClient implements AutoCloseable {
         }
 
         @Override
-        public void allow(int port, InetAddress network, int bits, int boundBytes) throws IOException {
-            PolicyRule rule = policy.add(port, network, bits);
-            if (boundBytes != 0) {
-                policy.setBound(rule, boundBytes);
-            }
+        public void allow(PolicyRule rule, int boundBytes) throws IOException {
+            policy.put(rule, boundBytes);
         }
 
         @Override
-        public boolean deny(int port, InetAddress network, int bits) throws IOException {
-            int rc = policy.tryRemove(policy.rule(port, network, bits));
+        public boolean deny(PolicyRule rule) throws IOException {
+            int rc = policy.tryRemove(rule);
             if (rc == -Errno.ENOENT) {
                 return false;
             }
             if (rc != 0) {
-                throw Errno.error("removing the rule for port " + port + " from the policy map", rc);
+                throw Errno.error("removing the rule for " + rule + " from the policy map", rc);
             }
             return true;
         }

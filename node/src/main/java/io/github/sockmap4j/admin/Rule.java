@@ -1,6 +1,6 @@
 package io.github.sockmap4j.admin;
 
-import io.github.sockmap4j.linux.bpf.Rules;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import java.net.InetAddress;
 
 /**
@@ -15,11 +15,17 @@ import java.net.InetAddress;
  * @param bound      the in-flight bound in bytes; 0: each receiver's
  */
 public record Rule(int port, InetAddress network, int prefixBits, int bound) {
-    /** @throws IllegalArgumentException saying which value is out of range */
+    /**
+     * Checked as every rule is, by the one shape the agent and the map take it in: the network
+     * kept as the map keys it (its bits past the prefix zeroed; any address as null and 0).
+     *
+     * @throws IllegalArgumentException saying which value is out of range
+     */
     public Rule {
-        Rules.checkPort(port);
-        Rules.checkBound(bound);
-        Rules.keyBits(network, prefixBits);
+        PolicyRule where = PolicyRule.of(port, network, prefixBits);
+        PolicyRule.checkBound(bound);
+        network = where.network();
+        prefixBits = where.prefixBits();
     }
 
     /** Any address on {@code port}, each receiver's bound. */
@@ -42,9 +48,6 @@ public record Rule(int port, InetAddress network, int prefixBits, int bound) {
             throw new IllegalArgumentException("not a port: '" + p[0] + "' (expected PORT or PORT/CIDR, e.g. 8080 or "
                     + "8080/10.0.0.0/8)");
         }
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port must be 1..65535: " + port);
-        }
         if (p.length == 1) {
             return port(port);
         }
@@ -65,7 +68,7 @@ public record Rule(int port, InetAddress network, int prefixBits, int bound) {
 
     /** {@code PORT} or {@code PORT/ADDRESS/BITS}, as {@link #parse} reads it. */
     public String target() {
-        return network == null ? Integer.toString(port) : port + "/" + network.getHostAddress() + "/" + prefixBits;
+        return PolicyRule.of(port, network, prefixBits).target();
     }
 
     @Override

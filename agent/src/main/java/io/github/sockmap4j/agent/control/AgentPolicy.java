@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.net.Cidr;
 import java.io.IOException;
@@ -221,16 +222,17 @@ public final class AgentPolicy {
             return "only root may make a rule unbounded (uid " + uid + " asked for bound -1); ask for a bound in bytes";
         }
         long bound = Integer.toUnsignedLong(request.bound());
-        String where = request.network() == null ? "any address"
-                : request.network().getHostAddress() + " (" + request.keyBits() + " key bits)";
+        PolicyRule rule = request.rule();
+        String where = rule.network() == null ? "any address"
+                : rule.network().getHostAddress() + " (" + rule.keyBits() + " key bits)";
         boolean portAndNet = false;
         long largest = -1;
         for (Grant g : grants) {
             boolean mine = g.group() ? gids.contains(g.id()) : g.id() == uid;
-            if (!mine || !coversPort(g, request.port())) {
+            if (!mine || !coversPort(g, rule.port())) {
                 continue;
             }
-            if (g.networks().stream().noneMatch(n -> n.covers(request.network(), request.keyBits()))) {
+            if (g.networks().stream().noneMatch(n -> n.covers(rule.network(), rule.keyBits()))) {
                 continue;
             }
             portAndNet = true;
@@ -242,10 +244,10 @@ public final class AgentPolicy {
         String policy = file == null ? "the agent runs without a policy file (--policy), so only root may opt in"
                 : "see the agent's policy file " + file;
         if (portAndNet) {
-            return "uid " + uid + " may set bounds up to " + largest + " bytes on port " + request.port() + ", not "
+            return "uid " + uid + " may set bounds up to " + largest + " bytes on port " + rule.port() + ", not "
                     + bound + " (" + policy + ")";
         }
-        return "uid " + uid + " may not opt in port " + request.port() + " for " + where + ": no grant for it ("
+        return "uid " + uid + " may not opt in port " + rule.port() + " for " + where + ": no grant for it ("
                 + policy + ")";
     }
 
@@ -264,7 +266,7 @@ public final class AgentPolicy {
         all.addAll(s.local());
         all.addAll(s.remote());
         for (java.net.InetSocketAddress a : all) {
-            String no = refusal(uid, gids, new AgentRequest(AgentRequest.Verb.ALLOW, a.getPort(), a.getAddress(), 128, 0));
+            String no = refusal(uid, gids, new AgentRequest(AgentRequest.Verb.ALLOW, new PolicyRule(a.getPort(), a.getAddress(), 128), 0));
             if (no != null) {
                 return "uid " + uid + " may not put the Service " + AgentRequest.show(s.vip()) + ": "
                         + (a == s.vip() ? "its address" : "its endpoint " + AgentRequest.show(a)) + " is not in a grant "

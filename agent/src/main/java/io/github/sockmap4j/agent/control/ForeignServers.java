@@ -1,6 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
-import io.github.sockmap4j.linux.bpf.SockKeyLayout;
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentRequest;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -30,15 +30,16 @@ final class ForeignServers {
         if (uid == 0 || req.bound() == 0) {
             return null;
         }
+        PolicyRule rule = req.rule();
         boolean own = false;
         List<Listeners.Listener> found;
         try {
-            found = listeners.apply(req.port(), pid);
+            found = listeners.apply(rule.port(), pid);
         } catch (Listeners.NotRead e) {
             return e.getMessage();
         }
         for (Listeners.Listener s : found) {
-            if (!covers(req, s.address())) {
+            if (!covers(rule, s.address())) {
                 continue;
             }
             if (s.uid() != uid) {
@@ -50,27 +51,16 @@ final class ForeignServers {
         }
         if (!own) {
             // Set ahead of any server, a bound would fall on whoever listens there next.
-            return "no server of uid " + uid + " listens on port " + req.port() + (req.network() == null ? ""
-                    : " within " + AgentRequest.show(new InetSocketAddress(req.network(), req.port()))
-                    + "/" + req.keyBits()) + ": a bound is set on one's own server once it listens (or bound 0, "
+            return "no server of uid " + uid + " listens on port " + rule.port() + (rule.network() == null ? ""
+                    : " within " + AgentRequest.show(new InetSocketAddress(rule.network(), rule.port()))
+                    + "/" + rule.keyBits()) + ": a bound is set on one's own server once it listens (or bound 0, "
                     + "the receiver's own)";
         }
         return null;
     }
 
     /** Whether a server listening on {@code address} falls under the rule's network (a wildcard one always). */
-    static boolean covers(AgentRequest req, InetAddress address) {
-        if (req.network() == null || address.isAnyLocalAddress()) {
-            return true;
-        }
-        byte[] a = SockKeyLayout.mapped(address);
-        byte[] n = SockKeyLayout.mapped(req.network());
-        for (int bit = 0; bit < req.keyBits(); bit++) {
-            int mask = 0x80 >>> (bit % 8);
-            if ((a[bit / 8] & mask) != (n[bit / 8] & mask)) {
-                return false;
-            }
-        }
-        return true;
+    static boolean covers(PolicyRule rule, InetAddress address) {
+        return address.isAnyLocalAddress() || rule.covers(address);
     }
 }

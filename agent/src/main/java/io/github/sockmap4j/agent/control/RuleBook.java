@@ -6,13 +6,9 @@ import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.net.Cidr;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -41,25 +37,20 @@ public final class RuleBook {
     record Holder(int uid, Owner owner, long pid) {
     }
 
-    /** A rule as the map has it, and its holders. */
+    /** A rule as the map has it, its bound, and its holders. */
     static final class Entry {
-        final int port;
-        final InetAddress network;
-        final int keyBits;
-        final PolicyRule key;
+        final PolicyRule rule;
         int bound;
         final List<Holder> holders = new ArrayList<>();
 
-        Entry(int port, InetAddress network, int keyBits, PolicyRule key, int bound) {
-            this.port = port;
-            this.network = network;
-            this.keyBits = keyBits;
-            this.key = key;
+        Entry(PolicyRule rule, int bound) {
+            this.rule = rule;
             this.bound = bound;
         }
 
         String describe() {
-            return port + (network == null ? "" : "/" + network.getHostAddress() + " (" + keyBits + " key bits)");
+            return rule.port() + (rule.network() == null ? ""
+                    : "/" + rule.network().getHostAddress() + " (" + rule.keyBits() + " key bits)");
         }
     }
 
@@ -73,10 +64,10 @@ public final class RuleBook {
     }
 
     private final PolicyMap policy;
-    private final Map<String, Entry> rules = new LinkedHashMap<>();
+    private final Map<PolicyRule, Entry> rules = new LinkedHashMap<>();
     private final RuleJournal journal;
     /** Rules changed since the last save. */
-    private final Set<String> dirty = new LinkedHashSet<>();
+    private final Set<PolicyRule> dirty = new LinkedHashSet<>();
 
     private RuleBook(PolicyMap policy, Path file) {
         this.policy = policy;
@@ -94,14 +85,11 @@ public final class RuleBook {
      */
     public static RuleBook load(PolicyMap policy, Path file, boolean restore) throws IOException {
         RuleBook b = new RuleBook(policy, file);
-        Set<String> inMap = new java.util.HashSet<>(policy.keysHex());
+        Set<PolicyRule> inMap = new java.util.HashSet<>(policy.rules());
         java.util.List<String> unread = new java.util.ArrayList<>();
         String why = null;
         for (String line : b.journal.live()) {
             String[] f = line.split("\t");
-            InetAddress net;
-            int port;
-            int bits;
             int bound;
             Owner owner;
             long pid;
@@ -111,56 +99,41 @@ public final class RuleBook {
                 if (f.length != 7) {
                     throw new IllegalArgumentException("not 7 fields");
                 }
-                net = f[4].equals("*") ? null : Cidr.literal(f[4]);
-                port = Integer.parseInt(f[3]);
-                bits = Integer.parseInt(f[5]);
+                key = new PolicyRule(Integer.parseInt(f[3]), f[4].equals("*") ? null : Cidr.literal(f[4]),
+                        Integer.parseInt(f[5]));
                 bound = Integer.parseInt(f[6]);
                 owner = Owner.parse(f[1]);
                 pid = Long.parseLong(f[2]);
                 uid = Integer.parseInt(f[0]);
-                key = policy.rule(port, net, bits);
             } catch (IllegalArgumentException e) {
                 unread.add(line);
                 why = why != null ? why : e.getMessage();
                 continue;
             }
-            if (!inMap.contains(key.prefixHex())) {
+            if (!inMap.contains(key)) {
                 if (!restore) {
                     continue; // removed from the map while no agent ran
                 }
                 policy.put(key, bound);
-                inMap.add(key.prefixHex());
+                inMap.add(key);
             }
-            Entry r = b.rules.computeIfAbsent(key.prefixHex(), k -> new Entry(port, net, bits, key, bound));
+            Entry r = b.rules.computeIfAbsent(key, k -> new Entry(k, bound));
             if (owner.kind() == Owner.Kind.CONNECTION) {
                 owner = Owner.process(pid); // that connection ended with the previous agent
             }
             r.holders.add(new Holder(uid, owner, pid));
         }
         RuleJournal.setAside(file, unread, why);
-        for (String hex : inMap) {
-            if (!b.rules.containsKey(hex)) {
-                Entry r = decode(policy, hex);
+        for (PolicyRule key : inMap) {
+            if (!b.rules.containsKey(key)) {
+                Entry r = new Entry(key, (int) policy.boundOf(key));
                 r.holders.add(new Holder(0, Owner.USER, 0));
-                b.rules.put(hex, r);
+                b.rules.put(key, r);
             }
         }
         b.reapDeadProcesses();
         b.compact();
         return b;
-    }
-
-    /** A rule from its map key (prefixlen, big-endian port, v4-mapped address). */
-    private static Entry decode(PolicyMap policy, String hex) throws IOException {
-        ByteBuffer k = ByteBuffer.wrap(HexFormat.of().parseHex(hex)).order(ByteOrder.nativeOrder());
-        int bits = k.getInt(0) - 16;
-        int port = ((k.get(4) & 0xff) << 8) | (k.get(5) & 0xff);
-        byte[] addr = new byte[16];
-        k.get(6, addr);
-        InetAddress net = bits == 0 ? null : InetAddress.getByAddress(addr); // v4-mapped comes back as IPv4
-        PolicyRule key = policy.rule(port, net, bits);
-        long bound = policy.boundOf(key);
-        return new Entry(port, net, bits, key, (int) bound);
     }
 
     /**
@@ -180,8 +153,8 @@ public final class RuleBook {
      */
     public synchronized String apply(int uid, long pid, Owner connection, AgentRequest req, int quota)
             throws Refused, IOException {
-        PolicyRule key = policy.rule(req.port(), req.network(), req.keyBits());
-        Entry r = rules.get(key.prefixHex());
+        PolicyRule key = req.rule();
+        Entry r = rules.get(key);
         switch (req.verb()) {
             case ALLOW, OPTIN -> {
                 Owner owner = req.verb() == AgentRequest.Verb.ALLOW ? Owner.USER : connection;
@@ -196,8 +169,8 @@ public final class RuleBook {
                 }
                 if (r == null) {
                     policy.put(key, req.bound());
-                    r = new Entry(req.port(), req.network(), req.keyBits(), key, req.bound());
-                    rules.put(key.prefixHex(), r);
+                    r = new Entry(key, req.bound());
+                    rules.put(key, r);
                 } else if (r.bound != req.bound()) {
                     checkSoleHolder(uid, r, "change its bound");
                     policy.setBound(key, req.bound());
@@ -207,25 +180,25 @@ public final class RuleBook {
                 if (!r.holders.contains(h)) {
                     r.holders.add(h);
                 }
-                dirty.add(key.prefixHex());
+                dirty.add(key);
                 save();
                 return (req.verb() == AgentRequest.Verb.ALLOW ? "allowed " : "opted in ") + r.describe()
                         + " bound " + Integer.toUnsignedString(r.bound);
             }
             case BOUND -> {
                 if (r == null) {
-                    throw new Refused("no rule for " + req.port() + ": opt it in first");
+                    throw new Refused("no rule for " + key.port() + ": opt it in first");
                 }
                 checkSoleHolder(uid, r, "change its bound");
                 policy.setBound(key, req.bound());
                 r.bound = req.bound();
-                dirty.add(key.prefixHex());
+                dirty.add(key);
                 save();
                 return "bound of " + r.describe() + " is " + Integer.toUnsignedString(r.bound);
             }
             case DENY -> {
                 if (r == null) {
-                    throw new Refused("no rule for " + describe(req) + " (nothing to remove)");
+                    throw new Refused("no rule for " + describe(key) + " (nothing to remove)");
                 }
                 boolean removed = uid == 0
                         ? r.holders.removeIf(h -> true)
@@ -238,17 +211,17 @@ public final class RuleBook {
                                     .collect(Collectors.joining(", "))
                             + ": only they, or root, may remove it");
                 }
-                dirty.add(key.prefixHex());
+                dirty.add(key);
                 dropIfUnheld(r);
                 save();
-                return "denied " + r.describe() + (rules.containsKey(key.prefixHex()) ? " (still held by others)" : "");
+                return "denied " + r.describe() + (rules.containsKey(key) ? " (still held by others)" : "");
             }
             default -> throw new Refused("not a rule request: " + req.verb());
         }
     }
 
-    private static String describe(AgentRequest req) {
-        return req.port() + (req.network() == null ? "" : "/" + req.network().getHostAddress());
+    private static String describe(PolicyRule rule) {
+        return rule.port() + (rule.network() == null ? "" : "/" + rule.network().getHostAddress());
     }
 
     private static void checkSoleHolder(int uid, Entry r, String what) throws Refused {
@@ -279,25 +252,24 @@ public final class RuleBook {
      * wants. Errors of one rule (a full map) are logged and the others still applied.
      */
     public synchronized void hold(Owner owner, List<AgentRequest> wanted) {
-        Set<String> keep = wanted.stream().map(w -> policy.rule(w.port(), w.network(), w.keyBits()).prefixHex())
-                .collect(Collectors.toSet());
+        Set<PolicyRule> keep = wanted.stream().map(AgentRequest::rule).collect(Collectors.toSet());
         dropHolders(h -> h.owner().equals(owner), keep);
         for (AgentRequest w : wanted) {
-            PolicyRule key = policy.rule(w.port(), w.network(), w.keyBits());
-            Entry r = rules.get(key.prefixHex());
+            PolicyRule key = w.rule();
+            Entry r = rules.get(key);
             try {
                 if (r == null) {
                     policy.put(key, w.bound());
-                    r = new Entry(w.port(), w.network(), w.keyBits(), key, w.bound());
-                    rules.put(key.prefixHex(), r);
+                    r = new Entry(key, w.bound());
+                    rules.put(key, r);
                 }
                 Holder h = new Holder(0, owner, 0);
                 if (!r.holders.contains(h)) {
                     r.holders.add(h);
-                    dirty.add(key.prefixHex());
+                    dirty.add(key);
                 }
             } catch (IOException e) {
-                LOG.warn("Cannot opt {} in for {}: {}", describe(w), owner, e.getMessage());
+                LOG.warn("Cannot opt {} in for {}: {}", describe(w.rule()), owner, e.getMessage());
             }
         }
         save();
@@ -318,15 +290,15 @@ public final class RuleBook {
         dropHolders(which, Set.of());
     }
 
-    private void dropHolders(java.util.function.Predicate<Holder> which, Set<String> except) {
+    private void dropHolders(java.util.function.Predicate<Holder> which, Set<PolicyRule> except) {
         boolean changed = false;
         for (Entry r : List.copyOf(rules.values())) {
-            if (except.contains(r.key.prefixHex())) {
+            if (except.contains(r.rule)) {
                 continue;
             }
             if (r.holders.removeIf(which)) {
                 changed = true;
-                dirty.add(r.key.prefixHex());
+                dirty.add(r.rule);
                 dropIfUnheld(r);
             }
         }
@@ -337,8 +309,8 @@ public final class RuleBook {
 
     private void dropIfUnheld(Entry r) {
         if (r.holders.isEmpty()) {
-            policy.tryRemove(r.key);
-            rules.remove(r.key.prefixHex());
+            policy.tryRemove(r.rule);
+            rules.remove(r.rule);
         }
     }
 
@@ -384,8 +356,8 @@ public final class RuleBook {
     }
 
     private static String line(Entry r, Holder h) {
-        return h.uid() + "\t" + h.owner() + "\t" + h.pid() + "\t" + r.port + "\t"
-                + (r.network == null ? "*" : Cidr.text(r.network)) + "\t" + r.keyBits + "\t" + r.bound;
+        return h.uid() + "\t" + h.owner() + "\t" + h.pid() + "\t" + r.rule.port() + "\t"
+                + (r.rule.network() == null ? "*" : Cidr.text(r.rule.network())) + "\t" + r.rule.keyBits() + "\t" + r.bound;
     }
 
     private static Set<String> lines(Entry r) {
@@ -398,8 +370,8 @@ public final class RuleBook {
 
     /** Has the journal record what the dirty rules changed. */
     private void save() {
-        Map<String, Set<String>> changed = new LinkedHashMap<>();
-        for (String key : dirty) {
+        Map<PolicyRule, Set<String>> changed = new LinkedHashMap<>();
+        for (PolicyRule key : dirty) {
             Entry r = rules.get(key);
             changed.put(key, r == null ? Set.of() : lines(r));
         }
@@ -413,9 +385,9 @@ public final class RuleBook {
         journal.compact(allLines());
     }
 
-    private Map<String, Set<String>> allLines() {
-        Map<String, Set<String>> all = new LinkedHashMap<>();
-        for (Map.Entry<String, Entry> e : rules.entrySet()) {
+    private Map<PolicyRule, Set<String>> allLines() {
+        Map<PolicyRule, Set<String>> all = new LinkedHashMap<>();
+        for (Map.Entry<PolicyRule, Entry> e : rules.entrySet()) {
             all.put(e.getKey(), lines(e.getValue()));
         }
         return all;

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,7 +29,7 @@ final class RuleJournal {
 
     private final Path file;
     /** What the file says now, by rule key: each holder's line. */
-    private final Map<String, Set<String>> persisted = new HashMap<>();
+    private final Map<PolicyRule, Set<String>> persisted = new HashMap<>();
     private int liveLines;
     private int journalLines;
 
@@ -60,10 +61,10 @@ final class RuleJournal {
      * Appends what changed for each key of {@code changed} (its lines now; none: the rule went),
      * or, once the journal has grown, compacts it with {@code all}'s lines.
      */
-    void save(Map<String, Set<String>> changed, Supplier<Map<String, Set<String>>> all) {
+    void save(Map<PolicyRule, Set<String>> changed, Supplier<Map<PolicyRule, Set<String>>> all) {
         StringBuilder sb = new StringBuilder();
         int appended = 0;
-        for (Map.Entry<String, Set<String>> e : changed.entrySet()) {
+        for (Map.Entry<PolicyRule, Set<String>> e : changed.entrySet()) {
             Set<String> before = persisted.getOrDefault(e.getKey(), Set.of());
             Set<String> now = e.getValue();
             for (String l : before) {
@@ -103,11 +104,11 @@ final class RuleJournal {
     }
 
     /** Rewrites the file as {@code all}'s lines alone. */
-    void compact(Map<String, Set<String>> all) {
+    void compact(Map<PolicyRule, Set<String>> all) {
         StringBuilder sb = new StringBuilder();
         persisted.clear();
         liveLines = 0;
-        for (Map.Entry<String, Set<String>> e : all.entrySet()) {
+        for (Map.Entry<PolicyRule, Set<String>> e : all.entrySet()) {
             persisted.put(e.getKey(), e.getValue());
             liveLines += e.getValue().size();
             for (String l : e.getValue()) {

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentRequest;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -22,9 +23,8 @@ class AgentPolicyTest {
             ""));
 
     static AgentRequest allow(int port, String net, int bits, int bound) throws Exception {
-        InetAddress a = net == null ? null : InetAddress.getByName(net);
-        int keyBits = a == null ? 0 : a.getAddress().length == 4 ? 96 + bits : bits;
-        return new AgentRequest(AgentRequest.Verb.ALLOW, port, a, keyBits, bound);
+        return new AgentRequest(AgentRequest.Verb.ALLOW,
+                PolicyRule.of(port, net == null ? null : InetAddress.getByName(net), bits), bound);
     }
 
     @Test

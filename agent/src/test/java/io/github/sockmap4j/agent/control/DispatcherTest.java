@@ -62,7 +62,7 @@ class DispatcherTest {
 
     @Test
     void aLineIsParsedOnceAndAMalformedOneReachesNoHandler() {
-        Dispatcher d = dispatcher(r -> Reply.changed("rule " + r.ask().port()));
+        Dispatcher d = dispatcher(r -> Reply.changed("rule " + r.ask().rule().port()));
         Dispatcher.Answer bad = d.answer(USER, CONNECTION, "ALLOW 70000 * 0 0");
         assertTrue(bad.text().startsWith("ERR port must be 1..65535"), bad.text());
         assertFalse(bad.changed());

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.control;
 
+import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentRequest;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,8 +18,8 @@ class ForeignServersTest {
     }
 
     static AgentRequest allow(String network, int keyBits, int bound) throws Exception {
-        return new AgentRequest(AgentRequest.Verb.ALLOW, PORT, network == null ? null : InetAddress.ofLiteral(network),
-                keyBits, bound, null);
+        return new AgentRequest(AgentRequest.Verb.ALLOW,
+                new PolicyRule(PORT, network == null ? null : InetAddress.ofLiteral(network), keyBits), bound);
     }
 
     @Test

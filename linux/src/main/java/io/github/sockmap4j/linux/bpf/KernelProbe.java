@@ -97,7 +97,7 @@ public final class KernelProbe {
             server.bind(new InetSocketAddress(lo, 0));
             server.listen(4);
             int port = server.localAddress().getPort();
-            rule = kernel.optIn(port, null, 0);
+            rule = kernel.optIn(PolicyRule.anyAddress(port));
 
             client = NativeSocket.newStream();
             int r = client.connectNow(new InetSocketAddress(lo, port), false);

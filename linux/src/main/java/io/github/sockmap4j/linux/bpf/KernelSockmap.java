@@ -154,9 +154,8 @@ public final class KernelSockmap implements AutoCloseable {
      * the entry leaves the kernel when the last {@link #optOut} of the same rule runs; the bound
      * of an existing rule is replaced when one is given.
      */
-    public synchronized PolicyRule optIn(int port, InetAddress network, int bits, int bound) throws IOException {
+    public synchronized PolicyRule optIn(PolicyRule rule, int bound) throws IOException {
         ensureOpen();
-        PolicyRule rule = policy.rule(port, network, network == null ? 0 : bits);
         Integer refs = policyRefs.get(rule);
         if (refs == null || bound != 0) {
             policy.put(rule, bound);
@@ -165,8 +164,8 @@ public final class KernelSockmap implements AutoCloseable {
         return rule;
     }
 
-    public synchronized PolicyRule optIn(int port, InetAddress network, int bits) throws IOException {
-        return optIn(port, network, bits, 0);
+    public synchronized PolicyRule optIn(PolicyRule rule) throws IOException {
+        return optIn(rule, 0);
     }
 
     public synchronized void optOut(PolicyRule rule) {

@@ -44,13 +44,8 @@ public final class PolicyKeyLayout {
      * @param mappedAddr the 16-byte server address (see {@link SockKeyLayout#mapped})
      * @param addrBits   how many leading bits of it must match, 0 for any address
      */
-    public static void fill(MemorySegment key, int port, byte[] mappedAddr, int addrBits) {
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port must be 1..65535: port=" + port);
-        }
-        if (addrBits < 0 || addrBits > 128) {
-            throw new IllegalArgumentException("address prefix must be 0..128 bits: bits=" + addrBits);
-        }
+    static void fill(MemorySegment key, int port, byte[] mappedAddr, int addrBits) {
+        // The values were checked once, by the PolicyRule this key is made from.
         key.fill((byte) 0);
         key.set(ValueLayout.JAVA_INT, PREFIXLEN, 16 + addrBits);
         key.set(ValueLayout.JAVA_BYTE, PORT, (byte) (port >>> 8));
@@ -60,6 +55,21 @@ public final class PolicyKeyLayout {
             int keep = Math.max(0, Math.min(8, addrBits - i * 8));
             int mask = keep == 0 ? 0 : (0xff << (8 - keep)) & 0xff;
             key.set(ValueLayout.JAVA_BYTE, ADDR + i, (byte) (mappedAddr[i] & mask));
+        }
+    }
+
+    /** The rule a key holds: {@link #fill}'s inverse (a v4-mapped address comes back IPv4). */
+    static PolicyRule read(MemorySegment key) {
+        int bits = key.get(ValueLayout.JAVA_INT, PREFIXLEN) - 16;
+        int port = ((key.get(ValueLayout.JAVA_BYTE, PORT) & 0xff) << 8) | (key.get(ValueLayout.JAVA_BYTE, PORT + 1) & 0xff);
+        if (bits == 0) {
+            return PolicyRule.anyAddress(port);
+        }
+        try {
+            return new PolicyRule(port, java.net.InetAddress.getByAddress(key.asSlice(ADDR, 16).toArray(ValueLayout.JAVA_BYTE)),
+                    bits);
+        } catch (java.net.UnknownHostException e) {
+            throw new IllegalStateException("16 bytes are an address", e);
         }
     }
 }

@@ -8,7 +8,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.nio.file.Path;
-import java.util.HexFormat;
 
 /**
  * The {@code sm4j_policy} LPM trie: which server endpoints are opted in, and each one's
@@ -41,8 +40,8 @@ public final class PolicyMap implements AutoCloseable {
         return new PolicyMap(bpf, fd);
     }
 
-    public synchronized PolicyRule add(int port, InetAddress network, int bits) throws IOException {
-        PolicyRule rule = rule(port, network, bits);
+    /** Adds (or replaces) a rule with each receiver's bound. */
+    public synchronized PolicyRule add(PolicyRule rule) throws IOException {
         put(rule, 0);
         return rule;
     }
@@ -68,20 +67,10 @@ public final class PolicyMap implements AutoCloseable {
 
     private int update(PolicyRule rule, int bound, long flags) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, rule.key());
             MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
             val.set(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND, bound);
             return map.tryUpdate(key, val, flags);
-        }
-    }
-
-    /** The rule for these arguments, as {@link #add} would make it (nothing is written). */
-    public PolicyRule rule(int port, InetAddress network, int bits) {
-        byte[] addr = network == null ? new byte[16] : SockKeyLayout.mapped(network);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
-            PolicyKeyLayout.fill(key, port, addr, bits);
-            return new PolicyRule(port, HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE)), bits);
         }
     }
 
@@ -92,29 +81,29 @@ public final class PolicyMap implements AutoCloseable {
      */
     public synchronized long boundFor(InetAddress server, int port) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocate(PolicyKeyLayout.LAYOUT);
-            PolicyKeyLayout.fill(key, port, SockKeyLayout.mapped(server), 128);
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE,
+                    PolicyRule.of(port, server, server instanceof java.net.Inet4Address ? 32 : 128).key());
             MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
             return map.lookup(key, val)
                     ? Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND)) : -1;
         }
     }
 
-    /** The keys (in hex, as {@link PolicyRule#prefixHex}) of every rule in the map. */
-    public synchronized java.util.List<String> keysHex() {
-        java.util.List<String> out = new java.util.ArrayList<>();
-        map.forEachKey(k -> out.add(HexFormat.of().formatHex(k.toArray(ValueLayout.JAVA_BYTE))));
+    /** Every rule in the map. */
+    public synchronized java.util.List<PolicyRule> rules() {
+        java.util.List<PolicyRule> out = new java.util.ArrayList<>();
+        map.forEachKey(k -> out.add(PolicyKeyLayout.read(k)));
         return out;
     }
 
     /**
-     * The bound stored with a rule whose key is in the map (as {@link #keysHex} lists them), or -1.
+     * The bound stored with a rule, or -1 when it is not in the map.
      * One lookup: an LPM lookup with the rule's own prefix length returns the longest entry no
      * longer than it, which is that rule.
      */
     public synchronized long boundOf(PolicyRule rule) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex()));
+            MemorySegment key = arena.allocateFrom(ValueLayout.JAVA_BYTE, rule.key());
             MemorySegment val = arena.allocate(PolicyKeyLayout.VALUE);
             return map.lookup(key, val)
                     ? Integer.toUnsignedLong(val.get(ValueLayout.JAVA_INT, PolicyKeyLayout.BOUND)) : -1;
@@ -128,7 +117,7 @@ public final class PolicyMap implements AutoCloseable {
     /** Removes a rule; 0 or {@code -errno} (ENOENT when it was not there). */
     public synchronized int tryRemove(PolicyRule rule) {
         try (Arena arena = Arena.ofConfined()) {
-            return map.tryDelete(arena.allocateFrom(ValueLayout.JAVA_BYTE, HexFormat.of().parseHex(rule.prefixHex())));
+            return map.tryDelete(arena.allocateFrom(ValueLayout.JAVA_BYTE, rule.key()));
         }
     }
 

@@ -34,17 +34,11 @@ public record Cidr(InetAddress network, int prefixBits) {
             return new Cidr(a, max);
         }
         String p = text.substring(slash + 1);
-        int bits;
         try {
-            bits = Integer.parseInt(p);
+            return new Cidr(a, Integer.parseInt(p));
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("not a prefix length: '" + p + "' in '" + text + "'");
         }
-        if (bits < 0 || bits > max) {
-            throw new IllegalArgumentException("prefix must be 0.." + max + " for " + a.getHostAddress() + ": '"
-                    + text + "'");
-        }
-        return new Cidr(a, bits);
     }
 
     /**
