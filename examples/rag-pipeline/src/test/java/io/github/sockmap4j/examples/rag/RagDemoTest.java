@@ -86,6 +86,8 @@ class RagDemoTest {
             loads++;
         }
         assertEquals(2, loads, "a table per load: " + text);
+        assertEquals(2, Pattern.compile("settling at the new load until the JIT compilers are quiet: \\S").matcher(text)
+                .results().count(), "both pipelines run at each load before it is measured: " + text);
         assertEquals(0, ProcessHandle.current().children().count(), "every stage JVM has exited");
     }
 
