@@ -413,11 +413,7 @@ bench_grpc_wakeups() {
       -Dexecutor=${EXECUTOR:-default} -Dtransports=$t -Dseconds=$((seconds + 2)) io.github.sockmap4j.bench.GrpcHandoffs 20000" \
       > "$out/$t.log" 2>&1 &
     jvm=$!
-    until grep -q "^measuring $t" "$out/$t.log" 2>/dev/null; do
-      kill -0 "$jvm" 2>/dev/null || { cat "$out/$t.log"; exit 1; }
-      sleep 0.2
-    done
-    pid=$(sed -n "s/^measuring $t in pid \([0-9]*\)$/\1/p" "$out/$t.log")
+    pid=$(measuring_pid "$out/$t.log" "$t" "$jvm") || exit 1
     ls /proc/"$pid"/task > "$out/$t.tids"
     perf record -q -e sched:sched_wakeup -a -o "$out/$t.data" -- sleep "$seconds" 2>/dev/null
     # The JVM's calls go on past the window; it then closes its channels and fast path and exits

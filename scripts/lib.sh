@@ -89,3 +89,14 @@ async_profiler_lib() {
   fi
   echo "$dir/ap/linux-x64/libasyncProfiler.so"
 }
+
+# measuring_pid LOG NAME JVM: waits until the GrpcHandoffs run logging to LOG (its launcher's pid
+# JVM) prints "measuring NAME in pid N", and prints N; prints LOG and fails if the run ends first.
+measuring_pid() {
+  local log=$1 name=$2 jvm=$3
+  until grep -q "^measuring $name" "$log" 2>/dev/null; do
+    kill -0 "$jvm" 2>/dev/null || { cat "$log" >&2; return 1; }
+    sleep 0.2
+  done
+  sed -n "s/^measuring $name in pid \([0-9]*\)$/\1/p" "$log"
+}

@@ -183,11 +183,7 @@ job_grpc() {
         -classpath %classpath -Dexecutor=${EXECUTOR:-default} -Dtransports=$t -Dseconds=$((secs + 2)) \
         io.github.sockmap4j.bench.GrpcHandoffs 20000" > "$log" 2>&1 &
       jvm=$!
-      until grep -q "^measuring $t" "$log" 2>/dev/null; do
-        kill -0 "$jvm" 2>/dev/null || { cat "$log"; exit 1; }
-        sleep 0.2
-      done
-      pid=$(sed -n "s/^measuring $t in pid \([0-9]*\)$/\1/p" "$log")
+      pid=$(measuring_pid "$log" "$t" "$jvm") || exit 1
       # jcmd reads NAME=VALUE as its own option: the agent's options go quoted.
       r=$(jcmd "$pid" JVMTI.agent_load "$lib" "\"start,event=cpu,interval=1ms,threads\"" 2>&1 || true)
       [[ $r == *"return code: 0"* ]] || echo "async-profiler did not start in $pid: $r" >&2
