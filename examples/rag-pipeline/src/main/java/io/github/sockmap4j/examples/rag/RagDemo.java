@@ -19,7 +19,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.LongSupplier;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -124,6 +123,9 @@ public final class RagDemo implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     private final PrintStream out;
+    /** The phases of a round, with this run's settings (made once the options are checked). */
+    private Phases phases;
+
     /** Whether this run measures the load curve (paired, no --rate), and at which fractions of plain TCP's maximum. */
     private boolean curve;
     private List<Double> loadFractions = List.of();
@@ -205,6 +207,7 @@ public final class RagDemo implements Callable<Integer> {
         if (node() && nodePods == null) {
             return NodeDriver.run(RagDemo.class, spec.commandLine().getParseResult().originalArgs(), paired, out);
         }
+        phases = new Phases(out, rate, inFlight, warmupSeconds, maxWarmupSeconds, throughputSeconds, slices);
         RagService.Settings settings = new RagService.Settings(dim, docs, seed, candidates, topK, threshold);
         Sockmap sockmap = null;
         Closeable runStats = null;
@@ -306,12 +309,12 @@ public final class RagDemo implements Callable<Integer> {
 
     private RagReport.Run runPath(boolean fast, RagService.Settings s, int round, Sockmap sockmap) throws Exception {
         try (Pipeline p = open(fast, s, round, sockmap, 0)) {
-            warm(p, StageMeters.jitMeter(p.stages));
+            phases.warm(p, StageMeters.jitMeter(p.stages));
             PathMeter.Mark m = p.meter.mark();
             p.meter.add(m, p.load().fixedRate(requests, rate, p.label, out));
-            double maxRps = throughput(p);
+            double maxRps = phases.throughput(p);
             Map<Pipeline, IdleUse> idle = IdleUse.measure(List.of(p), idleSeconds, inProcess);
-            reportFailures(p);
+            phases.reportFailures(p);
             return p.meter.run(rate, maxRps, idle.get(p).byStage(), idle.get(p).byThread());
         }
     }
@@ -328,43 +331,17 @@ public final class RagDemo implements Callable<Integer> {
                 Pipeline fast = open(true, s, round, sockmap, NodePods.PAIRED_OFFSET)) {
             Pipeline first = round % 2 == 0 ? plain : fast;
             Pipeline second = first == plain ? fast : plain;
-            warmBoth(first, second);
-            measureSlices(plain, fast, first, second, rate, Math.max(1, requests / slices));
-            double firstMax = throughput(first);
-            double secondMax = throughput(second);
+            phases.warmBoth(first, second);
+            phases.measureSlices(plain, fast, first, second, rate, Math.max(1, requests / slices));
+            double firstMax = phases.throughput(first);
+            double secondMax = phases.throughput(second);
             Map<Pipeline, IdleUse> idle = IdleUse.measure(List.of(plain, fast), idleSeconds, inProcess);
-            reportFailures(plain);
-            reportFailures(fast);
+            phases.reportFailures(plain);
+            phases.reportFailures(fast);
             return new RagReport.Run[] {
                 plain.meter.run(rate, first == plain ? firstMax : secondMax, idle.get(plain).byStage(), idle.get(plain).byThread()),
                 fast.meter.run(rate, first == fast ? firstMax : secondMax, idle.get(fast).byStage(), idle.get(fast).byThread())};
         }
-    }
-
-    /**
-     * The measured phase of both paths at {@code rate}: {@code --slices} slices of
-     * {@code perSlice} requests a path, in the order ABBA ABBA... from {@code first}, each after a
-     * second at the rate that is not counted, into each pipeline's meter.
-     */
-    private void measureSlices(Pipeline plain, Pipeline fast, Pipeline first, Pipeline second, double rate, int perSlice)
-            throws InterruptedException {
-        for (int k = 0; k < 2 * slices; k++) {
-            Pipeline p = (k + 1) / 2 % 2 == 0 ? first : second;
-            p.load().fixedRate(Math.max(1, (int) rate), rate, "lead-in", null);
-            PathMeter.Mark m = p.meter.mark();
-            PathMeter.Slice sl = p.meter.add(m, p.load().fixedRate(perSlice, rate, p.label, null));
-            out.printf(Locale.ROOT, "  %-18s slice %d of %d: p50 %.2f ms, CPU of all stages %.1f%%%n", p.label,
-                    p.meter.slices().size(), slices, sl.p50Millis(), sl.cpuPercent());
-        }
-        double[] p50 = new double[slices];
-        double[] cpu = new double[slices];
-        for (int i = 0; i < slices; i++) {
-            PathMeter.Slice a = plain.meter.slices().get(i);
-            PathMeter.Slice b = fast.meter.slices().get(i);
-            p50[i] = b.p50Millis() / a.p50Millis();
-            cpu[i] = b.cpuPercent() / a.cpuPercent();
-        }
-        out.println("  fast/plain by slice pair, min / median / max: P50 " + spread(p50) + ", CPU " + spread(cpu));
     }
 
     /**
@@ -377,9 +354,9 @@ public final class RagDemo implements Callable<Integer> {
                 Pipeline fast = open(true, s, round, sockmap, NodePods.PAIRED_OFFSET)) {
             Pipeline first = round % 2 == 0 ? plain : fast;
             Pipeline second = first == plain ? fast : plain;
-            warmBoth(first, second);
-            double firstMax = throughput(first);
-            double secondMax = throughput(second);
+            phases.warmBoth(first, second);
+            double firstMax = phases.throughput(first);
+            double secondMax = phases.throughput(second);
             double plainMax = first == plain ? firstMax : secondMax;
             double fastMax = first == fast ? firstMax : secondMax;
             out.printf(Locale.ROOT, "  maximum throughput with %d in flight: plain TCP %.0f rps, fast path %.0f rps "
@@ -391,10 +368,10 @@ public final class RagDemo implements Callable<Integer> {
                 out.printf(Locale.ROOT, "  at %.0f%% of plain TCP's maximum: %.0f rps, %,d requests a path%n",
                         100 * f, at, perSlice * slices);
                 meters.add(new PathMeter[] {plain.freshMeter(), fast.freshMeter()});
-                settle(first, second, at);
-                measureSlices(plain, fast, first, second, at, perSlice);
-                reportFailures(plain);
-                reportFailures(fast);
+                phases.settle(first, second, at);
+                phases.measureSlices(plain, fast, first, second, at, perSlice);
+                phases.reportFailures(plain);
+                phases.reportFailures(fast);
             }
             Map<Pipeline, IdleUse> idle = IdleUse.measure(List.of(plain, fast), idleSeconds, inProcess);
             List<LoadCurve.Point> points = new ArrayList<>();
@@ -406,13 +383,6 @@ public final class RagDemo implements Callable<Integer> {
             }
             return points;
         }
-    }
-
-    /** Warms {@code first}, then {@code second}, each until the JIT compilers of both pipelines are quiet. */
-    private void warmBoth(Pipeline first, Pipeline second) throws InterruptedException {
-        LongSupplier jit = bothJit(first, second);
-        warm(first, jit);
-        warm(second, jit);
     }
 
     /**
@@ -459,12 +429,6 @@ public final class RagDemo implements Callable<Integer> {
                 : "handed to gRPC's executor (gRPC's default)";
     }
 
-    private static String spread(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return String.format(Locale.ROOT, "%.2f / %.2f / %.2f", s[0], RagReport.quantile(s, 0.5), s[s.length - 1]);
-    }
-
     /**
      * Starts a path's pipeline: its Services translated at connect (the fast path on the node),
      * its stages (ports {@code portOffset} above the node's usual ones), and the load generator's
@@ -499,57 +463,6 @@ public final class RagDemo implements Callable<Integer> {
         } catch (Exception | Error e) {
             p.close();
             throw e;
-        }
-    }
-
-    /**
-     * Warm-up: as many requests as the stages take (so the JITs of five JVMs finish sooner), then
-     * at the rate until the median settles and {@code jit} (the compilers' CPU since its last
-     * call) says they are quiet.
-     */
-    private void warm(Pipeline p, LongSupplier jit) throws InterruptedException {
-        double busy = p.load().closedLoop(inFlight, warmupSeconds);
-        LoadGenerator.WarmUp w = p.load().warmUp(rate, 5, Math.max(5, maxWarmupSeconds), jit);
-        out.printf(Locale.ROOT, "  %-18s warm-up %.0f s at %.0f rps + %.0f s at the rate: %s, %s (p50 %.2f ms)%n", p.label,
-                warmupSeconds, busy, w.seconds(), w.settled() ? "the median settled" : "the median did NOT settle",
-                w.jitQuiet() ? "the JIT quiet" : "the JIT still compiling", w.lastP50Millis());
-    }
-
-    /**
-     * Before a load of the curve: both pipelines at {@code at} until the JIT compilers of both are
-     * quiet (at most {@link #SETTLE_SECONDS} each, or --max-warmup where shorter), so that what the load before (the closed-loop
-     * throughput phase above all) queued for the compilers is not paid in one path's slices.
-     */
-    private void settle(Pipeline first, Pipeline second, double at) throws InterruptedException {
-        LongSupplier jit = bothJit(first, second);
-        StringBuilder line = new StringBuilder("  settling at the new load until the JIT compilers are quiet:");
-        for (Pipeline p : List.of(first, second)) {
-            LoadGenerator.WarmUp w = p.load().untilJitQuiet(at, Math.min(SETTLE_SECONDS, Math.max(3, maxWarmupSeconds)), jit);
-            line.append(String.format(Locale.ROOT, " %s %.0f s%s", p.label, w.seconds(), w.jitQuiet() ? "" : " (still compiling)"));
-        }
-        out.println(line);
-    }
-
-    /** The most seconds {@link #settle} gives a pipeline at each load. */
-    private static final double SETTLE_SECONDS = 20;
-
-    private static LongSupplier bothJit(Pipeline first, Pipeline second) {
-        LongSupplier a = StageMeters.jitMeter(first.stages);
-        LongSupplier b = StageMeters.jitMeter(second.stages);
-        return () -> {
-            long x = a.getAsLong();
-            long y = b.getAsLong();
-            return x < 0 || y < 0 ? -1 : x + y;
-        };
-    }
-
-    private double throughput(Pipeline p) throws InterruptedException {
-        return throughputSeconds > 0 ? p.load().closedLoop(inFlight, throughputSeconds) : Double.NaN;
-    }
-
-    private void reportFailures(Pipeline p) {
-        if (p.meter.failed() > 0) {
-            out.printf("  %s: %d requests failed; the first: %s%n", p.label, p.meter.failed(), p.meter.firstError());
         }
     }
 
