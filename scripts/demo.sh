@@ -6,7 +6,7 @@
 #                                     Arrow batches) in pods of a node built for the run; its load
 #                                     curve at fractions of plain TCP's maximum throughput, both paths
 #                                     in alternating slices: P50/P99/P99.9, CPU, RSS and wake-ups per
-#                                     stage, the kernel's sk_msg runs, and the ratios. About 9 minutes;
+#                                     stage, the kernel's sk_msg runs, and the ratios. 8-9 minutes;
 #                                     flags scale it (scripts/demo.sh --help), e.g.
 #                                     scripts/demo.sh --rate 300 --rounds 3 --plot curve.png
 #   scripts/demo.sh echo              an echo over the fast path, then plain vs fast-path RTT and counters
