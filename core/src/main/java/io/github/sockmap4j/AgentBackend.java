@@ -2,7 +2,6 @@ package io.github.sockmap4j;
 
 import io.github.sockmap4j.linux.bpf.PolicyRule;
 import io.github.sockmap4j.control.AgentClient;
-import io.github.sockmap4j.control.AgentRule;
 import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,12 +16,12 @@ import org.slf4j.LoggerFactory;
 final class AgentBackend implements Backend {
     private static final Logger LOG = LoggerFactory.getLogger(Sockmap.class);
 
-    private final AgentClient agent;
+    private final AgentHolds holds;
     private final String cause;
     private final Throwable causeException;
 
     AgentBackend(AgentClient agent, String cause, Throwable causeException) {
-        this.agent = agent;
+        this.holds = new AgentHolds(agent);
         this.cause = cause;
         this.causeException = causeException;
     }
@@ -40,7 +39,8 @@ final class AgentBackend implements Backend {
     @Override
     public OptIn optIn(PolicyRule rule, int boundBytes, boolean required) throws IOException {
         try {
-            return new Rule(AgentRule.request(agent, rule, boundBytes));
+            holds.hold(rule, boundBytes);
+            return new HeldRule(holds, rule, () -> { });
         } catch (AgentClient.AgentRefusedException e) {
             if (required) {
                 throw e;
@@ -53,38 +53,6 @@ final class AgentBackend implements Backend {
 
     @Override
     public void close() {
-        try {
-            agent.close(); // the agent removes this process's opt-ins
-        } catch (IOException e) {
-            LOG.debug("Closing the connection to the sockmap4j agent: {}", e.toString());
-        }
-    }
-
-    /** A rule the agent holds for this process. */
-    private record Rule(AgentRule rule) implements OptIn {
-        @Override
-        public int port() {
-            return rule.rule().port();
-        }
-
-        @Override
-        public boolean active() {
-            return rule.active();
-        }
-
-        @Override
-        public void setBound(int bytes) throws IOException {
-            rule.setBound(bytes); // checked as its request is made
-        }
-
-        @Override
-        public void close() {
-            rule.close();
-        }
-
-        @Override
-        public String toString() {
-            return "OptIn[port=" + port() + ", active=" + active() + "]";
-        }
+        holds.close(); // the agent removes this process's opt-ins
     }
 }

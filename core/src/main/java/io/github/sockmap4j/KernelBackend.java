@@ -1,5 +1,6 @@
 package io.github.sockmap4j;
 
+import io.github.sockmap4j.control.AgentClient;
 import io.github.sockmap4j.internal.flow.FastPath;
 import io.github.sockmap4j.internal.jfr.FastPathStateEvent;
 import io.github.sockmap4j.linux.bpf.KernelSockmap;
@@ -13,7 +14,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The kernel's objects open in this process: the pinned maps and programs of one pin directory
- * and the cgroup attachment. Opt-ins write policy rules; channels of this process use
+ * and the cgroup attachment. Opt-ins write policy rules (through the node agent while one serves
+ * the pins); channels of this process use
  * {@link #fastPath()} while it is open.
  */
 final class KernelBackend implements Backend {
@@ -25,8 +27,14 @@ final class KernelBackend implements Backend {
     /** Why this process's own sockets are not covered, null when they are. */
     private final String outside;
     private volatile boolean closed;
+    private final RuleHolds kernelHolds = new KernelHolds();
+    /** Where a node agent of these pins listens (it may start after this process). */
+    private final Path agentSocket;
+    /** Guarded by this. */
+    private AgentHolds agentHolds;
 
-    KernelBackend(KernelSockmap kernel, boolean credit, Fionread fionread, String outside) {
+    KernelBackend(KernelSockmap kernel, boolean credit, Fionread fionread, String outside, Path agentSocket) {
+        this.agentSocket = agentSocket;
         this.kernel = kernel;
         this.fastPath = new FastPath(kernel, credit);
         this.fionread = fionread;
@@ -63,9 +71,51 @@ final class KernelBackend implements Backend {
         return closed ? Optional.empty() : Optional.of(kernel.cgroupDir());
     }
 
+    /**
+     * Opts {@code rule} in: through the node agent while one serves these pins (it is then the
+     * policy map's one writer, and a rule it holds for others stays when this process lets go of
+     * its own hold), else straight into the map, counted in this process.
+     */
     @Override
     public OptIn optIn(PolicyRule rule, int boundBytes, boolean required) throws IOException {
-        return new Rule(this, kernel.optIn(rule, boundBytes));
+        Runnable boundChanged = () -> fastPath.boundChanged(rule.port());
+        AgentHolds agent = agent();
+        if (agent != null) {
+            try {
+                agent.hold(rule, boundBytes);
+                return new HeldRule(agent, rule, boundChanged);
+            } catch (AgentClient.AgentRefusedException e) {
+                throw e;
+            } catch (IOException broken) {
+                // The agent went away (or restarted): the map is this process's to write again, and
+                // a later opt-in asks whichever agent listens then.
+                LOG.warn("The sockmap4j agent of {} did not answer ({}); port {} is opted in directly",
+                        kernel.pinDir(), broken.getMessage(), rule.port());
+                forget(agent);
+            }
+        }
+        kernel.optIn(rule, boundBytes);
+        return new HeldRule(kernelHolds, rule, boundChanged);
+    }
+
+    /**
+     * The agent's holds for this process, connected at the first opt-in that finds an agent
+     * listening at {@link #agentSocket}; null while none does.
+     */
+    private synchronized AgentHolds agent() throws IOException {
+        if (agentHolds == null && !closed) {
+            AgentClient client = AgentClient.connectIfRunning(agentSocket);
+            if (client != null) {
+                agentHolds = new AgentHolds(client);
+            }
+        }
+        return agentHolds;
+    }
+
+    private synchronized void forget(AgentHolds broken) {
+        if (agentHolds == broken) {
+            agentHolds = null;
+        }
     }
 
     @Override
@@ -88,6 +138,11 @@ final class KernelBackend implements Backend {
     @Override
     public void close() {
         closed = true;
+        synchronized (this) {
+            if (agentHolds != null) {
+                agentHolds.close(); // the agent drops what it held for this process
+            }
+        }
         FastPathStateEvent.emit(false, "closed", kernel.pinDir().toString(), kernel.cgroupDir().toString());
         try {
             fastPath.close();
@@ -101,48 +156,21 @@ final class KernelBackend implements Backend {
         return "pins=" + kernel.pinDir() + ", cgroup=" + kernel.cgroupDir();
     }
 
-    /** One counted reference to a policy rule of the kernel objects. */
-    private static final class Rule implements OptIn {
-        private final KernelBackend backend;
-        private final PolicyRule rule;
-        private boolean closed;
-
-        Rule(KernelBackend backend, PolicyRule rule) {
-            this.backend = backend;
-            this.rule = rule;
+    /** This process's counted rules in the kernel's policy map (KernelSockmap counts them). */
+    private final class KernelHolds implements RuleHolds {
+        @Override
+        public void setBound(PolicyRule rule, int bytes) throws IOException {
+            kernel.setPolicyBound(rule, bytes);
         }
 
         @Override
-        public int port() {
-            return rule.port();
+        public void release(PolicyRule rule) {
+            kernel.optOut(rule);
         }
 
         @Override
-        public synchronized boolean active() {
-            return !closed && !backend.closed;
-        }
-
-        @Override
-        public synchronized void setBound(int bytes) throws IOException {
-            PolicyRule.checkBound(bytes);
-            if (!active()) {
-                return;
-            }
-            backend.kernel.setPolicyBound(rule, bytes);
-            backend.fastPath.boundChanged(rule.port());
-        }
-
-        @Override
-        public synchronized void close() {
-            if (!closed) {
-                backend.kernel.optOut(rule);
-            }
-            closed = true;
-        }
-
-        @Override
-        public String toString() {
-            return "OptIn[port=" + rule.port() + ", active=" + active() + "]";
+        public boolean holds(PolicyRule rule) {
+            return !closed;
         }
     }
 }

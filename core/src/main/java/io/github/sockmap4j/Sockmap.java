@@ -200,7 +200,7 @@ public final class Sockmap implements AutoCloseable {
             }
         }
         return new Sockmap(config, new KernelBackend(kernel, config.credit(), Fionread.of(probed.counts()),
-                Cgroups.whyOutside(kernel.cgroupDir())));
+                Cgroups.whyOutside(kernel.cgroupDir()), AgentRequest.socketPath(LockDir.pathFor(config.pinDirectory()))));
     }
 
     /**

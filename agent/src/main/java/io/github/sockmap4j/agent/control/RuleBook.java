@@ -200,11 +200,16 @@ public final class RuleBook {
                 if (r == null) {
                     throw new Refused("no rule for " + describe(key) + " (nothing to remove)");
                 }
-                boolean removed = uid == 0
-                        ? r.holders.removeIf(h -> true)
-                        : r.holders.removeIf(h -> h.uid() == uid
-                                && (h.owner().equals(Owner.USER) || h.owner().equals(connection)
-                                || h.owner().equals(Owner.process(pid))));
+                // The requester's own OPTIN hold first (its connection's, or its process's from the
+                // agent before): a process that releases what it opted in takes nobody's hold with it,
+                // root's service neither. Else root removes every holder; a user, its own.
+                boolean removed = r.holders.removeIf(h -> h.uid() == uid
+                        && (h.owner().equals(connection) || pid != 0 && h.owner().equals(Owner.process(pid))));
+                if (!removed) {
+                    removed = uid == 0
+                            ? r.holders.removeIf(h -> true)
+                            : r.holders.removeIf(h -> h.uid() == uid && h.owner().equals(Owner.USER));
+                }
                 if (!removed) {
                     throw new Refused("the rule for " + r.describe() + " was made by uid "
                             + r.holders.stream().map(h -> Integer.toString(h.uid())).distinct()

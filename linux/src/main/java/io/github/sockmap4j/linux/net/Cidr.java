@@ -16,8 +16,8 @@ public record Cidr(InetAddress network, int prefixBits) {
     public Cidr {
         int max = network.getAddress().length * 8;
         if (prefixBits < 0 || prefixBits > max) {
-            throw new IllegalArgumentException("prefix must be 0.." + max + " for " + network.getHostAddress() + ": "
-                    + prefixBits);
+            throw new IllegalArgumentException("prefix must be 0.." + max + " for " + network.getHostAddress()
+                    + ": prefixBits=" + prefixBits);
         }
     }
 
