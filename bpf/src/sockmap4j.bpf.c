@@ -37,6 +37,9 @@
 #ifndef EBUSY
 #define EBUSY 16
 #endif
+#ifndef ENOENT
+#define ENOENT 2
+#endif
 #ifndef SOCK_STREAM
 #define SOCK_STREAM 1
 #endif
@@ -56,6 +59,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "lib/peer.h"
 #include "lib/shares.h"
 #include "lib/services.h"
+#include "lib/mesh.h"
 
 /*
  * A registered socket closed: its read slot entry and watch entries go, even if its process died
@@ -106,7 +110,7 @@ static __always_inline void forget_socket(struct bpf_sock_ops *skops, struct sm4
  * that user the connection's redirected bytes, or knock the connection off the map.
  */
 static __always_inline void register_socket(struct bpf_sock_ops *skops, struct sm4j_sock_key *key,
-				     const struct sm4j_policy *policy)
+				     const struct sm4j_policy *policy, __u32 leg)
 {
 	struct bpf_sock *sk = skops->sk;
 	struct sm4j_pair pair = {};
@@ -176,6 +180,7 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 		return;
 	}
 	pair.cookie = bpf_get_socket_cookie(skops);
+	pair.leg = leg;
 	pair.snd_nxt = skops->snd_nxt;
 	pair.rcv_nxt = skops->rcv_nxt;
 	if (bpf_map_update_elem(&sm4j_pair, key, &pair, BPF_ANY) != 0) {
@@ -187,7 +192,10 @@ static __always_inline void register_socket(struct bpf_sock_ops *skops, struct s
 	}
 	st->share_id = pair.share.id;
 	st->share_kind = pair.share.kind;
+	st->leg = leg;
 	count(SM4J_CTR_SOCKETS_REGISTERED, 1);
+	if (leg)
+		count(SM4J_CTR_LEG_APP_PROXY_SOCKETS + leg - 1, 1);
 #ifndef SM4J_NO_DRAIN
 	{
 		struct sm4j_rxsock none = {}, *rs;
@@ -223,7 +231,7 @@ static __always_inline int server_may_be_local(const __u32 ip[4])
  * or never will be (a client off the fast path, on another node, or registered under a Service
  * VIP).
  */
-static __always_inline int client_of(struct bpf_sock_ops *skops, const struct sm4j_sock_key *key)
+static __always_inline int client_of(struct bpf_sock_ops *skops, const struct sm4j_sock_key *key, __u32 *leg)
 {
 	struct sm4j_sock_key peer = {};
 	struct sm4j_pair *p;
@@ -232,15 +240,20 @@ static __always_inline int client_of(struct bpf_sock_ops *skops, const struct sm
 	p = bpf_map_lookup_elem(&sm4j_pair, &peer);
 	if (!p)
 		return 0;
-	return p->snd_nxt == skops->rcv_nxt && p->rcv_nxt == skops->snd_nxt ? 1 : -1;
+	if (p->snd_nxt != skops->rcv_nxt || p->rcv_nxt != skops->snd_nxt)
+		return -1;
+	*leg = p->leg;
+	return 1;
 }
 
 SEC("sockops")
 int sm4j_sockops(struct bpf_sock_ops *skops)
 {
 	struct sm4j_sock_key key = {};
-	struct sm4j_policy *policy;
+	const struct sm4j_policy mesh_policy = {}; /* a mesh leg's: the default bound */
+	const struct sm4j_policy *policy;
 	__u32 op = skops->op;
+	__u32 leg = 0;
 	int ok;
 
 	if (op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
@@ -267,11 +280,16 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	key.remote_port = bpf_ntohl(skops->remote_port);
 
 	if (op == BPF_SOCK_OPS_STATE_CB) {
+		__u32 state = skops->args[1];
+
+		/* A mesh leg's socket sends its FIN (or closes without one): its TCP bytes are counted. */
+		if (state == BPF_TCP_FIN_WAIT1 || state == BPF_TCP_LAST_ACK || state == BPF_TCP_CLOSE)
+			mesh_leg_close(skops);
 		/*
 		 * A registered or translated socket closed: its read slot entry and the Service it
 		 * dialed go, even if its process died.
 		 */
-		if (skops->args[1] == BPF_TCP_CLOSE) {
+		if (state == BPF_TCP_CLOSE) {
 			svc_forget(skops, key.local_ip, key.local_port);
 			forget_socket(skops, &key);
 		}
@@ -282,6 +300,13 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
 		svc_remember_end(skops, key.local_ip, key.local_port, key.remote_ip, key.remote_port);
 		policy = policy_of(key.remote_ip, key.remote_port);
+		/*
+		 * A leg of a meshed pod's request (lib/mesh.h) registers whatever the ports' policy:
+		 * the agent was asked to accelerate the pod.
+		 */
+		leg = mesh_leg(skops, &key);
+		if (!policy && leg)
+			policy = &mesh_policy;
 		/*
 		 * A server on another node never registers here: the client's sends would only miss.
 		 * Said once, at the connect, by the prefixes an agent keeps (every address unless told).
@@ -306,26 +331,27 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 			}
 		}
 	} else {
-		policy = policy_of(key.local_ip, key.local_port);
+		int client;
+
 		/*
 		 * An accepted socket whose client did not register would only ever miss: every send
 		 * would run the verdict and go by TCP through tcp_bpf's send path, slower than TCP's
 		 * own. It stays off the map and costs nothing. One whose client's key another
-		 * connection's socket holds would be sent that socket's bytes: it stays off too.
+		 * connection's socket holds would be sent that socket's bytes: it stays off too. The
+		 * server of a mesh leg registers as its client did (its leg is in the client's pair).
 		 */
-		if (policy) {
-			int client;
-
-			KEY_SET_NETNS(skops, &key);
-			client = client_of(skops, &key);
-			if (client <= 0) {
-				count(client ? SM4J_CTR_KEY_TAKEN : SM4J_CTR_CLIENT_UNREGISTERED, 1);
-				return 1;
-			}
+		policy = policy_of(key.local_ip, key.local_port);
+		KEY_SET_NETNS(skops, &key);
+		client = client_of(skops, &key, &leg);
+		if (!policy && client > 0 && leg)
+			policy = &mesh_policy;
+		if (policy && client <= 0) {
+			count(client ? SM4J_CTR_KEY_TAKEN : SM4J_CTR_CLIENT_UNREGISTERED, 1);
+			return 1;
 		}
 	}
 	if (policy)
-		register_socket(skops, &key, policy);
+		register_socket(skops, &key, policy, leg);
 	return 1;
 }
 
@@ -435,6 +461,8 @@ int sm4j_redirect(struct sk_msg_md *msg)
 			r.w->sent = sent + size;
 		count(SM4J_CTR_MSGS_REDIRECTED, 1);
 		count(SM4J_CTR_BYTES_REDIRECTED, size);
+		if (st->leg)
+			count(SM4J_CTR_LEG_APP_PROXY_REDIRECTED + st->leg - 1, size);
 		return SK_PASS;
 	}
 	/* The peer is not registered: TCP until it has read what this message leaves unread. */
@@ -454,26 +482,61 @@ pass:
 }
 
 /*
- * A TCP connect to a Service VIP of an IPv4 socket: to the endpoint picked, before the SYN, so
- * that both ends register with the same key (docs/services.md).
+ * Where a TCP connect to {k} goes, decided before the SYN so that both ends register with the
+ * same key: in a meshed pod, an application's to its proxy (lib/mesh.h); to a Service VIP, the
+ * endpoint picked (docs/services.md); from a meshed pod's proxy to another meshed pod, that pod's
+ * inbound port. Returns 0 to leave the connect alone, else sets {to} and {to_port}.
  */
+static __always_inline int connect_to(struct bpf_sock_addr *ctx, struct sm4j_svc_key *k, __u32 to[4], __u32 *to_port)
+{
+	const struct sm4j_endpoint *ep;
+	struct sm4j_mesh *m;
+	__u32 port;
+
+	svc_key_scope(ctx, k);
+	m = mesh_here(ctx);
+	if (m && sock_uid(ctx) != m->proxy_uid) {
+		if (mesh_outbound(ctx, m, k, to)) {
+			*to_port = m->out_port;
+			return 1;
+		}
+		m = 0;
+	}
+	ep = svc_pick(ctx, k);
+	if (ep && is_v4_mapped(ep->addr) != is_v4_mapped(k->addr))
+		ep = 0;
+	if (m) {
+		port = ep ? mesh_inbound(ctx, k, ep->addr, ep->port) : mesh_inbound(ctx, k, k->addr, k->port);
+		if (port) {
+			__builtin_memcpy(to, ep ? ep->addr : k->addr, 16);
+			*to_port = port;
+			if (ep)
+				count(SM4J_CTR_SVC_TRANSLATED, 1);
+			return 1;
+		}
+	}
+	if (!ep || !svc_remember(ctx, k, ep))
+		return 0;
+	__builtin_memcpy(to, ep->addr, 16);
+	*to_port = ep->port;
+	count(SM4J_CTR_SVC_TRANSLATED, 1);
+	return 1;
+}
+
 SEC("cgroup/connect4")
 int sm4j_connect4(struct bpf_sock_addr *ctx)
 {
 	struct sm4j_svc_key k = {};
-	const struct sm4j_endpoint *ep;
+	__u32 to[4] = {}, port = 0;
 
 	if (ctx->type != SOCK_STREAM)
 		return 1;
 	map_v4(k.addr, ctx->user_ip4);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
-	svc_key_scope(ctx, &k);
-	ep = svc_pick(ctx, &k);
-	if (!ep || !is_v4_mapped(ep->addr) || !svc_remember(ctx, &k, ep))
+	if (!connect_to(ctx, &k, to, &port))
 		return 1;
-	ctx->user_ip4 = ep->addr[3];
-	ctx->user_port = bpf_htons((__u16)ep->port);
-	count(SM4J_CTR_SVC_TRANSLATED, 1);
+	ctx->user_ip4 = to[3];
+	ctx->user_port = bpf_htons((__u16)port);
 	return 1;
 }
 
@@ -482,7 +545,7 @@ SEC("cgroup/connect6")
 int sm4j_connect6(struct bpf_sock_addr *ctx)
 {
 	struct sm4j_svc_key k = {};
-	const struct sm4j_endpoint *ep;
+	__u32 to[4] = {}, port = 0;
 
 	if (ctx->type != SOCK_STREAM)
 		return 1;
@@ -491,16 +554,13 @@ int sm4j_connect6(struct bpf_sock_addr *ctx)
 	k.addr[2] = ctx_u32(ctx, user_ip6[2]);
 	k.addr[3] = ctx_u32(ctx, user_ip6[3]);
 	k.port = bpf_ntohs((__u16)ctx->user_port);
-	svc_key_scope(ctx, &k);
-	ep = svc_pick(ctx, &k);
-	if (!ep || is_v4_mapped(ep->addr) != is_v4_mapped(k.addr) || !svc_remember(ctx, &k, ep))
+	if (!connect_to(ctx, &k, to, &port))
 		return 1;
-	ctx->user_ip6[0] = ep->addr[0];
-	ctx->user_ip6[1] = ep->addr[1];
-	ctx->user_ip6[2] = ep->addr[2];
-	ctx->user_ip6[3] = ep->addr[3];
-	ctx->user_port = bpf_htons((__u16)ep->port);
-	count(SM4J_CTR_SVC_TRANSLATED, 1);
+	ctx->user_ip6[0] = to[0];
+	ctx->user_ip6[1] = to[1];
+	ctx->user_ip6[2] = to[2];
+	ctx->user_ip6[3] = to[3];
+	ctx->user_port = bpf_htons((__u16)port);
 	return 1;
 }
 
@@ -535,13 +595,70 @@ int sm4j_getpeername6(struct bpf_sock_addr *ctx)
 }
 
 /*
- * SO_ORIGINAL_DST of a socket a proxy accepted through a NAT rule of its namespace (a service
- * mesh's sidecar: REDIRECT of every outbound connect to its port), when the connection's client
- * was translated at connect: the Service the client dialed, as without the translation, instead
- * of the endpoint the connect went to. Only where the kernel's answer is that endpoint, for a
- * client socket of this namespace whose translation sm4j_svcorig remembers; any other answer
- * stands. The proxy then routes the connection as the Service's, with its mTLS and policy
- * (docs/services.md, "A service mesh").
+ * Whether an SO_ORIGINAL_DST answer the kernel gave ({ctx}'s buffer at SOL_IP or SOL_IPV6) is
+ * {addr}:{port}; 0 also where the buffer is too short for one.
+ */
+static __always_inline int answer_is(struct bpf_sockopt *ctx, const __u32 addr[4], __u32 port)
+{
+	if (ctx->level == SOL_IP) {
+		struct sockaddr_in *sin = ctx->optval;
+
+		if ((void *)(sin + 1) > ctx->optval_end || !is_v4_mapped(addr))
+			return 0;
+		return sin->sin_addr.s_addr == addr[3] && bpf_ntohs(sin->sin_port) == port;
+	} else {
+		struct sockaddr_in6 *sin6 = ctx->optval;
+
+		if ((void *)(sin6 + 1) > ctx->optval_end)
+			return 0;
+		return sin6->sin6_addr.in6_u.u6_addr32[0] == addr[0] && sin6->sin6_addr.in6_u.u6_addr32[1] == addr[1]
+		       && sin6->sin6_addr.in6_u.u6_addr32[2] == addr[2] && sin6->sin6_addr.in6_u.u6_addr32[3] == addr[3]
+		       && bpf_ntohs(sin6->sin6_port) == port;
+	}
+}
+
+/* Makes {addr}:{port} the answer (the whole sockaddr of the level's family); 0 where it does not fit. */
+static __always_inline int answer_with(struct bpf_sockopt *ctx, const __u32 addr[4], __u32 port)
+{
+	if (ctx->level == SOL_IP) {
+		struct sockaddr_in *sin = ctx->optval;
+
+		if ((void *)(sin + 1) > ctx->optval_end || !is_v4_mapped(addr))
+			return 0;
+		__builtin_memset(sin, 0, sizeof(*sin));
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = addr[3];
+		sin->sin_port = bpf_htons((__u16)port);
+		ctx->optlen = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = ctx->optval;
+
+		if ((void *)(sin6 + 1) > ctx->optval_end)
+			return 0;
+		__builtin_memset(sin6, 0, sizeof(*sin6));
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_addr.in6_u.u6_addr32[0] = addr[0];
+		sin6->sin6_addr.in6_u.u6_addr32[1] = addr[1];
+		sin6->sin6_addr.in6_u.u6_addr32[2] = addr[2];
+		sin6->sin6_addr.in6_u.u6_addr32[3] = addr[3];
+		sin6->sin6_port = bpf_htons((__u16)port);
+		ctx->optlen = sizeof(*sin6);
+	}
+	return 1;
+}
+
+/*
+ * SO_ORIGINAL_DST of a socket a proxy accepted (a service mesh's sidecar), where the connect of
+ * its client was decided by a connect program (its entry in sm4j_svcorig, by the client's end):
+ * - a Service translated at connect, accepted through the pod's NAT rule: the Service the client
+ *   dialed, only where the kernel's answer is the endpoint the connect went to (docs/services.md,
+ *   "A service mesh");
+ * - an application's connect sent to its pod's proxy (same namespace), or a proxy's sent to
+ *   this meshed pod's inbound port (by the client's pod address, asked in the namespace the agent
+ *   filed for this address): the destination the pod's NAT would have kept, only on the socket
+ *   accepted where that connect went, and only where no NAT rule moved it (the kernel answers
+ *   with the socket's own end, or has no answer).
+ * Any other answer and every other option stand.
  */
 SEC("cgroup/getsockopt")
 int sm4j_getsockopt(struct bpf_sockopt *ctx)
@@ -550,57 +667,67 @@ int sm4j_getsockopt(struct bpf_sockopt *ctx)
 	struct sm4j_svc_orig *o;
 	struct sm4j_svc_sock *v;
 	struct bpf_sock *sk = ctx->sk;
-	__u32 peer[4];
-	__u32 family;
+	__u32 peer[4], local[4];
+	__u32 family, local_port;
+	__u64 netns;
 	__u16 port;
 
-	if (ctx->optname != SM4J_SO_ORIGINAL_DST || ctx->retval != 0 || !sk)
+	if (ctx->optname != SM4J_SO_ORIGINAL_DST || !sk)
 		return 1;
 	if (ctx->level != SOL_IP && ctx->level != SOL_IPV6)
+		return 1;
+	if (ctx->retval != 0 && ctx->retval != -ENOENT)
 		return 1;
 	/* The accepted socket's peer is the client's end (fields read one load each, as ctx_u32). */
 	family = ctx_u32(sk, family);
 	if (family == AF_INET) {
 		map_v4(peer, ctx_u32(sk, dst_ip4));
+		map_v4(local, ctx_u32(sk, src_ip4));
 	} else if (family == AF_INET6) {
 		peer[0] = ctx_u32(sk, dst_ip6[0]);
 		peer[1] = ctx_u32(sk, dst_ip6[1]);
 		peer[2] = ctx_u32(sk, dst_ip6[2]);
 		peer[3] = ctx_u32(sk, dst_ip6[3]);
+		local[0] = ctx_u32(sk, src_ip6[0]);
+		local[1] = ctx_u32(sk, src_ip6[1]);
+		local[2] = ctx_u32(sk, src_ip6[2]);
+		local[3] = ctx_u32(sk, src_ip6[3]);
 	} else {
 		return 1;
 	}
 	port = sk->dst_port;
 	asm volatile("" : "+r"(port));
-	svc_orig_key(&k, bpf_get_netns_cookie(ctx), peer, bpf_ntohs(port));
+	local_port = ctx_u32(sk, src_port);
+	netns = bpf_get_netns_cookie(ctx);
+	svc_orig_key(&k, netns, peer, bpf_ntohs(port));
 	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
-	if (!o)
-		return 1;
-	v = &o->svc;
-	if (ctx->level == SOL_IP) {
-		struct sockaddr_in *sin = ctx->optval;
+	if (!o) {
+		struct sm4j_mesh_addr *here;
 
-		if ((void *)(sin + 1) > ctx->optval_end || !is_v4_mapped(v->addr))
+		/* A proxy's connect to this meshed pod: filed by the client's pod address alone. */
+		k.netns = 0;
+		o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
+		if (!o || o->svc.kind != SM4J_ORIG_MESH_IN)
 			return 1;
-		if (sin->sin_addr.s_addr != v->ep_addr[3] || bpf_ntohs(sin->sin_port) != v->ep_port)
+		here = mesh_pod_at(local);
+		if (!here || here->netns != netns)
 			return 1;
-		sin->sin_addr.s_addr = v->addr[3];
-		sin->sin_port = bpf_htons((__u16)v->port);
-	} else {
-		struct sockaddr_in6 *sin6 = ctx->optval;
-
-		if ((void *)(sin6 + 1) > ctx->optval_end)
-			return 1;
-		if (sin6->sin6_addr.in6_u.u6_addr32[0] != v->ep_addr[0] || sin6->sin6_addr.in6_u.u6_addr32[1] != v->ep_addr[1]
-		    || sin6->sin6_addr.in6_u.u6_addr32[2] != v->ep_addr[2]
-		    || sin6->sin6_addr.in6_u.u6_addr32[3] != v->ep_addr[3] || bpf_ntohs(sin6->sin6_port) != v->ep_port)
-			return 1;
-		sin6->sin6_addr.in6_u.u6_addr32[0] = v->addr[0];
-		sin6->sin6_addr.in6_u.u6_addr32[1] = v->addr[1];
-		sin6->sin6_addr.in6_u.u6_addr32[2] = v->addr[2];
-		sin6->sin6_addr.in6_u.u6_addr32[3] = v->addr[3];
-		sin6->sin6_port = bpf_htons((__u16)v->port);
 	}
-	count(SM4J_CTR_SVC_ORIGDST, 1);
+	v = &o->svc;
+	if (v->kind == SM4J_ORIG_SERVICE) {
+		if (ctx->retval != 0 || !answer_is(ctx, v->ep_addr, v->ep_port) || !answer_with(ctx, v->addr, v->port))
+			return 1;
+		count(SM4J_CTR_SVC_ORIGDST, 1);
+		return 1;
+	}
+	if (local_port != v->ep_port || local[0] != v->ep_addr[0] || local[1] != v->ep_addr[1]
+	    || local[2] != v->ep_addr[2] || local[3] != v->ep_addr[3])
+		return 1;
+	if (ctx->retval == 0 && !answer_is(ctx, v->ep_addr, v->ep_port))
+		return 1;
+	if (!answer_with(ctx, v->orig_addr, v->orig_port))
+		return 1;
+	ctx->retval = 0;
+	count(SM4J_CTR_MESH_ORIGDST, 1);
 	return 1;
 }

@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 14
+#define SM4J_ABI_VERSION 15
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -68,6 +68,7 @@ struct sm4j_policy {
  * bytes.
  */
 #define SM4J_SOCK_TCP 1 /* sending by TCP: back to the redirect only once the peer read all */
+#define SM4J_SOCK_LEG_COUNTED 2 /* its mesh leg's TCP bytes are counted (at its FIN, or its close) */
 
 struct sm4j_sock_state {
 	__u64 redirected;
@@ -79,7 +80,7 @@ struct sm4j_sock_state {
 	__u64 peer_cookie;  /* ... while the slot holds this cookie (0: look it up) */
 	__u64 share_id;     /* the share of sm4j_shares its entry counts in (struct sm4j_share_key) ... */
 	__u32 share_kind;   /* ... 0: none */
-	__u32 pad;
+	__u32 leg;          /* SM4J_LEG_*: the mesh leg its bytes are counted as, 0 for none */
 };
 
 /*
@@ -211,11 +212,18 @@ struct sm4j_svc {
  * and the endpoint it was sent to, the peer its key names, for user space, which only sees the
  * Service through getpeername.
  */
+#define SM4J_ORIG_SERVICE 0  /* a Service translated: SO_ORIGINAL_DST is the Service where conntrack says the endpoint */
+#define SM4J_ORIG_MESH_OUT 1 /* an application's connect sent to its pod's proxy: the proxy is told what it dialed */
+#define SM4J_ORIG_MESH_IN 2  /* a proxy's connect sent to a meshed pod's inbound port: that pod's proxy is told orig */
+
 struct sm4j_svc_sock {
-	__u32 addr[4];
+	__u32 addr[4];      /* what the socket dialed: its getpeername */
 	__u32 port;
-	__u32 ep_port;
+	__u32 ep_port;      /* where the connect went */
 	__u32 ep_addr[4];
+	__u32 orig_addr[4]; /* the SO_ORIGINAL_DST answered to the socket that accepts it */
+	__u32 orig_port;
+	__u32 kind;         /* SM4J_ORIG_* */
 };
 
 /*
@@ -250,6 +258,8 @@ struct sm4j_pair {
 	__u32 snd_nxt;
 	__u32 rcv_nxt;
 	struct sm4j_share_key share; /* a client's: its server's entry counts there too */
+	__u32 leg;                   /* a client's mesh leg (SM4J_LEG_*): its server counts its bytes as that too */
+	__u32 pad;
 };
 
 /*
@@ -261,6 +271,38 @@ struct sm4j_busy {
 	__u64 cookie;
 	__u64 when_ns; /* bpf_ktime_get_ns() at the refusal */
 };
+
+/*
+ * Meshed pods (docs/mesh.md): pods with a service mesh's sidecar proxy that the node agent was
+ * asked to accelerate. sm4j_mesh holds each by its network namespace's cookie: a connect there
+ * by any uid but the proxy's goes straight to the proxy's outbound port on the pod's loopback
+ * (where a listener of the proxy's uid is), instead of through the pod's NAT; the proxy is told
+ * the original destination. sm4j_meshaddr holds each by its addresses: a proxy's connect to a
+ * meshed pod goes to that pod's inbound port, as the pod's NAT would send it, and that pod's proxy
+ * is told the original destination. Both are written by the node agent only (root).
+ */
+struct sm4j_mesh {
+	__u32 proxy_uid; /* the proxy's uid (Istio: 1337); its connects are never sent to itself */
+	__u32 out_port;  /* the proxy's outbound port (15001) */
+	__u32 in_port;   /* the proxy's inbound port (15006) */
+	__u32 flags;     /* reserved, 0 */
+};
+
+struct sm4j_mesh_addr_key {
+	__u32 addr[4];   /* a meshed pod's address, IPv4 v4-mapped */
+};
+
+struct sm4j_mesh_addr {
+	__u64 netns;     /* the pod's network namespace's cookie */
+	__u32 in_port;   /* its proxy's inbound port */
+	__u32 flags;     /* reserved, 0 */
+};
+
+/* The legs of a meshed request, as their sockets are counted. */
+#define SM4J_LEG_APP_PROXY 1   /* an application to its pod's proxy (loopback, the proxy's outbound port) */
+#define SM4J_LEG_PROXY_PROXY 2 /* a proxy to another meshed pod's proxy (its address, its inbound port) */
+#define SM4J_LEG_PROXY_APP 3   /* a proxy to an application of its pod (a loopback end, the proxy's uid dialing) */
+#define SM4J_LEGS 3
 
 /* Indexes into the per-CPU counter array. */
 enum sm4j_counter {
@@ -281,6 +323,22 @@ enum sm4j_counter {
 				 * or no handshake made it (TCP_REPAIR) */
 	SM4J_CTR_SOCKET_BUSY,   /* a socket left out of the map: another program's sockmap (its sk_msg) holds it */
 	SM4J_CTR_SVC_ORIGDST,   /* an SO_ORIGINAL_DST answered with the Service a translated socket dialed */
+	SM4J_CTR_MESH_CAPTURED, /* an application's connect sent straight to its pod's proxy */
+	SM4J_CTR_MESH_INBOUND,  /* a proxy's connect sent to a meshed pod's inbound port */
+	SM4J_CTR_MESH_ORIGDST,  /* an SO_ORIGINAL_DST of a meshed pod's proxy answered from the connect */
+	/*
+	 * Per leg, in SM4J_LEG_* order (the first's index + leg - 1): sockets registered, bytes
+	 * redirected (at each send), bytes sent by TCP (at the socket's FIN, or its close without one).
+	 */
+	SM4J_CTR_LEG_APP_PROXY_SOCKETS,
+	SM4J_CTR_LEG_PROXY_PROXY_SOCKETS,
+	SM4J_CTR_LEG_PROXY_APP_SOCKETS,
+	SM4J_CTR_LEG_APP_PROXY_REDIRECTED,
+	SM4J_CTR_LEG_PROXY_PROXY_REDIRECTED,
+	SM4J_CTR_LEG_PROXY_APP_REDIRECTED,
+	SM4J_CTR_LEG_APP_PROXY_TCP,
+	SM4J_CTR_LEG_PROXY_PROXY_TCP,
+	SM4J_CTR_LEG_PROXY_APP_TCP,
 	SM4J_CTR_MAX,
 };
 

@@ -206,6 +206,24 @@ struct {
 	__type(value, struct sm4j_svc_orig);
 } sm4j_svcorig SEC(".maps");
 
+/* Meshed pods by network namespace cookie (struct sm4j_mesh): written by the node agent only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct sm4j_mesh);
+} sm4j_mesh SEC(".maps");
+
+/* Meshed pods by address (struct sm4j_mesh_addr): written by the node agent only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sm4j_mesh_addr_key);
+	__type(value, struct sm4j_mesh_addr);
+} sm4j_meshaddr SEC(".maps");
+
 /*
  * Set by the loader before load from net.ipv4.tcp_rmem (the default and the maximum), then
  * read-only: no lookup per message. The loader pins this .rodata map as the directory's config,

@@ -13,18 +13,20 @@
  * kube-proxy, which picks again among all, it would make local endpoints likelier than the
  * Service's odds.
  */
-/* The uid owning the connecting socket (its creator's effective uid), or -1 where it cannot be read. */
-static __always_inline __u32 sock_uid(struct bpf_sock_addr *ctx)
+/* The uid owning socket {sk} (its creator's effective uid), or -1 where it cannot be read. */
+static __always_inline __u32 uid_of(struct bpf_sock *sk)
 {
-	struct bpf_sock *sk = ctx->sk;
-	struct tcp_sock *tp;
+	struct tcp_sock *tp = sk ? bpf_skc_to_tcp_sock(sk) : 0;
 
-	if (!sk)
-		return (__u32)-1;
-	tp = bpf_skc_to_tcp_sock(sk);
 	if (!tp)
 		return (__u32)-1;
 	return ((struct sock___sm4j *)tp)->sk_uid.val;
+}
+
+/* The uid owning the connecting socket, or -1 where it cannot be read. */
+static __always_inline __u32 sock_uid(struct bpf_sock_addr *ctx)
+{
+	return uid_of(ctx->sk);
 }
 
 /* The namespace part of the key of {k}'s address: this connect's namespace for a loopback VIP (is_loopback, lib/keys.h). */
@@ -62,18 +64,33 @@ static __always_inline const struct sm4j_endpoint *svc_pick(struct bpf_sock_addr
 	return &s->ep[i];
 }
 
-/* Remembers the Service a socket dialed, for getpeername; 0 when it cannot (then: untouched). */
-static __always_inline int svc_remember(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k,
-					const struct sm4j_endpoint *ep)
+/*
+ * Remembers what a socket dialed and where its connect went (struct sm4j_svc_sock), for getpeername
+ * and for the SO_ORIGINAL_DST of the socket that accepts it; 0 when it cannot (then the connect is
+ * left as it was).
+ */
+static __always_inline int sock_remember(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *dialed,
+					 const __u32 ep_addr[4], __u32 ep_port, const __u32 orig_addr[4],
+					 __u32 orig_port, __u32 kind)
 {
 	struct sm4j_svc_sock v = {};
 	__u64 cookie = bpf_get_socket_cookie(ctx);
 
-	__builtin_memcpy(v.addr, k->addr, 16);
-	v.port = k->port;
-	__builtin_memcpy(v.ep_addr, ep->addr, 16);
-	v.ep_port = ep->port;
+	__builtin_memcpy(v.addr, dialed->addr, 16);
+	v.port = dialed->port;
+	__builtin_memcpy(v.ep_addr, ep_addr, 16);
+	v.ep_port = ep_port;
+	__builtin_memcpy(v.orig_addr, orig_addr, 16);
+	v.orig_port = orig_port;
+	v.kind = kind;
 	return bpf_map_update_elem(&sm4j_svcsock, &cookie, &v, BPF_ANY) == 0;
+}
+
+/* Remembers the Service a translated socket dialed, for getpeername and a mesh's proxy. */
+static __always_inline int svc_remember(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *k,
+					const struct sm4j_endpoint *ep)
+{
+	return sock_remember(ctx, k, ep->addr, ep->port, k->addr, k->port, SM4J_ORIG_SERVICE);
 }
 
 static __always_inline int is_v4_mapped(const __u32 ip[4])
@@ -115,7 +132,11 @@ static __always_inline void svc_remember_end(struct bpf_sock_ops *skops, const _
 	}
 	__builtin_memcpy(&o.svc, v, sizeof(o.svc));
 	o.cookie = cookie;
-	svc_orig_key(&k, bpf_get_netns_cookie(skops), local_ip, local_port);
+	/*
+	 * By its namespace too, but for a proxy's connect to another meshed pod: that pod's proxy
+	 * asks in its own namespace, for an end whose address is a pod's, unique on the node.
+	 */
+	svc_orig_key(&k, v->kind == SM4J_ORIG_MESH_IN ? 0 : bpf_get_netns_cookie(skops), local_ip, local_port);
 	bpf_map_update_elem(&sm4j_svcorig, &k, &o, BPF_ANY);
 }
 
@@ -131,6 +152,10 @@ static __always_inline void svc_forget(struct bpf_sock_ops *skops, const __u32 l
 	struct sm4j_svc_orig *o;
 
 	svc_orig_key(&k, bpf_get_netns_cookie(skops), local_ip, local_port);
+	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
+	if (o && o->cookie == cookie)
+		bpf_map_delete_elem(&sm4j_svcorig, &k);
+	k.netns = 0;
 	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
 	if (o && o->cookie == cookie)
 		bpf_map_delete_elem(&sm4j_svcorig, &k);

@@ -37,13 +37,16 @@ import io.github.sockmap4j.linux.bpf.Counter;
  * @param originalDestinations {@code SO_ORIGINAL_DST} calls (a proxy's, on a socket it accepted
  *                           through a NAT rule) answered with the Service its translated client
  *                           dialed rather than the endpoint the connect was sent to
+ * @param mesh               meshed pods' connects and legs (docs/mesh.md)
  */
 public record SockmapStats(long socketsRegistered, long registerFailures, long messagesRedirected,
                            long bytesRedirected, long messagesPassed, long bytesPassed,
                            long socketsTainted, long boundHits, long resumes, long socketsInMap,
                            long servicesTranslated, long servicesNoLocal, long clientsUnregistered,
-                           long peersNotLocal, long keysTaken, long socketsBusy, long originalDestinations) {
-    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                           long peersNotLocal, long keysTaken, long socketsBusy, long originalDestinations,
+                           MeshStats mesh) {
+    static final SockmapStats EMPTY = new SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            MeshStats.EMPTY);
 
     /**
      * From the kernel's counters as the pinned counter map holds them (its slots in order, summed
@@ -60,6 +63,7 @@ public record SockmapStats(long socketsRegistered, long registerFailures, long m
                 c[Counter.SOCKETS_TAINTED.ordinal()], c[Counter.BOUND_HIT.ordinal()], c[Counter.RESUMED.ordinal()],
                 socketsInMap, c[Counter.SVC_TRANSLATED.ordinal()], c[Counter.SVC_NO_LOCAL.ordinal()],
                 c[Counter.CLIENT_UNREGISTERED.ordinal()], c[Counter.PEER_NOT_LOCAL.ordinal()],
-                c[Counter.KEY_TAKEN.ordinal()], c[Counter.SOCKET_BUSY.ordinal()], c[Counter.SVC_ORIGDST.ordinal()]);
+                c[Counter.KEY_TAKEN.ordinal()], c[Counter.SOCKET_BUSY.ordinal()], c[Counter.SVC_ORIGDST.ordinal()],
+                MeshStats.of(c));
     }
 }

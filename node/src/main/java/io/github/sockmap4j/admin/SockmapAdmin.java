@@ -269,6 +269,57 @@ public final class SockmapAdmin {
     }
 
     /**
+     * A pod with a service mesh's sidecar proxy whose hops the kernel accelerates (docs/mesh.md):
+     * its applications' connects go straight to its proxy on loopback, other meshed pods' proxies'
+     * connects to it straight to its proxy's inbound port, as its NAT rules would send them, and
+     * each proxy is told the original destination. Root's only: the node agent puts a pod from its
+     * own annotations.
+     *
+     * @param netns        the cookie of the pod's network namespace
+     * @param proxyUid     the proxy's uid (Istio's 1337): its connects are never sent to itself
+     * @param outboundPort the proxy's outbound port (Istio's 15001)
+     * @param inboundPort  the proxy's inbound port (Istio's 15006)
+     * @param addresses    the pod's addresses
+     */
+    public record MeshedPod(long netns, int proxyUid, int outboundPort, int inboundPort,
+                            java.util.List<java.net.InetAddress> addresses) {
+        public MeshedPod {
+            addresses = java.util.List.copyOf(addresses);
+            new io.github.sockmap4j.linux.bpf.MeshMap.Pod(netns, proxyUid, outboundPort, inboundPort, addresses);
+        }
+    }
+
+    /** Puts (or replaces) the meshed pod of {@code pod.netns()}. */
+    public void putMeshedPod(MeshedPod pod) throws IOException {
+        try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
+                pinDirectory)) {
+            m.put(new io.github.sockmap4j.linux.bpf.MeshMap.Pod(pod.netns(), pod.proxyUid(), pod.outboundPort(),
+                    pod.inboundPort(), pod.addresses()));
+        }
+    }
+
+    /**
+     * Removes the meshed pod of namespace {@code netns}: its connects go through its NAT rules again.
+     *
+     * @return whether there was one
+     */
+    public boolean removeMeshedPod(long netns) throws IOException {
+        try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
+                pinDirectory)) {
+            return m.remove(netns);
+        }
+    }
+
+    /** The meshed pods of the pin directory. */
+    public java.util.List<MeshedPod> meshedPods() throws IOException {
+        try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
+                pinDirectory)) {
+            return m.list().stream().map(p -> new MeshedPod(p.netns(), p.proxyUid(), p.outboundPort(),
+                    p.inboundPort(), p.addresses())).toList();
+        }
+    }
+
+    /**
      * Another program that puts sockets in a sockmap of its own on this node: which sockets of
      * opted-in ports it held (they stay on TCP under its sk_msg program; the most recent first, up
      * to 1,024), and which sock_ops programs besides sockmap4j's run for {@code cgroup} (on it, an

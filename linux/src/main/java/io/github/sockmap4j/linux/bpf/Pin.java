@@ -30,6 +30,9 @@ enum Pin {
     LOCAL("sm4j_local", "local", false),
     /** Sockets another program's sockmap held when they were to be registered (Collisions). */
     BUSY("sm4j_busy", "busy", false),
+    /** Meshed pods by network namespace, and by address (MeshMap): the node agent's. */
+    MESH("sm4j_mesh", "mesh", false),
+    MESH_ADDR("sm4j_meshaddr", "meshaddr", false),
     META("sm4j_meta", "meta", false),
     SOCKOPS("sm4j_sockops", "prog_sockops", true),
     REDIRECT("sm4j_redirect", "prog_redirect", true),

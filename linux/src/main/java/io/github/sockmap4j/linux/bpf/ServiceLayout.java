@@ -23,6 +23,8 @@ import java.lang.foreign.ValueLayout;
  * struct sm4j_svc_sock {  // by socket cookie
  *     __u32 addr[4]; __u32 port;        // the Service dialed, which getpeername reports
  *     __u32 ep_port; __u32 ep_addr[4];  // the endpoint the connect went to: the key's peer
+ *     __u32 orig_addr[4]; __u32 orig_port; // what the accepting proxy's SO_ORIGINAL_DST is told
+ *     __u32 kind;                       // SM4J_ORIG_*: a Service, a mesh's outbound or inbound leg
  * };
  * </pre>
  */
@@ -51,7 +53,10 @@ public final class ServiceLayout {
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr"),
             ValueLayout.JAVA_INT.withName("port"),
             ValueLayout.JAVA_INT.withName("ep_port"),
-            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("ep_addr")).withName("sm4j_svc_sock");
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("ep_addr"),
+            MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("orig_addr"),
+            ValueLayout.JAVA_INT.withName("orig_port"),
+            ValueLayout.JAVA_INT.withName("kind")).withName("sm4j_svc_sock");
     public static final long SOCK_EP_PORT = SOCK.byteOffset(MemoryLayout.PathElement.groupElement("ep_port"));
     public static final long SOCK_EP_ADDR = SOCK.byteOffset(MemoryLayout.PathElement.groupElement("ep_addr"));
 

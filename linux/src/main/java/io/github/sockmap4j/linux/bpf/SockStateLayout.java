@@ -16,7 +16,7 @@ import java.lang.foreign.ValueLayout;
  *     __u64 peer_cookie;     // ... while the slot holds this cookie (0: look it up)
  *     __u64 share_id;        // the share of the SOCKHASH its entry counts in ...
  *     __u32 share_kind;      // ... 0: none
- *     __u32 pad;
+ *     __u32 leg;             // SM4J_LEG_*: the mesh leg its bytes count as, 0 for none
  * };
  * </pre>
  */
@@ -31,7 +31,7 @@ public final class SockStateLayout {
             ValueLayout.JAVA_LONG.withName("peer_cookie"),
             ValueLayout.JAVA_LONG.withName("share_id"),
             ValueLayout.JAVA_INT.withName("share_kind"),
-            ValueLayout.JAVA_INT.withName("pad")).withName("sm4j_sock_state");
+            ValueLayout.JAVA_INT.withName("leg")).withName("sm4j_sock_state");
     public static final long REDIRECTED = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("redirected"));
     public static final long TCP_BYTES = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("tcp"));
     public static final long FLAGS = LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement("flags"));

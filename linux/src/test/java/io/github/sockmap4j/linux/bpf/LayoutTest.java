@@ -29,7 +29,10 @@ class LayoutTest {
             Map.entry("sm4j_endpoint", ServiceLayout.ENDPOINT),
             Map.entry("sm4j_svc", ServiceLayout.SERVICE),
             Map.entry("sm4j_svc_sock", ServiceLayout.SOCK),
-            Map.entry("sm4j_local_key", LocalPeersMap.KEY));
+            Map.entry("sm4j_local_key", LocalPeersMap.KEY),
+            Map.entry("sm4j_mesh", MeshMap.POD),
+            Map.entry("sm4j_mesh_addr_key", MeshMap.ADDR_KEY),
+            Map.entry("sm4j_mesh_addr", MeshMap.ADDR));
     static final Map<String, StructLayout> XDP = Map.of(
             "xdpf_src_key", XdpLayout.SRC_KEY,
             "xdpf_port_key", XdpLayout.PORT_KEY,
@@ -48,7 +51,7 @@ class LayoutTest {
     @ParameterizedTest
     @ValueSource(strings = {"sm4j_sock_key", "sm4j_policy_key", "sm4j_policy", "sm4j_sock_state", "sm4j_rx",
         "sm4j_slot", "sm4j_watch", "sm4j_config", "sm4j_svc_key", "sm4j_endpoint", "sm4j_svc", "sm4j_svc_sock",
-        "sm4j_local_key"})
+        "sm4j_local_key", "sm4j_mesh", "sm4j_mesh_addr_key", "sm4j_mesh_addr"})
     void sockmapLayoutMatchesBtf(String name) {
         sockmapBtf.assertMatches(name, SOCKMAP.get(name), false);
     }
