@@ -6,7 +6,7 @@
 #
 #   scripts/install.sh [GROUP...]      (default: base)
 #     base    the build and the tests: clang 16, libbpf, bpftool, iproute2, gcc, Maven, iptables,
-#             nftables, util-linux (setpriv); and bpffs mounted on /sys/fs/bpf
+#             nftables, util-linux (setpriv), haproxy; and bpffs mounted on /sys/fs/bpf
 #     vm      the kernel matrix's guests: QEMU, static busybox, kmod, xz, zstd, cpio
 #     image   the agent's image and its container run: mmdebstrap, buildah, podman, runc,
 #             catatonit, python3-yaml
@@ -40,6 +40,8 @@ missing() {
       # bed's own namespaces.
       command -v iptables >/dev/null || echo iptables
       command -v nft >/dev/null || echo nftables
+      # The meshed test bed's sidecar proxy (MeshBedTest), run inside the bed's pods only.
+      [ -x /usr/sbin/haproxy ] || echo haproxy
       command -v unzip >/dev/null || echo unzip ;;
     vm)
       command -v qemu-system-x86_64 >/dev/null || echo qemu-system-x86

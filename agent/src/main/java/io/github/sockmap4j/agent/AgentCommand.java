@@ -2,6 +2,7 @@ package io.github.sockmap4j.agent;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.github.sockmap4j.agent.kubernetes.MeshPods;
 import io.github.sockmap4j.agent.kubernetes.PodRules;
 import io.github.sockmap4j.agent.kubernetes.ServiceRules;
 import java.io.PrintWriter;
@@ -75,6 +76,24 @@ public final class AgentCommand implements Callable<Integer> {
                 description = "the pod annotation listing ports (default: ${DEFAULT-VALUE})")
         String annotation;
 
+        @Option(names = "--mesh", description = "accelerate meshed pods: a pod of this node with the mesh's sidecar "
+                + "(--mesh-sidecar-annotation) that asks by its own annotation (" + MeshPods.ANNOTATION + ": "
+                + MeshPods.ACCELERATE + ") has its applications' connects sent straight to its proxy and other meshed "
+                + "pods' proxies' connects straight to its proxy's inbound port (docs/mesh.md)")
+        boolean mesh;
+
+        @Option(names = "--mesh-sidecar-annotation", defaultValue = MeshPods.ISTIO_SIDECAR,
+                description = "the annotation of a pod with the mesh's sidecar (default: ${DEFAULT-VALUE})")
+        String meshSidecar;
+
+        @Option(names = "--mesh-proxy-uid", defaultValue = "1337",
+                description = "the uid of the mesh's proxy, whose connects its NAT leaves alone (default: ${DEFAULT-VALUE})")
+        int meshProxyUid;
+
+        @Option(names = "--mesh-ports", defaultValue = "15001,15006", split = ",",
+                description = "the proxy's outbound and inbound ports (default: ${DEFAULT-VALUE})")
+        List<Integer> meshPorts;
+
         @Option(names = "--node-filter", defaultValue = "server", description = "where this node's pods are picked "
                 + "out: 'server' (a field selector on spec.nodeName) or 'client' (every pod listed, this node's kept: "
                 + "for an API server without field selectors, such as fabric8's mock) (default: ${DEFAULT-VALUE})")
@@ -95,6 +114,13 @@ public final class AgentCommand implements Callable<Integer> {
         if (kubernetes != null && (kubernetes.nodeName == null || kubernetes.nodeName.isBlank())) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--kubernetes needs --node-name or "
                     + "$NODE_NAME (the downward API's spec.nodeName)");
+        }
+        if (kubernetes != null && kubernetes.mesh && (kubernetes.meshPorts.size() != 2
+                || kubernetes.meshPorts.get(0).equals(kubernetes.meshPorts.get(1))
+                || kubernetes.meshPorts.stream().anyMatch(p -> p < 1 || p > 65535) || kubernetes.meshProxyUid < 0)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--mesh-ports takes two different ports, "
+                    + "outbound then inbound (Istio's: 15001,15006), and --mesh-proxy-uid a uid: "
+                    + kubernetes.meshPorts + ", " + kubernetes.meshProxyUid);
         }
         CountDownLatch stop = new CountDownLatch(1);
         CountDownLatch closed = new CountDownLatch(1);
@@ -117,6 +143,9 @@ public final class AgentCommand implements Callable<Integer> {
                              "server".equals(kubernetes.nodeFilter), parent.pinDirectory());
              ServiceRules services = client == null ? null
                      : ServiceRules.start(agent, client, kubernetes.nodeName, pods);
+             MeshPods meshed = pods == null || !kubernetes.mesh ? null
+                     : MeshPods.start(pods, parent.pinDirectory(), cgroups, new MeshPods.Shape(kubernetes.meshSidecar,
+                             kubernetes.meshProxyUid, kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1)));
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
                      () -> pods == null || (pods.isSynced() && services.isSynced()))) {
@@ -125,7 +154,7 @@ public final class AgentCommand implements Callable<Integer> {
                     + http.address().getHostString() + ":" + http.address().getPort() + "/metrics"
                     : ", metrics not served yet on " + http.requested() + " (" + http.bindFailure()
                     + "): trying again") + (pods == null ? "" : ", pods of node "
-                    + kubernetes.nodeName + " and their Services"));
+                    + kubernetes.nodeName + " and their Services") + (meshed == null ? "" : ", meshed pods"));
             out.flush();
             if (pods != null) {
                 pods.synced().thenCombine(services.synced(), (a, b) -> null).thenRun(() -> {

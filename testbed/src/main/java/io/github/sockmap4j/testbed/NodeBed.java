@@ -179,6 +179,53 @@ public final class NodeBed implements AutoCloseable {
         return Long.parseLong(m.group(1));
     }
 
+    /**
+     * Makes pod {@code i} a meshed pod's network as Istio's init container (istio-iptables) writes
+     * it, IPv4 and IPv6: inbound TCP (but the proxy's own ports 15008, 15090, 15021, 15020) goes
+     * to the proxy's {@code inPort}; outbound TCP of every uid and gid but {@code proxyUid} goes to
+     * its {@code outPort}, but to loopback; the proxy's own connects go out, but those to the
+     * pod's own address, which go to its inbound port (and its connects from 127.0.0.6 / ::6, the
+     * way it hands a connection to its application).
+     */
+    public void istioSidecarNat(int i, int proxyUid, int outPort, int inPort) throws IOException, InterruptedException {
+        for (boolean v6 : new boolean[] {false, true}) {
+            String lo = v6 ? "::1/128" : "127.0.0.1/32";
+            String passthrough = v6 ? "::6/128" : "127.0.0.6/32";
+            String uid = Integer.toString(proxyUid);
+            String rules = String.join("\n",
+                    "*nat",
+                    ":ISTIO_INBOUND - [0:0]",
+                    ":ISTIO_IN_REDIRECT - [0:0]",
+                    ":ISTIO_OUTPUT - [0:0]",
+                    ":ISTIO_REDIRECT - [0:0]",
+                    "-A PREROUTING -p tcp -j ISTIO_INBOUND",
+                    "-A OUTPUT -p tcp -j ISTIO_OUTPUT",
+                    "-A ISTIO_INBOUND -p tcp --dport 15008 -j RETURN",
+                    "-A ISTIO_INBOUND -p tcp --dport 15090 -j RETURN",
+                    "-A ISTIO_INBOUND -p tcp --dport 15021 -j RETURN",
+                    "-A ISTIO_INBOUND -p tcp --dport 15020 -j RETURN",
+                    "-A ISTIO_INBOUND -p tcp -j ISTIO_IN_REDIRECT",
+                    "-A ISTIO_IN_REDIRECT -p tcp -j REDIRECT --to-ports " + inPort,
+                    "-A ISTIO_OUTPUT -s " + passthrough + " -o lo -j RETURN",
+                    "-A ISTIO_OUTPUT ! -d " + lo + " -o lo -m owner --uid-owner " + uid + " -j ISTIO_IN_REDIRECT",
+                    "-A ISTIO_OUTPUT -o lo -m owner ! --uid-owner " + uid + " -j RETURN",
+                    "-A ISTIO_OUTPUT -m owner --uid-owner " + uid + " -j RETURN",
+                    "-A ISTIO_OUTPUT ! -d " + lo + " -o lo -m owner --gid-owner " + uid + " -j ISTIO_IN_REDIRECT",
+                    "-A ISTIO_OUTPUT -o lo -m owner ! --gid-owner " + uid + " -j RETURN",
+                    "-A ISTIO_OUTPUT -m owner --gid-owner " + uid + " -j RETURN",
+                    "-A ISTIO_OUTPUT -d " + lo + " -j RETURN",
+                    "-A ISTIO_OUTPUT -j ISTIO_REDIRECT",
+                    "-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports " + outPort,
+                    "COMMIT", "");
+            Sh.runWithInput(rules, List.of("ip", "netns", "exec", pod(i), v6 ? "ip6tables-restore" : "iptables-restore",
+                    "-w", "--noflush"));
+        }
+        if (!Sh.run("ip", "-n", pod(i), "addr", "show", "lo").contains("::6")) {
+            // Istio's proxy hands inbound IPv6 connections over from ::6; a pod's loopback has only ::1.
+            Sh.run("ip", "-n", pod(i), "-6", "addr", "add", "::6/128", "dev", "lo", "nodad");
+        }
+    }
+
     private void nat(String tool, String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", node, tool, "-w", "-t", "nat"));
         cmd.addAll(List.of(args));

@@ -123,6 +123,16 @@ public final class PodRules extends Reconciler {
         return new SockmapAdmin.Network(a, a.getAddress().length * 8);
     }
 
+    /** The pods in the informer's store now. */
+    List<Pod> listedPods() {
+        return informer.getStore().list();
+    }
+
+    /** Whether {@code p} is in the informer's store now (a deleted pod is not). */
+    boolean isListed(Pod p) {
+        return informer.getStore().getByKey(p.getMetadata().getNamespace() + "/" + p.getMetadata().getName()) != null;
+    }
+
     /** Calls {@code listener} with each pod added, changed or deleted from now on, on the informer's thread. */
     void onChange(java.util.function.Consumer<Pod> listener) {
         listeners.add(listener);
@@ -184,7 +194,7 @@ public final class PodRules extends Reconciler {
     }
 
     /** A pod's IPs as its status gives them (podIPs, podIP), literals only. */
-    private static Set<InetAddress> podIps(Pod p) {
+    static Set<InetAddress> podIps(Pod p) {
         Set<InetAddress> ips = new LinkedHashSet<>();
         if (p.getStatus() != null) {
             if (p.getStatus().getPodIPs() != null) {

@@ -1,0 +1,273 @@
+package io.github.sockmap4j.agent.kubernetes;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.linux.sys.NetnsCookie;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The node agent's mesh mode (docs/mesh.md): each pod of this node that carries a mesh's sidecar
+ * (Istio's {@code sidecar.istio.io/status} annotation, or the one configured) and asks for it by
+ * its own annotation ({@code sockmap4j.io/mesh: accelerate}) is put in the kernel's meshed pods:
+ * its applications' connects go straight to its proxy, other meshed pods' proxies' connects to it
+ * straight to its proxy's inbound port, each proxy told the original destination. A pod is found
+ * by its processes: a cgroup under the agent's cgroups named for the pod's uid (as the kubelet
+ * names them), whose network namespace must hold the pod's addresses; until one runs, it is looked
+ * for again each second. A pod that loses either annotation, or goes, is taken out; so is every
+ * pod when the agent stops (their NAT rules carry their connects again), and at the first list
+ * every pod a previous agent put that is not meshed now.
+ *
+ * <p><b>Note:</b> threadsafe: its state is guarded by this object.
+ */
+public final class MeshPods implements AutoCloseable {
+    /** The pod's own opt-in: {@code accelerate}. */
+    public static final String ANNOTATION = "sockmap4j.io/mesh";
+    public static final String ACCELERATE = "accelerate";
+    /** Istio's sidecar injector marks each pod it injected with this annotation. */
+    public static final String ISTIO_SIDECAR = "sidecar.istio.io/status";
+    private static final Logger LOG = LoggerFactory.getLogger(MeshPods.class);
+
+    /**
+     * What a meshed pod's sidecar looks like: Istio's by default.
+     *
+     * @param sidecarAnnotation the annotation a pod with the sidecar carries
+     * @param proxyUid          the proxy's uid, which the pod's NAT leaves alone
+     * @param outboundPort      where the pod's NAT sends its outbound connects
+     * @param inboundPort       where the pod's NAT sends connections to it
+     */
+    public record Shape(String sidecarAnnotation, int proxyUid, int outboundPort, int inboundPort) {
+        public static final Shape ISTIO = new Shape(ISTIO_SIDECAR, 1337, 15001, 15006);
+    }
+
+    private final SockmapAdmin admin;
+    private final List<Path> cgroups;
+    private final Shape shape;
+    private final PodRules pods;
+    private final long hostNetns;
+    /** Pods put, by "namespace/name": the namespace cookie they were put under. */
+    private final Map<String, SockmapAdmin.MeshedPod> put = new HashMap<>();
+    /** Meshed pods whose processes were not found yet. */
+    private final Map<String, Pod> waiting = new HashMap<>();
+    private final ScheduledExecutorService retry = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "sockmap4j-mesh-pods");
+        t.setDaemon(true);
+        return t;
+    });
+    private boolean closed;
+
+    private MeshPods(PodRules pods, Path pinDir, List<Path> cgroups, Shape shape) throws IOException {
+        this.admin = SockmapAdmin.of(pinDir);
+        this.cgroups = List.copyOf(cgroups);
+        this.shape = shape;
+        this.pods = pods;
+        this.hostNetns = NetnsCookie.here();
+        admin.meshedPods(); // the pins have the maps (an older agent's do not): fail here, with their name
+    }
+
+    /** Starts following the pods {@code pods} lists; the caller closes it before {@code pods}. */
+    public static MeshPods start(PodRules pods, Path pinDir, List<Path> cgroups, Shape shape) throws IOException {
+        MeshPods m = new MeshPods(pods, pinDir, cgroups, shape);
+        pods.onChange(m::changed);
+        pods.listedPods().forEach(m::changed); // those the informer had before this listened
+        pods.synced().thenRun(m::dropStale);
+        m.retry.scheduleWithFixedDelay(m::lookAgain, 1, 1, TimeUnit.SECONDS);
+        return m;
+    }
+
+    /** Whether pod {@code p} is to be meshed: this node's, listed, with the sidecar, asking for it. */
+    boolean wants(Pod p) {
+        Map<String, String> ann = p.getMetadata().getAnnotations();
+        return pods.isListed(p) && !PodRules.podIps(p).isEmpty() && ann != null
+                && ann.containsKey(shape.sidecarAnnotation())
+                && ACCELERATE.equals(Optional.ofNullable(ann.get(ANNOTATION)).map(String::trim).orElse(null));
+    }
+
+    private synchronized void changed(Pod p) {
+        if (closed) {
+            return;
+        }
+        String key = key(p);
+        if (!wants(p)) {
+            waiting.remove(key);
+            take(key, "it no longer asks for it, lost its sidecar or is gone");
+            return;
+        }
+        SockmapAdmin.MeshedPod now = find(p);
+        if (now == null) {
+            if (waiting.put(key, p) == null) {
+                LOG.info("Meshed pod {}: no process of it yet in a cgroup named for its uid {} under {} whose network "
+                        + "namespace has its addresses {}; looking again each second", key, p.getMetadata().getUid(),
+                        cgroups, PodRules.podIps(p));
+            }
+            return;
+        }
+        waiting.remove(key);
+        SockmapAdmin.MeshedPod before = put.get(key);
+        if (now.equals(before)) {
+            return;
+        }
+        try {
+            if (before != null && before.netns() != now.netns()) {
+                admin.removeMeshedPod(before.netns());
+            }
+            admin.putMeshedPod(now);
+            put.put(key, now);
+            LOG.info("Meshed pod {}: its applications' connects go to its proxy (uid {}, port {}), other meshed pods' "
+                    + "proxies' to port {} of {}", key, now.proxyUid(), now.outboundPort(), now.inboundPort(),
+                    now.addresses().stream().map(InetAddress::getHostAddress).toList());
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Meshed pod {} could not be put ({}); its NAT rules carry it", key, e.getMessage());
+        }
+    }
+
+    private void take(String key, String why) {
+        SockmapAdmin.MeshedPod was = put.remove(key);
+        if (was == null) {
+            return;
+        }
+        try {
+            admin.removeMeshedPod(was.netns());
+            LOG.info("Pod {} is no longer meshed ({}): its NAT rules carry its connects", key, why);
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Pod {} could not be taken out of the meshed pods: {}", key, e.getMessage());
+        }
+    }
+
+    private synchronized void lookAgain() {
+        for (Pod p : List.copyOf(waiting.values())) {
+            changed(p);
+        }
+    }
+
+    /** Drops what a previous agent put that no pod listed now is meshed under. */
+    private synchronized void dropStale() {
+        try {
+            Set<Long> mine = new java.util.HashSet<>();
+            put.values().forEach(m -> mine.add(m.netns()));
+            for (SockmapAdmin.MeshedPod m : admin.meshedPods()) {
+                if (!mine.contains(m.netns())) {
+                    admin.removeMeshedPod(m.netns());
+                    LOG.info("Took out a meshed pod no listed pod is (namespace {}, {})", Long.toUnsignedString(m.netns()),
+                            m.addresses());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("The meshed pods of an earlier agent could not be checked: {}", e.getMessage());
+        }
+    }
+
+    /**
+     * The pod's network namespace through its processes: a cgroup named for its uid under the
+     * agent's cgroups, a process there whose namespace holds every address of the pod (and is not
+     * the host's). Null while none runs.
+     */
+    private SockmapAdmin.MeshedPod find(Pod p) {
+        String uid = p.getMetadata().getUid();
+        Set<InetAddress> ips = new LinkedHashSet<>(PodRules.podIps(p));
+        if (uid == null || uid.isBlank()) {
+            return null;
+        }
+        for (long pid : processesOf(uid)) {
+            try {
+                long netns = NetnsCookie.inNamespaceOf(pid, () -> holdsAll(ips) ? NetnsCookie.here() : 0L);
+                if (netns != 0 && netns != hostNetns) {
+                    return new SockmapAdmin.MeshedPod(netns, shape.proxyUid(), shape.outboundPort(),
+                            shape.inboundPort(), new ArrayList<>(ips));
+                }
+            } catch (IOException e) {
+                LOG.debug("Pod {}: pid {} gave no namespace: {}", key(p), pid, e.getMessage());
+            }
+        }
+        return null;
+    }
+
+    /** Whether this thread's network namespace has every one of {@code ips} (a socket binds to each). */
+    private static boolean holdsAll(Set<InetAddress> ips) throws IOException {
+        for (InetAddress ip : ips) {
+            try (ServerSocketChannel ch = ServerSocketChannel.open()) {
+                ch.bind(new InetSocketAddress(ip, 0));
+            } catch (java.net.BindException e) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The pids in cgroups under the agent's whose name holds pod uid {@code uid} (kubelet: dashes or underscores). */
+    private List<Long> processesOf(String uid) {
+        String dashed = "pod" + uid;
+        String underscored = "pod" + uid.replace('-', '_');
+        List<Long> pids = new ArrayList<>();
+        for (Path root : cgroups) {
+            try (Stream<Path> dirs = Files.walk(root, 6)) {
+                dirs.filter(Files::isDirectory).filter(d -> {
+                    String n = d.getFileName().toString();
+                    return n.contains(dashed) || n.contains(underscored);
+                }).forEach(d -> collect(d, pids));
+            } catch (IOException | java.io.UncheckedIOException e) {
+                LOG.debug("Walking {} for pod {}: {}", root, uid, e.getMessage());
+            }
+        }
+        return pids;
+    }
+
+    private static void collect(Path cgroup, List<Long> pids) {
+        try (Stream<Path> dirs = Files.walk(cgroup, 4)) {
+            dirs.filter(Files::isDirectory).forEach(d -> {
+                try {
+                    for (String line : Files.readAllLines(d.resolve("cgroup.procs"))) {
+                        if (!line.isBlank() && pids.size() < 16) {
+                            pids.add(Long.parseLong(line.strip()));
+                        }
+                    }
+                } catch (IOException | NumberFormatException ignored) {
+                    // A cgroup gone meanwhile, or not one.
+                }
+            });
+        } catch (IOException | java.io.UncheckedIOException ignored) {
+            // Gone meanwhile.
+        }
+    }
+
+    private static String key(Pod p) {
+        return p.getMetadata().getNamespace() + "/" + p.getMetadata().getName();
+    }
+
+    /** The pods put now, for the tests: "namespace/name" to the namespace cookie. */
+    public synchronized Map<String, Long> meshed() {
+        Map<String, Long> out = new HashMap<>();
+        put.forEach((k, v) -> out.put(k, v.netns()));
+        return out;
+    }
+
+    /** Takes every pod it put out: their NAT rules carry their connects again. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        retry.shutdownNow();
+        for (String key : List.copyOf(put.keySet())) {
+            take(key, "the agent stops");
+        }
+    }
+}

@@ -1,0 +1,253 @@
+package io.github.sockmap4j.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.github.sockmap4j.MeshStats;
+import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.agent.kubernetes.MeshPods;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.Bpftool;
+import io.github.sockmap4j.testbed.ChildJvm;
+import io.github.sockmap4j.testbed.NodeBed;
+import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testsupport.Leftovers;
+import io.github.sockmap4j.testsupport.MockApi;
+import io.github.sockmap4j.testsupport.TestKernel;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A meshed node (docs/mesh.md): the node bed's pods 0 and 1 each with a real sidecar proxy
+ * (Debian's HAProxy in TCP mode, forwarding to each connection's original destination, as uid
+ * 1337) and the NAT Istio's init container writes; pod 2 on the node without one. The agent in
+ * mesh mode, fed by the API server (fabric8's mock), meshes the pods that carry the sidecar's
+ * annotation and ask for it by theirs: an application's connect goes straight to its proxy, the
+ * proxy's straight to the other pod's inbound port, each proxy is told where the connection was
+ * going, and every leg of a call is redirected.
+ */
+@Tag("kernel")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class MeshBedTest {
+    static final int PROXY_UID = 1337;
+    static final int OUT = 15001;
+    static final int IN = 15006;
+    /** The application's port: no rule opts it in, the mesh mode alone accelerates its legs. */
+    static final int PORT = 46350;
+    static final int ATTACKER_UID = 4321;
+    static final String NODE = "node-1";
+    Path work;
+    Path peer;
+    Path cgroup;
+    final Path[] podCgroups = new Path[3];
+    /** Each pod's first process, as a pod's pause container: what the agent finds the pod's namespace by. */
+    final ChildJvm[] pause = new ChildJvm[3];
+    Path pins;
+    Path haproxyConfig;
+    NodeBed bed;
+    ChildJvm agent;
+    MockApi api;
+    KubernetesClient client;
+
+    @BeforeAll
+    void start() throws Exception {
+        work = Files.createTempDirectory("sockmap4j-meshbed", PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-xr-x")));
+        peer = work.resolve("peer");
+        ChildJvm.compilePeer(peer);
+        haproxyConfig = work.resolve("sidecar.cfg");
+        // A sidecar in miniature: outbound and inbound listeners, each relaying to the connection's
+        // original destination (port 0: the same port); inbound connections handed to the
+        // application from 127.0.0.6, which the pod's NAT leaves alone, as Istio's proxy does.
+        Files.writeString(haproxyConfig, String.join("\n",
+                "global", "  maxconn 1024",
+                "defaults", "  mode tcp", "  timeout connect 5s", "  timeout client 120s", "  timeout server 120s",
+                "frontend outbound", "  bind 0.0.0.0:" + OUT, "  default_backend outbound",
+                "backend outbound", "  server original 0.0.0.0:0",
+                "frontend inbound", "  bind 0.0.0.0:" + IN, "  default_backend inbound",
+                "backend inbound", "  source 127.0.0.6", "  server original 0.0.0.0:0", ""));
+        cgroup = TestKernel.newCgroup("meshbed");
+        pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("meshbed"));
+        bed = NodeBed.create("mb", 3);
+        bed.istioSidecarNat(0, PROXY_UID, OUT, IN);
+        bed.istioSidecarNat(1, PROXY_UID, OUT, IN);
+        api = MockApi.start();
+        client = api.client;
+        for (int i = 0; i < 3; i++) {
+            Map<String, String> annotations = i < 2
+                    ? Map.of(MeshPods.ISTIO_SIDECAR, "{\"containers\":[\"istio-proxy\"]}", MeshPods.ANNOTATION,
+                            MeshPods.ACCELERATE)
+                    : Map.of(MeshPods.ANNOTATION, MeshPods.ACCELERATE); // asks, but has no sidecar
+            client.resource(new PodBuilder().withNewMetadata().withName("pod-" + i).withNamespace("rag")
+                    .withAnnotations(annotations).endMetadata()
+                    .withNewSpec().withNodeName(NODE).addNewContainer().withName("main").withImage("peer").endContainer()
+                    .endSpec().withNewStatus().withPodIP(NodeBed.podAddress(i)).addNewPodIP()
+                    .withIp(NodeBed.podAddress(i)).endPodIP().addNewPodIP().withIp(NodeBed.podAddress6(i)).endPodIP()
+                    .endStatus().build()).create();
+            // The kubelet's cgroup of the pod, named for the uid the API server gave it.
+            String uid = client.pods().inNamespace("rag").withName("pod-" + i).get().getMetadata().getUid();
+            podCgroups[i] = Files.createDirectory(cgroup.resolve("pod" + uid));
+            pause[i] = ChildJvm.startInCgroup(podCgroups[i], NodeBed.in(bed.pod(i), List.of("sleep", "infinity")));
+        }
+        startAgent();
+    }
+
+    void startAgent() throws Exception {
+        List<String> cmd = ChildJvm.javaCommand(AgentMain.class, "--pin-dir", pins.toString(), "agent",
+                "--cgroup", cgroup.toString(), "--metrics-port", "-1", "--kubernetes", "--node-name", NODE,
+                "--node-filter", "client", "--mesh");
+        cmd.addAll(1, api.clientOptions());
+        agent = ChildJvm.start(cmd);
+        agent.expect("agent: ready", 60);
+        agent.expect("agent: kubernetes synced", 60);
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        Leftovers.closeAll(agent, api, pause[0], pause[1], pause[2], () -> TestKernel.removePins(pins), bed,
+                () -> Leftovers.removeCgroups(podCgroups[0], podCgroups[1], podCgroups[2], cgroup),
+                () -> Leftovers.removeDirectory(work));
+    }
+
+    /** Pod {@code i}'s sidecar: HAProxy as the proxy's uid in the pod's namespace and cgroup, listening. */
+    ChildJvm sidecar(int i) throws Exception {
+        ChildJvm proxy = ChildJvm.startInCgroup(podCgroups[i], NodeBed.in(bed.pod(i), List.of("setpriv",
+                "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID, "--clear-groups", Sh.tool("haproxy"), "-db", "-f",
+                haproxyConfig.toString())));
+        try {
+            Await.until("pod " + i + "'s sidecar listens", Duration.ofSeconds(Await.scaled(20)),
+                    () -> listens(i, OUT) && listens(i, IN));
+            return proxy;
+        } catch (InterruptedException | RuntimeException e) {
+            proxy.close();
+            throw new IllegalStateException("pod " + i + "'s sidecar: " + proxy.output(), e);
+        }
+    }
+
+    boolean listens(int pod, int port) throws IOException, InterruptedException {
+        return !Sh.run(NodeBed.in(bed.pod(pod), List.of("ss", "-Hltn", "sport = :" + port)).toArray(String[]::new))
+                .isBlank();
+    }
+
+    ChildJvm inPod(int pod, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(NodeBed.in(bed.pod(pod), List.of(peer.toString())));
+        cmd.addAll(List.of(args));
+        return ChildJvm.startInCgroup(podCgroups[pod], cmd);
+    }
+
+    /** {@code count} round trips of 64 B from pod {@code from} to the server in pod 1 at {@code dial}:PORT; returns the client's getpeername. */
+    String call(int from, String dial, int count) throws Exception {
+        boolean v6 = dial.contains(":");
+        try (ChildJvm server = inPod(1, "pp-server", v6 ? NodeBed.podAddress6(1) : NodeBed.podAddress(1),
+                Integer.toString(PORT))) {
+            server.expect("port=", 30);
+            try (ChildJvm c = inPod(from, "pp-client", dial, Integer.toString(PORT), Integer.toString(count), "64")) {
+                String seen = c.expect("peer=", 30);
+                assertEquals("1", c.expect("ok=", 120), c.output());
+                assertEquals("1", server.expect("ok=", 30), server.output());
+                return seen;
+            }
+        }
+    }
+
+    MeshStats mesh() throws IOException {
+        return SockmapAdmin.of(pins).stats().mesh();
+    }
+
+    void awaitMeshed(int pods) throws InterruptedException {
+        try {
+            Await.until(pods + " meshed pods", Duration.ofSeconds(Await.scaled(20)),
+                    () -> SockmapAdmin.of(pins).meshedPods().size() == pods);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; the agent said: " + agent.output(), e);
+        }
+    }
+
+    /** The connections of a call have closed: each socket's entry by its end is gone. */
+    void awaitClosed() throws Exception {
+        Bpftool.awaitMapEntries(pins.resolve("svcorig"), 0);
+        Bpftool.awaitMapEntries(pins.resolve("svcsock"), 0);
+    }
+
+    static MeshStats.Leg minus(MeshStats.Leg a, MeshStats.Leg b) {
+        return new MeshStats.Leg(a.sockets() - b.sockets(), a.bytesRedirected() - b.bytesRedirected(),
+                a.bytesByTcp() - b.bytesByTcp());
+    }
+
+    @Test
+    @Order(1)
+    void theAgentMeshesThePodsWithTheSidecarThatAskForIt() throws Exception {
+        awaitMeshed(2);
+        List<SockmapAdmin.MeshedPod> meshed = SockmapAdmin.of(pins).meshedPods();
+        for (SockmapAdmin.MeshedPod m : meshed) {
+            assertEquals(PROXY_UID, m.proxyUid());
+            assertEquals(OUT, m.outboundPort());
+            assertEquals(IN, m.inboundPort());
+            assertEquals(2, m.addresses().size(), m.toString());
+        }
+        List<String> addresses = meshed.stream().flatMap(m -> m.addresses().stream())
+                .map(java.net.InetAddress::getHostAddress).sorted().toList();
+        assertEquals(List.of(NodeBed.podAddress(0), NodeBed.podAddress(1)), addresses.stream()
+                .filter(a -> !a.contains(":")).toList(), "pods 0 and 1; pod 2 has no sidecar");
+    }
+
+    /**
+     * The call of pod 0's application to pod 1's goes application, proxy, proxy, application:
+     * three legs, each redirected both ways; each proxy learned where the connection was going.
+     */
+    @Test
+    @Order(2)
+    void everyLegOfAMeshedCallIsRedirected() throws Exception {
+        awaitMeshed(2);
+        int trips = 2_000;
+        try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
+            SockmapStats before = SockmapAdmin.of(pins).stats();
+            String seen = call(0, NodeBed.podAddress(1), trips);
+            assertTrue(p0.isAlive() && p1.isAlive(), "the sidecars ran through: " + p0.output() + p1.output());
+            awaitClosed();
+            SockmapStats after = SockmapAdmin.of(pins).stats();
+            MeshStats b = before.mesh();
+            MeshStats a = after.mesh();
+            MeshStats.Leg appProxy = minus(a.appToProxy(), b.appToProxy());
+            MeshStats.Leg proxyProxy = minus(a.proxyToProxy(), b.proxyToProxy());
+            MeshStats.Leg proxyApp = minus(a.proxyToApp(), b.proxyToApp());
+            System.out.printf(Locale.ROOT, "mesh bed: pod 0 -> pod 1 through both sidecars, %d x 64 B: captured %d, "
+                    + "inbound %d, original destinations told %d; app->proxy %s, proxy->proxy %s, proxy->app %s; "
+                    + "messages by TCP %d%n", trips, a.captured() - b.captured(), a.inbound() - b.inbound(),
+                    a.originalDestinations() - b.originalDestinations(), appProxy, proxyProxy, proxyApp,
+                    after.messagesPassed() - before.messagesPassed());
+            assertEquals(NodeBed.podAddress(1) + ":" + PORT, seen, "the application's getpeername: where it dialed");
+            assertEquals(1, a.captured() - b.captured(), "the application's connect went to its proxy");
+            assertEquals(1, a.inbound() - b.inbound(), "the proxy's connect went to pod 1's inbound port");
+            assertEquals(2, a.originalDestinations() - b.originalDestinations(), "each proxy was told");
+            long bytes = 2L * trips * 64;
+            for (MeshStats.Leg leg : List.of(appProxy, proxyProxy, proxyApp)) {
+                assertEquals(2, leg.sockets(), "both ends of the leg registered: " + leg);
+                assertEquals(bytes, leg.bytesRedirected() + leg.bytesByTcp(), "every byte of the leg counted: " + leg);
+                assertTrue(leg.redirectedShare() >= 0.999, "at least 99.9% of the leg's bytes redirected: " + leg);
+            }
+        }
+    }
+}
