@@ -4,11 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.ServiceBuilder;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.github.sockmap4j.MeshStats;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.kubernetes.MeshPods;
+import io.github.sockmap4j.agent.kubernetes.ServiceRules;
 import io.github.sockmap4j.testbed.Await;
 import io.github.sockmap4j.testbed.Bpftool;
 import io.github.sockmap4j.testbed.ChildJvm;
@@ -18,6 +21,8 @@ import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.MockApi;
 import io.github.sockmap4j.testsupport.TestKernel;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -57,6 +62,7 @@ class MeshBedTest {
     /** The application's port: no rule opts it in, the mesh mode alone accelerates its legs. */
     static final int PORT = 46350;
     static final int ATTACKER_UID = 4321;
+    static final String VIP = "10.96.0.20";
     static final String NODE = "node-1";
     Path work;
     Path peer;
@@ -111,6 +117,18 @@ class MeshBedTest {
             podCgroups[i] = Files.createDirectory(cgroup.resolve("pod" + uid));
             pause[i] = ChildJvm.startInCgroup(podCgroups[i], NodeBed.in(bed.pod(i), List.of("sleep", "infinity")));
         }
+        // A Service of pod 1's application: kube-proxy's rules in the node, and its annotation and
+        // endpoints in the API server, from which the agent puts it in the Service map.
+        bed.service(VIP, PORT, NodeBed.podAddress(1) + ":" + PORT);
+        client.resource(new EndpointSliceBuilder().withNewMetadata().withName("app-1").withNamespace("rag")
+                .addToLabels(ServiceRules.SERVICE_NAME_LABEL, "app").endMetadata().withAddressType("IPv4")
+                .addNewPort().withPort(PORT).withProtocol("TCP").endPort()
+                .addNewEndpoint().withAddresses(NodeBed.podAddress(1)).withNodeName(NODE).endEndpoint()
+                .build()).create();
+        client.resource(new ServiceBuilder().withNewMetadata().withName("app").withNamespace("rag")
+                .addToAnnotations(ServiceRules.PORTS_ANNOTATION, Integer.toString(PORT)).endMetadata()
+                .withNewSpec().withClusterIP(VIP).addNewPort().withPort(PORT).withProtocol("TCP").endPort().endSpec()
+                .build()).create();
         startAgent();
     }
 
@@ -242,12 +260,188 @@ class MeshBedTest {
             assertEquals(1, a.captured() - b.captured(), "the application's connect went to its proxy");
             assertEquals(1, a.inbound() - b.inbound(), "the proxy's connect went to pod 1's inbound port");
             assertEquals(2, a.originalDestinations() - b.originalDestinations(), "each proxy was told");
-            long bytes = 2L * trips * 64;
-            for (MeshStats.Leg leg : List.of(appProxy, proxyProxy, proxyApp)) {
-                assertEquals(2, leg.sockets(), "both ends of the leg registered: " + leg);
-                assertEquals(bytes, leg.bytesRedirected() + leg.bytesByTcp(), "every byte of the leg counted: " + leg);
-                assertTrue(leg.redirectedShare() >= 0.999, "at least 99.9% of the leg's bytes redirected: " + leg);
-            }
+            assertEveryLegRedirected(b, a, trips);
         }
+    }
+
+    /** Each of the three legs of one call of {@code trips} round trips of 64 B: both ends registered, 99.9% redirected. */
+    static void assertEveryLegRedirected(MeshStats b, MeshStats a, int trips) {
+        long bytes = 2L * trips * 64;
+        for (MeshStats.Leg leg : List.of(minus(a.appToProxy(), b.appToProxy()), minus(a.proxyToProxy(),
+                b.proxyToProxy()), minus(a.proxyToApp(), b.proxyToApp()))) {
+            assertEquals(2, leg.sockets(), "both ends of the leg registered: " + leg);
+            assertEquals(bytes, leg.bytesRedirected() + leg.bytesByTcp(), "every byte of the leg counted: " + leg);
+            assertTrue(leg.redirectedShare() >= 0.999, "at least 99.9% of the leg's bytes redirected: " + leg);
+        }
+    }
+
+    /**
+     * The application dials the Service: its proxy is told the Service (as its NAT would have
+     * kept it), the proxy's own connect to it is translated to pod 1, sent to pod 1's inbound
+     * port, and pod 1's proxy is told the endpoint (as its NAT would have kept it).
+     */
+    @Test
+    @Order(3)
+    void aMeshedCallToAServiceIsTranslatedForTheProxyAlone() throws Exception {
+        awaitMeshed(2);
+        InetSocketAddress vip = new InetSocketAddress(InetAddress.ofLiteral(VIP), PORT);
+        Await.until("the Service's entry", Duration.ofSeconds(Await.scaled(10)),
+                () -> SockmapAdmin.of(pins).services().stream().anyMatch(e -> e.vip().equals(vip)));
+        int trips = 1_000;
+        try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
+            SockmapStats before = SockmapAdmin.of(pins).stats();
+            String seen = call(0, VIP, trips);
+            assertTrue(p0.isAlive() && p1.isAlive(), "the sidecars ran through: " + p0.output() + p1.output());
+            awaitClosed();
+            SockmapStats after = SockmapAdmin.of(pins).stats();
+            assertEquals(VIP + ":" + PORT, seen, "the application's getpeername: the Service");
+            assertEquals(1, after.servicesTranslated() - before.servicesTranslated(),
+                    "the proxy's connect, not the application's (its went to the proxy)");
+            assertEquals(1, after.mesh().captured() - before.mesh().captured());
+            assertEquals(1, after.mesh().inbound() - before.mesh().inbound());
+            assertEquals(2, after.mesh().originalDestinations() - before.mesh().originalDestinations());
+            assertEveryLegRedirected(before.mesh(), after.mesh(), trips);
+        }
+    }
+
+    /**
+     * Over IPv6, with the bed's own proxy (peer.c mesh-proxy, which asks IP6T_SO_ORIGINAL_DST;
+     * HAProxy 2.6 asks for IPv4 connections only): each proxy prints what it was told.
+     */
+    @Test
+    @Order(4)
+    void anIpv6CallIsMeshedAndEachProxyToldWhereItWasGoing() throws Exception {
+        awaitMeshed(2);
+        int trips = 1_000;
+        String target = NodeBed.podAddress6(1) + ":" + PORT;
+        SockmapStats before = SockmapAdmin.of(pins).stats();
+        try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress6(1), Integer.toString(PORT));
+             ChildJvm in = ChildJvm.startInCgroup(podCgroups[1], NodeBed.in(bed.pod(1), List.of("env",
+                     "SM4J_PEER_BIND=::6:0", "setpriv", "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID,
+                     "--clear-groups", peer.toString(), "mesh-proxy", "::", Integer.toString(IN))));
+             ChildJvm out = ChildJvm.startInCgroup(podCgroups[0], NodeBed.in(bed.pod(0), List.of("setpriv",
+                     "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID, "--clear-groups", peer.toString(), "mesh-proxy",
+                     "::", Integer.toString(OUT))))) {
+            server.expect("port=", 30);
+            in.expect("port=", 30);
+            out.expect("port=", 30);
+            try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress6(1), Integer.toString(PORT),
+                    Integer.toString(trips), "64")) {
+                assertEquals(target, c.expect("peer=", 30));
+                assertEquals(target, out.expect("origdst=", 30), "pod 0's proxy told where its application dialed");
+                assertEquals(target, in.expect("origdst=", 30), "pod 1's proxy told where pod 0's proxy dialed");
+                assertEquals("1", c.expect("ok=", 120), c.output());
+            }
+            assertEquals("1", server.expect("ok=", 30), server.output());
+        }
+        awaitClosed();
+        SockmapStats after = SockmapAdmin.of(pins).stats();
+        assertEquals(1, after.mesh().captured() - before.mesh().captured());
+        assertEquals(1, after.mesh().inbound() - before.mesh().inbound());
+        assertEveryLegRedirected(before.mesh(), after.mesh(), trips);
+    }
+
+    /** Pod 2 asks but has no sidecar: never meshed, its connects never captured; pod 1's NAT still takes its call. */
+    @Test
+    @Order(5)
+    void aPodWithoutTheSidecarIsNeverMeshed() throws Exception {
+        awaitMeshed(2);
+        assertTrue(SockmapAdmin.of(pins).meshedPods().stream().noneMatch(m -> m.addresses().contains(
+                InetAddress.ofLiteral(NodeBed.podAddress(2)))), "pod 2 is not meshed");
+        try (ChildJvm p1 = sidecar(1)) {
+            MeshStats before = mesh();
+            call(2, NodeBed.podAddress(1), 100);
+            assertTrue(p1.isAlive(), p1.output());
+            MeshStats after = mesh();
+            assertEquals(0, after.captured() - before.captured(), "pod 2's connect left alone");
+            assertEquals(0, after.inbound() - before.inbound());
+            assertEquals(0, minus(after.appToProxy(), before.appToProxy()).sockets());
+        }
+    }
+
+    /**
+     * Trust: with pod 0's proxy not running, a user of the pod listens on the proxy's port. The
+     * application's connect is never sent there by sockmap4j (the listener is not the proxy's
+     * uid's); the pod's own NAT rule does what it does without sockmap4j.
+     */
+    @Test
+    @Order(6)
+    void anApplicationsConnectIsNeverSentToAnotherUsersListener() throws Exception {
+        awaitMeshed(2);
+        try (ChildJvm squat = ChildJvm.startInCgroup(podCgroups[0], NodeBed.in(bed.pod(0), List.of("setpriv",
+                "--reuid=" + ATTACKER_UID, "--regid=" + ATTACKER_UID, "--clear-groups", peer.toString(),
+                "conn-server", "127.0.0.1", Integer.toString(OUT))))) {
+            squat.expect("port=", 30);
+            MeshStats before = mesh();
+            int svcsock = Bpftool.mapEntries(pins.resolve("svcsock"));
+            try (ChildJvm c = inPod(0, "conn-client", NodeBed.podAddress(1), Integer.toString(PORT), "1")) {
+                c.expect("ok=", 30);
+                assertEquals(0, mesh().captured() - before.captured(), "not captured into another user's listener");
+                assertEquals(svcsock, Bpftool.mapEntries(pins.resolve("svcsock")), "nothing filed for the connect");
+            }
+            squat.closeInput();
+        }
+    }
+
+    /**
+     * The agent stopped while a meshed call runs: the call completes (its connections keep their
+     * redirect), the pods are taken out, and the next call goes through the pods' NAT rules and
+     * their sidecars by TCP. Started again, it meshes them again.
+     */
+    @Test
+    @Order(10)
+    void theAgentStoppedMidCallLosesNothingAndTheNatCarriesOn() throws Exception {
+        awaitMeshed(2);
+        try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
+            try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
+                server.expect("port=", 30);
+                try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(PORT), "30000",
+                        "64")) {
+                    c.expect("peer=", 30);
+                    agent.terminate();
+                    assertEquals(0, agent.waitFor(30), agent.output());
+                    assertEquals("1", c.expect("ok=", 120), "every round trip of the open call: " + c.output());
+                }
+                assertEquals("1", server.expect("ok=", 30), server.output());
+            }
+            assertEquals(List.of(), SockmapAdmin.of(pins).meshedPods(), "the stopped agent took its pods out");
+            MeshStats before = mesh();
+            call(0, NodeBed.podAddress(1), 100);
+            assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
+            assertEquals(0, mesh().captured() - before.captured(), "the pod's NAT carried the next call");
+        } finally {
+            startAgent();
+        }
+        awaitMeshed(2);
+    }
+
+    /**
+     * The agent killed while a meshed call runs: the kernel goes on without it (the call completes,
+     * the next call is still captured), and a new agent takes the pods over.
+     */
+    @Test
+    @Order(11)
+    void theAgentKilledMidCallLosesNothingAndTheKernelCarriesOn() throws Exception {
+        awaitMeshed(2);
+        try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
+            try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
+                server.expect("port=", 30);
+                try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(PORT), "30000",
+                        "64")) {
+                    c.expect("peer=", 30);
+                    agent.kill();
+                    assertEquals("1", c.expect("ok=", 120), "every round trip of the open call: " + c.output());
+                }
+                assertEquals("1", server.expect("ok=", 30), server.output());
+            }
+            assertEquals(2, SockmapAdmin.of(pins).meshedPods().size(), "the kernel's meshed pods stay");
+            MeshStats before = mesh();
+            call(0, NodeBed.podAddress(1), 100);
+            assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
+            assertEquals(1, mesh().captured() - before.captured(), "still captured without an agent");
+        } finally {
+            startAgent();
+        }
+        awaitMeshed(2);
     }
 }
