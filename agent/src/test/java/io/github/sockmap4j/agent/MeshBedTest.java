@@ -261,6 +261,28 @@ class MeshBedTest {
             assertEquals(1, a.inbound() - b.inbound(), "the proxy's connect went to pod 1's inbound port");
             assertEquals(2, a.originalDestinations() - b.originalDestinations(), "each proxy was told");
             assertEveryLegRedirected(b, a, trips);
+            // The same counters as the agent's /metrics serves them (its meters, over the pins).
+            io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+                    new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+            io.github.sockmap4j.metrics.SockmapMetrics.of(() -> {
+                try {
+                    return SockmapAdmin.of(pins).stats();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, () -> true).bindTo(registry);
+            for (String leg : List.of("app-proxy", "proxy-proxy", "proxy-app")) {
+                MeshStats.Leg l = switch (leg) {
+                    case "app-proxy" -> a.appToProxy();
+                    case "proxy-proxy" -> a.proxyToProxy();
+                    default -> a.proxyToApp();
+                };
+                assertEquals((double) l.bytesRedirected(), registry.get("sockmap4j.mesh.leg.bytes").tag("leg", leg)
+                        .tag("path", "redirected").functionCounter().count(), leg);
+                assertEquals((double) l.bytesByTcp(), registry.get("sockmap4j.mesh.leg.bytes").tag("leg", leg)
+                        .tag("path", "tcp").functionCounter().count(), leg);
+            }
+            assertEquals((double) a.captured(), registry.get("sockmap4j.mesh.captured").functionCounter().count());
         }
     }
 
@@ -377,10 +399,45 @@ class MeshBedTest {
             try (ChildJvm c = inPod(0, "conn-client", NodeBed.podAddress(1), Integer.toString(PORT), "1")) {
                 c.expect("ok=", 30);
                 assertEquals(0, mesh().captured() - before.captured(), "not captured into another user's listener");
+                assertEquals(0, mesh().inbound() - before.inbound(), "nor sent to pod 1's proxy: not the proxy's connect");
                 assertEquals(svcsock, Bpftool.mapEntries(pins.resolve("svcsock")), "nothing filed for the connect");
             }
             squat.closeInput();
         }
+    }
+
+    /** The meshed pods' maps are root's: no user can open them, let alone capture a pod. */
+    @Test
+    @Order(7)
+    void onlyRootWritesTheMeshedPods() throws Exception {
+        for (String pin : List.of("mesh", "meshaddr")) {
+            Path p = pins.resolve(pin);
+            assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(p)), pin);
+            assertEquals("root", Files.getOwner(p).getName(), pin);
+            try (ChildJvm user = ChildJvm.start(List.of("setpriv", "--reuid=" + ATTACKER_UID, "--regid=" + ATTACKER_UID,
+                    "--clear-groups", Sh.tool("bpftool"), "map", "show", "pinned", p.toString()))) {
+                assertTrue(user.waitFor(30) != 0, "a user opened " + pin + ": " + user.output());
+            }
+        }
+    }
+
+    /**
+     * A pod whose NAT leaves some connects alone (Istio's exclude annotations) is not meshed: the
+     * capture would not follow it. Its annotation taken away, it is meshed again.
+     */
+    @Test
+    @Order(8)
+    void aPodWhoseNatExcludesPortsIsTakenOut() throws Exception {
+        awaitMeshed(2);
+        String excluded = "traffic.sidecar.istio.io/excludeOutboundPorts";
+        client.pods().inNamespace("rag").withName("pod-0").edit(p -> new PodBuilder(p).editMetadata()
+                .addToAnnotations(excluded, "5432").endMetadata().build());
+        awaitMeshed(1);
+        assertTrue(SockmapAdmin.of(pins).meshedPods().get(0).addresses().contains(
+                InetAddress.ofLiteral(NodeBed.podAddress(1))), "pod 1 stays");
+        client.pods().inNamespace("rag").withName("pod-0").edit(p -> new PodBuilder(p).editMetadata()
+                .removeFromAnnotations(excluded).endMetadata().build());
+        awaitMeshed(2);
     }
 
     /**

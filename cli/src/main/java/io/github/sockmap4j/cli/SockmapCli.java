@@ -142,6 +142,11 @@ public final class SockmapCli implements PinDirectory {
         return JSON.writeValueAsString(m);
     }
 
+    /** A mesh leg's counters as a line: "N sockets, R B redirected / T B by TCP". */
+    static String leg(io.github.sockmap4j.MeshStats.Leg l) {
+        return l.sockets() + " sockets, " + l.bytesRedirected() + " B redirected / " + l.bytesByTcp() + " B by TCP";
+    }
+
     /** A record (or any bean) as JSON: every component, by its name. */
     static String json(Object value) {
         return JSON.writeValueAsString(value);
@@ -236,12 +241,16 @@ public final class SockmapCli implements PinDirectory {
                                 + "clients of a server not on this node %d, keys another connection holds %d, "
                                 + "in another program's sockmap %d, "
                                 + "Service connects translated %d, without a local endpoint %d, "
-                                + "original destinations answered with a Service %d",
+                                + "original destinations answered with a Service %d; meshed pods: connects captured %d, "
+                                + "sent to an inbound port %d, original destinations told %d, app-proxy %s, "
+                                + "proxy-proxy %s, proxy-app %s",
                         st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
                         st.messagesPassed(), st.bytesPassed(), st.boundHits(), st.resumes(), st.socketsTainted(),
                         st.registerFailures(), st.clientsUnregistered(), st.peersNotLocal(), st.keysTaken(),
                         st.socketsBusy(), st.servicesTranslated(),
-                        st.servicesNoLocal(), st.originalDestinations()));
+                        st.servicesNoLocal(), st.originalDestinations(), st.mesh().captured(), st.mesh().inbound(),
+                        st.mesh().originalDestinations(), leg(st.mesh().appToProxy()), leg(st.mesh().proxyToProxy()),
+                        leg(st.mesh().proxyToApp())));
             }
             return 0;
         }

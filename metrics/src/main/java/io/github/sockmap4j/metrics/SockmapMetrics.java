@@ -1,5 +1,6 @@
 package io.github.sockmap4j.metrics;
 
+import io.github.sockmap4j.MeshStats;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.xdp.XdpFilter;
@@ -107,6 +108,15 @@ public final class SockmapMetrics implements MeterBinder {
         counter(r, "sockmap4j.services.original.destinations",
                 "SO_ORIGINAL_DST calls answered with the Service a translated client dialed",
                 SockmapStats::originalDestinations);
+        counter(r, "sockmap4j.mesh.captured", "meshed pods' application connects sent straight to their proxy",
+                s -> s.mesh().captured());
+        counter(r, "sockmap4j.mesh.inbound", "meshed pods' proxy connects sent to another meshed pod's inbound port",
+                s -> s.mesh().inbound());
+        counter(r, "sockmap4j.mesh.original.destinations",
+                "SO_ORIGINAL_DST calls of a meshed pod's proxy answered from the connect", s -> s.mesh().originalDestinations());
+        meshLeg(r, "app-proxy", s -> s.mesh().appToProxy());
+        meshLeg(r, "proxy-proxy", s -> s.mesh().proxyToProxy());
+        meshLeg(r, "proxy-app", s -> s.mesh().proxyToApp());
         Gauge.builder("sockmap4j.sockets.in.map", this, m -> m.stats().socketsInMap())
                 .description("sockets in the SOCKHASH now").strongReference(true).register(r);
         FunctionCounter.builder("sockmap4j.credit.waits", this, m -> Sockmap.flowStats().creditWaits())
@@ -121,6 +131,16 @@ public final class SockmapMetrics implements MeterBinder {
             xdp(r, f, "malformed", c -> c.malformed());
             xdp(r, f, "defaulted", c -> c.defaulted());
         }
+    }
+
+    /** One leg of meshed requests: its sockets, and its bytes by path (redirected, or TCP counted at each FIN). */
+    private void meshLeg(MeterRegistry r, String leg, java.util.function.Function<SockmapStats, MeshStats.Leg> of) {
+        counter(r, "sockmap4j.mesh.leg.sockets", "sockets registered as a leg of meshed requests",
+                s -> of.apply(s).sockets(), "leg", leg);
+        counter(r, "sockmap4j.mesh.leg.bytes", "bytes a leg of meshed requests sent", s -> of.apply(s).bytesRedirected(),
+                "leg", leg, "path", "redirected");
+        counter(r, "sockmap4j.mesh.leg.bytes", "bytes a leg of meshed requests sent", s -> of.apply(s).bytesByTcp(),
+                "leg", leg, "path", "tcp");
     }
 
     private static void xdp(MeterRegistry r, XdpFilter f, String outcome, ToDoubleFunction<XdpFilter.Counters> v) {

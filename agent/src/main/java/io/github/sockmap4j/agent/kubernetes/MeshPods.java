@@ -71,6 +71,8 @@ public final class MeshPods implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
+    /** Pods refused for an annotation, each said once. */
+    private final Set<String> refused = new java.util.HashSet<>();
     private boolean closed;
 
     private MeshPods(PodRules pods, Path pinDir, List<Path> cgroups, Shape shape) throws IOException {
@@ -92,12 +94,44 @@ public final class MeshPods implements AutoCloseable {
         return m;
     }
 
+    /**
+     * Istio's annotations that make a pod's NAT leave some connects alone, or catch them another way:
+     * the kernel's capture does not follow them, so a pod carrying one is not meshed (its NAT
+     * carries it, as without sockmap4j) rather than have connects its NAT excludes sent to its proxy.
+     */
+    static final List<String> NAT_CHANGING = List.of("traffic.sidecar.istio.io/excludeOutboundPorts",
+            "traffic.sidecar.istio.io/excludeOutboundIPRanges", "traffic.sidecar.istio.io/includeOutboundPorts",
+            "traffic.sidecar.istio.io/excludeInboundPorts", "traffic.sidecar.istio.io/includeInboundPorts",
+            "traffic.sidecar.istio.io/kubevirtInterfaces", "sidecar.istio.io/interceptionMode");
+
     /** Whether pod {@code p} is to be meshed: this node's, listed, with the sidecar, asking for it. */
     boolean wants(Pod p) {
         Map<String, String> ann = p.getMetadata().getAnnotations();
         return pods.isListed(p) && !PodRules.podIps(p).isEmpty() && ann != null
                 && ann.containsKey(shape.sidecarAnnotation())
                 && ACCELERATE.equals(Optional.ofNullable(ann.get(ANNOTATION)).map(String::trim).orElse(null));
+    }
+
+    /** Why pod {@code p}'s NAT is not the one the kernel mirrors, or null when it is (Istio's defaults). */
+    static String unlikeItsNat(Pod p) {
+        Map<String, String> ann = p.getMetadata().getAnnotations();
+        for (String a : NAT_CHANGING) {
+            String v = ann.get(a);
+            if (v == null) {
+                continue;
+            }
+            boolean asDefault = switch (a) {
+                case "sidecar.istio.io/interceptionMode" -> v.trim().equals("REDIRECT");
+                case "traffic.sidecar.istio.io/includeInboundPorts" -> v.trim().equals("*");
+                default -> v.isBlank();
+            };
+            if (!asDefault) {
+                return a + "=" + v;
+            }
+        }
+        String include = ann.get("traffic.sidecar.istio.io/includeOutboundIPRanges");
+        return include == null || include.trim().equals("*") ? null
+                : "traffic.sidecar.istio.io/includeOutboundIPRanges=" + include;
     }
 
     private synchronized void changed(Pod p) {
@@ -108,6 +142,16 @@ public final class MeshPods implements AutoCloseable {
         if (!wants(p)) {
             waiting.remove(key);
             take(key, "it no longer asks for it, lost its sidecar or is gone");
+            return;
+        }
+        String unlike = unlikeItsNat(p);
+        if (unlike != null) {
+            waiting.remove(key);
+            if (refused.add(key + " " + unlike)) {
+                LOG.warn("Pod {} asks to be meshed, but its annotation {} changes what its NAT sends to its proxy, "
+                        + "which the kernel's capture does not follow: its NAT carries it, by TCP", key, unlike);
+            }
+            take(key, "its NAT is not Istio's default (" + unlike + ")");
             return;
         }
         SockmapAdmin.MeshedPod now = find(p);
