@@ -17,6 +17,7 @@ BENCHMARKS=(
   'netty|NettyGrpcBench|-Dloops=${LOOPS:-2} -Dtopology=${TOPOLOGY:-loopback} -Dexecutor=${EXECUTOR:-default} -Dpoll=${POLL:-0} -DpollStock=${POLL_STOCK:-false}|7 20000|Netty echo and gRPC (unary, streaming) vs stock epoll; [TOPOLOGY=node] [EXECUTOR=direct|polling] [POLL=us] [POLL_STOCK=true] [ROUNDS] [ROUND TRIPS]'
   'arrow|ArrowBench|-Xmx2g -Dtopology=${TOPOLOGY:-loopback}|5|256 MiB of embeddings a round: the Arrow bridge vs Arrow Flight; [TOPOLOGY=node] [ROUNDS]'
   'node|NodeRttBench|${PLOTS:+-Dplots=$PLOTS}|5 20000 64|round trips between pods of the node-shaped bed, three placements; [PLOTS=DIR] [ROUNDS] [ITERATIONS] [SIZE]'
+  'mesh|MeshRttBench|-Dsidecar.threads=${SIDECAR_THREADS:-0} -Dmesh.only=${MESH_ONLY:-}|5 20000 64|round trips between two meshed pods (HAProxy sidecars, Istio'"'"'s NAT): the kernel'"'"'s meshed pods against the pods'"'"' NAT; [SIDECAR_THREADS=N] [MESH_ONLY=accelerated|plain] [ROUNDS] [ITERATIONS] [SIZE]'
   'services|ServiceScaleBench||5 1000 50000|a connect to a Service VIP as the Service map grows; [ROUNDS] [CONNECTS] [SERVICES]'
   'scale|ScaleBench|-Dtopology=${TOPOLOGY:-loopback}|5 2000 20000|connect+accept with and without the port opted in, RTT with 10 vs 10,000 sockets in the map; [TOPOLOGY=node] [ROUNDS] [CONNECTIONS] [RTT ITERATIONS]'
   'policy|PolicyBench||5 2000|a connection with 10 vs 50,000 policy rules; [ROUNDS] [CONNECTIONS]'

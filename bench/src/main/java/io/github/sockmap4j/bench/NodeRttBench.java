@@ -237,7 +237,7 @@ public final class NodeRttBench {
      * One ping-pong: the server in its pod, the client in pod 0; returns {p50, p99} in ns, and
      * records every round trip in {@code samples} when it is not null.
      */
-    private static long[] once(NodeBed bed, Path binary, Path cgroup, Path pins, Case c, int size, int iterations,
+    static long[] once(NodeBed bed, Path binary, Path cgroup, Path pins, Case c, int size, int iterations,
                                PingPong.Placement placement, org.HdrHistogram.Histogram samples)
             throws IOException, InterruptedException {
         List<String> server = enter(bed.pod(c.serverPod()), c, peer(binary, c, pins, cgroup, "server",
