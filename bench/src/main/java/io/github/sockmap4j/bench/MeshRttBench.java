@@ -4,7 +4,6 @@ import io.github.sockmap4j.MeshStats;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.NodeAgent;
-import io.github.sockmap4j.linux.sys.NetnsCookie;
 import io.github.sockmap4j.testbed.Cgroup2;
 import io.github.sockmap4j.testbed.NodeBed;
 import io.github.sockmap4j.testbed.Sh;
@@ -70,9 +69,6 @@ public final class MeshRttBench {
             List<SockmapAdmin.MeshedPod> pods = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
                 bed.istioSidecarNat(i, PROXY_UID, OUT, IN);
-                long netns = NodeBed.callIn(bed.pod(i), NetnsCookie::here);
-                pods.add(new SockmapAdmin.MeshedPod(netns, PROXY_UID, OUT, IN, List.of(
-                        InetAddress.ofLiteral(NodeBed.podAddress(i)), InetAddress.ofLiteral(NodeBed.podAddress6(i)))));
                 Process p = NodeRttBench.start(NodeRttBench.inCgroup(cgroup, NodeBed.in(bed.pod(i), List.of("setpriv",
                         "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID, "--clear-groups", haproxy, "-db", "-f",
                         config.toString()))));
@@ -80,6 +76,7 @@ public final class MeshRttBench {
             }
             for (int i = 0; i < 2; i++) {
                 int pod = i;
+                // The sidecar's pid is its pod's process (sh, ip netns exec and setpriv each exec the next).
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
                 while (Sh.run(NodeBed.in(bed.pod(pod), List.of("ss", "-Hltn", "sport = :" + IN)).toArray(String[]::new))
                         .isBlank()) {
@@ -88,6 +85,9 @@ public final class MeshRttBench {
                     }
                     Thread.sleep(50);
                 }
+                pods.add(new SockmapAdmin.MeshedPod(SockmapAdmin.networkNamespaceOf(sidecars.get(pod).pid()), PROXY_UID,
+                        OUT, IN, List.of(InetAddress.ofLiteral(NodeBed.podAddress(pod)),
+                        InetAddress.ofLiteral(NodeBed.podAddress6(pod)))));
             }
             try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
                 if (!agent.isReady()) {

@@ -289,6 +289,16 @@ public final class SockmapAdmin {
         }
     }
 
+    /**
+     * The cookie of the network namespace process {@code pid} is in, as the kernel programs and
+     * {@link MeshedPod#netns()} name it (entering another process's namespace needs CAP_SYS_ADMIN).
+     *
+     * @throws IOException naming the pid when it is gone or its namespace cannot be entered
+     */
+    public static long networkNamespaceOf(long pid) throws IOException {
+        return io.github.sockmap4j.linux.sys.NetnsCookie.ofProcess(pid);
+    }
+
     /** Puts (or replaces) the meshed pod of {@code pod.netns()}. */
     public void putMeshedPod(MeshedPod pod) throws IOException {
         try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
