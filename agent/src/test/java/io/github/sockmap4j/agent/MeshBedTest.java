@@ -17,6 +17,7 @@ import io.github.sockmap4j.testbed.Bpftool;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.NodeBed;
 import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testbed.Sidecar;
 import io.github.sockmap4j.testsupport.Leftovers;
 import io.github.sockmap4j.testsupport.MockApi;
 import io.github.sockmap4j.testsupport.TestKernel;
@@ -71,7 +72,8 @@ class MeshBedTest {
     /** Each pod's first process, as a pod's pause container: what the agent finds the pod's namespace by. */
     final ChildJvm[] pause = new ChildJvm[3];
     Path pins;
-    Path haproxyConfig;
+    /** The sidecar's command (its configuration written in the work directory). */
+    List<String> sidecar;
     NodeBed bed;
     ChildJvm agent;
     MockApi api;
@@ -83,17 +85,7 @@ class MeshBedTest {
                 PosixFilePermissions.fromString("rwxr-xr-x")));
         peer = work.resolve("peer");
         ChildJvm.compilePeer(peer);
-        haproxyConfig = work.resolve("sidecar.cfg");
-        // A sidecar in miniature: outbound and inbound listeners, each relaying to the connection's
-        // original destination (port 0: the same port); inbound connections handed to the
-        // application from 127.0.0.6, which the pod's NAT leaves alone, as Istio's proxy does.
-        Files.writeString(haproxyConfig, String.join("\n",
-                "global", "  maxconn 1024",
-                "defaults", "  mode tcp", "  timeout connect 5s", "  timeout client 120s", "  timeout server 120s",
-                "frontend outbound", "  bind 0.0.0.0:" + OUT, "  default_backend outbound",
-                "backend outbound", "  server original 0.0.0.0:0",
-                "frontend inbound", "  bind 0.0.0.0:" + IN, "  default_backend inbound",
-                "backend inbound", "  source 127.0.0.6", "  server original 0.0.0.0:0", ""));
+        sidecar = Sidecar.haproxy(work.resolve("sidecar.cfg"), OUT, IN, 0);
         cgroup = TestKernel.newCgroup("meshbed");
         pins = Path.of("/sys/fs/bpf").resolve(TestKernel.uniqueName("meshbed"));
         bed = NodeBed.create("mb", 3);
@@ -151,22 +143,18 @@ class MeshBedTest {
 
     /** Pod {@code i}'s sidecar: HAProxy as the proxy's uid in the pod's namespace and cgroup, listening. */
     ChildJvm sidecar(int i) throws Exception {
-        ChildJvm proxy = ChildJvm.startInCgroup(podCgroups[i], NodeBed.in(bed.pod(i), List.of("setpriv",
-                "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID, "--clear-groups", Sh.tool("haproxy"), "-db", "-f",
-                haproxyConfig.toString())));
+        List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID,
+                "--clear-groups"));
+        cmd.addAll(sidecar);
+        ChildJvm proxy = ChildJvm.startInCgroup(podCgroups[i], NodeBed.in(bed.pod(i), cmd));
         try {
             Await.until("pod " + i + "'s sidecar listens", Duration.ofSeconds(Await.scaled(20)),
-                    () -> listens(i, OUT) && listens(i, IN));
+                    () -> Sidecar.listens(bed.pod(i), OUT) && Sidecar.listens(bed.pod(i), IN));
             return proxy;
         } catch (InterruptedException | RuntimeException e) {
             proxy.close();
             throw new IllegalStateException("pod " + i + "'s sidecar: " + proxy.output(), e);
         }
-    }
-
-    boolean listens(int pod, int port) throws IOException, InterruptedException {
-        return !Sh.run(NodeBed.in(bed.pod(pod), List.of("ss", "-Hltn", "sport = :" + port)).toArray(String[]::new))
-                .isBlank();
     }
 
     ChildJvm inPod(int pod, String... args) throws IOException {
@@ -449,23 +437,12 @@ class MeshBedTest {
     @Order(10)
     void theAgentStoppedMidCallLosesNothingAndTheNatCarriesOn() throws Exception {
         awaitMeshed(2);
-        try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
-            try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
-                server.expect("port=", 30);
-                try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(PORT), "30000",
-                        "64")) {
-                    c.expect("peer=", 30);
-                    agent.terminate();
-                    assertEquals(0, agent.waitFor(30), agent.output());
-                    assertEquals("1", c.expect("ok=", 120), "every round trip of the open call: " + c.output());
-                }
-                assertEquals("1", server.expect("ok=", 30), server.output());
-            }
-            assertEquals(List.of(), SockmapAdmin.of(pins).meshedPods(), "the stopped agent took its pods out");
-            MeshStats before = mesh();
-            call(0, NodeBed.podAddress(1), 100);
-            assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
-            assertEquals(0, mesh().captured() - before.captured(), "the pod's NAT carried the next call");
+        try {
+            long captured = callAcross(() -> {
+                agent.terminate();
+                assertEquals(0, agent.waitFor(30), agent.output());
+            }, () -> assertEquals(List.of(), SockmapAdmin.of(pins).meshedPods(), "the stopped agent took its pods out"));
+            assertEquals(0, captured, "the pod's NAT carried the next call");
         } finally {
             startAgent();
         }
@@ -480,25 +457,43 @@ class MeshBedTest {
     @Order(11)
     void theAgentKilledMidCallLosesNothingAndTheKernelCarriesOn() throws Exception {
         awaitMeshed(2);
+        try {
+            long captured = callAcross(agent::kill, () -> assertEquals(2, SockmapAdmin.of(pins).meshedPods().size(),
+                    "the kernel's meshed pods stay"));
+            assertEquals(1, captured, "still captured without an agent");
+        } finally {
+            startAgent();
+        }
+        awaitMeshed(2);
+    }
+
+    /** What happens to the agent mid-call. */
+    interface Step {
+        void run() throws Exception;
+    }
+
+    /**
+     * With both sidecars up, a call of 30,000 round trips across {@code midCall} (done once it is
+     * connected), which must complete; then {@code after}, then a call of 100; returns how many
+     * connects that last call had captured.
+     */
+    long callAcross(Step midCall, Step after) throws Exception {
         try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
             try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
                 server.expect("port=", 30);
                 try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(PORT), "30000",
                         "64")) {
                     c.expect("peer=", 30);
-                    agent.kill();
+                    midCall.run();
                     assertEquals("1", c.expect("ok=", 120), "every round trip of the open call: " + c.output());
                 }
                 assertEquals("1", server.expect("ok=", 30), server.output());
             }
-            assertEquals(2, SockmapAdmin.of(pins).meshedPods().size(), "the kernel's meshed pods stay");
+            after.run();
             MeshStats before = mesh();
             call(0, NodeBed.podAddress(1), 100);
             assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
-            assertEquals(1, mesh().captured() - before.captured(), "still captured without an agent");
-        } finally {
-            startAgent();
+            return mesh().captured() - before.captured();
         }
-        awaitMeshed(2);
     }
 }

@@ -6,7 +6,7 @@ import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.NodeAgent;
 import io.github.sockmap4j.testbed.Cgroup2;
 import io.github.sockmap4j.testbed.NodeBed;
-import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testbed.Sidecar;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,42 +44,25 @@ public final class MeshRttBench {
         int rounds = run.intArg(0, 5);
         int iterations = run.intArg(1, 20_000);
         int size = run.intArg(2, 64);
-        Path binary = Path.of(System.getProperty("sockmap4j.bench.podpp", "target/c/podpingpong"));
-        if (!Files.isExecutable(binary)) {
-            throw new IllegalStateException(binary.toAbsolutePath() + " is missing: 'mvn -pl bench package' builds it");
-        }
-        String haproxy = Sh.tool("haproxy");
-        if (!Files.isExecutable(Path.of(haproxy))) {
-            throw new IllegalStateException("haproxy is missing: scripts/install.sh base installs it");
-        }
+        Path binary = NodeRttBench.podPingPong();
         Path cgroup = Cgroup2.create("meshrtt");
         Path pins = Path.of("/sys/fs/bpf").resolve(Cgroup2.uniqueName("meshrtt"));
         Path config = Files.createTempFile("sockmap4j-sidecar", ".cfg");
-        Files.writeString(config, String.join("\n",
-                "global", "  maxconn 1024", Integer.getInteger("sidecar.threads", 0) > 0
-                        ? "  nbthread " + Integer.getInteger("sidecar.threads") : "  # nbthread: HAProxy's default, one per CPU",
-                "defaults", "  mode tcp", "  timeout connect 5s", "  timeout client 300s", "  timeout server 300s",
-                "frontend outbound", "  bind 0.0.0.0:" + OUT, "  default_backend outbound",
-                "backend outbound", "  server original 0.0.0.0:0",
-                "frontend inbound", "  bind 0.0.0.0:" + IN, "  default_backend inbound",
-                "backend inbound", "  source 127.0.0.6", "  server original 0.0.0.0:0", ""));
-        config.toFile().setReadable(true, false);
+        List<String> sidecar = new ArrayList<>(List.of("setpriv", "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID,
+                "--clear-groups"));
+        sidecar.addAll(Sidecar.haproxy(config, OUT, IN, Integer.getInteger("sidecar.threads", 0)));
         List<Process> sidecars = new ArrayList<>();
         try (NodeBed bed = NodeBed.create("mr", 2)) {
             List<SockmapAdmin.MeshedPod> pods = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
                 bed.istioSidecarNat(i, PROXY_UID, OUT, IN);
-                Process p = NodeRttBench.start(NodeRttBench.inCgroup(cgroup, NodeBed.in(bed.pod(i), List.of("setpriv",
-                        "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID, "--clear-groups", haproxy, "-db", "-f",
-                        config.toString()))));
-                sidecars.add(p);
+                sidecars.add(NodeRttBench.start(NodeRttBench.inCgroup(cgroup, NodeBed.in(bed.pod(i), sidecar))));
             }
             for (int i = 0; i < 2; i++) {
                 int pod = i;
                 // The sidecar's pid is its pod's process (sh, ip netns exec and setpriv each exec the next).
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-                while (Sh.run(NodeBed.in(bed.pod(pod), List.of("ss", "-Hltn", "sport = :" + IN)).toArray(String[]::new))
-                        .isBlank()) {
+                while (!Sidecar.listens(bed.pod(pod), IN)) {
                     if (System.nanoTime() > deadline || !sidecars.get(pod).isAlive()) {
                         throw new IllegalStateException("pod " + pod + "'s sidecar did not listen");
                     }

@@ -80,10 +80,7 @@ public final class NodeRttBench {
         int rounds = run.intArg(0, 5);
         int iterations = run.intArg(1, 20_000);
         int size = run.intArg(2, 64);
-        Path binary = Path.of(System.getProperty("sockmap4j.bench.podpp", "target/c/podpingpong"));
-        if (!Files.isExecutable(binary)) {
-            throw new IllegalStateException(binary.toAbsolutePath() + " is missing: 'mvn -pl bench package' builds it");
-        }
+        Path binary = podPingPong();
         String pod1 = NodeBed.podAddress(1);
         String pod2 = NodeBed.podAddress(2);
         List<Case> cases = List.of(
@@ -207,6 +204,15 @@ public final class NodeRttBench {
     }
 
     static final int JVM_WARMUP = 50_000;
+
+    /** The C ping-pong peer (src/main/c/podpingpong.c), built by the bench module's package phase. */
+    static Path podPingPong() {
+        Path binary = Path.of(System.getProperty("sockmap4j.bench.podpp", "target/c/podpingpong"));
+        if (!Files.isExecutable(binary)) {
+            throw new IllegalStateException(binary.toAbsolutePath() + " is missing: 'mvn -pl bench package' builds it");
+        }
+        return binary;
+    }
 
     /** Into the pod: a JVM of sockmap4j keeps the host's mounts (its pins are on the host's bpffs). */
     private static List<String> enter(String pod, Case c, List<String> cmd) {

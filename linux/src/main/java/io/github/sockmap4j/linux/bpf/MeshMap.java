@@ -135,16 +135,16 @@ public final class MeshMap implements AutoCloseable {
      * @return whether there was one
      */
     public boolean remove(long netns) throws IOException {
-        Pod pod = get(netns);
+        boolean listed = get(netns) != null;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment nk = arena.allocate(ValueLayout.JAVA_LONG);
             nk.set(ValueLayout.JAVA_LONG, 0, netns);
             boolean had = pods.tryDelete(nk) == 0;
             MemorySegment k = arena.allocate(ADDR_KEY);
-            for (InetAddress a : pod == null ? addressesOf(netns) : pod.addresses()) {
+            for (InetAddress a : addressesByNetns().getOrDefault(netns, List.of())) {
                 removeAddress(arena, k, a, netns);
             }
-            return had || pod != null;
+            return had || listed;
         }
     }
 
@@ -169,6 +169,26 @@ public final class MeshMap implements AutoCloseable {
 
     /** Every meshed pod, with the addresses filed for it (a namespace without a pod entry is not listed). */
     public List<Pod> list() throws IOException {
+        Map<Long, List<InetAddress>> byNetns = addressesByNetns();
+        List<Long> netnsKeys = new ArrayList<>();
+        pods.forEachKey(nk -> netnsKeys.add(nk.get(ValueLayout.JAVA_LONG, 0)));
+        List<Pod> out = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment nk = arena.allocate(ValueLayout.JAVA_LONG);
+            MemorySegment pv = arena.allocate(POD);
+            for (long netns : netnsKeys) {
+                nk.set(ValueLayout.JAVA_LONG, 0, netns);
+                if (pods.lookup(nk, pv)) {
+                    out.add(new Pod(netns, pv.get(ValueLayout.JAVA_INT, 0), pv.get(ValueLayout.JAVA_INT, 4),
+                            pv.get(ValueLayout.JAVA_INT, 8), byNetns.getOrDefault(netns, List.of())));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The addresses filed, by the namespace each is filed for (also of namespaces without a pod entry). */
+    private Map<Long, List<InetAddress>> addressesByNetns() throws IOException {
         Map<Long, List<InetAddress>> byNetns = new LinkedHashMap<>();
         List<byte[]> keys = new ArrayList<>();
         addresses.forEachKey(k -> keys.add(k.toArray(ValueLayout.JAVA_BYTE)));
@@ -181,37 +201,8 @@ public final class MeshMap implements AutoCloseable {
                     byNetns.computeIfAbsent(v.get(ValueLayout.JAVA_LONG, 0), n -> new ArrayList<>()).add(address(k));
                 }
             }
-            List<Long> netnsKeys = new ArrayList<>();
-            pods.forEachKey(nk -> netnsKeys.add(nk.get(ValueLayout.JAVA_LONG, 0)));
-            List<Pod> out = new ArrayList<>();
-            MemorySegment nk = arena.allocate(ValueLayout.JAVA_LONG);
-            MemorySegment pv = arena.allocate(POD);
-            for (long netns : netnsKeys) {
-                nk.set(ValueLayout.JAVA_LONG, 0, netns);
-                if (pods.lookup(nk, pv)) {
-                    out.add(new Pod(netns, pv.get(ValueLayout.JAVA_INT, 0), pv.get(ValueLayout.JAVA_INT, 4),
-                            pv.get(ValueLayout.JAVA_INT, 8), byNetns.getOrDefault(netns, List.of())));
-                }
-            }
-            return out;
         }
-    }
-
-    private List<InetAddress> addressesOf(long netns) throws IOException {
-        List<InetAddress> out = new ArrayList<>();
-        List<byte[]> keys = new ArrayList<>();
-        addresses.forEachKey(k -> keys.add(k.toArray(ValueLayout.JAVA_BYTE)));
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment k = arena.allocate(ADDR_KEY);
-            MemorySegment v = arena.allocate(ADDR);
-            for (byte[] key : keys) {
-                MemorySegment.copy(key, 0, k, ValueLayout.JAVA_BYTE, 0, key.length);
-                if (addresses.lookup(k, v) && v.get(ValueLayout.JAVA_LONG, 0) == netns) {
-                    out.add(address(k));
-                }
-            }
-        }
-        return out;
+        return byNetns;
     }
 
     private static void fill(MemorySegment k, InetAddress a) {
