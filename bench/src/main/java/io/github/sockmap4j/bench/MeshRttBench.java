@@ -28,7 +28,8 @@ import java.util.concurrent.TimeUnit;
  * and each leg's share of bytes redirected.
  *
  * Usage: {@code MeshRttBench ROUNDS ITERATIONS SIZE} ({@code -Dmesh.only=accelerated|plain}: that path
- * alone, for a profiler); run by {@code scripts/bench.sh mesh}.
+ * alone, for a profiler; {@code -Dmesh.agent=false}: the node set up as {@code sockmap4j up} does, with
+ * no agent, so no in-flight watcher); run by {@code scripts/bench.sh mesh}.
  */
 public final class MeshRttBench {
     static final int PORT = 46410;
@@ -72,11 +73,21 @@ public final class MeshRttBench {
                         OUT, IN, List.of(InetAddress.ofLiteral(NodeBed.podAddress(pod)),
                         InetAddress.ofLiteral(NodeBed.podAddress6(pod)))));
             }
-            try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535, false))) {
-                if (!agent.isReady()) {
-                    throw new IllegalStateException("the agent is not ready");
+            try {
+                if (Boolean.parseBoolean(System.getProperty("mesh.agent", "true"))) {
+                    try (NodeAgent agent = NodeAgent.start(new NodeAgent.Options(pins, List.of(cgroup), null, 65535,
+                            false))) {
+                        if (!agent.isReady()) {
+                            throw new IllegalStateException("the agent is not ready");
+                        }
+                        run(bed, binary, cgroup, pins, pods, rounds, iterations, size);
+                    }
+                } else {
+                    // As 'sockmap4j up' sets a node up: the programs and maps, no agent and so no in-flight watcher.
+                    SockmapAdmin.up(io.github.sockmap4j.SockmapConfig.builder().pinDirectory(pins).cgroup(cgroup)
+                            .required(true).probe(false).build());
+                    run(bed, binary, cgroup, pins, pods, rounds, iterations, size);
                 }
-                run(bed, binary, cgroup, pins, pods, rounds, iterations, size);
             } finally {
                 SockmapAdmin.of(pins).removePins();
             }

@@ -32,7 +32,9 @@ public final class Sidecar {
         }
         Files.writeString(file, String.join("\n",
                 "global", "  maxconn 1024", threads > 0 ? "  nbthread " + threads : "  # nbthread: one per CPU",
-                "defaults", "  mode tcp", "  timeout connect 5s", "  timeout client 300s", "  timeout server 300s",
+                Boolean.getBoolean("sockmap4j.sidecar.log") ? "  log stderr format raw local0" : "",
+                "defaults", Boolean.getBoolean("sockmap4j.sidecar.log") ? "  log global\n  option tcplog" : "",
+                "  mode tcp", "  timeout connect 5s", "  timeout client 300s", "  timeout server 300s",
                 "frontend outbound", "  bind 0.0.0.0:" + outPort, "  default_backend outbound",
                 "backend outbound", "  server original 0.0.0.0:0",
                 "frontend inbound", "  bind 0.0.0.0:" + inPort, "  default_backend inbound",
