@@ -9,6 +9,10 @@
 #                                     stage, the kernel's sk_msg runs, and the ratios. 8-9 minutes;
 #                                     flags scale it (scripts/demo.sh --help), e.g.
 #                                     scripts/demo.sh --rate 300 --rounds 3 --plot curve.png
+#   scripts/demo.sh --mesh            the same pipeline meshed: every pod with Istio's NAT and an HAProxy
+#                                     sidecar, every stage unchanged; the pods' NAT (every leg by TCP)
+#                                     against the pods meshed in the kernel (docs/mesh.md), and what each
+#                                     leg of the meshed requests redirected
 #   scripts/demo.sh echo              an echo over the fast path, then plain vs fast-path RTT and counters
 #   scripts/demo.sh grpc [CALLS]      a stock grpc-netty pair, then a sockmap4j pair: unary 1 KiB p50/p99
 #                                     (or: grpc server PORT | grpc client PORT [CALLS])

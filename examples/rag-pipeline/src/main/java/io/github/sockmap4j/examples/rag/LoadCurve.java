@@ -55,15 +55,9 @@ final class LoadCurve {
         return out;
     }
 
+    /** The CPU of every stage, with their pods' sidecar proxies on a meshed node. */
     static double allStagesCpu(RagReport.Run r) {
-        double sum = 0;
-        for (double c : r.cpuPercent().values()) {
-            if (c < 0) {
-                return Double.NaN;
-            }
-            sum += c;
-        }
-        return sum;
+        return r.allPodsCpuPercent();
     }
 
     /**
@@ -74,15 +68,18 @@ final class LoadCurve {
     static double allStagesCpuButJit(RagReport.Run r) {
         double all = RagReport.allStages(r.cpuMicrosByKind(), null);
         double butJit = RagReport.allStages(r.cpuMicrosByKind(), ThreadKind.JIT);
-        return all > 0 ? allStagesCpu(r) * butJit / all : Double.NaN;
+        double proxies = Math.max(0, r.proxyCpuPercent());
+        return all > 0 ? (allStagesCpu(r) - proxies) * butJit / all + proxies : Double.NaN;
     }
 
     /** The curve's table: by load, the median over {@code rounds} of each path's figure, and fast/plain. */
     static void print(PrintStream out, List<List<Point>> rounds) {
         int rows = rounds.get(0).size();
         String title = rounds.size() > 1 ? " (median of " + rounds.size() + " rounds)" : "";
+        boolean meshed = rounds.get(0).get(0).plain().proxyCpuPercent() >= 0;
         out.println("| offered load" + title + " | requests/s | P50 ms, plain / fast (fast/plain) | P99 ms | P99.9 ms "
-                + "| CPU % of all stages | the same but their JIT compilers | failed, plain / fast |");
+                + (meshed ? "| CPU % of all pods (stages and sidecars) " : "| CPU % of all stages ")
+                + "| the same but their JIT compilers | failed, plain / fast |");
         out.println("|---|---:|---:|---:|---:|---:|---:|---:|");
         for (int k = 0; k < rows; k++) {
             List<RagReport.Run> plain = new ArrayList<>();

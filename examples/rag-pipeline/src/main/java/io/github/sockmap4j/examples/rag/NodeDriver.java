@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -25,9 +26,11 @@ final class NodeDriver {
      * a Service VIP per stage NAT-ed to its pod, both paths' ports when {@code paired}), runs
      * {@code main} with {@code args} again in the client pod (which starts each stage in its pod and
      * prints the tables, passed on to {@code out}), and removes the bed, also when the run fails or
-     * is interrupted.
+     * is interrupted. With {@code mesh}, every pod a meshed one ({@link MeshedNode}): Istio's NAT and
+     * an HAProxy sidecar, whose network namespaces and process ids the run in the client pod is
+     * given; the sidecars stop before the bed goes.
      */
-    static int run(Class<?> main, List<String> args, boolean paired, PrintStream out) throws Exception {
+    static int run(Class<?> main, List<String> args, boolean paired, boolean mesh, PrintStream out) throws Exception {
         if (!"root".equals(System.getProperty("user.name")) && !Files.isWritable(Path.of("/run"))) {
             System.err.println("the node topology builds network namespaces and needs root: run it as root, or pass "
                     + "--topology loopback");
@@ -35,9 +38,12 @@ final class NodeDriver {
         }
         NodeBed bed = NodeBed.create("rag", NodePods.CLIENT + 1);
         AtomicReference<Process> inPod = new AtomicReference<>();
+        List<Process> sidecars = new CopyOnWriteArrayList<>();
+        Path sidecarConfig = mesh ? Files.createTempFile("sockmap4j-sidecar", ".cfg") : null;
         Thread cleanup = new Thread(() -> {
             try {
                 stop(inPod.get()); // first the run in the pod: its stages and fast path go with it
+                MeshedNode.stop(sidecars, sidecarConfig);
                 bed.close();
             } catch (IOException e) {
                 System.err.println("removing the node bed: " + e.getMessage());
@@ -53,6 +59,7 @@ final class NodeDriver {
                 }
                 pods.add(bed.pod(r.ordinal()));
             }
+            List<String> meshArgs = mesh ? MeshedNode.start(bed, sidecarConfig, sidecars) : List.of();
             List<String> cmd = new ArrayList<>();
             cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
             cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
@@ -61,6 +68,7 @@ final class NodeDriver {
             cmd.add(main.getName());
             cmd.addAll(args);
             cmd.add("--node-pods=" + String.join(",", pods));
+            cmd.addAll(meshArgs);
             Process p = new ProcessBuilder(NodeBed.inNetwork(bed.pod(NodePods.CLIENT), cmd))
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             inPod.set(p);
@@ -74,6 +82,7 @@ final class NodeDriver {
             return p.waitFor();
         } finally {
             stop(inPod.get());
+            MeshedNode.stop(sidecars, sidecarConfig);
             bed.close();
             try {
                 Runtime.getRuntime().removeShutdownHook(cleanup);

@@ -15,7 +15,7 @@ import org.HdrHistogram.Histogram;
 final class PathMeter {
     /** Every reading taken at a slice's start and end. */
     record Mark(long[] cpu, long systemCpu, long selfCpu, ThreadTimes selfThreads, Map<RagService.Role, ThreadTimes> threads,
-            Map<RagService.Role, StageClock.Times> times, long[] counters, long verdictRuns) {
+            Map<RagService.Role, StageClock.Times> times, long[] counters, long verdictRuns, long proxyCpu) {
     }
 
     /** One slice's own figures, for the spread between slices: its median latency and its stages' CPU %. */
@@ -25,6 +25,8 @@ final class PathMeter {
     private final boolean fast;
     private final Map<RagService.Role, Stage> stages;
     private final Sockmap sockmap;
+    /** The pods' sidecar proxies on a meshed node, empty elsewhere. */
+    private final List<Long> proxies;
     private final Histogram latency = new Histogram(60_000_000L, 3);
     private final long[] cpu = new long[RagService.Role.values().length];
     private final long[] counters = new long[3];
@@ -36,20 +38,23 @@ final class PathMeter {
     private long systemCpu;
     private long selfCpu;
     private long verdictRuns;
+    private long proxyCpu;
     private ThreadTimes selfUsed = new ThreadTimes(Map.of(), true);
     private Map<RagService.Role, ThreadTimes> used = new EnumMap<>(RagService.Role.class);
     private Map<RagService.Role, StageClock.Times> times = new EnumMap<>(RagService.Role.class);
 
-    PathMeter(boolean fast, Map<RagService.Role, Stage> stages, Sockmap sockmap) {
+    PathMeter(boolean fast, Map<RagService.Role, Stage> stages, Sockmap sockmap, List<Long> proxies) {
         this.fast = fast;
         this.stages = stages;
         this.sockmap = sockmap;
+        this.proxies = List.copyOf(proxies);
     }
 
     Mark mark() {
         return new Mark(StageMeters.cpu(stages), StageMeters.systemCpu(stages), StageMeters.selfCpuNanos(),
                 StageMeters.self(), StageMeters.threads(stages), StageMeters.times(stages),
-                StageMeters.counters(sockmap), sockmap != null ? sockmap.verdictRunCount() : 0);
+                StageMeters.counters(sockmap), sockmap != null ? sockmap.verdictRunCount() : 0,
+                StageMeters.processCpu(proxies));
     }
 
     /** Adds the slice that began at {@code before} and whose requests {@code res} measured; it ends now. */
@@ -72,6 +77,7 @@ final class PathMeter {
             counters[i] += after.counters[i] - before.counters[i];
         }
         verdictRuns += after.verdictRuns - before.verdictRuns;
+        proxyCpu = before.proxyCpu < 0 || after.proxyCpu < 0 || proxyCpu < 0 ? -1 : proxyCpu + after.proxyCpu - before.proxyCpu;
         latency.add(res.latencyMicros());
         ok += res.ok();
         failed += res.failed();
@@ -116,6 +122,6 @@ final class PathMeter {
                 verdictRuns, counters[0], counters[1], counters[2], idle, idleThreads,
                 waited < 0 ? -1 : waited / 1e6 / requests, StageMeters.microsPerRequest(used, requests),
                 StageMeters.wakeupsPerRequest(used, requests), budget,
-                List.copyOf(slices));
+                List.copyOf(slices), proxies.isEmpty() || proxyCpu < 0 ? -1 : 100.0 * proxyCpu / (seconds * 1e9));
     }
 }

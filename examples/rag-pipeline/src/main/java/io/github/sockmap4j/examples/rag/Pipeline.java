@@ -27,22 +27,28 @@ final class Pipeline implements AutoCloseable {
     /** The meter of the measured phase now under way: a fresh one for each load of the curve. */
     PathMeter meter;
     private final Sockmap sockmap;
+    private final List<Long> proxies;
     private final Path pins;
     private final List<InetSocketAddress> translated = new ArrayList<>();
     private ManagedChannel gateway;
     private LoadGenerator load;
 
-    Pipeline(boolean fast, String label, Sockmap sockmap) {
+    /**
+     * @param proxies the process ids of the pods' sidecar proxies on a meshed node (their CPU is
+     *                counted with the stages'), else empty
+     */
+    Pipeline(boolean fast, String label, Sockmap sockmap, List<Long> proxies) {
         this.fast = fast;
         this.label = label;
         this.pins = sockmap != null && sockmap.isActive() ? sockmap.config().pinDirectory() : null;
         this.sockmap = sockmap;
-        this.meter = new PathMeter(fast, stages, sockmap);
+        this.proxies = List.copyOf(proxies);
+        this.meter = new PathMeter(fast, stages, sockmap, this.proxies);
     }
 
     /** Starts a new measured phase: a meter that has counted nothing yet. */
     PathMeter freshMeter() {
-        meter = new PathMeter(fast, stages, sockmap);
+        meter = new PathMeter(fast, stages, sockmap, proxies);
         return meter;
     }
 

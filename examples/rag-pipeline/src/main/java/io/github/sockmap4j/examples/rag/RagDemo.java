@@ -1,6 +1,7 @@
 package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.github.sockmap4j.plots.Plots;
@@ -118,6 +119,17 @@ public final class RagDemo implements Callable<Integer> {
     /** Set by the node topology's driver for the demo it runs in the client pod: the stages' pods, in role order. */
     @Option(names = "--node-pods", hidden = true, split = ",")
     List<String> nodePods;
+    @Option(names = "--mesh", description = "the pipeline meshed (docs/mesh.md): every pod of the node with Istio's NAT "
+            + "and an HAProxy sidecar (uid 1337, ports 15001/15006), every stage unchanged (grpc-netty on epoll) on "
+            + "both paths; plain: the pods' NAT sends every leg by TCP; fast path: the pods meshed in the kernel, as "
+            + "'sockmap4j agent --kubernetes --mesh' puts them, so that every leg is redirected (node topology, both paths)")
+    boolean mesh;
+    /** Set by the node topology's driver with --mesh: each pod's network namespace (its cookie), in pod order. */
+    @Option(names = "--mesh-netns", hidden = true, split = ",")
+    List<Long> meshNetns = List.of();
+    /** Set by the node topology's driver with --mesh: each pod's sidecar's process id, in pod order. */
+    @Option(names = "--mesh-proxies", hidden = true, split = ",")
+    List<Long> meshProxies = List.of();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -129,6 +141,10 @@ public final class RagDemo implements Callable<Integer> {
     /** Whether this run measures the load curve (paired, no --rate), and at which fractions of plain TCP's maximum. */
     private boolean curve;
     private List<Double> loadFractions = List.of();
+    /** With --mesh and the fast path active: where the pods are meshed, the pods, and each round's legs. */
+    private SockmapAdmin meshAdmin;
+    private List<SockmapAdmin.MeshedPod> meshPods = List.of();
+    private final List<MeshedNode.Round> meshRounds = new ArrayList<>();
 
     public RagDemo() {
         this(System.out);
@@ -204,8 +220,17 @@ public final class RagDemo implements Callable<Integer> {
             System.err.println("--in-process runs every stage in this JVM, on loopback: add --topology loopback");
             return 2;
         }
+        if (mesh && (!node() || !paired)) {
+            System.err.println("--mesh runs both paths at once in the node topology's pods: leave out --topology, "
+                    + "--no-paired, --mode and --in-process");
+            return 2;
+        }
+        if (mesh && profile.equals("polling")) {
+            System.err.println("--mesh runs every stage unchanged on both paths: leave out --profile=polling");
+            return 2;
+        }
         if (node() && nodePods == null) {
-            return NodeDriver.run(RagDemo.class, spec.commandLine().getParseResult().originalArgs(), paired, out);
+            return NodeDriver.run(RagDemo.class, spec.commandLine().getParseResult().originalArgs(), paired, mesh, out);
         }
         phases = new Phases(out, rate, inFlight, warmupSeconds, maxWarmupSeconds, throughputSeconds, slices);
         RagService.Settings settings = new RagService.Settings(dim, docs, seed, candidates, topK, threshold);
@@ -224,11 +249,27 @@ public final class RagDemo implements Callable<Integer> {
                     } catch (IOException e) {
                         out.println("kernel run counts unavailable: " + e.getMessage());
                     }
+                    if (mesh) {
+                        if (meshNetns.size() != NodePods.CLIENT + 1) {
+                            System.err.println("--mesh: the driver gave " + meshNetns.size() + " pods' namespaces");
+                            return 2;
+                        }
+                        meshAdmin = SockmapAdmin.of(sockmap.config().pinDirectory());
+                        meshPods = MeshedNode.pods(meshNetns);
+                    }
                 }
             }
             out.printf(Locale.ROOT, "RAG pipeline: gateway -> embedding -> search -> context, %s; %,d chunks x %d dims, "
                     + "%d candidates with vectors, top-%d at score >= %.2f%n",
                     inProcess ? "all in this JVM" : "one JVM each", docs, dim, candidates, topK, threshold);
+            if (mesh) {
+                out.println("mesh: every pod with Istio's NAT and an HAProxy sidecar (uid " + MeshedNode.PROXY_UID
+                        + ", TCP, relaying to each connection's original destination); every stage unchanged, stock "
+                        + "grpc-netty on epoll, on both paths. plain: the pods' NAT sends each connection through both "
+                        + "proxies, every leg by TCP. fast path: the same pods meshed in the kernel (as the agent's mesh "
+                        + "mode puts them) before its pipeline connects, so that its connects go straight to the proxies "
+                        + "and every leg is redirected; the plain pipeline's connections, made before, stay as they are");
+            }
             out.println(node() ? "topology: node: each stage and the load generator in a pod of its own, routed "
                     + "through a node namespace; every hop dials a Service VIP (kube-proxy-style DNAT in the node; on "
                     + "the fast path the internal hops' connects are translated to their pods)"
@@ -260,7 +301,11 @@ public final class RagDemo implements Callable<Integer> {
             List<RagReport.Run> fastRuns = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
                 if (paired) {
+                    SockmapStats meshBefore = meshAdmin != null ? MeshedNode.mark(meshAdmin) : null;
                     RagReport.Run[] both = runPaired(settings, r, sockmap);
+                    if (meshBefore != null) {
+                        meshRounds.add(MeshedNode.since(meshAdmin, meshBefore));
+                    }
                     plainRuns.add(both[0]);
                     fastRuns.add(both[1]);
                     continue;
@@ -296,8 +341,11 @@ public final class RagDemo implements Callable<Integer> {
                     return 1;
                 }
             }
-            return 0;
+            return meshReport();
         } finally {
+            if (meshAdmin != null) {
+                MeshedNode.mesh(meshAdmin, meshPods, false);
+            }
             if (runStats != null) {
                 runStats.close();
             }
@@ -393,7 +441,11 @@ public final class RagDemo implements Callable<Integer> {
         List<List<LoadCurve.Point>> byRound = new ArrayList<>();
         for (int r = 0; r < rounds; r++) {
             out.println("round " + (r + 1) + " of " + rounds + ":");
+            SockmapStats meshBefore = meshAdmin != null ? MeshedNode.mark(meshAdmin) : null;
             byRound.add(runCurve(settings, r, sockmap));
+            if (meshBefore != null) {
+                meshRounds.add(MeshedNode.since(meshAdmin, meshBefore));
+            }
         }
         for (int k = 0; k < loadFractions.size(); k++) {
             List<RagReport.Run> plainRuns = new ArrayList<>();
@@ -421,6 +473,22 @@ public final class RagDemo implements Callable<Integer> {
             out.println("\nWARNING: nothing went through the redirect; see the log lines above for why");
             return 1;
         }
+        return meshReport();
+    }
+
+    /**
+     * With --mesh, each round's legs; 1 (with a warning) when a leg of the fast path carried nothing
+     * or redirected less than {@link MeshedNode#LEAST_SHARE} of its bytes, else 0.
+     */
+    private int meshReport() {
+        if (meshAdmin == null) {
+            return 0;
+        }
+        if (!MeshedNode.print(out, meshRounds)) {
+            out.printf(Locale.ROOT, "%nWARNING: a leg of the meshed fast path redirected less than %.0f%% of its "
+                    + "bytes, or carried none%n", 100 * MeshedNode.LEAST_SHARE);
+            return 1;
+        }
         return 0;
     }
 
@@ -436,11 +504,19 @@ public final class RagDemo implements Callable<Integer> {
      */
     private Pipeline open(boolean fast, RagService.Settings s, int round, Sockmap sockmap, int portOffset) throws Exception {
         Pipeline p = new Pipeline(fast, (fast ? "sockmap fast path" : "plain TCP") + (rounds > 1 ? " #" + (round + 1) : ""),
-                sockmap);
+                sockmap, meshProxies);
         try {
+            if (meshAdmin != null) {
+                // Capture is decided at connect: the plain pipeline connects with the pods out of the
+                // kernel's mesh (their NAT carries it), the fast one after they are put in.
+                MeshedNode.mesh(meshAdmin, meshPods, fast);
+            }
             if (node() && fast && sockmap != null && sockmap.isActive()) {
-                // The internal hops' Services in the Service map: their connects go straight to the pods.
-                for (RagService.Role r : List.of(RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT)) {
+                // The internal hops' Services in the Service map: their connects go straight to the pods
+                // (meshed: the proxies' connects, to the pods' inbound ports, the gateway's too, as the
+                // agent puts every Service of the cluster).
+                for (RagService.Role r : mesh ? List.of(RagService.Role.values())
+                        : List.of(RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT)) {
                     int port = NodePods.port(r) + portOffset;
                     p.translate(new InetSocketAddress(InetAddress.ofLiteral(NodePods.vip(r)), port),
                             new InetSocketAddress(InetAddress.ofLiteral(NodeBed.podAddress(r.ordinal())), port));
@@ -482,6 +558,7 @@ public final class RagDemo implements Callable<Integer> {
             return;
         }
         List<String> flags = Stage.jvmFlags(stageHeap, profile, fast ? handlers : plainHandlers);
+        fast &= !mesh; // meshed, every stage runs unchanged: the kernel's mesh mode is the fast path
         Duration timeout = Duration.ofSeconds(120);
         List<CompletableFuture<Stage>> starting = new ArrayList<>();
         for (RagService.Role r : backends) {

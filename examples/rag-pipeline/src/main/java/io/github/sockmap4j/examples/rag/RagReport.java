@@ -20,7 +20,19 @@ final class RagReport {
             long verdictRuns, long bytesRedirected, long bytesPassed, long boundHits,
             Map<RagService.Role, Double> idleCpuPercent, Map<String, Double> idleThreads,
             double runQueueMillisPerRequest, Map<RagService.Role, Map<ThreadKind, Double>> cpuMicrosByKind,
-            Map<RagService.Role, Map<ThreadKind, Double>> wakeupsByKind, TimeBudget budget, List<PathMeter.Slice> slices) {
+            Map<RagService.Role, Map<ThreadKind, Double>> wakeupsByKind, TimeBudget budget, List<PathMeter.Slice> slices,
+            double proxyCpuPercent) {
+        /** The CPU % of every stage, with their pods' sidecar proxies on a meshed node; NaN where one is unknown. */
+        double allPodsCpuPercent() {
+            double sum = proxyCpuPercent > 0 ? proxyCpuPercent : 0;
+            for (double c : cpuPercent.values()) {
+                if (c < 0) {
+                    return Double.NaN;
+                }
+                sum += c;
+            }
+            return sum;
+        }
     }
 
     private final PrintStream out;
@@ -63,6 +75,10 @@ final class RagReport {
             row("CPU % all stages", plain, fast,
                     r -> r.cpuPercent().values().stream().mapToDouble(Double::doubleValue).sum(), "%.1f", both);
             row("  of which in the kernel", plain, fast, Run::systemCpuPercent, "%.1f", both);
+            if (plain.stream().anyMatch(r -> r.proxyCpuPercent() >= 0)) {
+                row("CPU % sidecar proxies (every pod's)", plain, fast, Run::proxyCpuPercent, "%.1f", both);
+                row("CPU % all pods (stages + proxies)", plain, fast, Run::allPodsCpuPercent, "%.1f", both);
+            }
         }
         row("ms a request waiting for a CPU (stages' and load's threads)", plain, fast, Run::runQueueMillisPerRequest, "%.2f", both);
         row(inProcess ? "CPU % (this JVM: stages + load)" : "CPU % load generator", plain, fast, Run::loadGenCpuPercent, "%.1f", both);

@@ -4,6 +4,7 @@ import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.netty.grpc.LoopLocalChannel;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.CallOptions;
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Server;
@@ -24,6 +25,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -226,12 +228,22 @@ public final class RagService implements AutoCloseable {
                     if (downstream.size() != 3) {
                         throw new IllegalArgumentException("the gateway needs the embedding, search and context addresses");
                     }
+                    List<ManagedChannel> connections = new ArrayList<>();
                     for (java.net.InetSocketAddress a : downstream) {
                         // On the loops, a channel per loop: each downstream call goes out, and its
                         // reply comes back, on the loop that read the request.
-                        channels.add(handlersOnLoops() ? LoopLocalChannel.of(group(fast), loop -> channel(a, fast, loop))
-                                : channel(a, fast));
+                        channels.add(handlersOnLoops() ? LoopLocalChannel.of(group(fast), loop -> {
+                            ManagedChannel c = channel(a, fast, loop);
+                            connections.add(c);
+                            return c;
+                        }) : channel(a, fast));
+                        if (!handlersOnLoops()) {
+                            connections.add(channels.get(channels.size() - 1));
+                        }
                     }
+                    // Every connection made before the gateway says it is ready, none on a first call later:
+                    // where a connection goes is decided at its connect (a meshed node's, for one).
+                    connectAll(connections, Duration.ofSeconds(30));
                     ManagedChannel embed = channels.get(0);
                     ManagedChannel search = channels.get(1);
                     ManagedChannel contexts = channels.get(2);
@@ -277,6 +289,32 @@ public final class RagService implements AutoCloseable {
             channels.forEach(ManagedChannel::shutdownNow);
             alloc.close();
             throw e;
+        }
+    }
+
+    /**
+     * Connects each of {@code channels} and waits until all are ready.
+     *
+     * @throws IOException naming the channel that was not ready within {@code timeout}
+     */
+    static void connectAll(List<ManagedChannel> channels, Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (ManagedChannel c : channels) {
+            ConnectivityState state;
+            while ((state = c.getState(true)) != ConnectivityState.READY) {
+                java.util.concurrent.CountDownLatch changed = new java.util.concurrent.CountDownLatch(1);
+                c.notifyWhenStateChanged(state, changed::countDown);
+                long left = deadline - System.nanoTime();
+                try {
+                    if (left <= 0 || !changed.await(left, TimeUnit.NANOSECONDS)) {
+                        throw new IOException("the gateway's channel to " + c.authority() + " was not ready in "
+                                + timeout.toSeconds() + " s (" + state + ")");
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted while connecting to " + c.authority(), e);
+                }
+            }
         }
     }
 

@@ -162,6 +162,19 @@ final class StageMeters {
         return c;
     }
 
+    /** CPU time {@code pids} have used so far, all their threads; 0 for none, -1 when one is gone or unreadable. */
+    static long processCpu(java.util.List<Long> pids) {
+        long sum = 0;
+        for (long pid : pids) {
+            java.util.Optional<java.time.Duration> d = ProcessHandle.of(pid).flatMap(h -> h.info().totalCpuDuration());
+            if (d.isEmpty()) {
+                return -1;
+            }
+            sum += d.get().toNanos();
+        }
+        return sum;
+    }
+
     static long selfCpuNanos() {
         java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
         return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : -1;

@@ -71,4 +71,16 @@ class RagDemoArgsTest {
                     + "--seconds-per-load must be positive (or give --rate for one point)"), bad + ": " + e);
         }
     }
+
+    @Test
+    void theMeshRunsBothPathsInTheNodesPodsWithStagesUnchanged() {
+        for (String[] args : new String[][] {{"--mesh", "--topology=loopback"}, {"--mesh", "--no-paired"},
+            {"--mesh", "--mode=fast"}}) {
+            String e = refused(args);
+            assertTrue(e.contains("--mesh runs both paths at once in the node topology's pods"), String.join(" ", args)
+                    + ": " + e);
+        }
+        String e = refused("--mesh", "--profile=polling");
+        assertTrue(e.contains("--mesh runs every stage unchanged on both paths: leave out --profile=polling"), e);
+    }
 }

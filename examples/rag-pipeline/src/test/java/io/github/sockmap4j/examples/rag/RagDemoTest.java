@@ -91,6 +91,37 @@ class RagDemoTest {
         assertEquals(0, ProcessHandle.current().children().count(), "every stage JVM has exited");
     }
 
+    /**
+     * Meshed: every pod with Istio's NAT and an HAProxy sidecar, the stages unchanged on both
+     * paths; the fast path's connects, made with the pods meshed in the kernel, go straight to the
+     * proxies and every leg of them is redirected, the plain path's register nothing; the sidecars'
+     * CPU is counted, and no sidecar, stage or namespace is left.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void theMeshedPipelineRedirectsEveryLegOnTheFastPathAndNoneOnThePlain() {
+        String text = run("--mesh", "--slices=2");
+        assertTrue(text.contains("mesh: every pod with Istio's NAT and an HAProxy sidecar"), text);
+        assertBothPathsMeasured(text);
+        String share = "([0-9.]+) of ([0-9,]+) B \\(([0-9]+) sockets\\)";
+        Matcher legs = Pattern.compile("\\| 1 \\| ([0-9]+) \\| ([0-9]+) \\| ([0-9]+) \\| " + share + " \\| " + share
+                + " \\| " + share + " \\|").matcher(text);
+        assertTrue(legs.find(), "the legs of the round, every socket closed: " + text);
+        long captured = Long.parseLong(legs.group(1));
+        assertTrue(captured >= 4, "the load's and the gateway's connects sent to their proxies: " + captured);
+        assertEquals(captured, Long.parseLong(legs.group(2)), "each proxy's connect sent to its peer's inbound port");
+        for (int leg = 0; leg < 3; leg++) {
+            double redirected = Double.parseDouble(legs.group(4 + 3 * leg));
+            long bytes = Long.parseLong(legs.group(5 + 3 * leg).replace(",", ""));
+            assertTrue(bytes > 0 && redirected >= 0.99, "leg " + leg + ": " + redirected + " of " + bytes + " B");
+            assertEquals(2 * captured, Long.parseLong(legs.group(6 + 3 * leg)), "both ends of each connection");
+        }
+        Matcher proxies = Pattern.compile("\\| CPU % sidecar proxies \\(every pod's\\) \\| ([0-9.]+) \\| ([0-9.]+) \\|")
+                .matcher(text);
+        assertTrue(proxies.find() && Double.parseDouble(proxies.group(1)) > 0 && Double.parseDouble(proxies.group(2)) > 0,
+                "the sidecars worked on both paths: " + text);
+    }
+
     private static String run(String... more) {
         return runArgs(Stream.concat(Arrays.stream(SMALL), Arrays.stream(more)).toArray(String[]::new));
     }
