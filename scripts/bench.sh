@@ -28,7 +28,7 @@ BENCHMARKS=(
 )
 # Benchmarks with more than one JVM to run, each a function below.
 OTHERS=(
-  'against|what a change costs: this tree against REV in turns, medians and ratios; REV [ROUNDS] (SM4J_AGAINST=jvm|arrow|netty|stream|demo)'
+  'against|what a change costs: this tree against REV in turns, medians and ratios; REV [ROUNDS] (SM4J_AGAINST=jvm|arrow|netty|stream|mesh|demo)'
   'all|every benchmark once in both topologies, logs and plots in OUT (about 75 minutes); [OUT]'
   'spring-idle|what the Spring Boot starter costs a service that does nothing; [RUNS] [WINDOW]'
   'grpc-wakeups|who wakes whom during gRPC unary calls (perf); [EXECUTOR=direct] [SECONDS] [TRANSPORTS]'
@@ -92,6 +92,9 @@ run_jvm() {
 # gRPC unary, sockmap4j's and stock epoll's), for changes to the Netty transport. With
 # SM4J_AGAINST=stream: StreamBench's 64 KiB writes on loopback (each tree's own; java.nio TCP, the
 # redirect bounded and unbounded, gathering writes on both), for changes to the channels' writes.
+# With SM4J_AGAINST=mesh: MeshRttBench (each tree's own, 3 rounds of 20,000 64 B round trips a turn,
+# the agent running; its accelerated/plain p50 and p99 and the agent's CPU a turn), for changes to
+# the mesh mode or to what the agent does beside meshed pods.
 # With SM4J_AGAINST=demo: the RAG demo (each tree's own, node shape, one round of both paths per
 # turn; SM4J_DEMO_ARGS adds flags), its fast/plain ratios and the fast path's own figures, for
 # changes anywhere a service feels.
@@ -110,6 +113,8 @@ bench_against() {
   }
   trap cleanup EXIT
   git worktree add -q --detach "$old/tree" "$rev"
+  # Readable to other uids, as a checkout usually is: a mesh bench's sidecars run as their own uid.
+  chmod 755 "$old"
   # The same harness on both sides: this tree's NodeRttBench (case and placement filters) and
   # ServiceScaleBench (the programs' own run time per connect).
   # (The demo mode runs each tree's own demo: nothing is copied.)
@@ -139,6 +144,12 @@ bench_against() {
         --add-modules=jdk.incubator.vector --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
         -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo \
         ${SM4J_DEMO_ARGS:-}") > "$out/demo-$label-$n.txt" 2>&1
+      return
+    fi
+    if [ "${SM4J_AGAINST:-node}" = mesh ]; then
+      (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+        -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -classpath %classpath io.github.sockmap4j.bench.MeshRttBench 3 20000 64") \
+        > "$out/mesh-$label-$n.txt" 2>&1
       return
     fi
     if [ "${SM4J_AGAINST:-node}" = stream ]; then
@@ -192,6 +203,16 @@ bench_against() {
           /^\| CPU % context/ { k = "demo_cpu_context" } /^\| CPU % gateway/ { k = "demo_cpu_gateway" }
           /^\| ms a request waiting/ { k = "demo_wait_ms" }
           k != "" { print k "_plain", num($3); print k "_fast", num($4); if (num($5) != "") print k "_fast_over_plain", num($5) }' "$f"
+      done
+      return
+    fi
+    if [ "${SM4J_AGAINST:-node}" = mesh ]; then
+      for f in "$out"/mesh-"$label"-*.txt; do
+        # MeshRttBench's rows: "| accelerated (...) | p50 | p99 | p50 / plain | p99 / plain | ... | agent CPU ms |".
+        awk -F'|' 'function num(x) { gsub(/[ ,]/, "", x); return x }
+          /^\| accelerated/ { print "mesh_accelerated_p50_us", num($3); print "mesh_accelerated_p99_us", num($4);
+            print "mesh_p50_over_plain", num($5); print "mesh_p99_over_plain", num($6); print "mesh_agent_cpu_ms_a_turn", num($11) }
+          /^\| plain/ { print "mesh_plain_p99_us", num($4); print "mesh_plain_agent_cpu_ms_a_turn", num($11) }' "$f"
       done
       return
     fi

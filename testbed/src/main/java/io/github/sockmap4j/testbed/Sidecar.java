@@ -40,7 +40,9 @@ public final class Sidecar {
                 "frontend inbound", "  bind 0.0.0.0:" + inPort, "  default_backend inbound",
                 "backend inbound", "  source 127.0.0.6", "  server original 0.0.0.0:0", ""));
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
-        return List.of(haproxy, "-db", "-f", file.toString());
+        // From the root directory: HAProxy goes back to its starting directory after reading its
+        // configuration, and the proxy's uid may not enter the caller's (a 0700 home or temporary one).
+        return List.of("env", "--chdir=/", haproxy, "-db", "-f", file.toString());
     }
 
     /** Whether something listens on TCP {@code port} in network namespace {@code ns}. */
