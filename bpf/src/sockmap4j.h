@@ -144,6 +144,7 @@ struct sm4j_slot {
  */
 #define SM4J_WATCH_WANTED 1 /* the sender is held on TCP or near the bound: poll it often */
 #define SM4J_WATCH_FIXED 2  /* the bound is the port's policy bound: the watcher does not grow it */
+#define SM4J_WATCH_EXACT 4  /* the verdict counts the receiver's reads exactly at each send: nothing to estimate */
 
 struct sm4j_watch {
 	__u64 sent;     /* written by the sender's verdict */

@@ -191,9 +191,14 @@ static __always_inline void receiver_of(struct sm4j_sock_state *st, const struct
 	 * it sent a credit-holding Java writer's stream 62% by TCP), and the watcher's never runs
 	 * ahead of them (it measures the sender's queue before the receiver's).
 	 */
-	if (peer_unread(peer, seq, &unread) && unread <= sent && sent - unread > r->read) {
-		r->read = sent - unread;
-		w->read = r->read;
+	if (peer_unread(peer, seq, &unread) && unread <= sent) {
+		/* Counted here at every send: a watcher need only look while the sender waits (WANTED). */
+		if (!(w->flags & SM4J_WATCH_EXACT))
+			w->flags |= SM4J_WATCH_EXACT;
+		if (sent - unread > r->read) {
+			r->read = sent - unread;
+			w->read = r->read;
+		}
 	}
 	if (((st->flags & SM4J_SOCK_TCP) || sent - r->read + size > r->bound / 2) && !(w->flags & SM4J_WATCH_WANTED)) {
 		w->flags |= SM4J_WATCH_WANTED;

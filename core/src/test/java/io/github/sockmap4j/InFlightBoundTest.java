@@ -455,4 +455,57 @@ class InFlightBoundTest {
             }
         }
     }
+
+    /**
+     * A JDK reader that keeps up, where the verdict counts its reads exactly at each send (the
+     * kernel lets it read the receiver's socket: its watch entry is marked EXACT): the watcher
+     * never polls it, since no sender waits on it. Where the kernel does not, the entry is not
+     * marked, and the watcher's estimate is what moves its read count.
+     */
+    @Test
+    void aReaderTheVerdictCountsExactlyIsNotPolled() throws Exception {
+        try (SockmapServerChannel server = sockmap.openServerChannel()) {
+            server.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            try (java.nio.channels.SocketChannel jdk = java.nio.channels.SocketChannel.open(server.getLocalAddress());
+                 SockmapChannel sender = (SockmapChannel) server.accept()) {
+                var watcher = sockmap.fastPath().watcher();
+                long polls = watcher.polls();
+                ByteBuffer reply = ByteBuffer.allocate(64);
+                for (int i = 0; i < 2_000; i++) {
+                    ChannelContractTest.writeFully(sender, ByteBuffer.wrap(new byte[64]));
+                    reply.clear();
+                    ChannelContractTest.readFully(jdk, reply);
+                }
+                boolean exact = false;
+                int entries = 0;
+                for (var w : sockmap.fastPath().kernel().inFlight().watched()) {
+                    entries++;
+                    exact |= (w.flags() & io.github.sockmap4j.linux.bpf.WatchLayout.EXACT) != 0;
+                    assertTrue(w.sent() >= 2_000L * 64, "the verdict counted what was sent: " + w.sent());
+                }
+                assertEquals(1, entries, "one receiver that publishes nothing: the JDK socket");
+                assertTrue(sender.isAccelerated(), "on the redirect");
+                System.out.printf("a JDK reader that keeps up: watch entry %s, %d polls%n", exact ? "EXACT" : "estimated",
+                        watcher.polls() - polls);
+                if (verdictCountsReads()) {
+                    assertTrue(exact, "the kernel has what the exact count takes, but the entry is not EXACT");
+                }
+                if (exact) {
+                    assertEquals(polls, watcher.polls(), "the watcher polled a receiver the verdict counts exactly");
+                }
+            }
+        }
+    }
+
+    /**
+     * Whether the verdict can count a receiver's reads on this kernel: its BTF has the psock's
+     * {@code msg_tot_len} and the kernel takes the object with the drain check (6.3 and later).
+     */
+    private static boolean verdictCountsReads() throws IOException {
+        String[] v = System.getProperty("os.version").split("[.-]");
+        boolean drain = Integer.parseInt(v[0]) > 6 || Integer.parseInt(v[0]) == 6 && Integer.parseInt(v[1]) >= 3;
+        java.nio.file.Path btf = java.nio.file.Path.of("/sys/kernel/btf/vmlinux");
+        return drain && java.nio.file.Files.isReadable(btf) && new String(java.nio.file.Files.readAllBytes(btf),
+                java.nio.charset.StandardCharsets.ISO_8859_1).contains("\0msg_tot_len\0");
+    }
 }

@@ -38,6 +38,11 @@ public final class FastPath implements AutoCloseable {
         return kernel;
     }
 
+    /** The watcher of this process's receivers that publish nothing. */
+    public InFlightWatcher watcher() {
+        return watcher;
+    }
+
     /**
      * Who a connected socket is to the kernel's maps (its ends, the endpoint a translated connect
      * went to, its namespace and cookie): a few system calls, made once per connection by

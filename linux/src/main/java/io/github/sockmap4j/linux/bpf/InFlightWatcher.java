@@ -23,7 +23,9 @@ import org.slf4j.LoggerFactory;
  * minus all the sender's send queue, as sock_diag reports them, the sender's first. Both memories
  * count more than the bytes they hold, so the estimate is never above the truth: staleness or
  * slack only keeps a sender on TCP longer. Where the kernel lets the verdict count a receiver's
- * reads exactly, that count replaces the estimate at every message. Receivers of new connections, and those whose senders the verdict
+ * reads exactly, that count replaces the estimate at every message, and the verdict marks the
+ * receiver EXACT: it is not polled at all until its sender waits on it (WANTED), when the
+ * estimate's only use is to grow its bound with its read rate. Receivers of new connections, and those whose senders the verdict
  * marked WANTED (held on TCP, or near the bound), are polled every millisecond for the next
  * 100 ms, the others every 50 (the map is looked at every 10 for new or WANTED entries); the
  * bound grows with the receiver's read rate, as a publishing receiver's does.
@@ -94,6 +96,7 @@ public final class InFlightWatcher implements AutoCloseable {
     private volatile boolean closed;
     private volatile int namespaces;
     private final LongAdder estimates = new LongAdder();
+    private final LongAdder polls = new LongAdder();
     private Thread thread;
 
     /** A watcher of this process's network namespace. */
@@ -115,6 +118,11 @@ public final class InFlightWatcher implements AutoCloseable {
     /** How many times it raised a receiver's estimate or bound. */
     public long estimates() {
         return estimates.sum();
+    }
+
+    /** How many times it polled a receiver (its {@code sock_diag} queries). */
+    public long polls() {
+        return polls.sum();
     }
 
     /** Whether the loop runs (false once it stopped on an error, or was closed). */
@@ -203,9 +211,10 @@ public final class InFlightWatcher implements AutoCloseable {
                     boolean wanted = (w.flags() & WatchLayout.WANTED) != 0;
                     if (wanted) {
                         s.hotUntil = now + HOT_NANOS;
-                    } else if (w.read() >= w.sent()) {
-                        // Everything sent was read (the verdict's exact count or an earlier estimate):
-                        // nothing to estimate until more is sent, and the verdict asks when that matters.
+                    } else if (w.read() >= w.sent() || (w.flags() & WatchLayout.EXACT) != 0) {
+                        // Everything sent was read (the verdict's exact count or an earlier estimate), or
+                        // the verdict counts this receiver's reads itself at every send: nothing to
+                        // estimate until more is sent, and the verdict asks (WANTED) when that matters.
                         continue;
                     }
                     if (w.sent() != s.lastSent) {
@@ -222,6 +231,7 @@ public final class InFlightWatcher implements AutoCloseable {
                         continue;
                     }
                     s.lastPoll = now;
+                    polls.increment();
                     Found found;
                     try {
                         found = estimate(diags, w, s, now, ceiling);

@@ -11,7 +11,8 @@ import java.lang.foreign.ValueLayout;
  *     __u64 sent;         // written by the sender's verdict
  *     __u64 read;         // written by a watcher: bytes surely read (by the verdict on a drain)
  *     __u32 bound;        // written by a watcher (the verdict sets the first, doubles it on a drain)
- *     __u32 flags;        // SM4J_WATCH_WANTED = 1: poll often; SM4J_WATCH_FIXED = 2: a port's bound
+ *     __u32 flags;        // SM4J_WATCH_WANTED = 1: poll often; SM4J_WATCH_FIXED = 2: a port's bound;
+ *                         // SM4J_WATCH_EXACT = 4: the verdict counts its reads at each send
  * };
  * struct sm4j_config {    // the programs' .rodata (const volatile sm4j_cfg), pinned as "config"
  *     __u32 watch_bound;   // first bound of a receiver that publishes nothing
@@ -47,6 +48,11 @@ public final class WatchLayout {
     public static final int WANTED = 1;
     /** SM4J_WATCH_FIXED: the bound is the port's own; the watcher leaves it as it is. */
     public static final int FIXED = 2;
+    /**
+     * SM4J_WATCH_EXACT: the verdict read the receiver's socket at a send (the kernel lets it) and
+     * counts its reads exactly at each send; a watcher's estimate adds nothing until the sender waits.
+     */
+    public static final int EXACT = 4;
 
     private WatchLayout() {
     }

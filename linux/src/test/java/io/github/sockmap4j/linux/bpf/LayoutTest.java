@@ -78,6 +78,8 @@ class LayoutTest {
         assertEquals(h.get("SM4J_SOCK_TCP"), SockStateLayout.TCP, "SM4J_SOCK_TCP");
         assertEquals(h.get("SM4J_WATCH_WANTED"), WatchLayout.WANTED, "SM4J_WATCH_WANTED");
         assertEquals(h.get("SM4J_WATCH_FIXED"), WatchLayout.FIXED, "SM4J_WATCH_FIXED");
+        assertEquals(h.get("SM4J_WATCH_EXACT"), WatchLayout.EXACT, "SM4J_WATCH_EXACT");
+        assertEquals(h.get("SM4J_WATCH_FIXED"), WatchLayout.FIXED, "SM4J_WATCH_FIXED");
         assertEquals(h.get("SM4J_UNBOUNDED"), Integer.toUnsignedLong(PolicyKeyLayout.UNBOUNDED), "SM4J_UNBOUNDED");
         assertEquals(h.get("SM4J_SVC_ENDPOINTS"), ServiceLayout.ENDPOINTS, "SM4J_SVC_ENDPOINTS");
         assertEquals(h.get("SM4J_SVC_LOCAL_ONLY"), ServiceLayout.LOCAL_ONLY, "SM4J_SVC_LOCAL_ONLY");
