@@ -20,7 +20,8 @@ import java.util.concurrent.TimeUnit;
  * container writes and Debian's HAProxy as its sidecar (uid {@value #PROXY_UID}, outbound port
  * {@value #OUTBOUND}, inbound {@value #INBOUND}, relaying to each connection's original
  * destination); the pods meshed in the kernel as the agent's mesh mode puts them
- * ({@link SockmapAdmin#putMeshedPod}), or not; and what each leg of a meshed request moved.
+ * ({@link SockmapAdmin#putMeshedPod}), or not, and what each leg of a meshed request moved
+ * ({@link InKernel}).
  */
 final class MeshedNode {
     static final int PROXY_UID = 1337;
@@ -88,7 +89,7 @@ final class MeshedNode {
     }
 
     /** The pods as the agent's mesh mode puts them: pod {@code i}'s namespace {@code netns.get(i)}, its addresses. */
-    static List<SockmapAdmin.MeshedPod> pods(List<Long> netns) {
+    private static List<SockmapAdmin.MeshedPod> pods(List<Long> netns) {
         List<SockmapAdmin.MeshedPod> out = new ArrayList<>();
         for (int i = 0; i < netns.size(); i++) {
             out.add(new SockmapAdmin.MeshedPod(netns.get(i), PROXY_UID, OUTBOUND, INBOUND,
@@ -97,44 +98,101 @@ final class MeshedNode {
         return out;
     }
 
-    /** Meshes {@code pods} in the kernel ({@code on}) or takes them out: connects made from now on follow. */
-    static void mesh(SockmapAdmin admin, List<SockmapAdmin.MeshedPod> pods, boolean on) throws IOException {
-        for (SockmapAdmin.MeshedPod p : pods) {
-            if (on) {
-                admin.putMeshedPod(p);
-            } else {
-                admin.removeMeshedPod(p.netns());
+    /**
+     * A run's meshed pods in the kernel (where {@code pins} are): put in as the agent's mesh mode
+     * puts them, or taken out (connects made from then on follow), and what the legs of each round
+     * moved. Closing it takes the pods out.
+     */
+    static final class InKernel implements AutoCloseable {
+        private final SockmapAdmin admin;
+        private final List<SockmapAdmin.MeshedPod> pods;
+        private final List<Round> rounds = new ArrayList<>();
+
+        /** The pods of namespaces {@code netns}, in pod order. */
+        InKernel(Path pins, List<Long> netns) {
+            this.admin = SockmapAdmin.of(pins);
+            this.pods = pods(netns);
+        }
+
+        /** Meshes the pods ({@code on}) or takes them out. */
+        void mesh(boolean on) throws IOException {
+            for (SockmapAdmin.MeshedPod p : pods) {
+                if (on) {
+                    admin.putMeshedPod(p);
+                } else {
+                    admin.removeMeshedPod(p.netns());
+                }
             }
+        }
+
+        /**
+         * Runs one round ({@code body}, which opens and closes its pipelines) and records what the
+         * kernel counted of meshed pods from its first connect to its last socket's close.
+         */
+        <T> T round(java.util.concurrent.Callable<T> body) throws Exception {
+            SockmapStats before = admin.stats();
+            T result = body.call();
+            rounds.add(since(before));
+            return result;
+        }
+
+        /**
+         * Prints each round's legs: what the fast path's meshed connections moved on each leg,
+         * redirected and by TCP (the plain path's register no socket, so the kernel counts nothing of
+         * theirs); returns 1, with a warning, when a leg of a round carried nothing or redirected
+         * less than {@link #LEAST_SHARE} of its bytes, else 0.
+         */
+        int report(PrintStream out) {
+            out.println("\n## The meshed legs on the fast path (the kernel's counters; a leg's bytes by TCP counted "
+                    + "at its sockets' FIN)\n");
+            out.println("| round | connects sent to their proxy | proxies' connects to an inbound port | original "
+                    + "destinations answered | app -> proxy redirected | proxy -> proxy | proxy -> app |");
+            out.println("|---|---:|---:|---:|---:|---:|---:|");
+            boolean ok = true;
+            for (int r = 0; r < rounds.size(); r++) {
+                MeshStats m = rounds.get(r).mesh();
+                out.printf(Locale.ROOT, "| %d%s | %d | %d | %d | %s | %s | %s |%n", r + 1,
+                        rounds.get(r).allClosed() ? "" : " (sockets still open)", m.captured(), m.inbound(),
+                        m.originalDestinations(), share(m.appToProxy()), share(m.proxyToProxy()), share(m.proxyToApp()));
+                for (MeshStats.Leg l : List.of(m.appToProxy(), m.proxyToProxy(), m.proxyToApp())) {
+                    ok &= l.bytesRedirected() + l.bytesByTcp() > 0 && l.redirectedShare() >= LEAST_SHARE;
+                }
+            }
+            if (!ok) {
+                out.printf(Locale.ROOT, "%nWARNING: a leg of the meshed fast path redirected less than %.0f%% of its "
+                        + "bytes, or carried none%n", 100 * LEAST_SHARE);
+            }
+            return ok ? 0 : 1;
+        }
+
+        /**
+         * The round since {@code before}, once its pipelines have closed: waits (up to 30 s) until
+         * the SOCKHASH holds no more sockets than it did before, so that every leg's socket has sent
+         * its FIN and its bytes by TCP are counted.
+         */
+        private Round since(SockmapStats before) throws IOException, InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            SockmapStats now = admin.stats();
+            while (now.socketsInMap() > before.socketsInMap() && System.nanoTime() < deadline) {
+                Thread.sleep(20); // polls the condition: the last proxies close their upstream sockets
+                now = admin.stats();
+            }
+            MeshStats a = now.mesh();
+            MeshStats b = before.mesh();
+            return new Round(new MeshStats(a.captured() - b.captured(), a.inbound() - b.inbound(),
+                    a.originalDestinations() - b.originalDestinations(), minus(a.appToProxy(), b.appToProxy()),
+                    minus(a.proxyToProxy(), b.proxyToProxy()), minus(a.proxyToApp(), b.proxyToApp())),
+                    now.socketsInMap() <= before.socketsInMap());
+        }
+
+        @Override
+        public void close() throws IOException {
+            mesh(false);
         }
     }
 
     /** What the kernel counted of meshed pods over one round, from its first connect to its last socket's close. */
     record Round(MeshStats mesh, boolean allClosed) {
-    }
-
-    /** The counters before a round opens its pipelines. */
-    static SockmapStats mark(SockmapAdmin admin) throws IOException {
-        return admin.stats();
-    }
-
-    /**
-     * The round since {@code before}, once its pipelines have closed: waits (up to 30 s) until the
-     * SOCKHASH holds no more sockets than it did before, so that every leg's socket has sent its FIN
-     * and its bytes by TCP are counted.
-     */
-    static Round since(SockmapAdmin admin, SockmapStats before) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        SockmapStats now = admin.stats();
-        while (now.socketsInMap() > before.socketsInMap() && System.nanoTime() < deadline) {
-            Thread.sleep(20); // polls the condition: the last proxies close their upstream sockets
-            now = admin.stats();
-        }
-        MeshStats a = now.mesh();
-        MeshStats b = before.mesh();
-        return new Round(new MeshStats(a.captured() - b.captured(), a.inbound() - b.inbound(),
-                a.originalDestinations() - b.originalDestinations(), minus(a.appToProxy(), b.appToProxy()),
-                minus(a.proxyToProxy(), b.proxyToProxy()), minus(a.proxyToApp(), b.proxyToApp())),
-                now.socketsInMap() <= before.socketsInMap());
     }
 
     private static MeshStats.Leg minus(MeshStats.Leg a, MeshStats.Leg b) {
@@ -144,30 +202,6 @@ final class MeshedNode {
 
     /** The least share of a leg's bytes the demo takes for "every leg redirected". */
     static final double LEAST_SHARE = 0.99;
-
-    /**
-     * Prints each round's legs: what the fast path's meshed connections moved on each leg, redirected
-     * and by TCP (the plain path's register no socket, so the kernel counts nothing of theirs); returns
-     * whether every leg of every round carried bytes and redirected at least {@link #LEAST_SHARE} of them.
-     */
-    static boolean print(PrintStream out, List<Round> rounds) {
-        out.println("\n## The meshed legs on the fast path (the kernel's counters; a leg's bytes by TCP counted at "
-                + "its sockets' FIN)\n");
-        out.println("| round | connects sent to their proxy | proxies' connects to an inbound port | original "
-                + "destinations answered | app -> proxy redirected | proxy -> proxy | proxy -> app |");
-        out.println("|---|---:|---:|---:|---:|---:|---:|");
-        boolean ok = true;
-        for (int r = 0; r < rounds.size(); r++) {
-            MeshStats m = rounds.get(r).mesh();
-            out.printf(Locale.ROOT, "| %d%s | %d | %d | %d | %s | %s | %s |%n", r + 1,
-                    rounds.get(r).allClosed() ? "" : " (sockets still open)", m.captured(), m.inbound(),
-                    m.originalDestinations(), share(m.appToProxy()), share(m.proxyToProxy()), share(m.proxyToApp()));
-            for (MeshStats.Leg l : List.of(m.appToProxy(), m.proxyToProxy(), m.proxyToApp())) {
-                ok &= l.bytesRedirected() + l.bytesByTcp() > 0 && l.redirectedShare() >= LEAST_SHARE;
-            }
-        }
-        return ok;
-    }
 
     private static String share(MeshStats.Leg l) {
         long all = l.bytesRedirected() + l.bytesByTcp();

@@ -1,7 +1,6 @@
 package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.github.sockmap4j.plots.Plots;
@@ -141,10 +140,8 @@ public final class RagDemo implements Callable<Integer> {
     /** Whether this run measures the load curve (paired, no --rate), and at which fractions of plain TCP's maximum. */
     private boolean curve;
     private List<Double> loadFractions = List.of();
-    /** With --mesh and the fast path active: where the pods are meshed, the pods, and each round's legs. */
-    private SockmapAdmin meshAdmin;
-    private List<SockmapAdmin.MeshedPod> meshPods = List.of();
-    private final List<MeshedNode.Round> meshRounds = new ArrayList<>();
+    /** With --mesh and the fast path active: the pods in the kernel's mesh, and each round's legs. */
+    private MeshedNode.InKernel meshed;
 
     public RagDemo() {
         this(System.out);
@@ -254,8 +251,7 @@ public final class RagDemo implements Callable<Integer> {
                             System.err.println("--mesh: the driver gave " + meshNetns.size() + " pods' namespaces");
                             return 2;
                         }
-                        meshAdmin = SockmapAdmin.of(sockmap.config().pinDirectory());
-                        meshPods = MeshedNode.pods(meshNetns);
+                        meshed = new MeshedNode.InKernel(sockmap.config().pinDirectory(), meshNetns);
                     }
                 }
             }
@@ -301,11 +297,9 @@ public final class RagDemo implements Callable<Integer> {
             List<RagReport.Run> fastRuns = new ArrayList<>();
             for (int r = 0; r < rounds; r++) {
                 if (paired) {
-                    SockmapStats meshBefore = meshAdmin != null ? MeshedNode.mark(meshAdmin) : null;
-                    RagReport.Run[] both = runPaired(settings, r, sockmap);
-                    if (meshBefore != null) {
-                        meshRounds.add(MeshedNode.since(meshAdmin, meshBefore));
-                    }
+                    int n = r;
+                    Sockmap sm = sockmap;
+                    RagReport.Run[] both = round(() -> runPaired(settings, n, sm));
                     plainRuns.add(both[0]);
                     fastRuns.add(both[1]);
                     continue;
@@ -343,8 +337,8 @@ public final class RagDemo implements Callable<Integer> {
             }
             return meshReport();
         } finally {
-            if (meshAdmin != null) {
-                MeshedNode.mesh(meshAdmin, meshPods, false);
+            if (meshed != null) {
+                meshed.close();
             }
             if (runStats != null) {
                 runStats.close();
@@ -441,11 +435,8 @@ public final class RagDemo implements Callable<Integer> {
         List<List<LoadCurve.Point>> byRound = new ArrayList<>();
         for (int r = 0; r < rounds; r++) {
             out.println("round " + (r + 1) + " of " + rounds + ":");
-            SockmapStats meshBefore = meshAdmin != null ? MeshedNode.mark(meshAdmin) : null;
-            byRound.add(runCurve(settings, r, sockmap));
-            if (meshBefore != null) {
-                meshRounds.add(MeshedNode.since(meshAdmin, meshBefore));
-            }
+            int n = r;
+            byRound.add(round(() -> runCurve(settings, n, sockmap)));
         }
         for (int k = 0; k < loadFractions.size(); k++) {
             List<RagReport.Run> plainRuns = new ArrayList<>();
@@ -476,20 +467,14 @@ public final class RagDemo implements Callable<Integer> {
         return meshReport();
     }
 
-    /**
-     * With --mesh, each round's legs; 1 (with a warning) when a leg of the fast path carried nothing
-     * or redirected less than {@link MeshedNode#LEAST_SHARE} of its bytes, else 0.
-     */
+    /** Runs a round; with --mesh, what its legs moved is recorded for {@link #meshReport}. */
+    private <T> T round(Callable<T> body) throws Exception {
+        return meshed == null ? body.call() : meshed.round(body);
+    }
+
+    /** With --mesh, each round's legs, and 1 when a leg fell short (see {@link MeshedNode.InKernel#report}). */
     private int meshReport() {
-        if (meshAdmin == null) {
-            return 0;
-        }
-        if (!MeshedNode.print(out, meshRounds)) {
-            out.printf(Locale.ROOT, "%nWARNING: a leg of the meshed fast path redirected less than %.0f%% of its "
-                    + "bytes, or carried none%n", 100 * MeshedNode.LEAST_SHARE);
-            return 1;
-        }
-        return 0;
+        return meshed == null ? 0 : meshed.report(out);
     }
 
     private static String describeHandlers(String h) {
@@ -506,10 +491,10 @@ public final class RagDemo implements Callable<Integer> {
         Pipeline p = new Pipeline(fast, (fast ? "sockmap fast path" : "plain TCP") + (rounds > 1 ? " #" + (round + 1) : ""),
                 sockmap, meshProxies);
         try {
-            if (meshAdmin != null) {
+            if (meshed != null) {
                 // Capture is decided at connect: the plain pipeline connects with the pods out of the
                 // kernel's mesh (their NAT carries it), the fast one after they are put in.
-                MeshedNode.mesh(meshAdmin, meshPods, fast);
+                meshed.mesh(fast);
             }
             if (node() && fast && sockmap != null && sockmap.isActive()) {
                 // The internal hops' Services in the Service map: their connects go straight to the pods
