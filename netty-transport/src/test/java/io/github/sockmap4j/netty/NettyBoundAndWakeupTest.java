@@ -283,6 +283,15 @@ class NettyBoundAndWakeupTest {
                     .handler(new ChannelInboundHandlerAdapter() {
                         @Override
                         public void channelActive(ChannelHandlerContext ctx) {
+                            // The server's end publishing its reads first (its own loop): whether this
+                            // client's first writes find a reader there is otherwise a race between the
+                            // two loops' start, with this loop about to be busy and so unable to look
+                            // again; not what this test is about.
+                            try {
+                                awaitBound(accepted.get(10, TimeUnit.SECONDS));
+                            } catch (Exception e) {
+                                whole.completeExceptionally(e);
+                            }
                             // The loop busy writing for three times the 200 ms stall time, reading nothing.
                             byte[] request = new byte[4096];
                             long from = System.nanoTime();
