@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 15
+#define SM4J_ABI_VERSION 16
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -293,10 +293,18 @@ struct sm4j_mesh_addr_key {
 	__u32 addr[4];   /* a meshed pod's address, IPv4 v4-mapped */
 };
 
+/* How many ports a meshed pod's NAT may leave out of its inbound redirect (struct sm4j_mesh_addr). */
+#define SM4J_MESH_SKIP_PORTS 8
+
 struct sm4j_mesh_addr {
 	__u64 netns;     /* the pod's network namespace's cookie */
 	__u32 in_port;   /* its proxy's inbound port */
 	__u32 flags;     /* reserved, 0 */
+	/*
+	 * Ports its NAT does not send to the inbound port (Istio's: the proxy's own 15008, 15020,
+	 * 15021, 15090): a proxy's connect to one of them is left alone. The first 0 ends the list.
+	 */
+	__u16 skip_ports[SM4J_MESH_SKIP_PORTS];
 };
 
 /* The legs of a meshed request, as their sockets are counted. */

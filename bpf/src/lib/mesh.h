@@ -91,11 +91,28 @@ static __always_inline int mesh_outbound(struct bpf_sock_addr *ctx, const struct
 	return 1;
 }
 
+/* Whether the NAT of meshed pod {to} leaves connects to its {port} out of its inbound redirect. */
+static __always_inline int mesh_skips(const struct sm4j_mesh_addr *to, __u32 port)
+{
+	__u16 p;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < SM4J_MESH_SKIP_PORTS; i++) {
+		p = to->skip_ports[i];
+		if (p == 0)
+			return 0;
+		if (p == port)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * A proxy's connect in meshed pod {m} to {dest} (what it dialed, or the endpoint its Service
  * translation picked): to a meshed pod other than its own, sent to that pod's inbound port, as
- * that pod's NAT would send it; returns the port (0: left alone). The inbound proxy is told
- * {dest}.
+ * that pod's NAT would send it (not to a port the NAT leaves alone); returns the port (0: left
+ * alone). The inbound proxy is told {dest}.
  */
 static __always_inline __u32 mesh_inbound(struct bpf_sock_addr *ctx, const struct sm4j_svc_key *dialed,
 					  const __u32 dest[4], __u32 dest_port)
@@ -106,7 +123,7 @@ static __always_inline __u32 mesh_inbound(struct bpf_sock_addr *ctx, const struc
 	if (!to || to->netns == bpf_get_netns_cookie(ctx))
 		return 0;
 	port = to->in_port;
-	if (port == 0 || port == dest_port)
+	if (port == 0 || port == dest_port || mesh_skips(to, dest_port))
 		return 0;
 	if (!sock_remember(ctx, dialed, dest, port, dest, dest_port, SM4J_ORIG_MESH_IN))
 		return 0;

@@ -94,10 +94,35 @@ public final class AgentCommand implements Callable<Integer> {
                 description = "the proxy's outbound and inbound ports (default: ${DEFAULT-VALUE})")
         List<Integer> meshPorts;
 
+        @Option(names = "--mesh-skip-inbound-ports", defaultValue = "15008,15020,15021,15090",
+                description = "the ports a meshed pod's NAT leaves out of its inbound redirect, at most 8 ('none' "
+                        + "for none): another proxy's connect to one goes to that port, not to the inbound port "
+                        + "(default, Istio's, the proxy's own: ${DEFAULT-VALUE})")
+        String meshSkipPorts;
+
         @Option(names = "--node-filter", defaultValue = "server", description = "where this node's pods are picked "
                 + "out: 'server' (a field selector on spec.nodeName) or 'client' (every pod listed, this node's kept: "
                 + "for an API server without field selectors, such as fabric8's mock) (default: ${DEFAULT-VALUE})")
         String nodeFilter;
+    }
+
+    /** --mesh-skip-inbound-ports as the kernel takes them; a parameter error naming what is wrong. */
+    private List<Integer> meshSkipPorts() {
+        String given = kubernetes.meshSkipPorts.strip();
+        if (given.isEmpty() || given.equals("none")) {
+            return List.of();
+        }
+        try {
+            List<Integer> ports = java.util.Arrays.stream(given.split(",")).map(String::strip).map(Integer::valueOf)
+                    .toList();
+            // The inbound port's own check, and the kernel's limit, with the words a user needs.
+            new io.github.sockmap4j.admin.SockmapAdmin.MeshedPod(1, kubernetes.meshProxyUid,
+                    kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1), List.of(), ports);
+            return ports;
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--mesh-skip-inbound-ports takes up to 8 "
+                    + "different ports other than the inbound port, or 'none': '" + given + "': " + e.getMessage());
+        }
     }
 
     @Override
@@ -122,6 +147,7 @@ public final class AgentCommand implements Callable<Integer> {
                     + "outbound then inbound (Istio's: 15001,15006), and --mesh-proxy-uid a uid: "
                     + kubernetes.meshPorts + ", " + kubernetes.meshProxyUid);
         }
+        List<Integer> skipPorts = kubernetes != null && kubernetes.mesh ? meshSkipPorts() : List.of();
         CountDownLatch stop = new CountDownLatch(1);
         CountDownLatch closed = new CountDownLatch(1);
         Signals.onTermination(stop::countDown);
@@ -145,7 +171,8 @@ public final class AgentCommand implements Callable<Integer> {
                      : ServiceRules.start(agent, client, kubernetes.nodeName, pods);
              MeshPods meshed = pods == null || !kubernetes.mesh ? null
                      : MeshPods.start(pods, parent.pinDirectory(), cgroups, new MeshPods.Shape(kubernetes.meshSidecar,
-                             kubernetes.meshProxyUid, kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1)));
+                             kubernetes.meshProxyUid, kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1),
+                             skipPorts));
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
                      () -> pods == null || (pods.isSynced() && services.isSynced()))) {

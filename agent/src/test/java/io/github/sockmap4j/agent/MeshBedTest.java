@@ -429,6 +429,36 @@ class MeshBedTest {
     }
 
     /**
+     * A proxy's connect to a port its peer's NAT leaves out of the inbound redirect (Istio's own
+     * ports, the agent's default) goes to that port, as through the NAT: with pod 1's proxy down,
+     * pod 0's proxy uid reaches a listener on pod 1's 15020 directly; sent to pod 1's inbound port
+     * it would be refused.
+     */
+    @Test
+    @Order(9)
+    void aProxysConnectToAPortItsPeersNatLeavesAloneGoesThere() throws Exception {
+        awaitMeshed(2);
+        int skipped = 15020;
+        for (SockmapAdmin.MeshedPod m : SockmapAdmin.of(pins).meshedPods()) {
+            assertEquals(SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS, m.skipPorts(), "the agent's default: Istio's");
+        }
+        try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(skipped))) {
+            server.expect("port=", 30);
+            MeshStats before = mesh();
+            try (ChildJvm c = ChildJvm.startInCgroup(podCgroups[0], NodeBed.in(bed.pod(0), List.of("setpriv",
+                    "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID, "--clear-groups", peer.toString(), "pp-client",
+                    NodeBed.podAddress(1), Integer.toString(skipped), "100", "64")))) {
+                assertEquals(NodeBed.podAddress(1) + ":" + skipped, c.expect("peer=", 30), c.output());
+                assertEquals("1", c.expect("ok=", 60), c.output());
+            }
+            assertEquals("1", server.expect("ok=", 30), server.output());
+            MeshStats after = mesh();
+            assertEquals(0, after.inbound() - before.inbound(), "not sent to pod 1's inbound port");
+            assertEquals(0, after.captured() - before.captured(), "the proxy's connect is never captured");
+        }
+    }
+
+    /**
      * The agent stopped while a meshed call runs: the call completes (its connections keep their
      * redirect), the pods are taken out, and the next call goes through the pods' NAT rules and
      * their sidecars by TCP. Started again, it meshes them again.

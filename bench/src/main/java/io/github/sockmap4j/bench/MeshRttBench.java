@@ -71,7 +71,7 @@ public final class MeshRttBench {
                 }
                 pods.add(new SockmapAdmin.MeshedPod(SockmapAdmin.networkNamespaceOf(sidecars.get(pod).pid()), PROXY_UID,
                         OUT, IN, List.of(InetAddress.ofLiteral(NodeBed.podAddress(pod)),
-                        InetAddress.ofLiteral(NodeBed.podAddress6(pod)))));
+                        InetAddress.ofLiteral(NodeBed.podAddress6(pod))), SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS));
             }
             try {
                 if (Boolean.parseBoolean(System.getProperty("mesh.agent", "true"))) {

@@ -52,9 +52,16 @@ public final class MeshPods implements AutoCloseable {
      * @param proxyUid          the proxy's uid, which the pod's NAT leaves alone
      * @param outboundPort      where the pod's NAT sends its outbound connects
      * @param inboundPort       where the pod's NAT sends connections to it
+     * @param skipPorts         the ports the pod's NAT leaves out of that (Istio's: the proxy's own)
      */
-    public record Shape(String sidecarAnnotation, int proxyUid, int outboundPort, int inboundPort) {
-        public static final Shape ISTIO = new Shape(ISTIO_SIDECAR, 1337, 15001, 15006);
+    public record Shape(String sidecarAnnotation, int proxyUid, int outboundPort, int inboundPort,
+                        List<Integer> skipPorts) {
+        public static final Shape ISTIO = new Shape(ISTIO_SIDECAR, 1337, 15001, 15006,
+                SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS);
+
+        public Shape {
+            skipPorts = List.copyOf(skipPorts);
+        }
     }
 
     private final SockmapAdmin admin;
@@ -234,7 +241,7 @@ public final class MeshPods implements AutoCloseable {
                 long netns = NetnsCookie.inNamespaceOf(pid, () -> holdsAll(ips) ? NetnsCookie.here() : 0L);
                 if (netns != 0 && netns != hostNetns) {
                     return new SockmapAdmin.MeshedPod(netns, shape.proxyUid(), shape.outboundPort(),
-                            shape.inboundPort(), new ArrayList<>(ips));
+                            shape.inboundPort(), new ArrayList<>(ips), shape.skipPorts());
                 }
             } catch (IOException e) {
                 LOG.debug("Pod {}: pid {} gave no namespace: {}", key(p), pid, e.getMessage());

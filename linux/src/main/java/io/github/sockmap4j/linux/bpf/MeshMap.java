@@ -20,13 +20,14 @@ import java.util.Objects;
  * The pinned {@code sm4j_mesh} and {@code sm4j_meshaddr} maps: the meshed pods the node agent
  * accelerates (docs/mesh.md). By its network namespace's cookie, a pod's proxy (uid, outbound and
  * inbound ports): an application's connect there goes straight to the proxy. By each of its
- * addresses, the namespace and inbound port: a proxy's connect to the pod goes to that port.
- * Root's alone (the pins' mode): the node agent writes them from each pod's own annotations.
+ * addresses, the namespace, inbound port and the ports its NAT leaves alone: a proxy's connect
+ * to the pod goes to that port, but for those. Root's alone (the pins' mode): the node agent
+ * writes them from each pod's own annotations.
  *
  * <pre>
  * struct sm4j_mesh { __u32 proxy_uid; __u32 out_port; __u32 in_port; __u32 flags; };   // key: __u64 netns
  * struct sm4j_mesh_addr_key { __u32 addr[4]; };                                       // IPv4 v4-mapped
- * struct sm4j_mesh_addr { __u64 netns; __u32 in_port; __u32 flags; };
+ * struct sm4j_mesh_addr { __u64 netns; __u32 in_port; __u32 flags; __u16 skip_ports[8]; };
  * </pre>
  *
  * <p><b>Note:</b> not threadsafe: one writer at a time.
@@ -39,10 +40,15 @@ public final class MeshMap implements AutoCloseable {
             ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_mesh");
     public static final StructLayout ADDR_KEY = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr")).withName("sm4j_mesh_addr_key");
+    /** SM4J_MESH_SKIP_PORTS: the most ports a pod's NAT may leave out of its inbound redirect here. */
+    public static final int SKIP_PORTS = 8;
     public static final StructLayout ADDR = MemoryLayout.structLayout(
             ValueLayout.JAVA_LONG.withName("netns"),
             ValueLayout.JAVA_INT.withName("in_port"),
-            ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_mesh_addr");
+            ValueLayout.JAVA_INT.withName("flags"),
+            MemoryLayout.sequenceLayout(SKIP_PORTS, ValueLayout.JAVA_SHORT).withName("skip_ports"))
+            .withName("sm4j_mesh_addr");
+    private static final long SKIP_OFFSET = ADDR.byteOffset(MemoryLayout.PathElement.groupElement("skip_ports"));
 
     /**
      * A meshed pod as the maps hold it.
@@ -52,8 +58,11 @@ public final class MeshMap implements AutoCloseable {
      * @param outboundPort the proxy's outbound port (where the pod's NAT sends its connects)
      * @param inboundPort  the proxy's inbound port (where the pod's NAT sends connections to it)
      * @param addresses    the pod's addresses
+     * @param skipPorts    the ports its NAT leaves out of the inbound redirect (a connect to one
+     *                     goes to it, not to the proxy): at most {@link #SKIP_PORTS}, in order
      */
-    public record Pod(long netns, int proxyUid, int outboundPort, int inboundPort, List<InetAddress> addresses) {
+    public record Pod(long netns, int proxyUid, int outboundPort, int inboundPort, List<InetAddress> addresses,
+                      List<Integer> skipPorts) {
         public Pod {
             if (netns == 0) {
                 throw new IllegalArgumentException("a meshed pod needs its network namespace's cookie, not 0");
@@ -67,6 +76,20 @@ public final class MeshMap implements AutoCloseable {
                 throw new IllegalArgumentException("proxy uid " + Integer.toUnsignedString(proxyUid) + " is not a uid");
             }
             addresses = List.copyOf(addresses);
+            skipPorts = List.copyOf(skipPorts);
+            if (skipPorts.size() > SKIP_PORTS) {
+                throw new IllegalArgumentException(skipPorts.size() + " ports left out of the inbound redirect: "
+                        + "at most " + SKIP_PORTS + " fit; a pod that leaves out more is left to its NAT");
+            }
+            for (int p : skipPorts) {
+                checkPort(p, "left-out");
+                if (p == inboundPort) {
+                    throw new IllegalArgumentException("the proxy's inbound port " + p + " is left out of its own redirect");
+                }
+            }
+            if (skipPorts.stream().distinct().count() != skipPorts.size()) {
+                throw new IllegalArgumentException("a port is left out twice: " + skipPorts);
+            }
         }
 
         private static void checkPort(int port, String which) {
@@ -107,6 +130,9 @@ public final class MeshMap implements AutoCloseable {
             MemorySegment v = arena.allocate(ADDR);
             v.set(ValueLayout.JAVA_LONG, 0, pod.netns());
             v.set(ValueLayout.JAVA_INT, 8, pod.inboundPort());
+            for (int i = 0; i < pod.skipPorts().size(); i++) {
+                v.set(ValueLayout.JAVA_SHORT, SKIP_OFFSET + 2L * i, (short) (int) pod.skipPorts().get(i));
+            }
             for (InetAddress a : pod.addresses()) {
                 fill(k, a);
                 addresses.update(k, v, Libbpf.BPF_ANY, "meshed pod address " + a.getHostAddress());
@@ -141,7 +167,7 @@ public final class MeshMap implements AutoCloseable {
             nk.set(ValueLayout.JAVA_LONG, 0, netns);
             boolean had = pods.tryDelete(nk) == 0;
             MemorySegment k = arena.allocate(ADDR_KEY);
-            for (InetAddress a : addressesByNetns().getOrDefault(netns, List.of())) {
+            for (InetAddress a : addressesByNetns(new LinkedHashMap<>()).getOrDefault(netns, List.of())) {
                 removeAddress(arena, k, a, netns);
             }
             return had || listed;
@@ -169,7 +195,8 @@ public final class MeshMap implements AutoCloseable {
 
     /** Every meshed pod, with the addresses filed for it (a namespace without a pod entry is not listed). */
     public List<Pod> list() throws IOException {
-        Map<Long, List<InetAddress>> byNetns = addressesByNetns();
+        Map<Long, List<Integer>> skips = new LinkedHashMap<>();
+        Map<Long, List<InetAddress>> byNetns = addressesByNetns(skips);
         List<Long> netnsKeys = new ArrayList<>();
         pods.forEachKey(nk -> netnsKeys.add(nk.get(ValueLayout.JAVA_LONG, 0)));
         List<Pod> out = new ArrayList<>();
@@ -180,15 +207,19 @@ public final class MeshMap implements AutoCloseable {
                 nk.set(ValueLayout.JAVA_LONG, 0, netns);
                 if (pods.lookup(nk, pv)) {
                     out.add(new Pod(netns, pv.get(ValueLayout.JAVA_INT, 0), pv.get(ValueLayout.JAVA_INT, 4),
-                            pv.get(ValueLayout.JAVA_INT, 8), byNetns.getOrDefault(netns, List.of())));
+                            pv.get(ValueLayout.JAVA_INT, 8), byNetns.getOrDefault(netns, List.of()),
+                            skips.getOrDefault(netns, List.of())));
                 }
             }
         }
         return out;
     }
 
-    /** The addresses filed, by the namespace each is filed for (also of namespaces without a pod entry). */
-    private Map<Long, List<InetAddress>> addressesByNetns() throws IOException {
+    /**
+     * The addresses filed, by the namespace each is filed for (also of namespaces without a pod
+     * entry); into {@code skips}, the ports each namespace's entries leave out.
+     */
+    private Map<Long, List<InetAddress>> addressesByNetns(Map<Long, List<Integer>> skips) throws IOException {
         Map<Long, List<InetAddress>> byNetns = new LinkedHashMap<>();
         List<byte[]> keys = new ArrayList<>();
         addresses.forEachKey(k -> keys.add(k.toArray(ValueLayout.JAVA_BYTE)));
@@ -198,11 +229,26 @@ public final class MeshMap implements AutoCloseable {
             for (byte[] key : keys) {
                 MemorySegment.copy(key, 0, k, ValueLayout.JAVA_BYTE, 0, key.length);
                 if (addresses.lookup(k, v)) {
-                    byNetns.computeIfAbsent(v.get(ValueLayout.JAVA_LONG, 0), n -> new ArrayList<>()).add(address(k));
+                    long netns = v.get(ValueLayout.JAVA_LONG, 0);
+                    byNetns.computeIfAbsent(netns, n -> new ArrayList<>()).add(address(k));
+                    skips.putIfAbsent(netns, skipPorts(v));
                 }
             }
         }
         return byNetns;
+    }
+
+    /** The ports an address entry leaves out, up to the first 0. */
+    private static List<Integer> skipPorts(MemorySegment v) {
+        List<Integer> ports = new ArrayList<>();
+        for (int i = 0; i < SKIP_PORTS; i++) {
+            int p = Short.toUnsignedInt(v.get(ValueLayout.JAVA_SHORT, SKIP_OFFSET + 2L * i));
+            if (p == 0) {
+                break;
+            }
+            ports.add(p);
+        }
+        return ports;
     }
 
     private static void fill(MemorySegment k, InetAddress a) {

@@ -83,6 +83,7 @@ class LayoutTest {
         assertEquals(h.get("SM4J_UNBOUNDED"), Integer.toUnsignedLong(PolicyKeyLayout.UNBOUNDED), "SM4J_UNBOUNDED");
         assertEquals(h.get("SM4J_SVC_ENDPOINTS"), ServiceLayout.ENDPOINTS, "SM4J_SVC_ENDPOINTS");
         assertEquals(h.get("SM4J_SVC_LOCAL_ONLY"), ServiceLayout.LOCAL_ONLY, "SM4J_SVC_LOCAL_ONLY");
+        assertEquals(h.get("SM4J_MESH_SKIP_PORTS"), MeshMap.SKIP_PORTS, "SM4J_MESH_SKIP_PORTS");
     }
 
     @Test

@@ -93,7 +93,8 @@ final class MeshedNode {
         List<SockmapAdmin.MeshedPod> out = new ArrayList<>();
         for (int i = 0; i < netns.size(); i++) {
             out.add(new SockmapAdmin.MeshedPod(netns.get(i), PROXY_UID, OUTBOUND, INBOUND,
-                    List.of(InetAddress.ofLiteral(NodeBed.podAddress(i)), InetAddress.ofLiteral(NodeBed.podAddress6(i)))));
+                    List.of(InetAddress.ofLiteral(NodeBed.podAddress(i)), InetAddress.ofLiteral(NodeBed.podAddress6(i))),
+                    SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS));
         }
         return out;
     }
