@@ -282,19 +282,24 @@ struct sm4j_busy {
  * meshed pod goes to that pod's inbound port, as the pod's NAT would send it, and that pod's proxy
  * is told the original destination. Both are written by the node agent only (root).
  */
+/* How many ports a meshed pod's NAT may leave out of each redirect (sm4j_mesh, sm4j_mesh_addr). */
+#define SM4J_MESH_SKIP_PORTS 8
+
 struct sm4j_mesh {
 	__u32 proxy_uid; /* the proxy's uid (Istio: 1337); its connects are never sent to itself */
 	__u32 out_port;  /* the proxy's outbound port (15001) */
 	__u32 in_port;   /* the proxy's inbound port (15006) */
 	__u32 flags;     /* reserved, 0 */
+	/*
+	 * Destination ports its NAT does not send to the outbound port (Istio's excludeOutboundPorts):
+	 * an application's connect to one is left alone. The first 0 ends the list.
+	 */
+	__u16 skip_ports[SM4J_MESH_SKIP_PORTS];
 };
 
 struct sm4j_mesh_addr_key {
 	__u32 addr[4];   /* a meshed pod's address, IPv4 v4-mapped */
 };
-
-/* How many ports a meshed pod's NAT may leave out of its inbound redirect (struct sm4j_mesh_addr). */
-#define SM4J_MESH_SKIP_PORTS 8
 
 struct sm4j_mesh_addr {
 	__u64 netns;     /* the pod's network namespace's cookie */
@@ -302,7 +307,8 @@ struct sm4j_mesh_addr {
 	__u32 flags;     /* reserved, 0 */
 	/*
 	 * Ports its NAT does not send to the inbound port (Istio's: the proxy's own 15008, 15020,
-	 * 15021, 15090): a proxy's connect to one of them is left alone. The first 0 ends the list.
+	 * 15021, 15090, and excludeInboundPorts): a proxy's connect to one of them is left alone.
+	 * The first 0 ends the list.
 	 */
 	__u16 skip_ports[SM4J_MESH_SKIP_PORTS];
 };

@@ -58,11 +58,28 @@ static __always_inline int proxy_listens(struct bpf_sock_addr *ctx, const struct
 	return state == BPF_TCP_LISTEN && uid == m->proxy_uid;
 }
 
+/* Whether {port} is in a meshed pod's list of ports its NAT leaves out of a redirect. */
+static __always_inline int mesh_skips(const __u16 ports[SM4J_MESH_SKIP_PORTS], __u32 port)
+{
+	__u16 p;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < SM4J_MESH_SKIP_PORTS; i++) {
+		p = ports[i];
+		if (p == 0)
+			return 0;
+		if (p == port)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * An application's connect in meshed pod {m} to {dialed}: where its pod's NAT would send it to
  * the proxy, to the proxy's outbound port on loopback ({to}, v4-mapped for an IPv4 destination)
  * instead; 1 when so. Not a loopback destination, nor the pod's own address (the NAT of Istio's
- * sidecar leaves both alone), nor where the proxy does not listen.
+ * sidecar leaves both alone), nor a port its NAT leaves out, nor where the proxy does not listen.
  */
 static __always_inline int mesh_outbound(struct bpf_sock_addr *ctx, const struct sm4j_mesh *m,
 					 const struct sm4j_svc_key *dialed, __u32 to[4])
@@ -70,7 +87,7 @@ static __always_inline int mesh_outbound(struct bpf_sock_addr *ctx, const struct
 	struct sm4j_mesh_addr *own;
 	int v6 = !is_v4_mapped(dialed->addr);
 
-	if (is_loopback(dialed->addr))
+	if (is_loopback(dialed->addr) || mesh_skips(m->skip_ports, dialed->port))
 		return 0;
 	own = mesh_pod_at(dialed->addr);
 	if (own && own->netns == bpf_get_netns_cookie(ctx))
@@ -91,22 +108,6 @@ static __always_inline int mesh_outbound(struct bpf_sock_addr *ctx, const struct
 	return 1;
 }
 
-/* Whether the NAT of meshed pod {to} leaves connects to its {port} out of its inbound redirect. */
-static __always_inline int mesh_skips(const struct sm4j_mesh_addr *to, __u32 port)
-{
-	__u16 p;
-	int i;
-
-#pragma unroll
-	for (i = 0; i < SM4J_MESH_SKIP_PORTS; i++) {
-		p = to->skip_ports[i];
-		if (p == 0)
-			return 0;
-		if (p == port)
-			return 1;
-	}
-	return 0;
-}
 
 /*
  * A proxy's connect in meshed pod {m} to {dest} (what it dialed, or the endpoint its Service
@@ -123,7 +124,7 @@ static __always_inline __u32 mesh_inbound(struct bpf_sock_addr *ctx, const struc
 	if (!to || to->netns == bpf_get_netns_cookie(ctx))
 		return 0;
 	port = to->in_port;
-	if (port == 0 || port == dest_port || mesh_skips(to, dest_port))
+	if (port == 0 || port == dest_port || mesh_skips(to->skip_ports, dest_port))
 		return 0;
 	if (!sock_remember(ctx, dialed, dest, port, dest, dest_port, SM4J_ORIG_MESH_IN))
 		return 0;

@@ -117,7 +117,7 @@ public final class AgentCommand implements Callable<Integer> {
                     .toList();
             // The inbound port's own check, and the kernel's limit, with the words a user needs.
             new io.github.sockmap4j.admin.SockmapAdmin.MeshedPod(1, kubernetes.meshProxyUid,
-                    kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1), List.of(), ports);
+                    kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1), List.of(), List.of(), ports);
             return ports;
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--mesh-skip-inbound-ports takes up to 8 "

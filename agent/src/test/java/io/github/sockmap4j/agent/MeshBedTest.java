@@ -410,16 +410,16 @@ class MeshBedTest {
     }
 
     /**
-     * A pod whose NAT leaves some connects alone (Istio's exclude annotations) is not meshed: the
-     * capture would not follow it. Its annotation taken away, it is meshed again.
+     * A pod whose NAT leaves some connects alone in a way the capture does not follow (Istio's
+     * excludeOutboundIPRanges) is not meshed. Its annotation taken away, it is meshed again.
      */
     @Test
     @Order(8)
     void aPodWhoseNatExcludesPortsIsTakenOut() throws Exception {
         awaitMeshed(2);
-        String excluded = "traffic.sidecar.istio.io/excludeOutboundPorts";
+        String excluded = "traffic.sidecar.istio.io/excludeOutboundIPRanges";
         client.pods().inNamespace("rag").withName("pod-0").edit(p -> new PodBuilder(p).editMetadata()
-                .addToAnnotations(excluded, "5432").endMetadata().build());
+                .addToAnnotations(excluded, "10.96.0.0/12").endMetadata().build());
         awaitMeshed(1);
         assertTrue(SockmapAdmin.of(pins).meshedPods().get(0).addresses().contains(
                 InetAddress.ofLiteral(NodeBed.podAddress(1))), "pod 1 stays");
@@ -440,7 +440,8 @@ class MeshBedTest {
         awaitMeshed(2);
         int skipped = 15020;
         for (SockmapAdmin.MeshedPod m : SockmapAdmin.of(pins).meshedPods()) {
-            assertEquals(SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS, m.skipPorts(), "the agent's default: Istio's");
+            assertEquals(SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP, m.inboundSkip(), "the agent's default: Istio's");
+            assertEquals(List.of(), m.outboundSkip(), "no annotation leaves an outbound port out");
         }
         try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(skipped))) {
             server.expect("port=", 30);
@@ -459,12 +460,70 @@ class MeshBedTest {
     }
 
     /**
+     * Istio's exclude-ports annotations, followed rather than refused: pod 0's NAT leaves its
+     * application's connects to port 5432 alone, pod 1's leaves connects to its 5433 alone (the
+     * rules istio-init writes for them added to the bed's NAT). The application's connect to pod
+     * 1's 5432 is not captured; its connect to 5433 is, and pod 0's proxy's connect from there is
+     * not sent to pod 1's inbound port.
+     */
+    @Test
+    @Order(10)
+    void theExcludePortsAnnotationsAreFollowed() throws Exception {
+        awaitMeshed(2);
+        int out = 5432;
+        int in = 5433;
+        bed.istioExcludePorts(0, List.of(out), List.of());
+        bed.istioExcludePorts(1, List.of(), List.of(in));
+        annotate(0, MeshPods.EXCLUDE_OUTBOUND_PORTS, Integer.toString(out));
+        annotate(1, MeshPods.EXCLUDE_INBOUND_PORTS, " " + in + " ");
+        try {
+            Await.until("the pods' left-out ports in the kernel", Duration.ofSeconds(Await.scaled(20)), () -> {
+                List<SockmapAdmin.MeshedPod> m = SockmapAdmin.of(pins).meshedPods();
+                return m.size() == 2 && m.stream().anyMatch(p -> p.outboundSkip().equals(List.of(out)))
+                        && m.stream().anyMatch(p -> p.inboundSkip().contains(in));
+            });
+            try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
+                for (int port : List.of(out, in)) {
+                    try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(port))) {
+                        server.expect("port=", 30);
+                        MeshStats before = mesh();
+                        try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(port), "100",
+                                "64")) {
+                            assertEquals("1", c.expect("ok=", 60), c.output());
+                        }
+                        assertEquals("1", server.expect("ok=", 30), server.output());
+                        MeshStats after = mesh();
+                        assertEquals(port == out ? 0 : 1, after.captured() - before.captured(),
+                                "the application's connect to " + port + " captured");
+                        assertEquals(0, after.inbound() - before.inbound(), "sent to pod 1's inbound port, for "
+                                + port);
+                    }
+                }
+                assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
+            }
+        } finally {
+            annotate(0, MeshPods.EXCLUDE_OUTBOUND_PORTS, null);
+            annotate(1, MeshPods.EXCLUDE_INBOUND_PORTS, null);
+        }
+        Await.until("the pods' left-out ports back to the agent's", Duration.ofSeconds(Await.scaled(20)),
+                () -> SockmapAdmin.of(pins).meshedPods().stream().allMatch(p -> p.outboundSkip().isEmpty()
+                        && p.inboundSkip().equals(SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP)));
+    }
+
+    /** Sets (or, {@code value} null, removes) annotation {@code name} of pod {@code i}. */
+    void annotate(int i, String name, String value) {
+        client.pods().inNamespace("rag").withName("pod-" + i).edit(p -> value == null
+                ? new PodBuilder(p).editMetadata().removeFromAnnotations(name).endMetadata().build()
+                : new PodBuilder(p).editMetadata().addToAnnotations(name, value).endMetadata().build());
+    }
+
+    /**
      * The agent stopped while a meshed call runs: the call completes (its connections keep their
      * redirect), the pods are taken out, and the next call goes through the pods' NAT rules and
      * their sidecars by TCP. Started again, it meshes them again.
      */
     @Test
-    @Order(10)
+    @Order(11)
     void theAgentStoppedMidCallLosesNothingAndTheNatCarriesOn() throws Exception {
         awaitMeshed(2);
         try {
@@ -484,7 +543,7 @@ class MeshBedTest {
      * the next call is still captured), and a new agent takes the pods over.
      */
     @Test
-    @Order(11)
+    @Order(12)
     void theAgentKilledMidCallLosesNothingAndTheKernelCarriesOn() throws Exception {
         awaitMeshed(2);
         try {

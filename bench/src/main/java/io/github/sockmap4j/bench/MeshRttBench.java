@@ -71,7 +71,8 @@ public final class MeshRttBench {
                 }
                 pods.add(new SockmapAdmin.MeshedPod(SockmapAdmin.networkNamespaceOf(sidecars.get(pod).pid()), PROXY_UID,
                         OUT, IN, List.of(InetAddress.ofLiteral(NodeBed.podAddress(pod)),
-                        InetAddress.ofLiteral(NodeBed.podAddress6(pod))), SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS));
+                        InetAddress.ofLiteral(NodeBed.podAddress6(pod))), List.of(),
+                        SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP));
             }
             try {
                 if (Boolean.parseBoolean(System.getProperty("mesh.agent", "true"))) {

@@ -280,22 +280,28 @@ public final class SockmapAdmin {
      * @param outboundPort the proxy's outbound port (Istio's 15001)
      * @param inboundPort  the proxy's inbound port (Istio's 15006)
      * @param addresses    the pod's addresses
-     * @param skipPorts    the ports its NAT leaves out of the inbound redirect, at most 8 (Istio's:
-     *                     {@link #ISTIO_SKIP_PORTS}): a proxy's connect to one goes to that port
+     * @param outboundSkip the destination ports its NAT leaves out of the outbound redirect, at
+     *                     most 8 (Istio's {@code excludeOutboundPorts}): an application's connect
+     *                     to one goes where it was dialed
+     * @param inboundSkip  the ports its NAT leaves out of the inbound redirect, at most 8 (Istio's:
+     *                     {@link #ISTIO_INBOUND_SKIP}, and {@code excludeInboundPorts}): another
+     *                     proxy's connect to one goes to that port
      */
     public record MeshedPod(long netns, int proxyUid, int outboundPort, int inboundPort,
-                            java.util.List<java.net.InetAddress> addresses, java.util.List<Integer> skipPorts) {
+                            java.util.List<java.net.InetAddress> addresses, java.util.List<Integer> outboundSkip,
+                            java.util.List<Integer> inboundSkip) {
         /**
          * The ports Istio's init container leaves out of a sidecar's inbound redirect: the proxy's
          * own (HBONE 15008, the agent's 15020, health 15021, Envoy's metrics 15090).
          */
-        public static final java.util.List<Integer> ISTIO_SKIP_PORTS = java.util.List.of(15008, 15020, 15021, 15090);
+        public static final java.util.List<Integer> ISTIO_INBOUND_SKIP = java.util.List.of(15008, 15020, 15021, 15090);
 
         public MeshedPod {
-            addresses = java.util.List.copyOf(addresses);
-            skipPorts = java.util.List.copyOf(skipPorts);
-            new io.github.sockmap4j.linux.bpf.MeshMap.Pod(netns, proxyUid, outboundPort, inboundPort, addresses,
-                    skipPorts);
+            io.github.sockmap4j.linux.bpf.MeshMap.Pod checked = new io.github.sockmap4j.linux.bpf.MeshMap.Pod(netns,
+                    proxyUid, outboundPort, inboundPort, addresses, outboundSkip, inboundSkip);
+            addresses = checked.addresses();
+            outboundSkip = checked.outboundSkip();
+            inboundSkip = checked.inboundSkip();
         }
     }
 
@@ -314,7 +320,7 @@ public final class SockmapAdmin {
         try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
                 pinDirectory)) {
             m.put(new io.github.sockmap4j.linux.bpf.MeshMap.Pod(pod.netns(), pod.proxyUid(), pod.outboundPort(),
-                    pod.inboundPort(), pod.addresses(), pod.skipPorts()));
+                    pod.inboundPort(), pod.addresses(), pod.outboundSkip(), pod.inboundSkip()));
         }
     }
 
@@ -335,7 +341,7 @@ public final class SockmapAdmin {
         try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
                 pinDirectory)) {
             return m.list().stream().map(p -> new MeshedPod(p.netns(), p.proxyUid(), p.outboundPort(),
-                    p.inboundPort(), p.addresses(), p.skipPorts())).toList();
+                    p.inboundPort(), p.addresses(), p.outboundSkip(), p.inboundSkip())).toList();
         }
     }
 

@@ -226,6 +226,25 @@ public final class NodeBed implements AutoCloseable {
         }
     }
 
+    /**
+     * Adds to pod {@code i}'s {@link #istioSidecarNat} what istio-init writes for the pod's
+     * exclude-ports annotations, IPv4 and IPv6: connects to {@code outbound} ports left out of the
+     * outbound redirect, connections to its {@code inbound} ports left out of the inbound one.
+     */
+    public void istioExcludePorts(int i, List<Integer> outbound, List<Integer> inbound)
+            throws IOException, InterruptedException {
+        for (String tool : List.of("iptables", "ip6tables")) {
+            for (int port : outbound) {
+                Sh.run("ip", "netns", "exec", pod(i), tool, "-w", "-t", "nat", "-I", "ISTIO_OUTPUT", "1", "-p", "tcp",
+                        "--dport", Integer.toString(port), "-j", "RETURN");
+            }
+            for (int port : inbound) {
+                Sh.run("ip", "netns", "exec", pod(i), tool, "-w", "-t", "nat", "-I", "ISTIO_INBOUND", "1", "-p", "tcp",
+                        "--dport", Integer.toString(port), "-j", "RETURN");
+            }
+        }
+    }
+
     private void nat(String tool, String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", node, tool, "-w", "-t", "nat"));
         cmd.addAll(List.of(args));

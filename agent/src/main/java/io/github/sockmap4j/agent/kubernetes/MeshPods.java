@@ -52,16 +52,62 @@ public final class MeshPods implements AutoCloseable {
      * @param proxyUid          the proxy's uid, which the pod's NAT leaves alone
      * @param outboundPort      where the pod's NAT sends its outbound connects
      * @param inboundPort       where the pod's NAT sends connections to it
-     * @param skipPorts         the ports the pod's NAT leaves out of that (Istio's: the proxy's own)
+     * @param inboundSkip       the ports every pod's NAT leaves out of that (Istio's: the proxy's own)
      */
     public record Shape(String sidecarAnnotation, int proxyUid, int outboundPort, int inboundPort,
-                        List<Integer> skipPorts) {
+                        List<Integer> inboundSkip) {
         public static final Shape ISTIO = new Shape(ISTIO_SIDECAR, 1337, 15001, 15006,
-                SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS);
+                SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP);
 
         public Shape {
-            skipPorts = List.copyOf(skipPorts);
+            inboundSkip = List.copyOf(inboundSkip);
         }
+    }
+
+    /** Istio's annotation of the destination ports a pod's NAT leaves out of the outbound redirect. */
+    public static final String EXCLUDE_OUTBOUND_PORTS = "traffic.sidecar.istio.io/excludeOutboundPorts";
+    /** Istio's annotation of the ports a pod's NAT leaves out of the inbound redirect. */
+    public static final String EXCLUDE_INBOUND_PORTS = "traffic.sidecar.istio.io/excludeInboundPorts";
+
+    /**
+     * The ports pod {@code p}'s NAT leaves out of each redirect, as the kernel's capture follows
+     * them: its exclude annotations, and {@code shape}'s inbound ones.
+     *
+     * @throws IllegalArgumentException naming the annotation, where one is not a list of ports or
+     *                                  the kernel's entry cannot hold them (the pod is then left to its NAT)
+     */
+    static SockmapAdmin.MeshedPod natPorts(Pod p, Shape shape) {
+        Map<String, String> ann = p.getMetadata().getAnnotations();
+        List<Integer> out = ports(ann, EXCLUDE_OUTBOUND_PORTS);
+        List<Integer> in = new ArrayList<>(shape.inboundSkip());
+        ports(ann, EXCLUDE_INBOUND_PORTS).stream().filter(x -> !in.contains(x)).forEach(in::add);
+        try {
+            return new SockmapAdmin.MeshedPod(1, shape.proxyUid(), shape.outboundPort(), shape.inboundPort(),
+                    List.of(), out, in);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(EXCLUDE_OUTBOUND_PORTS + "=" + ann.get(EXCLUDE_OUTBOUND_PORTS) + ", "
+                    + EXCLUDE_INBOUND_PORTS + "=" + ann.get(EXCLUDE_INBOUND_PORTS) + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The ports of annotation {@code name} (a comma-separated list, as Istio takes it); none when absent or blank. */
+    private static List<Integer> ports(Map<String, String> ann, String name) {
+        String v = ann == null ? null : ann.get(name);
+        if (v == null || v.isBlank()) {
+            return List.of();
+        }
+        List<Integer> ports = new ArrayList<>();
+        for (String part : v.split(",")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            try {
+                ports.add(Integer.parseInt(part.strip()));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(name + "=" + v + " is not a list of ports");
+            }
+        }
+        return ports;
     }
 
     private final SockmapAdmin admin;
@@ -102,13 +148,13 @@ public final class MeshPods implements AutoCloseable {
     }
 
     /**
-     * Istio's annotations that make a pod's NAT leave some connects alone, or catch them another way:
-     * the kernel's capture does not follow them, so a pod carrying one is not meshed (its NAT
-     * carries it, as without sockmap4j) rather than have connects its NAT excludes sent to its proxy.
+     * Istio's annotations that make a pod's NAT leave some connects alone, or catch them another way,
+     * that the kernel's capture does not follow (it follows the exclude-ports ones, {@link #natPorts}):
+     * a pod carrying one is not meshed (its NAT carries it, as without sockmap4j) rather than have
+     * connects its NAT excludes sent to its proxy.
      */
-    static final List<String> NAT_CHANGING = List.of("traffic.sidecar.istio.io/excludeOutboundPorts",
-            "traffic.sidecar.istio.io/excludeOutboundIPRanges", "traffic.sidecar.istio.io/includeOutboundPorts",
-            "traffic.sidecar.istio.io/excludeInboundPorts", "traffic.sidecar.istio.io/includeInboundPorts",
+    static final List<String> NAT_CHANGING = List.of("traffic.sidecar.istio.io/excludeOutboundIPRanges",
+            "traffic.sidecar.istio.io/includeOutboundPorts", "traffic.sidecar.istio.io/includeInboundPorts",
             "traffic.sidecar.istio.io/kubevirtInterfaces", "sidecar.istio.io/interceptionMode");
 
     /** Whether pod {@code p} is to be meshed: this node's, listed, with the sidecar, asking for it. */
@@ -161,7 +207,19 @@ public final class MeshPods implements AutoCloseable {
             take(key, "its NAT is not Istio's default (" + unlike + ")");
             return;
         }
-        SockmapAdmin.MeshedPod now = find(p);
+        SockmapAdmin.MeshedPod ports;
+        try {
+            ports = natPorts(p, shape);
+        } catch (IllegalArgumentException e) {
+            waiting.remove(key);
+            if (refused.add(key + " " + e.getMessage())) {
+                LOG.warn("Pod {} asks to be meshed, but the ports its NAT leaves alone cannot be followed ({}): its NAT "
+                        + "carries it, by TCP", key, e.getMessage());
+            }
+            take(key, "its NAT's ports cannot be followed (" + e.getMessage() + ")");
+            return;
+        }
+        SockmapAdmin.MeshedPod now = find(p, ports);
         if (now == null) {
             if (waiting.put(key, p) == null) {
                 LOG.info("Meshed pod {}: no process of it yet in a cgroup named for its uid {} under {} whose network "
@@ -182,8 +240,10 @@ public final class MeshPods implements AutoCloseable {
             admin.putMeshedPod(now);
             put.put(key, now);
             LOG.info("Meshed pod {}: its applications' connects go to its proxy (uid {}, port {}), other meshed pods' "
-                    + "proxies' to port {} of {}", key, now.proxyUid(), now.outboundPort(), now.inboundPort(),
-                    now.addresses().stream().map(InetAddress::getHostAddress).toList());
+                    + "proxies' to port {} of {}; left to its NAT: connects to ports {}, to its ports {}", key,
+                    now.proxyUid(), now.outboundPort(), now.inboundPort(),
+                    now.addresses().stream().map(InetAddress::getHostAddress).toList(), now.outboundSkip(),
+                    now.inboundSkip());
         } catch (IOException | RuntimeException e) {
             LOG.warn("Meshed pod {} could not be put ({}); its NAT rules carry it", key, e.getMessage());
         }
@@ -226,11 +286,11 @@ public final class MeshPods implements AutoCloseable {
     }
 
     /**
-     * The pod's network namespace through its processes: a cgroup named for its uid under the
-     * agent's cgroups, a process there whose namespace holds every address of the pod (and is not
-     * the host's). Null while none runs.
+     * The pod as meshed, with the left-out ports of {@code ports}: its network namespace through
+     * its processes, a cgroup named for its uid under the agent's cgroups, a process there whose
+     * namespace holds every address of the pod (and is not the host's). Null while none runs.
      */
-    private SockmapAdmin.MeshedPod find(Pod p) {
+    private SockmapAdmin.MeshedPod find(Pod p, SockmapAdmin.MeshedPod ports) {
         String uid = p.getMetadata().getUid();
         Set<InetAddress> ips = new LinkedHashSet<>(PodRules.podIps(p));
         if (uid == null || uid.isBlank()) {
@@ -241,7 +301,7 @@ public final class MeshPods implements AutoCloseable {
                 long netns = NetnsCookie.inNamespaceOf(pid, () -> holdsAll(ips) ? NetnsCookie.here() : 0L);
                 if (netns != 0 && netns != hostNetns) {
                     return new SockmapAdmin.MeshedPod(netns, shape.proxyUid(), shape.outboundPort(),
-                            shape.inboundPort(), new ArrayList<>(ips), shape.skipPorts());
+                            shape.inboundPort(), new ArrayList<>(ips), ports.outboundSkip(), ports.inboundSkip());
                 }
             } catch (IOException e) {
                 LOG.debug("Pod {}: pid {} gave no namespace: {}", key(p), pid, e.getMessage());

@@ -19,13 +19,14 @@ import java.util.Objects;
 /**
  * The pinned {@code sm4j_mesh} and {@code sm4j_meshaddr} maps: the meshed pods the node agent
  * accelerates (docs/mesh.md). By its network namespace's cookie, a pod's proxy (uid, outbound and
- * inbound ports): an application's connect there goes straight to the proxy. By each of its
- * addresses, the namespace, inbound port and the ports its NAT leaves alone: a proxy's connect
- * to the pod goes to that port, but for those. Root's alone (the pins' mode): the node agent
- * writes them from each pod's own annotations.
+ * inbound ports) and the destination ports its NAT leaves out of the outbound redirect: an
+ * application's connect there goes straight to the proxy, but for those. By each of its
+ * addresses, the namespace, inbound port and the ports its NAT leaves out of the inbound redirect:
+ * a proxy's connect to the pod goes to that port, but for those. Root's alone (the pins' mode):
+ * the node agent writes them from each pod's own annotations.
  *
  * <pre>
- * struct sm4j_mesh { __u32 proxy_uid; __u32 out_port; __u32 in_port; __u32 flags; };   // key: __u64 netns
+ * struct sm4j_mesh { __u32 proxy_uid; __u32 out_port; __u32 in_port; __u32 flags; __u16 skip_ports[8]; }; // key: netns
  * struct sm4j_mesh_addr_key { __u32 addr[4]; };                                       // IPv4 v4-mapped
  * struct sm4j_mesh_addr { __u64 netns; __u32 in_port; __u32 flags; __u16 skip_ports[8]; };
  * </pre>
@@ -33,22 +34,25 @@ import java.util.Objects;
  * <p><b>Note:</b> not threadsafe: one writer at a time.
  */
 public final class MeshMap implements AutoCloseable {
+    /** SM4J_MESH_SKIP_PORTS: the most ports a pod's NAT may leave out of each redirect here. */
+    public static final int SKIP_PORTS = 8;
     public static final StructLayout POD = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("proxy_uid"),
             ValueLayout.JAVA_INT.withName("out_port"),
             ValueLayout.JAVA_INT.withName("in_port"),
-            ValueLayout.JAVA_INT.withName("flags")).withName("sm4j_mesh");
+            ValueLayout.JAVA_INT.withName("flags"),
+            MemoryLayout.sequenceLayout(SKIP_PORTS, ValueLayout.JAVA_SHORT).withName("skip_ports"))
+            .withName("sm4j_mesh");
     public static final StructLayout ADDR_KEY = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("addr")).withName("sm4j_mesh_addr_key");
-    /** SM4J_MESH_SKIP_PORTS: the most ports a pod's NAT may leave out of its inbound redirect here. */
-    public static final int SKIP_PORTS = 8;
     public static final StructLayout ADDR = MemoryLayout.structLayout(
             ValueLayout.JAVA_LONG.withName("netns"),
             ValueLayout.JAVA_INT.withName("in_port"),
             ValueLayout.JAVA_INT.withName("flags"),
             MemoryLayout.sequenceLayout(SKIP_PORTS, ValueLayout.JAVA_SHORT).withName("skip_ports"))
             .withName("sm4j_mesh_addr");
-    private static final long SKIP_OFFSET = ADDR.byteOffset(MemoryLayout.PathElement.groupElement("skip_ports"));
+    private static final long POD_SKIP = POD.byteOffset(MemoryLayout.PathElement.groupElement("skip_ports"));
+    private static final long ADDR_SKIP = ADDR.byteOffset(MemoryLayout.PathElement.groupElement("skip_ports"));
 
     /**
      * A meshed pod as the maps hold it.
@@ -58,11 +62,14 @@ public final class MeshMap implements AutoCloseable {
      * @param outboundPort the proxy's outbound port (where the pod's NAT sends its connects)
      * @param inboundPort  the proxy's inbound port (where the pod's NAT sends connections to it)
      * @param addresses    the pod's addresses
-     * @param skipPorts    the ports its NAT leaves out of the inbound redirect (a connect to one
-     *                     goes to it, not to the proxy): at most {@link #SKIP_PORTS}, in order
+     * @param outboundSkip the destination ports its NAT leaves out of the outbound redirect (an
+     *                     application's connect to one goes where it was dialed): at most
+     *                     {@link #SKIP_PORTS}, in order
+     * @param inboundSkip  the ports its NAT leaves out of the inbound redirect (another proxy's
+     *                     connect to one goes to it, not to the proxy): the same
      */
     public record Pod(long netns, int proxyUid, int outboundPort, int inboundPort, List<InetAddress> addresses,
-                      List<Integer> skipPorts) {
+                      List<Integer> outboundSkip, List<Integer> inboundSkip) {
         public Pod {
             if (netns == 0) {
                 throw new IllegalArgumentException("a meshed pod needs its network namespace's cookie, not 0");
@@ -76,20 +83,28 @@ public final class MeshMap implements AutoCloseable {
                 throw new IllegalArgumentException("proxy uid " + Integer.toUnsignedString(proxyUid) + " is not a uid");
             }
             addresses = List.copyOf(addresses);
-            skipPorts = List.copyOf(skipPorts);
-            if (skipPorts.size() > SKIP_PORTS) {
-                throw new IllegalArgumentException(skipPorts.size() + " ports left out of the inbound redirect: "
-                        + "at most " + SKIP_PORTS + " fit; a pod that leaves out more is left to its NAT");
+            outboundSkip = checkSkip(outboundSkip, "outbound", -1);
+            inboundSkip = checkSkip(inboundSkip, "inbound", inboundPort);
+        }
+
+        /** {@code ports} as the kernel's entry holds them, or why it cannot. */
+        private static List<Integer> checkSkip(List<Integer> ports, String which, int ownPort) {
+            ports = List.copyOf(ports);
+            if (ports.size() > SKIP_PORTS) {
+                throw new IllegalArgumentException(ports.size() + " ports left out of the " + which + " redirect: at "
+                        + "most " + SKIP_PORTS + " fit; a pod that leaves out more is left to its NAT");
             }
-            for (int p : skipPorts) {
-                checkPort(p, "left-out");
-                if (p == inboundPort) {
-                    throw new IllegalArgumentException("the proxy's inbound port " + p + " is left out of its own redirect");
+            for (int p : ports) {
+                checkPort(p, "left-out " + which);
+                if (p == ownPort) {
+                    throw new IllegalArgumentException("the proxy's " + which + " port " + p
+                            + " is left out of its own redirect");
                 }
             }
-            if (skipPorts.stream().distinct().count() != skipPorts.size()) {
-                throw new IllegalArgumentException("a port is left out twice: " + skipPorts);
+            if (ports.stream().distinct().count() != ports.size()) {
+                throw new IllegalArgumentException("a port is left out of the " + which + " redirect twice: " + ports);
             }
+            return ports;
         }
 
         private static void checkPort(int port, String which) {
@@ -130,9 +145,7 @@ public final class MeshMap implements AutoCloseable {
             MemorySegment v = arena.allocate(ADDR);
             v.set(ValueLayout.JAVA_LONG, 0, pod.netns());
             v.set(ValueLayout.JAVA_INT, 8, pod.inboundPort());
-            for (int i = 0; i < pod.skipPorts().size(); i++) {
-                v.set(ValueLayout.JAVA_SHORT, SKIP_OFFSET + 2L * i, (short) (int) pod.skipPorts().get(i));
-            }
+            putPorts(v, ADDR_SKIP, pod.inboundSkip());
             for (InetAddress a : pod.addresses()) {
                 fill(k, a);
                 addresses.update(k, v, Libbpf.BPF_ANY, "meshed pod address " + a.getHostAddress());
@@ -143,6 +156,7 @@ public final class MeshMap implements AutoCloseable {
             nv.set(ValueLayout.JAVA_INT, 0, pod.proxyUid());
             nv.set(ValueLayout.JAVA_INT, 4, pod.outboundPort());
             nv.set(ValueLayout.JAVA_INT, 8, pod.inboundPort());
+            putPorts(nv, POD_SKIP, pod.outboundSkip());
             pods.update(nk, nv, Libbpf.BPF_ANY, "meshed pod of namespace " + Long.toUnsignedString(pod.netns()));
             if (before != null) {
                 for (InetAddress a : before.addresses()) {
@@ -208,7 +222,7 @@ public final class MeshMap implements AutoCloseable {
                 if (pods.lookup(nk, pv)) {
                     out.add(new Pod(netns, pv.get(ValueLayout.JAVA_INT, 0), pv.get(ValueLayout.JAVA_INT, 4),
                             pv.get(ValueLayout.JAVA_INT, 8), byNetns.getOrDefault(netns, List.of()),
-                            skips.getOrDefault(netns, List.of())));
+                            ports(pv, POD_SKIP), skips.getOrDefault(netns, List.of())));
                 }
             }
         }
@@ -231,18 +245,25 @@ public final class MeshMap implements AutoCloseable {
                 if (addresses.lookup(k, v)) {
                     long netns = v.get(ValueLayout.JAVA_LONG, 0);
                     byNetns.computeIfAbsent(netns, n -> new ArrayList<>()).add(address(k));
-                    skips.putIfAbsent(netns, skipPorts(v));
+                    skips.putIfAbsent(netns, ports(v, ADDR_SKIP));
                 }
             }
         }
         return byNetns;
     }
 
-    /** The ports an address entry leaves out, up to the first 0. */
-    private static List<Integer> skipPorts(MemorySegment v) {
+    /** Writes {@code ports} at {@code offset} of an entry (the rest of its list stays 0). */
+    private static void putPorts(MemorySegment v, long offset, List<Integer> ports) {
+        for (int i = 0; i < ports.size(); i++) {
+            v.set(ValueLayout.JAVA_SHORT, offset + 2L * i, (short) (int) ports.get(i));
+        }
+    }
+
+    /** The ports an entry's list at {@code offset} leaves out, up to the first 0. */
+    private static List<Integer> ports(MemorySegment v, long offset) {
         List<Integer> ports = new ArrayList<>();
         for (int i = 0; i < SKIP_PORTS; i++) {
-            int p = Short.toUnsignedInt(v.get(ValueLayout.JAVA_SHORT, SKIP_OFFSET + 2L * i));
+            int p = Short.toUnsignedInt(v.get(ValueLayout.JAVA_SHORT, offset + 2L * i));
             if (p == 0) {
                 break;
             }

@@ -94,7 +94,7 @@ final class MeshedNode {
         for (int i = 0; i < netns.size(); i++) {
             out.add(new SockmapAdmin.MeshedPod(netns.get(i), PROXY_UID, OUTBOUND, INBOUND,
                     List.of(InetAddress.ofLiteral(NodeBed.podAddress(i)), InetAddress.ofLiteral(NodeBed.podAddress6(i))),
-                    SockmapAdmin.MeshedPod.ISTIO_SKIP_PORTS));
+                    List.of(), SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP));
         }
         return out;
     }
