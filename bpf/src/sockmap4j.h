@@ -273,6 +273,9 @@ struct sm4j_busy {
 	__u64 when_ns; /* bpf_ktime_get_ns() at the refusal */
 };
 
+/* How many ports a meshed pod's NAT may leave out of each redirect (sm4j_mesh, sm4j_mesh_addr). */
+#define SM4J_MESH_SKIP_PORTS 8
+
 /*
  * Meshed pods (docs/mesh.md): pods with a service mesh's sidecar proxy that the node agent was
  * asked to accelerate. sm4j_mesh holds each by its network namespace's cookie: a connect there
@@ -280,11 +283,9 @@ struct sm4j_busy {
  * (where a listener of the proxy's uid is), instead of through the pod's NAT; the proxy is told
  * the original destination. sm4j_meshaddr holds each by its addresses: a proxy's connect to a
  * meshed pod goes to that pod's inbound port, as the pod's NAT would send it, and that pod's proxy
- * is told the original destination. Both are written by the node agent only (root).
+ * is told the original destination. Neither for a port the pod's NAT leaves out (skip_ports).
+ * Both are written by the node agent only (root).
  */
-/* How many ports a meshed pod's NAT may leave out of each redirect (sm4j_mesh, sm4j_mesh_addr). */
-#define SM4J_MESH_SKIP_PORTS 8
-
 struct sm4j_mesh {
 	__u32 proxy_uid; /* the proxy's uid (Istio: 1337); its connects are never sent to itself */
 	__u32 out_port;  /* the proxy's outbound port (15001) */

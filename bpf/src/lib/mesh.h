@@ -108,7 +108,6 @@ static __always_inline int mesh_outbound(struct bpf_sock_addr *ctx, const struct
 	return 1;
 }
 
-
 /*
  * A proxy's connect in meshed pod {m} to {dest} (what it dialed, or the endpoint its Service
  * translation picked): to a meshed pod other than its own, sent to that pod's inbound port, as

@@ -113,12 +113,8 @@ public final class AgentCommand implements Callable<Integer> {
             return List.of();
         }
         try {
-            List<Integer> ports = java.util.Arrays.stream(given.split(",")).map(String::strip).map(Integer::valueOf)
-                    .toList();
-            // The inbound port's own check, and the kernel's limit, with the words a user needs.
-            new io.github.sockmap4j.admin.SockmapAdmin.MeshedPod(1, kubernetes.meshProxyUid,
-                    kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1), List.of(), List.of(), ports);
-            return ports;
+            return io.github.sockmap4j.linux.bpf.MeshMap.checkSkip(java.util.Arrays.stream(given.split(","))
+                    .map(String::strip).map(Integer::valueOf).toList(), "inbound", kubernetes.meshPorts.get(1));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--mesh-skip-inbound-ports takes up to 8 "
                     + "different ports other than the inbound port, or 'none': '" + given + "': " + e.getMessage());

@@ -2,6 +2,7 @@ package io.github.sockmap4j.agent.kubernetes;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.linux.bpf.MeshMap;
 import io.github.sockmap4j.linux.sys.NetnsCookie;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -70,20 +71,28 @@ public final class MeshPods implements AutoCloseable {
     public static final String EXCLUDE_INBOUND_PORTS = "traffic.sidecar.istio.io/excludeInboundPorts";
 
     /**
-     * The ports pod {@code p}'s NAT leaves out of each redirect, as the kernel's capture follows
-     * them: its exclude annotations, and {@code shape}'s inbound ones.
+     * The ports a meshed pod's NAT leaves out of each redirect, as the kernel's capture follows them.
+     *
+     * @param outbound destination ports of its applications' connects
+     * @param inbound  its ports, to which other proxies' connects are not sent to its inbound port
+     */
+    record NatPorts(List<Integer> outbound, List<Integer> inbound) {
+    }
+
+    /**
+     * The ports pod {@code p}'s NAT leaves out of each redirect: its exclude annotations, and
+     * {@code shape}'s inbound ones first.
      *
      * @throws IllegalArgumentException naming the annotation, where one is not a list of ports or
      *                                  the kernel's entry cannot hold them (the pod is then left to its NAT)
      */
-    static SockmapAdmin.MeshedPod natPorts(Pod p, Shape shape) {
+    static NatPorts natPorts(Pod p, Shape shape) {
         Map<String, String> ann = p.getMetadata().getAnnotations();
-        List<Integer> out = ports(ann, EXCLUDE_OUTBOUND_PORTS);
         List<Integer> in = new ArrayList<>(shape.inboundSkip());
         ports(ann, EXCLUDE_INBOUND_PORTS).stream().filter(x -> !in.contains(x)).forEach(in::add);
         try {
-            return new SockmapAdmin.MeshedPod(1, shape.proxyUid(), shape.outboundPort(), shape.inboundPort(),
-                    List.of(), out, in);
+            return new NatPorts(MeshMap.checkSkip(ports(ann, EXCLUDE_OUTBOUND_PORTS), "outbound", -1),
+                    MeshMap.checkSkip(in, "inbound", shape.inboundPort()));
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(EXCLUDE_OUTBOUND_PORTS + "=" + ann.get(EXCLUDE_OUTBOUND_PORTS) + ", "
                     + EXCLUDE_INBOUND_PORTS + "=" + ann.get(EXCLUDE_INBOUND_PORTS) + ": " + e.getMessage(), e);
@@ -207,7 +216,7 @@ public final class MeshPods implements AutoCloseable {
             take(key, "its NAT is not Istio's default (" + unlike + ")");
             return;
         }
-        SockmapAdmin.MeshedPod ports;
+        NatPorts ports;
         try {
             ports = natPorts(p, shape);
         } catch (IllegalArgumentException e) {
@@ -290,7 +299,7 @@ public final class MeshPods implements AutoCloseable {
      * its processes, a cgroup named for its uid under the agent's cgroups, a process there whose
      * namespace holds every address of the pod (and is not the host's). Null while none runs.
      */
-    private SockmapAdmin.MeshedPod find(Pod p, SockmapAdmin.MeshedPod ports) {
+    private SockmapAdmin.MeshedPod find(Pod p, NatPorts ports) {
         String uid = p.getMetadata().getUid();
         Set<InetAddress> ips = new LinkedHashSet<>(PodRules.podIps(p));
         if (uid == null || uid.isBlank()) {
@@ -301,7 +310,7 @@ public final class MeshPods implements AutoCloseable {
                 long netns = NetnsCookie.inNamespaceOf(pid, () -> holdsAll(ips) ? NetnsCookie.here() : 0L);
                 if (netns != 0 && netns != hostNetns) {
                     return new SockmapAdmin.MeshedPod(netns, shape.proxyUid(), shape.outboundPort(),
-                            shape.inboundPort(), new ArrayList<>(ips), ports.outboundSkip(), ports.inboundSkip());
+                            shape.inboundPort(), new ArrayList<>(ips), ports.outbound(), ports.inbound());
                 }
             } catch (IOException e) {
                 LOG.debug("Pod {}: pid {} gave no namespace: {}", key(p), pid, e.getMessage());

@@ -47,13 +47,13 @@ class MeshPodsTest {
     void theExcludePortsAnnotationsAreFollowed() {
         assertNull(MeshPods.unlikeItsNat(pod(Map.of(MeshPods.EXCLUDE_OUTBOUND_PORTS, "5432",
                 MeshPods.EXCLUDE_INBOUND_PORTS, "8080"))));
-        SockmapAdmin.MeshedPod ports = MeshPods.natPorts(pod(Map.of(MeshPods.EXCLUDE_OUTBOUND_PORTS, "5432, 6379",
+        MeshPods.NatPorts ports = MeshPods.natPorts(pod(Map.of(MeshPods.EXCLUDE_OUTBOUND_PORTS, "5432, 6379",
                 MeshPods.EXCLUDE_INBOUND_PORTS, "8080,15020")), MeshPods.Shape.ISTIO);
-        assertEquals(List.of(5432, 6379), ports.outboundSkip());
-        assertEquals(List.of(15008, 15020, 15021, 15090, 8080), ports.inboundSkip(), "the proxy's own, then the pod's");
-        SockmapAdmin.MeshedPod none = MeshPods.natPorts(pod(Map.of(MeshPods.ISTIO_SIDECAR, "{}")), MeshPods.Shape.ISTIO);
-        assertEquals(List.of(), none.outboundSkip());
-        assertEquals(SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP, none.inboundSkip());
+        assertEquals(List.of(5432, 6379), ports.outbound());
+        assertEquals(List.of(15008, 15020, 15021, 15090, 8080), ports.inbound(), "the proxy's own, then the pod's");
+        MeshPods.NatPorts none = MeshPods.natPorts(pod(Map.of(MeshPods.ISTIO_SIDECAR, "{}")), MeshPods.Shape.ISTIO);
+        assertEquals(List.of(), none.outbound());
+        assertEquals(SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP, none.inbound());
     }
 
     /** What the kernel's entry cannot hold, or what is not a port, leaves the pod to its NAT, naming why. */

@@ -87,31 +87,41 @@ public final class MeshMap implements AutoCloseable {
             inboundSkip = checkSkip(inboundSkip, "inbound", inboundPort);
         }
 
-        /** {@code ports} as the kernel's entry holds them, or why it cannot. */
-        private static List<Integer> checkSkip(List<Integer> ports, String which, int ownPort) {
-            ports = List.copyOf(ports);
-            if (ports.size() > SKIP_PORTS) {
-                throw new IllegalArgumentException(ports.size() + " ports left out of the " + which + " redirect: at "
-                        + "most " + SKIP_PORTS + " fit; a pod that leaves out more is left to its NAT");
-            }
-            for (int p : ports) {
-                checkPort(p, "left-out " + which);
-                if (p == ownPort) {
-                    throw new IllegalArgumentException("the proxy's " + which + " port " + p
-                            + " is left out of its own redirect");
-                }
-            }
-            if (ports.stream().distinct().count() != ports.size()) {
-                throw new IllegalArgumentException("a port is left out of the " + which + " redirect twice: " + ports);
-            }
-            return ports;
-        }
 
         private static void checkPort(int port, String which) {
             if (port < 1 || port > 65535) {
                 throw new IllegalArgumentException("the proxy's " + which + " port " + port + " is not in 1-65535");
             }
         }
+    }
+
+    /**
+     * {@code ports} left out of a pod's {@code which} redirect ("outbound" or "inbound"), as the
+     * kernel's entry holds them: at most {@link #SKIP_PORTS}, each in 1-65535, none twice, not the
+     * proxy's own {@code ownPort} (-1: none).
+     *
+     * @throws IllegalArgumentException saying why the entry cannot hold them
+     */
+    public static List<Integer> checkSkip(List<Integer> ports, String which, int ownPort) {
+        ports = List.copyOf(ports);
+        if (ports.size() > SKIP_PORTS) {
+            throw new IllegalArgumentException(ports.size() + " ports left out of the " + which + " redirect: at "
+                    + "most " + SKIP_PORTS + " fit; a pod that leaves out more is left to its NAT");
+        }
+        for (int p : ports) {
+            if (p < 1 || p > 65535) {
+                throw new IllegalArgumentException("port " + p + " left out of the " + which
+                        + " redirect is not in 1-65535");
+            }
+            if (p == ownPort) {
+                throw new IllegalArgumentException("the proxy's " + which + " port " + p
+                        + " is left out of its own redirect");
+            }
+        }
+        if (ports.stream().distinct().count() != ports.size()) {
+            throw new IllegalArgumentException("a port is left out of the " + which + " redirect twice: " + ports);
+        }
+        return ports;
     }
 
     private final BpfMap pods;
