@@ -221,6 +221,9 @@ public final class SockmapGrpc {
      * A channel's callbacks (a response's listener, an async stub's observer) on the event loop that
      * read them instead of handed to gRPC's executor: for callers whose callbacks never block.
      * Blocking stubs are unaffected (each call brings an executor of its own, the calling thread).
+     * A call started before the channel has connected waits in gRPC's delayed transport, and its
+     * first callbacks may run on the thread that hands it over (gRPC's own executor); connect
+     * first ({@code getState(true)} until {@code READY}) where every callback must be on a loop.
      *
      * @param builder the channel's builder
      * @return {@code builder}

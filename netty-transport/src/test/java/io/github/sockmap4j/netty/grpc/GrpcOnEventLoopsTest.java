@@ -118,6 +118,25 @@ class GrpcOnEventLoopsTest extends GrpcFastPathTest {
         return SockmapGrpc.runOnEventLoops(builder).intercept(clientThreads);
     }
 
+    /**
+     * Connected before its first call. A call started earlier waits in gRPC's delayed transport,
+     * and the thread that hands it to the real one (gRPC's executor, where the channel's
+     * connectivity update arrived) may run its first callbacks: once in a clean-clone CI run,
+     * {@code bidiStreaming}'s first reply ran on {@code grpc-default-executor-0}.
+     */
+    @Override
+    ManagedChannel fastChannel(io.grpc.Server server) {
+        ManagedChannel ch = super.fastChannel(server);
+        try {
+            io.github.sockmap4j.testbed.Await.until("the channel is ready", java.time.Duration.ofSeconds(10),
+                    () -> ch.getState(true) == io.grpc.ConnectivityState.READY);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+        return ch;
+    }
+
     @AfterEach
     void everyCallbackRanOnALoop() {
         assertEquals(Set.of(), offLoop, "callbacks that ran off the event loops");
