@@ -469,13 +469,42 @@ class MeshBedTest {
     @Test
     @Order(10)
     void theExcludePortsAnnotationsAreFollowed() throws Exception {
+        leftOutPortsAreFollowed(5432, 5433, () -> {
+            annotate(0, MeshPods.EXCLUDE_OUTBOUND_PORTS, "5432");
+            annotate(1, MeshPods.EXCLUDE_INBOUND_PORTS, " 5433 ");
+        }, () -> {
+            annotate(0, MeshPods.EXCLUDE_OUTBOUND_PORTS, null);
+            annotate(1, MeshPods.EXCLUDE_INBOUND_PORTS, null);
+        });
+    }
+
+    /**
+     * The same, with the ports in the pods' istio-init arguments alone, as an installation's own
+     * settings put them there (values.global.proxy.excludeOutboundPorts and excludeInboundPorts),
+     * no annotation saying so: what the pod's NAT was written from is what the capture follows.
+     */
+    @Test
+    @Order(10)
+    void theInitContainersArgumentsAreFollowed() throws Exception {
+        leftOutPortsAreFollowed(5434, 5435, () -> {
+            istioInit(0, "-o", "5434");
+            istioInit(1, "-d", "15090,15021,15020,5435");
+        }, () -> {
+            istioInit(0);
+            istioInit(1);
+        });
+    }
+
+    /**
+     * Pod 0's NAT leaves its connects to port {@code out} alone, pod 1's connections to its port
+     * {@code in}, once {@code leaveOut} has told the agent so ({@code restore} takes it back).
+     */
+    void leftOutPortsAreFollowed(int out, int in, ThrowingRunnable leaveOut, ThrowingRunnable restore)
+            throws Exception {
         awaitMeshed(2);
-        int out = 5432;
-        int in = 5433;
         bed.istioExcludePorts(0, List.of(out), List.of());
         bed.istioExcludePorts(1, List.of(), List.of(in));
-        annotate(0, MeshPods.EXCLUDE_OUTBOUND_PORTS, Integer.toString(out));
-        annotate(1, MeshPods.EXCLUDE_INBOUND_PORTS, " " + in + " ");
+        leaveOut.run();
         try {
             Await.until("the pods' left-out ports in the kernel", Duration.ofSeconds(Await.scaled(20)), () -> {
                 List<SockmapAdmin.MeshedPod> m = SockmapAdmin.of(pins).meshedPods();
@@ -502,12 +531,32 @@ class MeshBedTest {
                 assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
             }
         } finally {
-            annotate(0, MeshPods.EXCLUDE_OUTBOUND_PORTS, null);
-            annotate(1, MeshPods.EXCLUDE_INBOUND_PORTS, null);
+            restore.run();
         }
         Await.until("the pods' left-out ports back to the agent's", Duration.ofSeconds(Await.scaled(20)),
                 () -> SockmapAdmin.of(pins).meshedPods().stream().allMatch(p -> p.outboundSkip().isEmpty()
                         && p.inboundSkip().equals(SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP)));
+    }
+
+    /** A step of a test that may throw. */
+    interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    /**
+     * Gives pod {@code i} an istio-init container with the arguments Istio's injector writes by
+     * default and {@code more} after them (none: takes the container away, the pod then read from
+     * its annotations and the agent's shape again).
+     */
+    void istioInit(int i, String... more) {
+        List<String> args = new ArrayList<>(List.of("istio-iptables", "-p", Integer.toString(OUT), "-z",
+                Integer.toString(IN), "-u", Integer.toString(PROXY_UID), "-m", "REDIRECT", "-i", "*", "-x", "", "-b",
+                "*", "-d", "15090,15021,15020"));
+        args.addAll(List.of(more));
+        client.pods().inNamespace("rag").withName("pod-" + i).edit(p -> more.length == 0
+                ? new PodBuilder(p).editSpec().withInitContainers(List.of()).endSpec().build()
+                : new PodBuilder(p).editSpec().withInitContainers(List.of()).addNewInitContainer()
+                        .withName("istio-init").withImage("proxyv2").withArgs(args).endInitContainer().endSpec().build());
     }
 
     /** Sets (or, {@code value} null, removes) annotation {@code name} of pod {@code i}. */

@@ -36,6 +36,12 @@ import org.slf4j.LoggerFactory;
  * pod when the agent stops (their NAT rules carry their connects again), and at the first list
  * every pod a previous agent put that is not meshed now.
  *
+ * <p>The capture follows the NAT the pod got: as its Istio init container's arguments say
+ * ({@link PodNat}), or, for a pod without one, the agent's {@link Shape} and the pod's exclude
+ * annotations; a pod whose NAT captures otherwise is left to it. Either way a pod's own spec
+ * decides only its own entry: where its own connects go, and where other proxies' connects to it
+ * go, inside its own namespace, as its NAT already does.
+ *
  * <p><b>Note:</b> threadsafe: its state is guarded by this object.
  */
 public final class MeshPods implements AutoCloseable {
@@ -206,29 +212,19 @@ public final class MeshPods implements AutoCloseable {
             take(key, "it no longer asks for it, lost its sidecar or is gone");
             return;
         }
-        String unlike = unlikeItsNat(p);
-        if (unlike != null) {
-            waiting.remove(key);
-            if (refused.add(key + " " + unlike)) {
-                LOG.warn("Pod {} asks to be meshed, but its annotation {} changes what its NAT sends to its proxy, "
-                        + "which the kernel's capture does not follow: its NAT carries it, by TCP", key, unlike);
-            }
-            take(key, "its NAT is not Istio's default (" + unlike + ")");
-            return;
-        }
-        NatPorts ports;
+        PodNat nat;
         try {
-            ports = natPorts(p, shape);
+            nat = podNat(p, shape);
         } catch (IllegalArgumentException e) {
             waiting.remove(key);
             if (refused.add(key + " " + e.getMessage())) {
-                LOG.warn("Pod {} asks to be meshed, but the ports its NAT leaves alone cannot be followed ({}): its NAT "
+                LOG.warn("Pod {} asks to be meshed, but its NAT is not one the kernel's capture follows ({}): its NAT "
                         + "carries it, by TCP", key, e.getMessage());
             }
-            take(key, "its NAT's ports cannot be followed (" + e.getMessage() + ")");
+            take(key, "its NAT is not one the kernel follows (" + e.getMessage() + ")");
             return;
         }
-        SockmapAdmin.MeshedPod now = find(p, ports);
+        SockmapAdmin.MeshedPod now = find(p, nat);
         if (now == null) {
             if (waiting.put(key, p) == null) {
                 LOG.info("Meshed pod {}: no process of it yet in a cgroup named for its uid {} under {} whose network "
@@ -295,11 +291,32 @@ public final class MeshPods implements AutoCloseable {
     }
 
     /**
-     * The pod as meshed, with the left-out ports of {@code ports}: its network namespace through
+     * Pod {@code p}'s NAT, as the kernel's capture is to follow it: as its Istio init container's
+     * arguments say ({@link PodNat#ofInitContainer}), or, where it has none, {@code shape} with the
+     * ports of the pod's exclude annotations ({@link #natPorts}).
+     *
+     * @throws IllegalArgumentException saying what the capture does not follow (the pod is then left to its NAT)
+     */
+    static PodNat podNat(Pod p, Shape shape) {
+        Optional<PodNat> written = PodNat.ofInitContainer(p);
+        if (written.isPresent()) {
+            return written.get();
+        }
+        String unlike = unlikeItsNat(p);
+        if (unlike != null) {
+            throw new IllegalArgumentException("its annotation " + unlike + " changes what its NAT sends to its proxy");
+        }
+        NatPorts ports = natPorts(p, shape);
+        return new PodNat(shape.proxyUid(), shape.outboundPort(), shape.inboundPort(), ports.outbound(),
+                ports.inbound());
+    }
+
+    /**
+     * The pod as meshed, as {@code nat} says: its network namespace through
      * its processes, a cgroup named for its uid under the agent's cgroups, a process there whose
      * namespace holds every address of the pod (and is not the host's). Null while none runs.
      */
-    private SockmapAdmin.MeshedPod find(Pod p, NatPorts ports) {
+    private SockmapAdmin.MeshedPod find(Pod p, PodNat nat) {
         String uid = p.getMetadata().getUid();
         Set<InetAddress> ips = new LinkedHashSet<>(PodRules.podIps(p));
         if (uid == null || uid.isBlank()) {
@@ -309,8 +326,8 @@ public final class MeshPods implements AutoCloseable {
             try {
                 long netns = NetnsCookie.inNamespaceOf(pid, () -> holdsAll(ips) ? NetnsCookie.here() : 0L);
                 if (netns != 0 && netns != hostNetns) {
-                    return new SockmapAdmin.MeshedPod(netns, shape.proxyUid(), shape.outboundPort(),
-                            shape.inboundPort(), new ArrayList<>(ips), ports.outbound(), ports.inbound());
+                    return new SockmapAdmin.MeshedPod(netns, nat.proxyUid(), nat.outboundPort(),
+                            nat.inboundPort(), new ArrayList<>(ips), nat.outboundSkip(), nat.inboundSkip());
                 }
             } catch (IOException e) {
                 LOG.debug("Pod {}: pid {} gave no namespace: {}", key(p), pid, e.getMessage());
