@@ -3,6 +3,7 @@
 # its native library inside), one job a run:
 #
 #   scripts/profile.sh demo [OUT] [SECONDS]    each stage of the RAG demo, path by path
+#   scripts/profile.sh mesh [OUT] [RATE] [REQUESTS]   each stage of the meshed demo, both paths
 #   [EXECUTOR=direct|polling] [TURNS=n] scripts/profile.sh grpc [OUT] [SECONDS] [TRANSPORTS]
 #                                              a gRPC unary call, transport by transport
 #
@@ -233,9 +234,148 @@ PY
   echo "collapsed stacks: $out/*.collapsed; the runs' output: $out/*.log"
 }
 
+# Where each stage of the meshed demo (scripts/demo.sh --mesh) spends its CPU, path by path, in
+# µs a request: the meshed demo runs both paths at once (paired, ABBA slices at one fixed RATE,
+# REQUESTS a path), so async-profiler is loaded into every stage JVM during the warm-up, started
+# once the first slice has ended and stopped once the last has: the first slice's path is profiled
+# for its other slices, the other path for all of them, and each path's samples are divided by
+# the requests of its profiled slices (each slice: a second's lead-in at the rate, then
+# REQUESTS/10). A stage's two JVMs are told apart by their ports (the fast path's are the
+# higher). The start is a jcmd a JVM, in parallel, well under a slice (about 4 s at the
+# defaults): the edges move a path's figures by a few percent at most.
+# Prints per stage and path the samples by thread kind and by what their stacks pass through,
+# and what the stages' own work took; the collapsed stacks stay in OUT.
+# Usage: scripts/profile.sh mesh [OUT] [RATE] [REQUESTS]   (default /tmp/sm4j-mesh-profile 261 8000)
+job_mesh() {
+  need
+  out=${1:-/tmp/sm4j-mesh-profile}
+  rate=${2:-261}
+  requests=${3:-8000}
+  local slices=10
+  mkdir -p "$out"
+  rm -f "$out"/*.collapsed "$out"/cmd-*
+  stacks_module "$out"
+  lib=$(async_profiler_lib "$out")
+  mvn_b -q install -DskipTests
+  enter_child_cgroup sockmap4j-profile
+  java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
+    --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
+    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+  log="$out/demo.txt"
+  : > "$log"
+  mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} -classpath %classpath \
+io.github.sockmap4j.examples.rag.RagDemo --mesh --rate $rate --requests $requests --slices $slices \
+--throughput-seconds 0 --idle-seconds 0" > "$log" 2>&1 &
+  local demo=$! pids pid first n
+  agent() { # PID COMMAND: async-profiler's COMMAND in that JVM (its options quoted: jcmd reads NAME=VALUE)
+    local r
+    r=$(jcmd "$1" JVMTI.agent_load "$lib" "\"$2\"" 2>&1 || true)
+    [[ $r == *"return code: 0"* ]] || echo "async-profiler did not take '$2' in $1: $r" >&2
+  }
+  # Loaded (started and stopped) while the paths warm up, so that the start later is quick.
+  until grep -q ' warm-up [0-9]' "$log" 2>/dev/null; do
+    kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended before its warm-up" >&2; return 1; }
+    sleep 1
+  done
+  pids=$(pgrep -f 'io.github.sockmap4j.examples.rag.RagService ' || true)
+  if [ "$(wc -w <<< "$pids")" -ne 8 ]; then
+    echo "expected the 8 stage JVMs of both paths, found: $(tr '\n' ' ' <<< "$pids"); letting the demo end" >&2
+    wait $demo || true
+    return 1
+  fi
+  for pid in $pids; do
+    tr '\0' ' ' < /proc/$pid/cmdline > "$out/cmd-$pid"
+    agent "$pid" "start,event=cpu,interval=1ms,threads"
+    agent "$pid" "stop,file=/dev/null,collapsed"
+  done
+  until grep -q ' slice 1 of ' "$log"; do
+    kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended before its slices" >&2; return 1; }
+    sleep 0.2
+  done
+  local jcmds=()
+  # Each names its file at the start: a JVM that ends before the stop below (a pipeline closes
+  # as soon as its last slice is in) writes it as it exits.
+  for pid in $pids; do
+    agent "$pid" "start,event=cpu,interval=1ms,threads,file=$out/$pid.collapsed,collapsed" & jcmds+=($!)
+  done
+  wait "${jcmds[@]}"
+  first=$(grep -m1 ' slice 1 of ' "$log" | sed 's/^ *\(.*[a-zA-Z]\) *slice.*/\1/')
+  until [ "$(grep -c ' slice [0-9]* of ' "$log")" -ge $((2 * slices)) ]; do
+    kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended in its slices" >&2; return 1; }
+    sleep 0.2
+  done
+  jcmds=()
+  for pid in $pids; do
+    [ ! -d /proc/$pid ] || agent "$pid" "stop,file=$out/$pid.collapsed,collapsed" & jcmds+=($!)
+  done
+  wait "${jcmds[@]}"
+  wait $demo
+
+  python3 - "$out" "$first" "$rate" "$requests" "$slices" <<'PY'
+import collections, glob, os, re, sys
+out, first, rate, requests, slices = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+sys.path.insert(0, out)
+from profile_stacks import GROUPS as groups, tally
+per_slice = max(1, int(rate)) + max(1, requests // slices)  # the lead-in, then the measured slice
+calls = {'plain': per_slice * (slices - (first == 'plain TCP')), 'fast': per_slice * (slices - (first != 'plain TCP'))}
+def kind(t):
+    if re.match(r'rag-io-', t): return 'loops'
+    if re.match(r'C[12] CompilerThre', t): return 'JIT'
+    if re.match(r'(GC |G1 |VM Thread|VM Periodic)', t): return 'GC/VM'
+    return 'rest'
+kinds = ['loops', 'JIT', 'GC/VM', 'rest']
+jvms = collections.defaultdict(list)  # stage -> [(port, collapsed file)]: the lower port is the plain path's
+for f in glob.glob(os.path.join(out, '*.collapsed')):
+    pid = os.path.basename(f).split('.')[0]
+    m = re.search(r'RagService (\w+) .*--port=(\d+)', open(os.path.join(out, 'cmd-' + pid)).read())
+    jvms[m.group(1)].append((int(m.group(2)), f))
+# The demo's own code: its stages' work and their Arrow encoding, not the gRPC wiring (RagService).
+own_code = re.compile(r'io/github/sockmap4j/examples/rag/(?!RagService)')
+rows = {}
+for stage, fs in jvms.items():
+    for (port, f), path in zip(sorted(fs), ['plain', 'fast']):
+        k, g, total = tally(f, kind, 'examples')
+        kernel = own = 0
+        for line in open(f):
+            stack, n = line.rstrip().rsplit(' ', 1)
+            frames = stack.split(';')
+            kernel += int(n) if frames[-1].endswith('_[k]') else 0
+            own += int(n) if any(own_code.search(x) for x in frames) else 0
+        rows[(stage, path)] = (total, k, g, kernel, own)
+us = lambda n, path: n * 1000.0 / calls[path]  # samples of 1 ms -> µs a request
+print('profiled: the plain path %d requests, the fast path %d (the first slice was %s)' % (calls['plain'], calls['fast'], first))
+print('CPU µs a request (async-profiler, 1 sample = 1 ms of CPU), by thread kind; "kernel": samples whose innermost')
+print('frame is the kernel\'s; "own code": whose stack passes through the stages\' work or their Arrow encoding')
+head = '%-10s %-5s %8s ' % ('stage', 'path', 'all') + ' '.join('%8s' % x for x in kinds)
+print(head + ' %8s %9s %9s' % ('kernel', 'own code', 'the rest'))
+sums = {p: [0, collections.Counter(), 0, 0] for p in ['plain', 'fast']}
+def row(stage, path, total, k, kernel, own):
+    print('%-10s %-5s %8.0f ' % (stage, path, us(total, path)) + ' '.join('%8.0f' % us(k[x], path) for x in kinds)
+          + ' %8.0f %9.0f %9.0f' % (us(kernel, path), us(own, path), us(total - own - k['JIT'], path)))
+for stage in ['embedding', 'search', 'context', 'gateway']:
+    for path in ['plain', 'fast']:
+        if (stage, path) in rows:
+            total, k, g, kernel, own = rows[(stage, path)]
+            row(stage, path, total, k, kernel, own)
+            s = sums[path]
+            s[0] += total; s[1].update(k); s[2] += kernel; s[3] += own
+for path in ['plain', 'fast']:
+    row('all', path, *sums[path])
+print('"the rest": all but own code and the JIT compilers: gRPC, HTTP/2, Netty, the kernel, GC')
+print('\nµs a request whose stack passes through (a sample counts once in each group it touches)')
+print('%-10s %-5s ' % ('stage', 'path') + ' '.join('%10s' % x for x, _ in groups))
+for stage in ['embedding', 'search', 'context', 'gateway']:
+    for path in ['plain', 'fast']:
+        if (stage, path) in rows:
+            g = rows[(stage, path)][2]
+            print('%-10s %-5s ' % (stage, path) + ' '.join('%10.0f' % us(g[x], path) for x, _ in groups))
+PY
+  echo "collapsed stacks: $out/*.collapsed (cmd-PID: each JVM's command line); the demo's output: $log"
+}
+
 job=${1:-}
 [ $# -eq 0 ] || shift
 case $job in
-  demo|grpc) "job_$job" "$@" ;;
-  *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  demo|grpc|mesh) "job_$job" "$@" ;;
+  *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
