@@ -237,8 +237,9 @@ PY
 # Where each stage of the meshed demo (scripts/demo.sh --mesh) spends its CPU, path by path, in
 # µs a request: the meshed demo runs both paths at once (paired, ABBA slices at one fixed RATE,
 # REQUESTS a path), so async-profiler is loaded into every stage JVM during the warm-up, started
-# once the first slice has ended and stopped once the last has: the first slice's path is profiled
-# for its other slices, the other path for all of them, and each path's samples are divided by
+# once the first slice has ended, and writes its samples as the JVM exits (after the last slice,
+# with no load left): the first slice's path is profiled for its other slices, the other path
+# for all of them, and each path's samples are divided by
 # the requests of its profiled slices (each slice: a second's lead-in at the rate, then
 # REQUESTS/10). A stage's two JVMs are told apart by their ports (the fast path's are the
 # higher). The start is a jcmd a JVM, in parallel, well under a slice (about 4 s at the
@@ -266,7 +267,7 @@ job_mesh() {
   mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} -classpath %classpath \
 io.github.sockmap4j.examples.rag.RagDemo --mesh --rate $rate --requests $requests --slices $slices \
 --throughput-seconds 0 --idle-seconds 0" > "$log" 2>&1 &
-  local demo=$! pids pid first n
+  local demo=$! pids pid first
   agent() { # PID COMMAND: async-profiler's COMMAND in that JVM (its options quoted: jcmd reads NAME=VALUE)
     local r
     r=$(jcmd "$1" JVMTI.agent_load "$lib" "\"$2\"" 2>&1 || true)
@@ -293,23 +294,18 @@ io.github.sockmap4j.examples.rag.RagDemo --mesh --rate $rate --requests $request
     sleep 0.2
   done
   local jcmds=()
-  # Each names its file at the start: a JVM that ends before the stop below (a pipeline closes
-  # as soon as its last slice is in) writes it as it exits.
+  # Each names its file at the start and writes it as it exits, which the stages do once their
+  # pipeline closes after its last slice: a stop sent then would race the JVM's exit (a profile
+  # cut short was seen). The window thus ends with each stage's shutdown, no load left.
   for pid in $pids; do
     agent "$pid" "start,event=cpu,interval=1ms,threads,file=$out/$pid.collapsed,collapsed" & jcmds+=($!)
   done
   wait "${jcmds[@]}"
   first=$(grep -m1 ' slice 1 of ' "$log" | sed 's/^ *\(.*[a-zA-Z]\) *slice.*/\1/')
-  until [ "$(grep -c ' slice [0-9]* of ' "$log")" -ge $((2 * slices)) ]; do
-    kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended in its slices" >&2; return 1; }
-    sleep 0.2
-  done
-  jcmds=()
-  for pid in $pids; do
-    [ ! -d /proc/$pid ] || agent "$pid" "stop,file=$out/$pid.collapsed,collapsed" & jcmds+=($!)
-  done
-  wait "${jcmds[@]}"
   wait $demo
+  for pid in $pids; do
+    [ -s "$out/$pid.collapsed" ] || { echo "no profile came from stage JVM $pid ($out/$pid.collapsed)" >&2; return 1; }
+  done
 
   python3 - "$out" "$first" "$rate" "$requests" "$slices" <<'PY'
 import collections, glob, os, re, sys
