@@ -143,13 +143,17 @@ class MeshBedTest {
 
     /** Pod {@code i}'s sidecar: HAProxy as the proxy's uid in the pod's namespace and cgroup, listening. */
     ChildJvm sidecar(int i) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID,
-                "--clear-groups"));
-        cmd.addAll(sidecar);
+        return sidecar(i, PROXY_UID, sidecar, OUT, IN);
+    }
+
+    /** Pod {@code i}'s sidecar: proxy {@code command} as {@code uid}, listening on {@code out} and {@code in}. */
+    ChildJvm sidecar(int i, int uid, List<String> command, int out, int in) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"));
+        cmd.addAll(command);
         ChildJvm proxy = ChildJvm.startInCgroup(podCgroups[i], NodeBed.in(bed.pod(i), cmd));
         try {
             Await.until("pod " + i + "'s sidecar listens", Duration.ofSeconds(Await.scaled(20)),
-                    () -> Sidecar.listens(bed.pod(i), OUT) && Sidecar.listens(bed.pod(i), IN));
+                    () -> Sidecar.listens(bed.pod(i), out) && Sidecar.listens(bed.pod(i), in));
             return proxy;
         } catch (InterruptedException | RuntimeException e) {
             proxy.close();
@@ -493,6 +497,94 @@ class MeshBedTest {
             istioInit(0);
             istioInit(1);
         });
+    }
+
+    static final int LINKERD_UID = 2102;
+    static final int LINKERD_OUT = 4140;
+    static final int LINKERD_IN = 4143;
+    /** linkerd-init's arguments as Linkerd's chart renders them by default. */
+    static final List<String> LINKERD_INIT_ARGS = List.of("--incoming-proxy-port", Integer.toString(LINKERD_IN),
+            "--outgoing-proxy-port", Integer.toString(LINKERD_OUT), "--proxy-uid", Integer.toString(LINKERD_UID),
+            "--inbound-ports-to-ignore", "4190,4191,4567,4568", "--outbound-ports-to-ignore", "4567,4568");
+
+    /**
+     * Pods 0 and 1 meshed as Linkerd meshes them: linkerd-init's NAT (proxy uid 2102, outbound
+     * 4140, inbound 4143, its default left-out ports) in place of Istio's, Linkerd's annotation in
+     * place of Istio's, and a linkerd-init container whose arguments the agent reads; each sidecar
+     * HAProxy as uid 2102 on 4140 and 4143. A call's three legs are all redirected and each proxy
+     * told where it was going; a connect to a port linkerd-init leaves out (4567) is not captured.
+     * Istio's shape is put back after.
+     */
+    @Test
+    @Order(10)
+    void aPodMeshedTheWayLinkerdMeshesItIsFollowed() throws Exception {
+        awaitMeshed(2);
+        List<String> linkerdSidecar = Sidecar.haproxy(work.resolve("linkerd-sidecar.cfg"), LINKERD_OUT, LINKERD_IN, 0);
+        int trips = 500;
+        int leftOut = 4567;
+        try {
+            for (int i = 0; i < 2; i++) {
+                bed.linkerdSidecarNat(i, LINKERD_UID, LINKERD_OUT, LINKERD_IN, List.of("4190", "4191", "4567", "4568"),
+                        List.of("4567", "4568"));
+                meshedAsLinkerd(i, true);
+            }
+            Await.until("pods 0 and 1 put as their linkerd-init says", Duration.ofSeconds(Await.scaled(20)), () -> {
+                List<SockmapAdmin.MeshedPod> m = SockmapAdmin.of(pins).meshedPods();
+                return m.size() == 2 && m.stream().allMatch(p -> p.proxyUid() == LINKERD_UID
+                        && p.outboundPort() == LINKERD_OUT && p.inboundPort() == LINKERD_IN
+                        && p.outboundSkip().equals(List.of(4567, 4568))
+                        && p.inboundSkip().equals(List.of(4190, 4191, 4567, 4568)));
+            });
+            try (ChildJvm p0 = sidecar(0, LINKERD_UID, linkerdSidecar, LINKERD_OUT, LINKERD_IN);
+                    ChildJvm p1 = sidecar(1, LINKERD_UID, linkerdSidecar, LINKERD_OUT, LINKERD_IN)) {
+                MeshStats b = mesh();
+                String seen = call(0, NodeBed.podAddress(1), trips);
+                awaitClosed();
+                MeshStats a = mesh();
+                assertEquals(NodeBed.podAddress(1) + ":" + PORT, seen, "the application's getpeername");
+                assertEquals(1, a.captured() - b.captured(), "the application's connect went to its proxy's 4140");
+                assertEquals(1, a.inbound() - b.inbound(), "the proxy's connect went to pod 1's 4143");
+                assertEquals(2, a.originalDestinations() - b.originalDestinations(), "each proxy was told");
+                assertEveryLegRedirected(b, a, trips);
+                try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(leftOut))) {
+                    server.expect("port=", 30);
+                    MeshStats before = mesh();
+                    try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(leftOut), "100",
+                            "64")) {
+                        assertEquals("1", c.expect("ok=", 60), c.output());
+                    }
+                    assertEquals("1", server.expect("ok=", 30), server.output());
+                    MeshStats after = mesh();
+                    assertEquals(0, after.captured() - before.captured(), "the connect to " + leftOut + " captured");
+                    assertEquals(0, after.inbound() - before.inbound(), "sent to pod 1's inbound port");
+                }
+                assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
+            }
+        } finally {
+            for (int i = 0; i < 2; i++) {
+                meshedAsLinkerd(i, false);
+                bed.clearPodNat(i);
+                bed.istioSidecarNat(i, PROXY_UID, OUT, IN);
+            }
+        }
+        Await.until("pods 0 and 1 put as Istio's again", Duration.ofSeconds(Await.scaled(20)),
+                () -> SockmapAdmin.of(pins).meshedPods().stream().filter(p -> p.proxyUid() == PROXY_UID
+                        && p.inboundSkip().equals(SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP)).count() == 2);
+    }
+
+    /**
+     * Pod {@code i} as Linkerd's injector leaves it (its annotation, and a linkerd-init container
+     * with {@link #LINKERD_INIT_ARGS}), or ({@code linkerd} false) as Istio's, with no init container.
+     */
+    void meshedAsLinkerd(int i, boolean linkerd) {
+        client.pods().inNamespace("rag").withName("pod-" + i).edit(p -> linkerd
+                ? new PodBuilder(p).editMetadata().removeFromAnnotations(MeshPods.ISTIO_SIDECAR)
+                        .addToAnnotations(MeshPods.LINKERD_SIDECAR, "stable-2.14.10").endMetadata().editSpec()
+                        .withInitContainers(List.of()).addNewInitContainer().withName("linkerd-init")
+                        .withImage("proxy-init").withArgs(LINKERD_INIT_ARGS).endInitContainer().endSpec().build()
+                : new PodBuilder(p).editMetadata().removeFromAnnotations(MeshPods.LINKERD_SIDECAR)
+                        .addToAnnotations(MeshPods.ISTIO_SIDECAR, "{\"containers\":[\"istio-proxy\"]}").endMetadata()
+                        .editSpec().withInitContainers(List.of()).endSpec().build());
     }
 
     /**

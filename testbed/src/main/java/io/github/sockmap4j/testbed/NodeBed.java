@@ -227,6 +227,46 @@ public final class NodeBed implements AutoCloseable {
     }
 
     /**
+     * Replaces pod {@code i}'s NAT by the one Linkerd's init container (linkerd2-proxy-init)
+     * writes, IPv4 and IPv6: inbound TCP (but to the {@code inboundIgnore} ports) goes to the
+     * proxy's {@code inPort}; outbound TCP of every uid but {@code proxyUid} goes to its
+     * {@code outPort}, but what leaves by loopback and to the {@code outboundIgnore} ports. The
+     * ports as linkerd-init takes them: ports, or ranges {@code A:B}.
+     */
+    public void linkerdSidecarNat(int i, int proxyUid, int outPort, int inPort, List<String> inboundIgnore,
+            List<String> outboundIgnore) throws IOException, InterruptedException {
+        for (boolean v6 : new boolean[] {false, true}) {
+            List<String> rules = new ArrayList<>(List.of("*nat", ":PROXY_INIT_REDIRECT - [0:0]",
+                    ":PROXY_INIT_OUTPUT - [0:0]"));
+            if (!inboundIgnore.isEmpty()) {
+                rules.add("-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports " + String.join(",", inboundIgnore)
+                        + " -j RETURN");
+            }
+            rules.add("-A PROXY_INIT_REDIRECT -p tcp -j REDIRECT --to-ports " + inPort);
+            rules.add("-A PREROUTING -j PROXY_INIT_REDIRECT");
+            rules.add("-A PROXY_INIT_OUTPUT -m owner --uid-owner " + proxyUid + " -j RETURN");
+            rules.add("-A PROXY_INIT_OUTPUT -o lo -j RETURN");
+            if (!outboundIgnore.isEmpty()) {
+                rules.add("-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports " + String.join(",", outboundIgnore)
+                        + " -j RETURN");
+            }
+            rules.add("-A PROXY_INIT_OUTPUT -p tcp -j REDIRECT --to-ports " + outPort);
+            rules.add("-A OUTPUT -j PROXY_INIT_OUTPUT");
+            rules.addAll(List.of("COMMIT", ""));
+            // Without --noflush: the pod's whole NAT table is replaced.
+            Sh.runWithInput(String.join("\n", rules), List.of("ip", "netns", "exec", pod(i),
+                    v6 ? "ip6tables-restore" : "iptables-restore", "-w"));
+        }
+    }
+
+    /** Empties pod {@code i}'s NAT table, IPv4 and IPv6 (before another sidecar's NAT is written). */
+    public void clearPodNat(int i) throws IOException, InterruptedException {
+        for (String tool : List.of("iptables-restore", "ip6tables-restore")) {
+            Sh.runWithInput("*nat\nCOMMIT\n", List.of("ip", "netns", "exec", pod(i), tool, "-w"));
+        }
+    }
+
+    /**
      * Adds to pod {@code i}'s {@link #istioSidecarNat} what istio-init writes for the pod's
      * exclude-ports annotations, IPv4 and IPv6: connects to {@code outbound} ports left out of the
      * outbound redirect, connections to its {@code inbound} ports left out of the inbound one.

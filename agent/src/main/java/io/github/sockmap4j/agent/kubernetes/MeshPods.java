@@ -36,9 +36,9 @@ import org.slf4j.LoggerFactory;
  * pod when the agent stops (their NAT rules carry their connects again), and at the first list
  * every pod a previous agent put that is not meshed now.
  *
- * <p>The capture follows the NAT the pod got: as its Istio init container's arguments say
- * ({@link PodNat}), or, for a pod without one, the agent's {@link Shape} and the pod's exclude
- * annotations; a pod whose NAT captures otherwise is left to it. Either way a pod's own spec
+ * <p>The capture follows the NAT the pod got: as its Istio or Linkerd init container's arguments
+ * say ({@link PodNat}), or, for a pod without one, the agent's {@link Shape} and the pod's Istio
+ * exclude annotations; a pod whose NAT captures otherwise is left to it. Either way a pod's own spec
  * decides only its own entry: where its own connects go, and where other proxies' connects to it
  * go, inside its own namespace, as its NAT already does.
  *
@@ -50,6 +50,11 @@ public final class MeshPods implements AutoCloseable {
     public static final String ACCELERATE = "accelerate";
     /** Istio's sidecar injector marks each pod it injected with this annotation. */
     public static final String ISTIO_SIDECAR = "sidecar.istio.io/status";
+    /**
+     * Linkerd's proxy injector marks each pod it injected with this annotation; such a pod is
+     * meshed only as its {@code linkerd-init} container's arguments say ({@link PodNat}).
+     */
+    public static final String LINKERD_SIDECAR = "linkerd.io/proxy-version";
     private static final Logger LOG = LoggerFactory.getLogger(MeshPods.class);
 
     /**
@@ -172,11 +177,11 @@ public final class MeshPods implements AutoCloseable {
             "traffic.sidecar.istio.io/includeOutboundPorts", "traffic.sidecar.istio.io/includeInboundPorts",
             "traffic.sidecar.istio.io/kubevirtInterfaces", "sidecar.istio.io/interceptionMode");
 
-    /** Whether pod {@code p} is to be meshed: this node's, listed, with the sidecar, asking for it. */
+    /** Whether pod {@code p} is to be meshed: this node's, listed, with a sidecar (the shape's or Linkerd's), asking for it. */
     boolean wants(Pod p) {
         Map<String, String> ann = p.getMetadata().getAnnotations();
         return pods.isListed(p) && !PodRules.podIps(p).isEmpty() && ann != null
-                && ann.containsKey(shape.sidecarAnnotation())
+                && (ann.containsKey(shape.sidecarAnnotation()) || ann.containsKey(LINKERD_SIDECAR))
                 && ACCELERATE.equals(Optional.ofNullable(ann.get(ANNOTATION)).map(String::trim).orElse(null));
     }
 
@@ -291,9 +296,10 @@ public final class MeshPods implements AutoCloseable {
     }
 
     /**
-     * Pod {@code p}'s NAT, as the kernel's capture is to follow it: as its Istio init container's
-     * arguments say ({@link PodNat#ofInitContainer}), or, where it has none, {@code shape} with the
-     * ports of the pod's exclude annotations ({@link #natPorts}).
+     * Pod {@code p}'s NAT, as the kernel's capture is to follow it: as its Istio or Linkerd init
+     * container's arguments say ({@link PodNat#ofInitContainer}), or, where it has none, {@code
+     * shape} with the ports of the pod's Istio exclude annotations ({@link #natPorts}); a Linkerd
+     * pod without its init container is refused.
      *
      * @throws IllegalArgumentException saying what the capture does not follow (the pod is then left to its NAT)
      */
@@ -301,6 +307,11 @@ public final class MeshPods implements AutoCloseable {
         Optional<PodNat> written = PodNat.ofInitContainer(p);
         if (written.isPresent()) {
             return written.get();
+        }
+        Map<String, String> ann = p.getMetadata().getAnnotations();
+        if (ann != null && ann.containsKey(LINKERD_SIDECAR)) {
+            throw new IllegalArgumentException("a Linkerd pod without its " + PodNat.LINKERD_INIT + " container (Linkerd's "
+                    + "CNI plugin writes its NAT, from settings the agent does not read)");
         }
         String unlike = unlikeItsNat(p);
         if (unlike != null) {

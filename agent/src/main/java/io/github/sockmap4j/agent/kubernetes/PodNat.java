@@ -16,11 +16,12 @@ import java.util.Set;
  *
  * <p>{@link #ofInitContainer} reads it from the arguments of the init container that wrote the
  * NAT: Istio's {@code istio-init}, or {@code istio-validation} where Istio's CNI plugin writes the
- * rules (same arguments). Those are what the pod got, the mesh's installation-wide settings
- * ({@code values.global.proxy.excludeOutboundPorts} and the like) included, which no annotation of
- * the pod carries. An argument that makes the NAT capture otherwise than the kernel can (address
- * ranges, TPROXY, only some ports, DNS capture) or one this class does not know is refused by name:
- * the pod is then left to its NAT rather than have connects captured that its NAT leaves alone.
+ * rules (same arguments), or Linkerd's {@code linkerd-init}. Those are what the pod got, the mesh's
+ * installation-wide settings ({@code values.global.proxy.excludeOutboundPorts}, Linkerd's
+ * {@code proxyInit.ignoreInboundPorts} and the like) included, which no annotation of the pod
+ * carries. An argument that makes the NAT capture otherwise than the kernel can (address ranges,
+ * TPROXY, only some ports, DNS capture) or one this class does not know is refused by name: the
+ * pod is then left to its NAT rather than have connects captured that its NAT leaves alone.
  *
  * @param proxyUid     the proxy's uid
  * @param outboundPort where the NAT sends the pod's outbound connects
@@ -33,6 +34,8 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
     static final Set<String> ISTIO_INIT = Set.of("istio-init", "istio-validation");
     /** The command those run, followed by its flags. */
     static final String ISTIO_IPTABLES = "istio-iptables";
+    /** Linkerd's init container, which writes its sidecar's NAT (linkerd2-proxy-init). */
+    static final String LINKERD_INIT = "linkerd-init";
 
     /** istio-iptables' long flags, by their one-letter names. */
     private static final Map<String, String> LONG = Map.ofEntries(Map.entry("envoy-port", "p"),
@@ -80,12 +83,20 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
                 String w = words.get(i);
                 at = w != null && (w.equals(ISTIO_IPTABLES) || w.endsWith("/" + ISTIO_IPTABLES)) ? i : -1;
             }
-            if (at >= 0 && ISTIO_INIT.contains(c.getName())) {
-                try {
+            try {
+                if (at >= 0 && ISTIO_INIT.contains(c.getName())) {
                     return Optional.of(ofIstioIptables(words.subList(at + 1, words.size())));
-                } catch (IllegalArgumentException e) {
-                    throw new IllegalArgumentException("init container " + c.getName() + ": " + e.getMessage(), e);
                 }
+                if (LINKERD_INIT.equals(c.getName())) {
+                    // Its image's entrypoint runs proxy-init; a command given names it first.
+                    int first = 0;
+                    while (first < words.size() && words.get(first) != null && !words.get(first).startsWith("-")) {
+                        first++;
+                    }
+                    return Optional.of(ofLinkerdInit(words.subList(first, words.size())));
+                }
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("init container " + c.getName() + ": " + e.getMessage(), e);
             }
         }
         return Optional.empty();
@@ -170,6 +181,129 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
         List<Integer> inboundSkip = new ArrayList<>(List.of(number(flags, "e", 15008)));
         ports(flags, "d").stream().filter(x -> !inboundSkip.contains(x)).forEach(inboundSkip::add);
         return new PodNat(uid, number(flags, "p", 15001), number(flags, "z", 15006), ports(flags, "o"), inboundSkip);
+    }
+
+    /** linkerd-init's flags that leave its NAT as it is: logging, which binary writes it, a sysctl of conntrack. */
+    private static final Set<String> LINKERD_HARMLESS_VALUES = Set.of("log-format", "log-level", "firewall-bin-path",
+            "firewall-save-bin-path", "timeout-close-wait-secs");
+
+    /**
+     * The NAT linkerd-init (linkerd2-proxy-init) writes with flags {@code args}: the proxy's
+     * ports ({@code --incoming-proxy-port}, {@code --outgoing-proxy-port}) and uid must be given,
+     * as Linkerd's injector gives them; the ports it leaves out are those of
+     * {@code --inbound-ports-to-ignore} and {@code --outbound-ports-to-ignore} (ports, or ranges
+     * {@code A-B}, a flag given twice adding to the list). {@code --ports-to-redirect} (some
+     * inbound ports only), {@code --subnets-to-ignore}, {@code --simulate} (no rules) and
+     * {@code --netns} (another namespace's rules) are refused.
+     *
+     * @throws IllegalArgumentException naming the flag the kernel's capture does not follow
+     */
+    static PodNat ofLinkerdInit(List<String> args) {
+        Map<String, String> flags = new java.util.HashMap<>();
+        Map<String, String> shortNames = Map.of("p", "incoming-proxy-port", "o", "outgoing-proxy-port", "u",
+                "proxy-uid", "r", "ports-to-redirect", "w", "use-wait-flag");
+        for (int i = 0; i < args.size(); i++) {
+            String a = args.get(i);
+            if (a == null || !a.startsWith("-") || a.equals("-") || a.equals("--")) {
+                throw new IllegalArgumentException("'" + a + "' where a flag was expected");
+            }
+            String body = a.startsWith("--") ? a.substring(2) : a.substring(1);
+            int eq = body.indexOf('=');
+            String name = eq < 0 ? body : body.substring(0, eq);
+            String value = eq < 0 ? null : body.substring(eq + 1);
+            if (!a.startsWith("--")) {
+                if (name.length() > 1 && value == null) { // -p4143
+                    value = name.substring(1);
+                    name = name.substring(0, 1);
+                }
+                name = shortNames.getOrDefault(name, "-" + name);
+            }
+            switch (name) {
+                case "use-wait-flag" -> {
+                    continue;
+                }
+                case "simulate" -> {
+                    if (value == null || !value.equals("false")) {
+                        throw new IllegalArgumentException(a + ": it writes no rules");
+                    }
+                    continue;
+                }
+                case "incoming-proxy-port", "outgoing-proxy-port", "proxy-uid", "ports-to-redirect",
+                        "inbound-ports-to-ignore", "outbound-ports-to-ignore", "subnets-to-ignore", "netns" -> {
+                    // below
+                }
+                default -> {
+                    if (!LINKERD_HARMLESS_VALUES.contains(name)) {
+                        throw new IllegalArgumentException(a + ": not a flag the kernel's capture is known to follow");
+                    }
+                }
+            }
+            if (value == null) {
+                if (i + 1 >= args.size()) {
+                    throw new IllegalArgumentException(a + " has no value");
+                }
+                value = args.get(++i);
+            }
+            value = value == null ? "" : value.strip();
+            // A list flag given twice adds to its list, as linkerd-init reads it.
+            flags.merge(name, value, (x, y) -> x.isEmpty() ? y : y.isEmpty() ? x : x + "," + y);
+        }
+        for (String f : List.of("ports-to-redirect", "subnets-to-ignore", "netns")) {
+            if (!flags.getOrDefault(f, "").isEmpty()) {
+                throw new IllegalArgumentException("--" + f + " " + flags.get(f)
+                        + ": the NAT captures otherwise than the kernel's capture follows");
+            }
+        }
+        for (String f : List.of("incoming-proxy-port", "outgoing-proxy-port", "proxy-uid")) {
+            if (!flags.containsKey(f)) {
+                throw new IllegalArgumentException("--" + f + " is not given");
+            }
+        }
+        int uid = linkerdNumber(flags, "proxy-uid");
+        if (uid <= 0) {
+            // linkerd-init then writes no rule leaving the proxy's connects alone.
+            throw new IllegalArgumentException("--proxy-uid " + uid + ": no uid is left alone");
+        }
+        return new PodNat(uid, linkerdNumber(flags, "outgoing-proxy-port"), linkerdNumber(flags, "incoming-proxy-port"),
+                portsAndRanges(flags, "outbound-ports-to-ignore"), portsAndRanges(flags, "inbound-ports-to-ignore"));
+    }
+
+    private static int linkerdNumber(Map<String, String> flags, String f) {
+        try {
+            return Integer.parseInt(flags.get(f));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + f + " " + flags.get(f) + " is not a number");
+        }
+    }
+
+    /** The ports of a list of ports and ranges {@code A-B}: each port of a range, as many as the kernel's entry holds. */
+    private static List<Integer> portsAndRanges(Map<String, String> flags, String f) {
+        List<Integer> out = new ArrayList<>();
+        for (String part : flags.getOrDefault(f, "").split(",")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            String[] bounds = part.strip().split("-", -1);
+            try {
+                int low = Integer.parseInt(bounds[0].strip());
+                int high = bounds.length == 2 ? Integer.parseInt(bounds[1].strip()) : low;
+                if (bounds.length > 2 || high < low) {
+                    throw new NumberFormatException();
+                }
+                if (high - low >= MeshMap.SKIP_PORTS) {
+                    throw new IllegalArgumentException("--" + f + " " + part.strip() + ": more ports than the kernel's "
+                            + "entry holds (" + MeshMap.SKIP_PORTS + ")");
+                }
+                for (int port = low; port <= high; port++) {
+                    if (!out.contains(port)) {
+                        out.add(port);
+                    }
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("--" + f + " " + flags.get(f) + " is not a list of ports and ranges");
+            }
+        }
+        return out;
     }
 
     private static String describe(String v) {

@@ -13,8 +13,8 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /**
- * A meshed pod's NAT read from its Istio init container's arguments, as Istio's injector writes
- * them, and the arguments that leave the pod to its NAT, each named; needs no privilege.
+ * A meshed pod's NAT read from its Istio or Linkerd init container's arguments, as their injectors
+ * write them, and the arguments that leave the pod to its NAT, each named; needs no privilege.
  */
 class PodNatTest {
     /** istio-init's arguments as Istio's injection template renders them with its defaults. */
@@ -109,6 +109,55 @@ class PodNatTest {
         String ranges = assertThrows(IllegalArgumentException.class, () -> PodNat.ofInitContainer(
                 istioInit(with(DEFAULTS.subList(0, 11), "-x", "10.96.0.0/12", "-b", "*")))).getMessage();
         assertTrue(ranges.contains("-x 10.96.0.0/12"), ranges);
+    }
+
+    /** linkerd-init's arguments as Linkerd's chart renders them with its defaults. */
+    static final List<String> LINKERD = List.of("--incoming-proxy-port", "4143", "--outgoing-proxy-port", "4140",
+            "--proxy-uid", "2102", "--inbound-ports-to-ignore", "4190,4191,4567,4568", "--outbound-ports-to-ignore",
+            "4567,4568");
+
+    @Test
+    void linkerdsDefaultsAreRead() {
+        assertEquals(new PodNat(2102, 4140, 4143, List.of(4567, 4568), List.of(4190, 4191, 4567, 4568)),
+                PodNat.ofInitContainer(pod("linkerd-init", List.of(), LINKERD, Map.of())).orElseThrow());
+        // The nft binaries, logging, a command naming proxy-init first, ranges, a list given twice, short flags.
+        Pod p = pod("linkerd-init", List.of("/usr/lib/linkerd/proxy-init"), List.of("--firewall-bin-path",
+                "iptables-nft", "--firewall-save-bin-path", "iptables-nft-save", "-p", "4143", "-o4140", "-u=2102",
+                "--inbound-ports-to-ignore", "4190,4191", "--inbound-ports-to-ignore", "9000-9002", "--log-level",
+                "debug", "--outbound-ports-to-ignore=25,443", "-w", "--simulate=false"), Map.of());
+        assertEquals(new PodNat(2102, 4140, 4143, List.of(25, 443), List.of(4190, 4191, 9000, 9001, 9002)),
+                PodNat.ofInitContainer(p).orElseThrow());
+    }
+
+    /** What linkerd-init writes that the capture does not follow leaves the pod to its NAT, named. */
+    @Test
+    void whatLinkerdsCaptureDoesThatTheKernelDoesNotIsNamed() {
+        List<List<String>> refused = List.of(
+                with(LINKERD, "--subnets-to-ignore", "10.0.0.0/8"),
+                with(LINKERD, "--ports-to-redirect", "8080"),
+                with(LINKERD, "-r", "8080"),
+                with(LINKERD, "--simulate"),
+                with(LINKERD, "--netns", "/proc/1/ns/net"),
+                with(LINKERD, "--ipv6=false"),
+                with(LINKERD, "--inbound-ports-to-ignore", "1000-2000"),
+                with(LINKERD, "--outbound-ports-to-ignore", "1,2,3,4,5,6,7"),
+                with(LINKERD, "--outbound-ports-to-ignore", "db"),
+                with(LINKERD, "--proxy-uid", "-1"),
+                LINKERD.subList(2, LINKERD.size()),
+                with(LINKERD, "stray"));
+        for (List<String> args : refused) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> PodNat.ofInitContainer(pod("linkerd-init", List.of(), args, Map.of())), args.toString());
+            assertTrue(e.getMessage().startsWith("init container linkerd-init: "), e.getMessage());
+        }
+    }
+
+    /** A Linkerd pod without linkerd-init (Linkerd's CNI plugin wrote its NAT) is refused, not read as Istio's. */
+    @Test
+    void aLinkerdPodWithoutItsInitContainerIsRefused() {
+        String why = assertThrows(IllegalArgumentException.class, () -> MeshPods.podNat(MeshPodsTest.pod(Map.of(
+                MeshPods.LINKERD_SIDECAR, "stable-2.14.10")), MeshPods.Shape.ISTIO)).getMessage();
+        assertTrue(why.contains("linkerd-init"), why);
     }
 
     /** A pod without Istio's init container is not read here; nor is another container running something else. */
