@@ -67,6 +67,19 @@ def tally(path, kind, not_ours):
 PY
 }
 
+# setup_demo_job OUT: what both demo jobs need first: OUT with the stacks module, async-profiler's
+# library ($lib), this tree installed, this shell in a child cgroup, the demo JVM's flags ($java_flags).
+setup_demo_job() {
+  mkdir -p "$1"
+  stacks_module "$1"
+  lib=$(async_profiler_lib "$1")
+  mvn_b -q install -DskipTests
+  enter_child_cgroup sockmap4j-profile
+  java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
+    --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
+    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+}
+
 # Where each stage of the RAG demo spends its CPU, path by path: runs the demo (node shape, one
 # path at a time, a longer fixed-rate phase) and, once the fixed-rate phase has run for a few
 # seconds, loads async-profiler into every stage JVM (jcmd JVMTI.agent_load) for SECONDS of CPU
@@ -80,14 +93,7 @@ job_demo() {
   need
   out=${1:-/tmp/sm4j-profile}
   secs=${2:-15}
-  mkdir -p "$out"
-  stacks_module "$out"
-  lib=$(async_profiler_lib "$out")
-  mvn_b -q install -DskipTests
-  enter_child_cgroup sockmap4j-profile
-  java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
-    --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
-    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+  setup_demo_job "$out"
 
   profile_path() { # MODE: the demo on one path; samples of its stages during the fixed-rate phase
     local mode=$1 log="$out/demo-$1.txt" pids pid role r
@@ -255,13 +261,7 @@ job_mesh() {
   local slices=10
   mkdir -p "$out"
   rm -f "$out"/*.collapsed "$out"/cmd-*
-  stacks_module "$out"
-  lib=$(async_profiler_lib "$out")
-  mvn_b -q install -DskipTests
-  enter_child_cgroup sockmap4j-profile
-  java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
-    --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
-    -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+  setup_demo_job "$out"
   log="$out/demo.txt"
   : > "$log"
   mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} -classpath %classpath \

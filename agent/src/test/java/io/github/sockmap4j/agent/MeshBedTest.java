@@ -182,6 +182,22 @@ class MeshBedTest {
         }
     }
 
+    /**
+     * 100 round trips of 64 B from pod 0's application to a server on pod 1's {@code port}: the
+     * kernel's mesh counters before and after.
+     */
+    MeshStats[] roundTripsTo(int port) throws Exception {
+        try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(port))) {
+            server.expect("port=", 30);
+            MeshStats before = mesh();
+            try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(port), "100", "64")) {
+                assertEquals("1", c.expect("ok=", 60), c.output());
+            }
+            assertEquals("1", server.expect("ok=", 30), server.output());
+            return new MeshStats[] {before, mesh()};
+        }
+    }
+
     MeshStats mesh() throws IOException {
         return SockmapAdmin.of(pins).stats().mesh();
     }
@@ -546,18 +562,9 @@ class MeshBedTest {
                 assertEquals(1, a.inbound() - b.inbound(), "the proxy's connect went to pod 1's 4143");
                 assertEquals(2, a.originalDestinations() - b.originalDestinations(), "each proxy was told");
                 assertEveryLegRedirected(b, a, trips);
-                try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(leftOut))) {
-                    server.expect("port=", 30);
-                    MeshStats before = mesh();
-                    try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(leftOut), "100",
-                            "64")) {
-                        assertEquals("1", c.expect("ok=", 60), c.output());
-                    }
-                    assertEquals("1", server.expect("ok=", 30), server.output());
-                    MeshStats after = mesh();
-                    assertEquals(0, after.captured() - before.captured(), "the connect to " + leftOut + " captured");
-                    assertEquals(0, after.inbound() - before.inbound(), "sent to pod 1's inbound port");
-                }
+                MeshStats[] around = roundTripsTo(leftOut);
+                assertEquals(0, around[1].captured() - around[0].captured(), "the connect to " + leftOut + " captured");
+                assertEquals(0, around[1].inbound() - around[0].inbound(), "sent to pod 1's inbound port");
                 assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
             }
         } finally {
@@ -605,20 +612,11 @@ class MeshBedTest {
             });
             try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
                 for (int port : List.of(out, in)) {
-                    try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(port))) {
-                        server.expect("port=", 30);
-                        MeshStats before = mesh();
-                        try (ChildJvm c = inPod(0, "pp-client", NodeBed.podAddress(1), Integer.toString(port), "100",
-                                "64")) {
-                            assertEquals("1", c.expect("ok=", 60), c.output());
-                        }
-                        assertEquals("1", server.expect("ok=", 30), server.output());
-                        MeshStats after = mesh();
-                        assertEquals(port == out ? 0 : 1, after.captured() - before.captured(),
-                                "the application's connect to " + port + " captured");
-                        assertEquals(0, after.inbound() - before.inbound(), "sent to pod 1's inbound port, for "
-                                + port);
-                    }
+                    MeshStats[] around = roundTripsTo(port);
+                    assertEquals(port == out ? 0 : 1, around[1].captured() - around[0].captured(),
+                            "the application's connect to " + port + " captured");
+                    assertEquals(0, around[1].inbound() - around[0].inbound(), "sent to pod 1's inbound port, for "
+                            + port);
                 }
                 assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
             }
