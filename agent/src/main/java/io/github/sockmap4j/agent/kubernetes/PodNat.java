@@ -39,8 +39,8 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
 
     /** istio-iptables' long flags, by their one-letter names. */
     private static final Map<String, String> LONG = Map.ofEntries(Map.entry("envoy-port", "p"),
-            Map.entry("inbound-capture-port", "z"), Map.entry("inbound-tunnel-port", "e"), Map.entry("proxy-uid", "u"), Map.entry("proxy-gid", "g"),
-            Map.entry("istio-inbound-interception-mode", "m"), Map.entry("istio-service-cidr", "i"),
+            Map.entry("inbound-capture-port", "z"), Map.entry("inbound-tunnel-port", "e"), Map.entry("proxy-uid", "u"),
+            Map.entry("proxy-gid", "g"), Map.entry("istio-inbound-interception-mode", "m"), Map.entry("istio-service-cidr", "i"),
             Map.entry("istio-service-exclude-cidr", "x"), Map.entry("istio-inbound-ports", "b"),
             Map.entry("istio-local-exclude-ports", "d"), Map.entry("istio-local-outbound-ports-exclude", "o"),
             Map.entry("istio-include-outbound-ports", "q"), Map.entry("kube-virt-interfaces", "k"));
@@ -49,6 +49,9 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
             "iptables-trace-logging", "restore-format");
     private static final Set<String> HARMLESS_VALUES = Set.of("log_output_level", "log_stacktrace_level",
             "log_caller", "log_target");
+    /** linkerd-init's flags that leave its NAT as it is: logging, which binary writes it, a sysctl of conntrack. */
+    private static final Set<String> LINKERD_HARMLESS_VALUES = Set.of("log-format", "log-level", "firewall-bin-path",
+            "firewall-save-bin-path", "timeout-close-wait-secs");
 
     PodNat {
         for (int port : List.of(outboundPort, inboundPort)) {
@@ -64,8 +67,8 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
     }
 
     /**
-     * The NAT pod {@code p}'s Istio init container wrote, from its arguments; empty when it has
-     * none (the pod's annotations and the agent's shape then say it).
+     * The NAT pod {@code p}'s Istio or Linkerd init container wrote, from its arguments; empty
+     * when it has none (the pod's annotations and the agent's shape then say it).
      *
      * @throws IllegalArgumentException naming the argument, where one makes the NAT capture
      *                                  otherwise than the kernel can, or is not known here
@@ -106,9 +109,8 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
      * The NAT istio-iptables writes with flags {@code args}: its defaults where a port or the uid
      * is not given (15001, 15006, 1337); the inbound ports it leaves out are its tunnel port
      * ({@code -e}, 15008), which it always leaves out, and those of {@code -d}. The outbound
-     * ranges ({@code -i}) and inbound ports
-     * ({@code -b}) must be given, as Istio's injector gives them, since without them its NAT
-     * takes them from its environment.
+     * ranges ({@code -i}) and inbound ports ({@code -b}) must be given, as Istio's injector gives
+     * them, since without them its NAT takes them from its environment.
      *
      * @throws IllegalArgumentException naming the flag the kernel's capture does not follow
      */
@@ -182,10 +184,6 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
         ports(flags, "d").stream().filter(x -> !inboundSkip.contains(x)).forEach(inboundSkip::add);
         return new PodNat(uid, number(flags, "p", 15001), number(flags, "z", 15006), ports(flags, "o"), inboundSkip);
     }
-
-    /** linkerd-init's flags that leave its NAT as it is: logging, which binary writes it, a sysctl of conntrack. */
-    private static final Set<String> LINKERD_HARMLESS_VALUES = Set.of("log-format", "log-level", "firewall-bin-path",
-            "firewall-save-bin-path", "timeout-close-wait-secs");
 
     /**
      * The NAT linkerd-init (linkerd2-proxy-init) writes with flags {@code args}: the proxy's
