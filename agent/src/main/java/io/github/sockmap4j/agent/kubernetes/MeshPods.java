@@ -3,16 +3,13 @@ package io.github.sockmap4j.agent.kubernetes;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.linux.bpf.MeshMap;
-import io.github.sockmap4j.linux.sys.NetnsCookie;
+import io.github.sockmap4j.linux.sys.NetNamespace;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -20,7 +17,7 @@ import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,11 +27,13 @@ import org.slf4j.LoggerFactory;
  * its own annotation ({@code sockmap4j.io/mesh: accelerate}) is put in the kernel's meshed pods:
  * its applications' connects go straight to its proxy, other meshed pods' proxies' connects to it
  * straight to its proxy's inbound port, each proxy told the original destination. A pod is found
- * by its processes: a cgroup under the agent's cgroups named for the pod's uid (as the kubelet
- * names them), whose network namespace must hold the pod's addresses; until one runs, it is looked
- * for again each second. A pod that loses either annotation, or goes, is taken out; so is every
- * pod when the agent stops (their NAT rules carry their connects again), and at the first list
- * every pod a previous agent put that is not meshed now.
+ * by its processes: those in its cgroup where the kubelet puts it under the agent's cgroups
+ * ({@link PodCgroups}), in the one network namespace they agree on that its runtime made and that
+ * holds the pod's addresses ({@link PodNetns}); until then it waits, looked for at each tick (a
+ * second), all waiting pods by one look at the cgroups, outside the lock that pod events take. A
+ * pod of another node, a finished one (Succeeded, Failed), one that loses either annotation, or goes,
+ * is taken out; so is every pod when the agent stops (their NAT rules carry their connects again),
+ * and at the first list every pod a previous agent put that is not meshed now.
  *
  * <p>The capture follows the NAT the pod got: as its Istio or Linkerd init container's arguments
  * say ({@link PodNat}), or, for a pod without one, the agent's {@link Shape} and the pod's Istio
@@ -130,30 +129,63 @@ public final class MeshPods implements AutoCloseable {
         return ports;
     }
 
+    /** How often waiting pods are looked for. */
+    static final long TICK_MILLIS = 1000;
+    /**
+     * The longest wait between looks at a pod whose cgroup is there but whose namespace was not
+     * found (its sandbox starting, or its processes disagreeing): from a tick, doubling.
+     */
+    static final long MAX_BACKOFF_MILLIS = 8000;
+
     private final SockmapAdmin admin;
     private final List<Path> cgroups;
     private final Shape shape;
     private final PodRules pods;
-    private final long hostNetns;
-    /** Pods put, by "namespace/name": the namespace cookie they were put under. */
-    private final Map<String, SockmapAdmin.MeshedPod> put = new HashMap<>();
-    /** Meshed pods whose processes were not found yet. */
-    private final Map<String, Pod> waiting = new HashMap<>();
-    private final ScheduledExecutorService retry = Executors.newSingleThreadScheduledExecutor(r -> {
+    /** The agent's own network and user namespaces' identities: the node's. */
+    private final String nodeNetns;
+    private final String nodeUserns;
+    /** Pods put, by "namespace/name". */
+    private final Map<String, Put> put = new HashMap<>();
+    /** Meshed pods whose namespace was not found yet, by "namespace/name". */
+    private final Map<String, Waiting> waiting = new HashMap<>();
+    private final ScheduledExecutorService finder = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "sockmap4j-mesh-pods");
         t.setDaemon(true);
         return t;
     });
-    /** Pods refused for an annotation, each said once. */
-    private final Set<String> refused = new java.util.HashSet<>();
+    /** Whether a look is queued on the finder already (a new waiting pod asks for one). */
+    private final AtomicBoolean lookQueued = new AtomicBoolean();
+    /** What was said of each pod ("key reason"), each said once. */
+    private final Set<String> said = new HashSet<>();
+    private long generation;
     private boolean closed;
+
+    /** A pod put in the kernel: the entry, and what it was put from. */
+    private record Put(SockmapAdmin.MeshedPod entry, String uid, Set<InetAddress> addresses, PodNat nat) {
+    }
+
+    /** A pod waiting for its namespace, as its last event gave it; {@code generation} tells a newer event. */
+    private static final class Waiting {
+        final Pod pod;
+        final PodNat nat;
+        final long generation;
+        long nextLookMillis;
+        long backoffMillis = TICK_MILLIS;
+
+        Waiting(Pod pod, PodNat nat, long generation) {
+            this.pod = pod;
+            this.nat = nat;
+            this.generation = generation;
+        }
+    }
 
     private MeshPods(PodRules pods, Path pinDir, List<Path> cgroups, Shape shape) throws IOException {
         this.admin = SockmapAdmin.of(pinDir);
         this.cgroups = List.copyOf(cgroups);
         this.shape = shape;
         this.pods = pods;
-        this.hostNetns = NetnsCookie.here();
+        this.nodeNetns = NetNamespace.ownId();
+        this.nodeUserns = NetNamespace.ownUserNamespace();
         admin.meshedPods(); // the pins have the maps (an older agent's do not): fail here, with their name
     }
 
@@ -163,7 +195,7 @@ public final class MeshPods implements AutoCloseable {
         pods.onChange(m::changed);
         pods.listedPods().forEach(m::changed); // those the informer had before this listened
         pods.synced().thenRun(m::dropStale);
-        m.retry.scheduleWithFixedDelay(m::lookAgain, 1, 1, TimeUnit.SECONDS);
+        m.finder.scheduleWithFixedDelay(m::look, TICK_MILLIS, TICK_MILLIS, TimeUnit.MILLISECONDS);
         return m;
     }
 
@@ -177,10 +209,15 @@ public final class MeshPods implements AutoCloseable {
             "traffic.sidecar.istio.io/includeOutboundPorts", "traffic.sidecar.istio.io/includeInboundPorts",
             "traffic.sidecar.istio.io/kubevirtInterfaces", "sidecar.istio.io/interceptionMode");
 
-    /** Whether pod {@code p} is to be meshed: this node's, listed, with a sidecar (the shape's or Linkerd's), asking for it. */
+    /**
+     * Whether pod {@code p} is to be meshed: listed, of this node, not finished, with addresses and
+     * a sidecar (the shape's or Linkerd's), asking for it.
+     */
     boolean wants(Pod p) {
         Map<String, String> ann = p.getMetadata().getAnnotations();
-        return pods.isListed(p) && !PodRules.podIps(p).isEmpty() && ann != null
+        String phase = p.getStatus() == null ? null : p.getStatus().getPhase();
+        return pods.isListed(p) && pods.isOfThisNode(p) && !"Succeeded".equals(phase) && !"Failed".equals(phase)
+                && !PodRules.podIps(p).isEmpty() && ann != null
                 && (ann.containsKey(shape.sidecarAnnotation()) || ann.containsKey(LINKERD_SIDECAR))
                 && ACCELERATE.equals(Optional.ofNullable(ann.get(ANNOTATION)).map(String::trim).orElse(null));
     }
@@ -207,6 +244,10 @@ public final class MeshPods implements AutoCloseable {
                 : "traffic.sidecar.istio.io/includeOutboundIPRanges=" + include;
     }
 
+    /**
+     * A pod event, on the informer's thread: what the pod asks for now. Quick: it reads no file and
+     * enters no namespace (the finder does, outside this lock); taking a pod out is one map update.
+     */
     private synchronized void changed(Pod p) {
         if (closed) {
             return;
@@ -214,7 +255,7 @@ public final class MeshPods implements AutoCloseable {
         String key = key(p);
         if (!wants(p)) {
             waiting.remove(key);
-            take(key, "it no longer asks for it, lost its sidecar or is gone");
+            take(key, "it no longer asks for it, lost its sidecar, finished, is not of this node or is gone");
             return;
         }
         PodNat nat;
@@ -222,67 +263,138 @@ public final class MeshPods implements AutoCloseable {
             nat = podNat(p, shape);
         } catch (IllegalArgumentException e) {
             waiting.remove(key);
-            if (refused.add(key + " " + e.getMessage())) {
-                LOG.warn("Pod {} asks to be meshed, but its NAT is not one the kernel's capture follows ({}): its NAT "
-                        + "carries it, by TCP", key, e.getMessage());
-            }
+            sayOnce(key, "Pod " + key + " asks to be meshed, but its NAT is not one the kernel's capture follows ("
+                    + e.getMessage() + "): its NAT carries it, by TCP", true);
             take(key, "its NAT is not one the kernel follows (" + e.getMessage() + ")");
             return;
         }
-        SockmapAdmin.MeshedPod now = find(p, nat);
-        if (now == null) {
-            if (waiting.put(key, p) == null) {
-                LOG.info("Meshed pod {}: no process of it yet in a cgroup named for its uid {} under {} whose network "
-                        + "namespace has its addresses {}; looking again each second", key, p.getMetadata().getUid(),
-                        cgroups, PodRules.podIps(p));
-            }
-            return;
+        Put was = put.get(key);
+        if (was != null && was.uid().equals(p.getMetadata().getUid()) && was.addresses().equals(PodRules.podIps(p))
+                && was.nat().equals(nat)) {
+            return; // as put
         }
-        waiting.remove(key);
-        SockmapAdmin.MeshedPod before = put.get(key);
-        if (now.equals(before)) {
-            return;
+        take(key, "it changed (its uid, addresses or NAT); looked for again");
+        Waiting before = waiting.get(key);
+        if (before == null) {
+            LOG.info("Meshed pod {}: waiting for its processes (uid {}, in its cgroup under {}) in a network "
+                    + "namespace of its own with its addresses {}", key, p.getMetadata().getUid(), cgroups,
+                    PodRules.podIps(p));
         }
-        try {
-            if (before != null && before.netns() != now.netns()) {
-                admin.removeMeshedPod(before.netns());
+        waiting.put(key, new Waiting(p, nat, ++generation));
+        lookSoon();
+    }
+
+    /** Queues a look on the finder, unless one is queued. */
+    private void lookSoon() {
+        if (lookQueued.compareAndSet(false, true)) {
+            try {
+                finder.execute(this::look);
+            } catch (java.util.concurrent.RejectedExecutionException closing) {
+                lookQueued.set(false);
             }
-            admin.putMeshedPod(now);
-            put.put(key, now);
-            LOG.info("Meshed pod {}: its applications' connects go to its proxy (uid {}, port {}), other meshed pods' "
-                    + "proxies' to port {} of {}; left to its NAT: connects to ports {}, to its ports {}", key,
-                    now.proxyUid(), now.outboundPort(), now.inboundPort(),
-                    now.addresses().stream().map(InetAddress::getHostAddress).toList(), now.outboundSkip(),
-                    now.inboundSkip());
-        } catch (IOException | RuntimeException e) {
-            LOG.warn("Meshed pod {} could not be put ({}); its NAT rules carry it", key, e.getMessage());
         }
     }
 
     private void take(String key, String why) {
-        SockmapAdmin.MeshedPod was = put.remove(key);
+        Put was = put.remove(key);
         if (was == null) {
             return;
         }
         try {
-            admin.removeMeshedPod(was.netns());
+            admin.removeMeshedPod(was.entry().netns());
             LOG.info("Pod {} is no longer meshed ({}): its NAT rules carry its connects", key, why);
         } catch (IOException | RuntimeException e) {
             LOG.warn("Pod {} could not be taken out of the meshed pods: {}", key, e.getMessage());
         }
     }
 
-    private synchronized void lookAgain() {
-        for (Pod p : List.copyOf(waiting.values())) {
-            changed(p);
+    /**
+     * One look, on the finder's thread, for every waiting pod that is due: one look at the
+     * cgroups for all of them, then each found pod's namespace, none of it under the lock.
+     */
+    private void look() {
+        lookQueued.set(false);
+        List<Waiting> due = new ArrayList<>();
+        long now = System.currentTimeMillis();
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            for (Waiting w : waiting.values()) {
+                if (w.nextLookMillis <= now) {
+                    due.add(w);
+                }
+            }
+        }
+        if (due.isEmpty()) {
+            return;
+        }
+        Map<String, List<PodCgroups.PodDir>> layout = PodCgroups.look(cgroups);
+        for (Waiting w : due) {
+            Pod p = w.pod;
+            List<Path> dirs = PodCgroups.of(layout, p.getMetadata().getUid(),
+                    p.getStatus() == null ? null : p.getStatus().getQosClass());
+            if (dirs.isEmpty()) {
+                continue; // not started on this node yet (or never: a pod elsewhere, a finished Job's)
+            }
+            boolean hostUsers = p.getSpec() == null || !Boolean.FALSE.equals(p.getSpec().getHostUsers());
+            PodNetns.Result r = PodNetns.find(PodCgroups.processes(dirs), PodRules.podIps(p), hostUsers, nodeNetns,
+                    nodeUserns);
+            found(w, r, now);
+        }
+    }
+
+    /** What a look found for {@code w}: put, or said and looked for again later; nothing if an event came since. */
+    private synchronized void found(Waiting w, PodNetns.Result r, long now) {
+        String key = key(w.pod);
+        if (closed || waiting.get(key) != w) {
+            return;
+        }
+        if (!(r instanceof PodNetns.Found f)) {
+            w.nextLookMillis = now + w.backoffMillis;
+            w.backoffMillis = Math.min(MAX_BACKOFF_MILLIS, w.backoffMillis * 2);
+            sayOnce(key, r instanceof PodNetns.CannotTell
+                    ? "Meshed pod " + key + " is left to its NAT while the agent cannot tell its network namespace: "
+                            + r.why()
+                    : "Meshed pod " + key + ": not found yet (" + r.why() + "); looking again",
+                    r instanceof PodNetns.CannotTell);
+            return;
+        }
+        waiting.remove(key);
+        PodNat nat = w.nat;
+        Set<InetAddress> ips = PodRules.podIps(w.pod);
+        SockmapAdmin.MeshedPod entry = new SockmapAdmin.MeshedPod(f.cookie(), nat.proxyUid(), nat.outboundPort(),
+                nat.inboundPort(), new ArrayList<>(ips), nat.outboundSkip(), nat.inboundSkip());
+        try {
+            admin.putMeshedPod(entry);
+            put.put(key, new Put(entry, w.pod.getMetadata().getUid(), ips, nat));
+            said.removeIf(s -> s.startsWith(key + " "));
+            LOG.info("Meshed pod {} (network namespace {}): its applications' connects go to its proxy (uid {}, port {}), "
+                    + "other meshed pods' proxies' to port {} of {}; left to its NAT: connects to ports {}, to its ports {}",
+                    key, f.id(), entry.proxyUid(), entry.outboundPort(), entry.inboundPort(),
+                    entry.addresses().stream().map(InetAddress::getHostAddress).toList(), entry.outboundSkip(),
+                    entry.inboundSkip());
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Meshed pod {} could not be put ({}); its NAT rules carry it", key, e.getMessage());
+        }
+    }
+
+    /** Logs {@code line} about pod {@code key} once (until the pod is put, or says something else). */
+    private void sayOnce(String key, String line, boolean warn) {
+        if (said.add(key + " " + line)) {
+            if (warn) {
+                LOG.warn(line);
+            } else {
+                LOG.info(line);
+            }
         }
     }
 
     /** Drops what a previous agent put that no pod listed now is meshed under. */
     private synchronized void dropStale() {
         try {
-            Set<Long> mine = new java.util.HashSet<>();
-            put.values().forEach(m -> mine.add(m.netns()));
+            Set<Long> mine = new HashSet<>();
+            put.values().forEach(m -> mine.add(m.entry().netns()));
             for (SockmapAdmin.MeshedPod m : admin.meshedPods()) {
                 if (!mine.contains(m.netns())) {
                     admin.removeMeshedPod(m.netns());
@@ -322,79 +434,6 @@ public final class MeshPods implements AutoCloseable {
                 ports.inbound());
     }
 
-    /**
-     * The pod as meshed, as {@code nat} says: its network namespace through
-     * its processes, a cgroup named for its uid under the agent's cgroups, a process there whose
-     * namespace holds every address of the pod (and is not the host's). Null while none runs.
-     */
-    private SockmapAdmin.MeshedPod find(Pod p, PodNat nat) {
-        String uid = p.getMetadata().getUid();
-        Set<InetAddress> ips = new LinkedHashSet<>(PodRules.podIps(p));
-        if (uid == null || uid.isBlank()) {
-            return null;
-        }
-        for (long pid : processesOf(uid)) {
-            try {
-                long netns = NetnsCookie.inNamespaceOf(pid, () -> holdsAll(ips) ? NetnsCookie.here() : 0L);
-                if (netns != 0 && netns != hostNetns) {
-                    return new SockmapAdmin.MeshedPod(netns, nat.proxyUid(), nat.outboundPort(),
-                            nat.inboundPort(), new ArrayList<>(ips), nat.outboundSkip(), nat.inboundSkip());
-                }
-            } catch (IOException e) {
-                LOG.debug("Pod {}: pid {} gave no namespace: {}", key(p), pid, e.getMessage());
-            }
-        }
-        return null;
-    }
-
-    /** Whether this thread's network namespace has every one of {@code ips} (a socket binds to each). */
-    private static boolean holdsAll(Set<InetAddress> ips) throws IOException {
-        for (InetAddress ip : ips) {
-            try (ServerSocketChannel ch = ServerSocketChannel.open()) {
-                ch.bind(new InetSocketAddress(ip, 0));
-            } catch (java.net.BindException e) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** The pids in cgroups under the agent's whose name holds pod uid {@code uid} (kubelet: dashes or underscores). */
-    private List<Long> processesOf(String uid) {
-        String dashed = "pod" + uid;
-        String underscored = "pod" + uid.replace('-', '_');
-        List<Long> pids = new ArrayList<>();
-        for (Path root : cgroups) {
-            try (Stream<Path> dirs = Files.walk(root, 6)) {
-                dirs.filter(Files::isDirectory).filter(d -> {
-                    String n = d.getFileName().toString();
-                    return n.contains(dashed) || n.contains(underscored);
-                }).forEach(d -> collect(d, pids));
-            } catch (IOException | java.io.UncheckedIOException e) {
-                LOG.debug("Walking {} for pod {}: {}", root, uid, e.getMessage());
-            }
-        }
-        return pids;
-    }
-
-    private static void collect(Path cgroup, List<Long> pids) {
-        try (Stream<Path> dirs = Files.walk(cgroup, 4)) {
-            dirs.filter(Files::isDirectory).forEach(d -> {
-                try {
-                    for (String line : Files.readAllLines(d.resolve("cgroup.procs"))) {
-                        if (!line.isBlank() && pids.size() < 16) {
-                            pids.add(Long.parseLong(line.strip()));
-                        }
-                    }
-                } catch (IOException | NumberFormatException ignored) {
-                    // A cgroup gone meanwhile, or not one.
-                }
-            });
-        } catch (IOException | java.io.UncheckedIOException ignored) {
-            // Gone meanwhile.
-        }
-    }
-
     private static String key(Pod p) {
         return p.getMetadata().getNamespace() + "/" + p.getMetadata().getName();
     }
@@ -402,8 +441,13 @@ public final class MeshPods implements AutoCloseable {
     /** The pods put now, for the tests: "namespace/name" to the namespace cookie. */
     public synchronized Map<String, Long> meshed() {
         Map<String, Long> out = new HashMap<>();
-        put.forEach((k, v) -> out.put(k, v.netns()));
+        put.forEach((k, v) -> out.put(k, v.entry().netns()));
         return out;
+    }
+
+    /** How many meshed pods wait for their namespace. */
+    public synchronized int waiting() {
+        return waiting.size();
     }
 
     /** Takes every pod it put out: their NAT rules carry their connects again. */
@@ -413,7 +457,7 @@ public final class MeshPods implements AutoCloseable {
             return;
         }
         closed = true;
-        retry.shutdownNow();
+        finder.shutdownNow();
         for (String key : List.copyOf(put.keySet())) {
             take(key, "the agent stops");
         }

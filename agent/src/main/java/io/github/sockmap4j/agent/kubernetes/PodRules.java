@@ -133,6 +133,11 @@ public final class PodRules extends Reconciler {
         return informer.getStore().getByKey(p.getMetadata().getNamespace() + "/" + p.getMetadata().getName()) != null;
     }
 
+    /** Whether {@code p} is scheduled on this node ({@code spec.nodeName}). */
+    boolean isOfThisNode(Pod p) {
+        return p.getSpec() != null && nodeName.equals(p.getSpec().getNodeName());
+    }
+
     /** Calls {@code listener} with each pod added, changed or deleted from now on, on the informer's thread. */
     void onChange(java.util.function.Consumer<Pod> listener) {
         listeners.add(listener);

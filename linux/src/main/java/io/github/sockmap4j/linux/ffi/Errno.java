@@ -24,6 +24,7 @@ public final class Errno {
     public static final int ELOOP = 40;
     public static final int EOPNOTSUPP = 95;
     public static final int EADDRINUSE = 98;
+    public static final int EADDRNOTAVAIL = 99;
     public static final int ECONNABORTED = 103;
     public static final int ECONNRESET = 104;
     public static final int EISCONN = 106;
@@ -123,6 +124,7 @@ public final class Errno {
             case EPIPE -> "EPIPE";
             case EOPNOTSUPP -> "EOPNOTSUPP";
             case EADDRINUSE -> "EADDRINUSE";
+            case EADDRNOTAVAIL -> "EADDRNOTAVAIL";
             case ECONNRESET -> "ECONNRESET";
             case EISCONN -> "EISCONN";
             case ENOTCONN -> "ENOTCONN";

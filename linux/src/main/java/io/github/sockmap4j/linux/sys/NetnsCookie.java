@@ -66,25 +66,35 @@ public final class NetnsCookie {
      */
     public static <T> T inNamespaceOf(long pid, IoSupplier<T> what) throws IOException {
         int nsFd = SysCalls.open("/proc/" + pid + "/ns/net", Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
+        try {
+            return inNamespace(nsFd, "pid " + pid, what);
+        } finally {
+            LibC.close(nsFd);
+        }
+    }
+
+    /**
+     * As {@link #inNamespaceOf}, in the namespace descriptor {@code nsFd} holds (the caller's, who
+     * closes it; {@code name} says whose it is in messages).
+     */
+    public static <T> T inNamespace(int nsFd, String name, IoSupplier<T> what) throws IOException {
         List<T> result = new ArrayList<>(1);
         IOException[] failed = new IOException[1];
+        Thread t = new Thread(() -> {
+            try {
+                SysCalls.setns(nsFd, Linux.CLONE_NEWNET);
+                result.add(what.get());
+            } catch (IOException e) {
+                failed[0] = e;
+            }
+        }, "sockmap4j-netns");
+        t.setDaemon(true);
+        t.start();
         try {
-            Thread t = new Thread(() -> {
-                try {
-                    SysCalls.setns(nsFd, Linux.CLONE_NEWNET);
-                    result.add(what.get());
-                } catch (IOException e) {
-                    failed[0] = e;
-                }
-            }, "sockmap4j-netns-" + pid);
-            t.setDaemon(true);
-            t.start();
             t.join();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IOException("interrupted entering the network namespace of pid " + pid, e);
-        } finally {
-            LibC.close(nsFd);
+            throw new IOException("interrupted entering the network namespace of " + name, e);
         }
         if (failed[0] != null) {
             throw failed[0];

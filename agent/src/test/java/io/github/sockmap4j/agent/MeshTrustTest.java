@@ -1,0 +1,213 @@
+package io.github.sockmap4j.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.github.sockmap4j.MeshStats;
+import io.github.sockmap4j.admin.SockmapAdmin;
+import io.github.sockmap4j.agent.kubernetes.MeshPods;
+import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.ChildJvm;
+import io.github.sockmap4j.testbed.NodeBed;
+import io.github.sockmap4j.testbed.Netns;
+import io.github.sockmap4j.testbed.Sh;
+import io.github.sockmap4j.testsupport.Leftovers;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The mesh mode's agent as a pod's user, a user with a cgroup of its own and a busy node would try
+ * it (docs/mesh.md, "who may do what"): a pod is filed under the namespace its sandbox was given,
+ * found where the kubelet puts its processes on this node, never under one a user made; waiting
+ * pods cost one look a tick, and no pod event waits on them.
+ */
+@Tag("kernel")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class MeshTrustTest extends MeshBedBase {
+    /**
+     * An unprivileged user inside pod 1 makes a user and network namespace of its own with pod 1's
+     * addresses ({@code unshare -Urn}), and every port of pod 1's own namespace is taken, while pod
+     * 1 is put again: pod 1 is filed under its own namespace, and a meshed call to it works.
+     */
+    @Test
+    @Order(1)
+    void aNamespaceAUserMakesInsideAPodIsNeverFiledAsThePods() throws Exception {
+        awaitMeshed(2);
+        long own = SockmapAdmin.networkNamespaceOf(pause[1].pid());
+        String range = Sh.run("ip", "netns", "exec", bed.pod(1), "sysctl", "-n", "net.ipv4.ip_local_port_range")
+                .strip().replaceAll("\\s+", " ");
+        List<AutoCloseable> taken = new ArrayList<>();
+        try {
+            // Every port taken: the namespace's ephemeral range narrowed to two ports, both held.
+            Sh.run("ip", "netns", "exec", bed.pod(1), "sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40001");
+            taken.add(() -> Sh.run("ip", "netns", "exec", bed.pod(1), "sysctl", "-q", "-w",
+                    "net.ipv4.ip_local_port_range=" + range));
+            for (int port : List.of(40000, 40001)) {
+                taken.add(NodeBed.callIn(bed.pod(1), () -> {
+                    ServerSocketChannel ch = ServerSocketChannel.open();
+                    ch.bind(new InetSocketAddress(port));
+                    return ch;
+                }));
+            }
+            ChildJvm squatter = ChildJvm.startInCgroup(podCgroups[1], NodeBed.in(bed.pod(1), List.of("setpriv",
+                    "--reuid=" + ATTACKER_UID, "--regid=" + ATTACKER_UID, "--clear-groups", "unshare", "-Urn", "sh", "-c",
+                    "ip link set lo up && ip addr add " + NodeBed.podAddress(1) + "/32 dev lo && ip -6 addr add "
+                            + NodeBed.podAddress6(1) + "/128 dev lo nodad && echo ready && exec sleep infinity")));
+            taken.add(squatter);
+            squatter.expect("ready", 30);
+            annotate(1, MeshPods.ANNOTATION, null);
+            awaitMeshed(1);
+            annotate(1, MeshPods.ANNOTATION, MeshPods.ACCELERATE);
+            awaitMeshed(2);
+            assertTrue(SockmapAdmin.of(pins).meshedPods().stream().anyMatch(m -> m.netns() == own),
+                    "pod 1 filed under its own namespace: " + SockmapAdmin.of(pins).meshedPods() + "; the agent said: "
+                            + agent.output());
+        } finally {
+            java.util.Collections.reverse(taken);
+            Leftovers.closeAll(taken.toArray(AutoCloseable[]::new));
+        }
+        int trips = 200;
+        try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1)) {
+            MeshStats before = mesh();
+            call(0, NodeBed.podAddress(1), trips);
+            assertTrue(p0.isAlive() && p1.isAlive(), "the sidecars ran through: " + p0.output() + p1.output());
+            awaitClosed();
+            assertEveryLegRedirected(before, mesh(), trips);
+        }
+    }
+
+    /** A pod of the API server's, with a network namespace holding its address and a process there. */
+    record Extra(String name, String netns, Path cgroup, ChildJvm process, long cookie) {
+        void remove() throws Exception {
+            Leftovers.closeAll(process, () -> Netns.deleteAll(List.of(netns)),
+                    () -> Leftovers.removeCgroups(cgroup));
+        }
+    }
+
+    /**
+     * Pod {@code name} of node {@code node} (phase {@code phase}, QoS class {@code qos}, both may
+     * be null) in the API server, meshed and asking for it, with address {@code address}; its
+     * process in a namespace of its own holding that address, in the cgroup {@code where} gives for
+     * its uid.
+     */
+    Extra extra(String name, String node, String phase, String qos, String address, Function<String, Path> where)
+            throws Exception {
+        Pod p = client.resource(new PodBuilder().withNewMetadata().withName(name).withNamespace("rag")
+                .withAnnotations(Map.of(MeshPods.ISTIO_SIDECAR, "{}", MeshPods.ANNOTATION, MeshPods.ACCELERATE))
+                .endMetadata().withNewSpec().withNodeName(node).addNewContainer().withName("main").withImage("peer")
+                .endContainer().endSpec().withNewStatus().withPhase(phase).withQosClass(qos).withPodIP(address)
+                .addNewPodIP().withIp(address).endPodIP().endStatus().build()).create();
+        String ns = "sm4j-" + ProcessHandle.current().pid() % 100000 + "-x" + name.substring(name.length() - 1);
+        Netns.add(ns);
+        Path cg = Files.createDirectories(where.apply(p.getMetadata().getUid()));
+        ChildJvm process = null;
+        try {
+            Sh.run("ip", "-n", ns, "addr", "add", address + "/32", "dev", "lo");
+            process = ChildJvm.startInCgroup(cg, NodeBed.in(ns, List.of("sh", "-c", "echo ready; exec sleep infinity")));
+            process.expect("ready", 30);
+            return new Extra(name, ns, cg, process, SockmapAdmin.networkNamespaceOf(process.pid()));
+        } catch (Exception e) {
+            Leftovers.closeAll(process, () -> Netns.deleteAll(List.of(ns)), () -> Leftovers.removeCgroups(cg));
+            throw e;
+        }
+    }
+
+    /**
+     * Pods the agent must not mesh, each with a process in a namespace holding its address: one
+     * found only through a directory named for its uid elsewhere under the agent's cgroup (as a user
+     * with a delegated cgroup could make), one of another node where the kubelet would put it, one
+     * finished (Succeeded) where the kubelet put it. Pod 5, of this node and BestEffort, in its class's
+     * directory, is meshed: the others were looked at in the same look or before.
+     */
+    @Test
+    @Order(2)
+    void onlyThePodsOfThisNodeWhereTheKubeletPutsThemAreMeshed() throws Exception {
+        awaitMeshed(2);
+        List<Extra> extras = new ArrayList<>();
+        try {
+            extras.add(extra("pod-3", NODE, null, null, "10.244.30.2",
+                    uid -> cgroup.resolve("delegated").resolve("pod" + uid)));
+            extras.add(extra("pod-4", "node-2", "Running", "Burstable", "10.244.40.2",
+                    uid -> cgroup.resolve("burstable").resolve("pod" + uid)));
+            extras.add(extra("pod-6", NODE, "Succeeded", null, "10.244.60.2", uid -> cgroup.resolve("pod" + uid)));
+            Extra control = extra("pod-5", NODE, "Running", "BestEffort", "10.244.50.2",
+                    uid -> cgroup.resolve("besteffort").resolve("pod" + uid));
+            extras.add(control);
+            awaitMeshed(3);
+            List<Long> meshed = SockmapAdmin.of(pins).meshedPods().stream().map(SockmapAdmin.MeshedPod::netns).toList();
+            assertTrue(meshed.contains(control.cookie()), meshed + "; the agent said: " + agent.output());
+            for (Extra e : extras.subList(0, 3)) {
+                assertFalse(meshed.contains(e.cookie()), e.name() + " is not meshed; the agent said: " + agent.output());
+            }
+        } finally {
+            for (Extra e : extras) {
+                client.pods().inNamespace("rag").withName(e.name()).delete();
+            }
+            Leftovers.closeAll(extras.stream().map(e -> (AutoCloseable) e::remove).toArray(AutoCloseable[]::new));
+            Leftovers.removeCgroups(cgroup.resolve("delegated"), cgroup.resolve("burstable"), cgroup.resolve("besteffort"));
+        }
+        awaitMeshed(2);
+    }
+
+    /**
+     * A thousand meshed pods that asked but whose processes never come (a finished Job's pods keep
+     * their addresses in the API), on a node with a hundred pods' cgroups: pod 0 losing its
+     * annotation is taken out, and put again, as without them.
+     */
+    @Test
+    @Order(3)
+    void aThousandPodsWaitingForProcessesDelayNoEvent() throws Exception {
+        awaitMeshed(2);
+        List<Path> busy = new ArrayList<>();
+        int waiting = 1000;
+        try {
+            Path burstable = Files.createDirectories(cgroup.resolve("burstable"));
+            busy.add(burstable);
+            for (int i = 0; i < 100; i++) {
+                Path pod = Files.createDirectory(burstable.resolve("pod" + UUID.randomUUID()));
+                busy.add(0, pod);
+                busy.add(0, Files.createDirectory(pod.resolve("c1")));
+                busy.add(0, Files.createDirectory(pod.resolve("c2")));
+            }
+            for (int i = 0; i < waiting; i++) {
+                String ip = "10.200." + i / 200 + "." + (i % 200 + 1);
+                client.resource(new PodBuilder().withNewMetadata().withName("wait-" + i).withNamespace("rag")
+                        .addToLabels("sm4j-test", "wait").withAnnotations(Map.of(MeshPods.ISTIO_SIDECAR, "{}",
+                                MeshPods.ANNOTATION, MeshPods.ACCELERATE)).endMetadata().withNewSpec().withNodeName(NODE)
+                        .addNewContainer().withName("main").withImage("job").endContainer().endSpec().withNewStatus()
+                        .withPodIP(ip).addNewPodIP().withIp(ip).endPodIP().endStatus().build()).create();
+            }
+            Await.until("the agent waits for the last of them", Duration.ofSeconds(Await.scaled(60)),
+                    () -> agent.output().contains("Meshed pod rag/wait-" + (waiting - 1) + ":"));
+            annotate(0, MeshPods.ANNOTATION, null);
+            awaitMeshed(1);
+            annotate(0, MeshPods.ANNOTATION, MeshPods.ACCELERATE);
+            awaitMeshed(2);
+        } finally {
+            client.pods().inNamespace("rag").withLabel("sm4j-test", "wait").delete();
+            Leftovers.removeCgroups(busy.toArray(Path[]::new));
+        }
+        assertEquals(2, SockmapAdmin.of(pins).meshedPods().size());
+    }
+}
