@@ -496,7 +496,7 @@ static __always_inline int connect_to(struct bpf_sock_addr *ctx, struct sm4j_svc
 	svc_key_scope(ctx, k);
 	m = mesh_here(ctx);
 	if (m && sock_uid(ctx) != m->proxy_uid) {
-		if (mesh_outbound(ctx, m, k, to)) {
+		if (!in_proxy_group(m) && mesh_outbound(ctx, m, k, to)) {
 			*to_port = m->out_port;
 			return 1;
 		}

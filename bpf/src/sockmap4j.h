@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 16
+#define SM4J_ABI_VERSION 17
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -290,7 +290,11 @@ struct sm4j_mesh {
 	__u32 proxy_uid; /* the proxy's uid (Istio: 1337); its connects are never sent to itself */
 	__u32 out_port;  /* the proxy's outbound port (15001) */
 	__u32 in_port;   /* the proxy's inbound port (15006) */
-	__u32 flags;     /* reserved, 0 */
+	/*
+	 * The proxy's gid + 1 (Istio: 1338), 0 for none: a connect of a task in that group (its
+	 * gid, as the NAT's owner match reads it) is left alone, as the NAT leaves it.
+	 */
+	__u32 proxy_gid;
 	/*
 	 * Destination ports its NAT does not send to the outbound port (Istio's excludeOutboundPorts):
 	 * an application's connect to one is left alone. The first 0 ends the list.

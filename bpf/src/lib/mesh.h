@@ -58,6 +58,16 @@ static __always_inline int proxy_listens(struct bpf_sock_addr *ctx, const struct
 	return state == BPF_TCP_LISTEN && uid == m->proxy_uid;
 }
 
+/*
+ * Whether the connecting task is in meshed pod {m}'s proxy's group: the NAT of Istio's sidecar
+ * leaves that group's connects alone as it leaves the proxy's uid's (its owner match reads the
+ * group the socket was made with; the connecting task's is what a program here can read).
+ */
+static __always_inline int in_proxy_group(const struct sm4j_mesh *m)
+{
+	return m->proxy_gid != 0 && (__u32)(bpf_get_current_uid_gid() >> 32) == m->proxy_gid - 1;
+}
+
 /* Whether {port} is in a meshed pod's list of ports its NAT leaves out of a redirect. */
 static __always_inline int mesh_skips(const __u16 ports[SM4J_MESH_SKIP_PORTS], __u32 port)
 {

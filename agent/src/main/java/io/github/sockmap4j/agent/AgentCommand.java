@@ -90,6 +90,11 @@ public final class AgentCommand implements Callable<Integer> {
                 description = "the uid of the mesh's proxy, whose connects its NAT leaves alone (default: ${DEFAULT-VALUE})")
         int meshProxyUid;
 
+        @Option(names = "--mesh-proxy-gid", description = "the gid of the mesh's proxy, whose tasks' connects its NAT "
+                + "leaves alone too, as Istio's does ('none' for none; default: the proxy's uid, as istio-iptables "
+                + "takes it); a pod whose init container's arguments say is read from those")
+        String meshProxyGid;
+
         @Option(names = "--mesh-ports", defaultValue = "15001,15006", split = ",",
                 description = "the proxy's outbound and inbound ports (default: ${DEFAULT-VALUE})")
         List<Integer> meshPorts;
@@ -104,6 +109,27 @@ public final class AgentCommand implements Callable<Integer> {
                 + "out: 'server' (a field selector on spec.nodeName) or 'client' (every pod listed, this node's kept: "
                 + "for an API server without field selectors, such as fabric8's mock) (default: ${DEFAULT-VALUE})")
         String nodeFilter;
+    }
+
+    /** --mesh-proxy-gid: the uid when not given, -1 for 'none'; a parameter error naming what is wrong. */
+    private int meshProxyGid() {
+        String given = kubernetes.meshProxyGid == null ? null : kubernetes.meshProxyGid.strip();
+        if (given == null) {
+            return kubernetes.meshProxyUid;
+        }
+        if (given.equals("none")) {
+            return -1;
+        }
+        try {
+            int gid = Integer.parseInt(given);
+            if (gid >= 0) {
+                return gid;
+            }
+        } catch (NumberFormatException e) {
+            // below
+        }
+        throw new CommandLine.ParameterException(spec.commandLine(), "--mesh-proxy-gid takes a gid or 'none': '"
+                + given + "'");
     }
 
     /** --mesh-skip-inbound-ports as the kernel takes them; a parameter error naming what is wrong. */
@@ -144,6 +170,7 @@ public final class AgentCommand implements Callable<Integer> {
                     + kubernetes.meshPorts + ", " + kubernetes.meshProxyUid);
         }
         List<Integer> skipPorts = kubernetes != null && kubernetes.mesh ? meshSkipPorts() : List.of();
+        int proxyGid = kubernetes != null && kubernetes.mesh ? meshProxyGid() : -1;
         CountDownLatch stop = new CountDownLatch(1);
         CountDownLatch closed = new CountDownLatch(1);
         Signals.onTermination(stop::countDown);
@@ -167,8 +194,8 @@ public final class AgentCommand implements Callable<Integer> {
                      : ServiceRules.start(agent, client, kubernetes.nodeName, pods);
              MeshPods meshed = pods == null || !kubernetes.mesh ? null
                      : MeshPods.start(pods, parent.pinDirectory(), cgroups, new MeshPods.Shape(kubernetes.meshSidecar,
-                             kubernetes.meshProxyUid, kubernetes.meshPorts.get(0), kubernetes.meshPorts.get(1),
-                             skipPorts));
+                             kubernetes.meshProxyUid, proxyGid, kubernetes.meshPorts.get(0),
+                             kubernetes.meshPorts.get(1), skipPorts));
              AgentHttp http = metricsPort < 0 ? null : AgentHttp.start(
                      new InetSocketAddress(InetAddress.getByName(metricsAddress), metricsPort), agent,
                      () -> pods == null || (pods.isSynced() && services.isSynced()))) {

@@ -36,7 +36,7 @@ class MeshOptionsTest {
     @Test
     void aPodKeepsItsSkipPortsInOrder() {
         List<Integer> ports = List.of(15090, 15008, 15021, 15020);
-        SockmapAdmin.MeshedPod pod = new SockmapAdmin.MeshedPod(7, 1337, 15001, 15006,
+        SockmapAdmin.MeshedPod pod = new SockmapAdmin.MeshedPod(7, 1337, 1337, 15001, 15006,
                 List.of(InetAddress.ofLiteral("10.244.1.2")), List.of(5432), ports);
         assertEquals(ports, pod.inboundSkip());
         assertEquals(List.of(5432), pod.outboundSkip());

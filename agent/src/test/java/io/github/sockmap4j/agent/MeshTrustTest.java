@@ -210,4 +210,32 @@ class MeshTrustTest extends MeshBedBase {
         }
         assertEquals(2, SockmapAdmin.of(pins).meshedPods().size());
     }
+
+    /**
+     * A process of another uid in the proxy's group (Istio's NAT leaves gid 1337 alone as it leaves
+     * uid 1337): its connect from pod 0 to pod 1's application is not captured; it goes as the NAT
+     * sends it (pod 1's NAT to pod 1's proxy), and the call completes.
+     */
+    @Test
+    @Order(4)
+    void aConnectOfTheProxysGroupIsLeftAloneAsTheNatLeavesIt() throws Exception {
+        awaitMeshed(2);
+        assertTrue(SockmapAdmin.of(pins).meshedPods().stream().allMatch(m -> m.proxyGid() == PROXY_UID),
+                "the agent put the proxy's group: " + SockmapAdmin.of(pins).meshedPods());
+        try (ChildJvm p0 = sidecar(0); ChildJvm p1 = sidecar(1);
+             ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
+            server.expect("port=", 30);
+            MeshStats before = mesh();
+            List<String> cmd = new ArrayList<>(NodeBed.in(bed.pod(0), List.of("setpriv", "--reuid=" + ATTACKER_UID,
+                    "--regid=" + PROXY_UID, "--clear-groups", peer.toString(), "pp-client", NodeBed.podAddress(1),
+                    Integer.toString(PORT), "100", "64")));
+            try (ChildJvm c = ChildJvm.startInCgroup(podCgroups[0], cmd)) {
+                assertEquals("1", c.expect("ok=", 60), c.output());
+            }
+            assertEquals("1", server.expect("ok=", 30), server.output());
+            MeshStats after = mesh();
+            assertEquals(0, after.captured() - before.captured(), "the group's connect was not captured");
+            assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
+        }
+    }
 }

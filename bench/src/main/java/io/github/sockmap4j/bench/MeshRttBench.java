@@ -69,7 +69,7 @@ public final class MeshRttBench {
                     }
                     Thread.sleep(50);
                 }
-                pods.add(new SockmapAdmin.MeshedPod(SockmapAdmin.networkNamespaceOf(sidecars.get(pod).pid()), PROXY_UID,
+                pods.add(SockmapAdmin.MeshedPod.istio(SockmapAdmin.networkNamespaceOf(sidecars.get(pod).pid()), PROXY_UID,
                         OUT, IN, List.of(InetAddress.ofLiteral(NodeBed.podAddress(pod)),
                         InetAddress.ofLiteral(NodeBed.podAddress6(pod))), List.of(),
                         SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP));

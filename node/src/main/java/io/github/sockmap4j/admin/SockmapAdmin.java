@@ -277,6 +277,9 @@ public final class SockmapAdmin {
      *
      * @param netns        the cookie of the pod's network namespace
      * @param proxyUid     the proxy's uid (Istio's 1337): its connects are never sent to itself
+     * @param proxyGid     the proxy's gid (Istio's 1337, its NAT's {@code -g}), whose tasks' connects
+     *                     its NAT leaves alone as the uid's: the capture leaves them alone too; -1
+     *                     for none (Linkerd's NAT leaves no group alone)
      * @param outboundPort the proxy's outbound port (Istio's 15001)
      * @param inboundPort  the proxy's inbound port (Istio's 15006)
      * @param addresses    the pod's addresses
@@ -287,7 +290,7 @@ public final class SockmapAdmin {
      *                     {@link #ISTIO_INBOUND_SKIP}, and {@code excludeInboundPorts}): another
      *                     proxy's connect to one goes to that port
      */
-    public record MeshedPod(long netns, int proxyUid, int outboundPort, int inboundPort,
+    public record MeshedPod(long netns, int proxyUid, int proxyGid, int outboundPort, int inboundPort,
                             java.util.List<java.net.InetAddress> addresses, java.util.List<Integer> outboundSkip,
                             java.util.List<Integer> inboundSkip) {
         /**
@@ -298,10 +301,18 @@ public final class SockmapAdmin {
 
         public MeshedPod {
             io.github.sockmap4j.linux.bpf.MeshMap.Pod checked = new io.github.sockmap4j.linux.bpf.MeshMap.Pod(netns,
-                    proxyUid, outboundPort, inboundPort, addresses, outboundSkip, inboundSkip);
+                    proxyUid, proxyGid, outboundPort, inboundPort, addresses, outboundSkip, inboundSkip);
             addresses = checked.addresses();
             outboundSkip = checked.outboundSkip();
             inboundSkip = checked.inboundSkip();
+        }
+
+        /** A pod whose proxy's group is its uid's, as Istio's sidecar runs (uid and gid 1337). */
+        public static MeshedPod istio(long netns, int proxyUid, int outboundPort, int inboundPort,
+                                      java.util.List<java.net.InetAddress> addresses,
+                                      java.util.List<Integer> outboundSkip, java.util.List<Integer> inboundSkip) {
+            return new MeshedPod(netns, proxyUid, proxyUid, outboundPort, inboundPort, addresses, outboundSkip,
+                    inboundSkip);
         }
     }
 
@@ -319,7 +330,8 @@ public final class SockmapAdmin {
     public void putMeshedPod(MeshedPod pod) throws IOException {
         try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
                 pinDirectory)) {
-            m.put(new io.github.sockmap4j.linux.bpf.MeshMap.Pod(pod.netns(), pod.proxyUid(), pod.outboundPort(),
+            m.put(new io.github.sockmap4j.linux.bpf.MeshMap.Pod(pod.netns(), pod.proxyUid(), pod.proxyGid(),
+                    pod.outboundPort(),
                     pod.inboundPort(), pod.addresses(), pod.outboundSkip(), pod.inboundSkip()));
         }
     }
@@ -340,7 +352,7 @@ public final class SockmapAdmin {
     public java.util.List<MeshedPod> meshedPods() throws IOException {
         try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
                 pinDirectory)) {
-            return m.list().stream().map(p -> new MeshedPod(p.netns(), p.proxyUid(), p.outboundPort(),
+            return m.list().stream().map(p -> new MeshedPod(p.netns(), p.proxyUid(), p.proxyGid(), p.outboundPort(),
                     p.inboundPort(), p.addresses(), p.outboundSkip(), p.inboundSkip())).toList();
         }
     }

@@ -61,13 +61,14 @@ public final class MeshPods implements AutoCloseable {
      *
      * @param sidecarAnnotation the annotation a pod with the sidecar carries
      * @param proxyUid          the proxy's uid, which the pod's NAT leaves alone
+     * @param proxyGid          the proxy's gid, which the pod's NAT leaves alone too (-1: none)
      * @param outboundPort      where the pod's NAT sends its outbound connects
      * @param inboundPort       where the pod's NAT sends connections to it
      * @param inboundSkip       the ports every pod's NAT leaves out of that (Istio's: the proxy's own)
      */
-    public record Shape(String sidecarAnnotation, int proxyUid, int outboundPort, int inboundPort,
+    public record Shape(String sidecarAnnotation, int proxyUid, int proxyGid, int outboundPort, int inboundPort,
                         List<Integer> inboundSkip) {
-        public static final Shape ISTIO = new Shape(ISTIO_SIDECAR, 1337, 15001, 15006,
+        public static final Shape ISTIO = new Shape(ISTIO_SIDECAR, 1337, 1337, 15001, 15006,
                 SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP);
 
         public Shape {
@@ -363,15 +364,17 @@ public final class MeshPods implements AutoCloseable {
         waiting.remove(key);
         PodNat nat = w.nat;
         Set<InetAddress> ips = PodRules.podIps(w.pod);
-        SockmapAdmin.MeshedPod entry = new SockmapAdmin.MeshedPod(f.cookie(), nat.proxyUid(), nat.outboundPort(),
+        SockmapAdmin.MeshedPod entry = new SockmapAdmin.MeshedPod(f.cookie(), nat.proxyUid(), nat.proxyGid(),
+                nat.outboundPort(),
                 nat.inboundPort(), new ArrayList<>(ips), nat.outboundSkip(), nat.inboundSkip());
         try {
             admin.putMeshedPod(entry);
             put.put(key, new Put(entry, w.pod.getMetadata().getUid(), ips, nat));
             said.removeIf(s -> s.startsWith(key + " "));
-            LOG.info("Meshed pod {} (network namespace {}): its applications' connects go to its proxy (uid {}, port {}), "
+            LOG.info("Meshed pod {} (network namespace {}): its applications' connects go to its proxy (uid {}, gid {}, port {}), "
                     + "other meshed pods' proxies' to port {} of {}; left to its NAT: connects to ports {}, to its ports {}",
-                    key, f.id(), entry.proxyUid(), entry.outboundPort(), entry.inboundPort(),
+                    key, f.id(), entry.proxyUid(), entry.proxyGid() < 0 ? "none" : entry.proxyGid(), entry.outboundPort(),
+                    entry.inboundPort(),
                     entry.addresses().stream().map(InetAddress::getHostAddress).toList(), entry.outboundSkip(),
                     entry.inboundSkip());
         } catch (IOException | RuntimeException e) {
@@ -430,7 +433,7 @@ public final class MeshPods implements AutoCloseable {
             throw new IllegalArgumentException("its annotation " + unlike + " changes what its NAT sends to its proxy");
         }
         NatPorts ports = natPorts(p, shape);
-        return new PodNat(shape.proxyUid(), shape.outboundPort(), shape.inboundPort(), ports.outbound(),
+        return new PodNat(shape.proxyUid(), shape.proxyGid(), shape.outboundPort(), shape.inboundPort(), ports.outbound(),
                 ports.inbound());
     }
 

@@ -24,12 +24,15 @@ import java.util.Set;
  * pod is then left to its NAT rather than have connects captured that its NAT leaves alone.
  *
  * @param proxyUid     the proxy's uid
+ * @param proxyGid     the proxy's gid, whose tasks' connects the NAT leaves alone too (Istio's
+ *                     {@code -g}, its uid when not given); -1 for none (Linkerd's)
  * @param outboundPort where the NAT sends the pod's outbound connects
  * @param inboundPort  where it sends connections to the pod
  * @param outboundSkip destination ports of outbound connects it leaves alone
  * @param inboundSkip  the pod's ports whose connections it leaves alone
  */
-record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> outboundSkip, List<Integer> inboundSkip) {
+record PodNat(int proxyUid, int proxyGid, int outboundPort, int inboundPort, List<Integer> outboundSkip,
+              List<Integer> inboundSkip) {
     /** The init containers that write (or, with Istio's CNI plugin, check) a sidecar's NAT. */
     static final Set<String> ISTIO_INIT = Set.of("istio-init", "istio-validation");
     /** The command those run, followed by its flags. */
@@ -106,8 +109,8 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
     }
 
     /**
-     * The NAT istio-iptables writes with flags {@code args}: its defaults where a port or the uid
-     * is not given (15001, 15006, 1337); the inbound ports it leaves out are its tunnel port
+     * The NAT istio-iptables writes with flags {@code args}: its defaults where a port, the uid or
+     * the gid is not given (15001, 15006, 1337, the uid); the inbound ports it leaves out are its tunnel port
      * ({@code -e}, 15008), which it always leaves out, and those of {@code -d}. The outbound
      * ranges ({@code -i}) and inbound ports ({@code -b}) must be given, as Istio's injector gives
      * them, since without them its NAT takes them from its environment.
@@ -176,13 +179,10 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
             }
         }
         int uid = number(flags, "u", 1337);
-        if (flags.containsKey("g") && number(flags, "g", uid) != uid) {
-            throw new IllegalArgumentException("-g " + flags.get("g") + ": the NAT leaves a group alone that is not "
-                    + "the proxy's uid; the kernel leaves the uid alone only");
-        }
         List<Integer> inboundSkip = new ArrayList<>(List.of(number(flags, "e", 15008)));
         ports(flags, "d").stream().filter(x -> !inboundSkip.contains(x)).forEach(inboundSkip::add);
-        return new PodNat(uid, number(flags, "p", 15001), number(flags, "z", 15006), ports(flags, "o"), inboundSkip);
+        return new PodNat(uid, number(flags, "g", uid), number(flags, "p", 15001), number(flags, "z", 15006),
+                ports(flags, "o"), inboundSkip);
     }
 
     /**
@@ -262,7 +262,7 @@ record PodNat(int proxyUid, int outboundPort, int inboundPort, List<Integer> out
             // linkerd-init then writes no rule leaving the proxy's connects alone.
             throw new IllegalArgumentException("--proxy-uid " + uid + ": no uid is left alone");
         }
-        return new PodNat(uid, linkerdNumber(flags, "outgoing-proxy-port"), linkerdNumber(flags, "incoming-proxy-port"),
+        return new PodNat(uid, -1, linkerdNumber(flags, "outgoing-proxy-port"), linkerdNumber(flags, "incoming-proxy-port"),
                 portsAndRanges(flags, "outbound-ports-to-ignore"), portsAndRanges(flags, "inbound-ports-to-ignore"));
     }
 

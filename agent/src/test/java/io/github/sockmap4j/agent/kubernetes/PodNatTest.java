@@ -40,7 +40,7 @@ class PodNatTest {
     @Test
     void istiosDefaultsAreRead() {
         PodNat read = PodNat.ofInitContainer(istioInit(DEFAULTS)).orElseThrow();
-        assertEquals(new PodNat(1337, 15001, 15006, List.of(), List.of(15008, 15090, 15021, 15020)), read);
+        assertEquals(new PodNat(1337, 1337, 15001, 15006, List.of(), List.of(15008, 15090, 15021, 15020)), read);
         // The same ports the agent leaves out by default for a pod without the container.
         assertEquals(java.util.Set.copyOf(MeshPods.Shape.ISTIO.inboundSkip()), java.util.Set.copyOf(read.inboundSkip()));
     }
@@ -54,7 +54,7 @@ class PodNatTest {
         List<String> args = new ArrayList<>(DEFAULTS);
         args.set(args.size() - 1, "15090,15021,15020,5433,");
         args.addAll(List.of("-o", "5432, 6379"));
-        assertEquals(Optional.of(new PodNat(1337, 15001, 15006, List.of(5432, 6379),
+        assertEquals(Optional.of(new PodNat(1337, 1337, 15001, 15006, List.of(5432, 6379),
                 List.of(15008, 15090, 15021, 15020, 5433))), PodNat.ofInitContainer(istioInit(args)));
     }
 
@@ -72,8 +72,17 @@ class PodNatTest {
         Pod p = pod("istio-init", List.of("/usr/local/bin/pilot-agent"), List.of("istio-iptables", "--envoy-port=15011",
                 "-z=15016", "-u2000", "--istio-inbound-interception-mode", "REDIRECT", "-i", "*", "--istio-inbound-ports=*",
                 "--istio-local-exclude-ports", "15090", "--log_output_level", "default:debug", "-e", "15018"), Map.of());
-        assertEquals(new PodNat(2000, 15011, 15016, List.of(), List.of(15018, 15090)),
+        assertEquals(new PodNat(2000, 2000, 15011, 15016, List.of(), List.of(15018, 15090)),
                 PodNat.ofInitContainer(p).orElseThrow());
+    }
+
+    /** The proxy's group, which Istio's NAT leaves alone as its uid: {@code -g}, or the uid. */
+    @Test
+    void theProxysGroupIsRead() {
+        assertEquals(1338, PodNat.ofInitContainer(istioInit(with(DEFAULTS, "-g", "1338"))).orElseThrow().proxyGid());
+        assertEquals(1337, PodNat.ofInitContainer(istioInit(DEFAULTS)).orElseThrow().proxyGid());
+        assertEquals(2000, PodNat.ofInitContainer(istioInit(with(DEFAULTS, "--proxy-uid=2000"))).orElseThrow()
+                .proxyGid(), "the uid, where -g is not given");
     }
 
     /** Each argument that makes the NAT capture otherwise than the kernel can leaves the pod to its NAT, named. */
@@ -90,7 +99,7 @@ class PodNatTest {
                 with(DEFAULTS, "-q", "80,443"),
                 with(DEFAULTS, "-k", "eth1"),
                 with(DEFAULTS, "--redirect-dns"),
-                with(DEFAULTS, "-g", "1338"),
+                with(DEFAULTS, "-g", "group"),
                 with(DEFAULTS, "-o", "1,2,3,4,5,6,7,8,9"),
                 with(DEFAULTS, "-o", "1000-2000"),
                 with(DEFAULTS, "-d", "15006"),
@@ -118,14 +127,14 @@ class PodNatTest {
 
     @Test
     void linkerdsDefaultsAreRead() {
-        assertEquals(new PodNat(2102, 4140, 4143, List.of(4567, 4568), List.of(4190, 4191, 4567, 4568)),
+        assertEquals(new PodNat(2102, -1, 4140, 4143, List.of(4567, 4568), List.of(4190, 4191, 4567, 4568)),
                 PodNat.ofInitContainer(pod("linkerd-init", List.of(), LINKERD, Map.of())).orElseThrow());
         // The nft binaries, logging, a command naming proxy-init first, ranges, a list given twice, short flags.
         Pod p = pod("linkerd-init", List.of("/usr/lib/linkerd/proxy-init"), List.of("--firewall-bin-path",
                 "iptables-nft", "--firewall-save-bin-path", "iptables-nft-save", "-p", "4143", "-o4140", "-u=2102",
                 "--inbound-ports-to-ignore", "4190,4191", "--inbound-ports-to-ignore", "9000-9002", "--log-level",
                 "debug", "--outbound-ports-to-ignore=25,443", "-w", "--simulate=false"), Map.of());
-        assertEquals(new PodNat(2102, 4140, 4143, List.of(25, 443), List.of(4190, 4191, 9000, 9001, 9002)),
+        assertEquals(new PodNat(2102, -1, 4140, 4143, List.of(25, 443), List.of(4190, 4191, 9000, 9001, 9002)),
                 PodNat.ofInitContainer(p).orElseThrow());
     }
 
@@ -179,12 +188,12 @@ class PodNatTest {
     void theArgumentsWinOverTheAnnotations() {
         Map<String, String> ann = Map.of("traffic.sidecar.istio.io/excludeOutboundIPRanges", "10.0.0.0/8",
                 MeshPods.EXCLUDE_OUTBOUND_PORTS, "5432");
-        assertEquals(new PodNat(1337, 15001, 15006, List.of(), List.of(15008, 15090, 15021, 15020)),
+        assertEquals(new PodNat(1337, 1337, 15001, 15006, List.of(), List.of(15008, 15090, 15021, 15020)),
                 MeshPods.podNat(pod("istio-init", List.of(), DEFAULTS, ann), MeshPods.Shape.ISTIO));
         String refused = assertThrows(IllegalArgumentException.class, () -> MeshPods.podNat(
                 MeshPodsTest.pod(ann), MeshPods.Shape.ISTIO)).getMessage();
         assertTrue(refused.contains("excludeOutboundIPRanges=10.0.0.0/8"), refused);
-        assertEquals(new PodNat(1337, 15001, 15006, List.of(5432), MeshPods.Shape.ISTIO.inboundSkip()),
+        assertEquals(new PodNat(1337, 1337, 15001, 15006, List.of(5432), MeshPods.Shape.ISTIO.inboundSkip()),
                 MeshPods.podNat(MeshPodsTest.pod(Map.of(MeshPods.EXCLUDE_OUTBOUND_PORTS, "5432")),
                         MeshPods.Shape.ISTIO));
     }

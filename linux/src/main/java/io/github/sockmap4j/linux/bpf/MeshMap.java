@@ -18,15 +18,15 @@ import java.util.Objects;
 
 /**
  * The pinned {@code sm4j_mesh} and {@code sm4j_meshaddr} maps: the meshed pods the node agent
- * accelerates (docs/mesh.md). By its network namespace's cookie, a pod's proxy (uid, outbound and
- * inbound ports) and the destination ports its NAT leaves out of the outbound redirect: an
+ * accelerates (docs/mesh.md). By its network namespace's cookie, a pod's proxy (uid, gid, outbound
+ * and inbound ports) and the destination ports its NAT leaves out of the outbound redirect: an
  * application's connect there goes straight to the proxy, but for those. By each of its
  * addresses, the namespace, inbound port and the ports its NAT leaves out of the inbound redirect:
  * a proxy's connect to the pod goes to that port, but for those. Root's alone (the pins' mode):
  * the node agent writes them from each pod's own annotations.
  *
  * <pre>
- * struct sm4j_mesh { __u32 proxy_uid; __u32 out_port; __u32 in_port; __u32 flags; __u16 skip_ports[8]; }; // key: netns
+ * struct sm4j_mesh { __u32 proxy_uid; __u32 out_port; __u32 in_port; __u32 proxy_gid; __u16 skip_ports[8]; }; // key: netns
  * struct sm4j_mesh_addr_key { __u32 addr[4]; };                                       // IPv4 v4-mapped
  * struct sm4j_mesh_addr { __u64 netns; __u32 in_port; __u32 flags; __u16 skip_ports[8]; };
  * </pre>
@@ -40,7 +40,7 @@ public final class MeshMap implements AutoCloseable {
             ValueLayout.JAVA_INT.withName("proxy_uid"),
             ValueLayout.JAVA_INT.withName("out_port"),
             ValueLayout.JAVA_INT.withName("in_port"),
-            ValueLayout.JAVA_INT.withName("flags"),
+            ValueLayout.JAVA_INT.withName("proxy_gid"),
             MemoryLayout.sequenceLayout(SKIP_PORTS, ValueLayout.JAVA_SHORT).withName("skip_ports"))
             .withName("sm4j_mesh");
     public static final StructLayout ADDR_KEY = MemoryLayout.structLayout(
@@ -59,6 +59,8 @@ public final class MeshMap implements AutoCloseable {
      *
      * @param netns        the cookie of the pod's network namespace
      * @param proxyUid     its proxy's uid, whose own connects are never sent to the proxy
+     * @param proxyGid     its proxy's gid, whose connects are never sent to the proxy either (as
+     *                     Istio's NAT leaves them alone); -1 for none
      * @param outboundPort the proxy's outbound port (where the pod's NAT sends its connects)
      * @param inboundPort  the proxy's inbound port (where the pod's NAT sends connections to it)
      * @param addresses    the pod's addresses
@@ -68,7 +70,7 @@ public final class MeshMap implements AutoCloseable {
      * @param inboundSkip  the ports its NAT leaves out of the inbound redirect (another proxy's
      *                     connect to one goes to it, not to the proxy): the same
      */
-    public record Pod(long netns, int proxyUid, int outboundPort, int inboundPort, List<InetAddress> addresses,
+    public record Pod(long netns, int proxyUid, int proxyGid, int outboundPort, int inboundPort, List<InetAddress> addresses,
                       List<Integer> outboundSkip, List<Integer> inboundSkip) {
         public Pod {
             if (netns == 0) {
@@ -81,6 +83,9 @@ public final class MeshMap implements AutoCloseable {
             }
             if (proxyUid < 0) {
                 throw new IllegalArgumentException("proxy uid " + Integer.toUnsignedString(proxyUid) + " is not a uid");
+            }
+            if (proxyGid < -1) {
+                throw new IllegalArgumentException("proxy gid " + Integer.toUnsignedString(proxyGid) + " is not a gid");
             }
             addresses = List.copyOf(addresses);
             outboundSkip = checkSkip(outboundSkip, "outbound", -1);
@@ -166,6 +171,7 @@ public final class MeshMap implements AutoCloseable {
             nv.set(ValueLayout.JAVA_INT, 0, pod.proxyUid());
             nv.set(ValueLayout.JAVA_INT, 4, pod.outboundPort());
             nv.set(ValueLayout.JAVA_INT, 8, pod.inboundPort());
+            nv.set(ValueLayout.JAVA_INT, 12, pod.proxyGid() + 1);
             putPorts(nv, POD_SKIP, pod.outboundSkip());
             pods.update(nk, nv, Libbpf.BPF_ANY, "meshed pod of namespace " + Long.toUnsignedString(pod.netns()));
             if (before != null) {
@@ -230,7 +236,8 @@ public final class MeshMap implements AutoCloseable {
             for (long netns : netnsKeys) {
                 nk.set(ValueLayout.JAVA_LONG, 0, netns);
                 if (pods.lookup(nk, pv)) {
-                    out.add(new Pod(netns, pv.get(ValueLayout.JAVA_INT, 0), pv.get(ValueLayout.JAVA_INT, 4),
+                    out.add(new Pod(netns, pv.get(ValueLayout.JAVA_INT, 0), pv.get(ValueLayout.JAVA_INT, 12) - 1,
+                            pv.get(ValueLayout.JAVA_INT, 4),
                             pv.get(ValueLayout.JAVA_INT, 8), byNetns.getOrDefault(netns, List.of()),
                             ports(pv, POD_SKIP), skips.getOrDefault(netns, List.of())));
                 }

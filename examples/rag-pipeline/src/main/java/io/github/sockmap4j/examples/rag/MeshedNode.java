@@ -92,7 +92,7 @@ final class MeshedNode {
     private static List<SockmapAdmin.MeshedPod> pods(List<Long> netns) {
         List<SockmapAdmin.MeshedPod> out = new ArrayList<>();
         for (int i = 0; i < netns.size(); i++) {
-            out.add(new SockmapAdmin.MeshedPod(netns.get(i), PROXY_UID, OUTBOUND, INBOUND,
+            out.add(SockmapAdmin.MeshedPod.istio(netns.get(i), PROXY_UID, OUTBOUND, INBOUND,
                     List.of(InetAddress.ofLiteral(NodeBed.podAddress(i)), InetAddress.ofLiteral(NodeBed.podAddress6(i))),
                     List.of(), SockmapAdmin.MeshedPod.ISTIO_INBOUND_SKIP));
         }
