@@ -279,6 +279,45 @@ class ControlSocketAbuseTest {
     }
 
     /**
+     * Trust V, row 5: eight users, each with 16 processes of 8 connections (all a share may hold),
+     * take what they can; a user holding nothing is still served, up to a process's 8, and so is a
+     * ninth user's first 8, while none of the eight gets past its share.
+     */
+    @Test
+    void eightUsersHoldingAllTheyMayLockNobodyOut() throws Exception {
+        List<ChildJvm> clients = new ArrayList<>();
+        try {
+            int held = 0;
+            for (int u = 0; u < 8; u++) {
+                int mine = 0;
+                for (int p = 0; p < 16; p++) {
+                    ChildJvm c = client(USER + 300 + u, 0, 8, false);
+                    clients.add(c);
+                    assertEquals("8", c.expect("connected=", 30));
+                    for (int k = 0; k < 8; k++) {
+                        mine += send(c, k, "PING").startsWith("OK") ? 1 : 0;
+                    }
+                }
+                assertTrue(mine <= 128, "uid " + (USER + 300 + u) + " holds at most its share: " + mine);
+                held += mine;
+            }
+            assertTrue(held >= 7 * 128, "the eight took what they may: " + held);
+            for (int victim : List.of(USER + 400, USER + 401)) {
+                try (ChildJvm late = client(victim, 0, 8, false)) {
+                    assertEquals("8", late.expect("connected=", 30), "a user holding nothing is served: " + late.output());
+                    for (int k = 0; k < 8; k++) {
+                        assertEquals("OK agent", send(late, k, "PING"), "uid " + victim + ", connection " + k);
+                    }
+                }
+            }
+        } finally {
+            for (ChildJvm c : clients) {
+                c.close();
+            }
+        }
+    }
+
+    /**
      * Trust III, row 5, the keep-alive: a connection that holds no rule and sends a PING every few
      * seconds (the report's every 20 s, under the 30 s idle time) is closed all the same once the
      * idle time has passed since it last got anything done: queries hold no slot, and (Trust IV,

@@ -10,7 +10,9 @@ import java.util.function.IntUnaryOperator;
 /**
  * Which connections the control socket serves ({@link ControlServer.Limits}): per process, per
  * user's share and for all users but root together, counted at admission under the uid and pid
- * the kernel gave the connection when it connected, and given back at its close. A user's share
+ * the kernel gave the connection when it connected, and given back at its close. The last
+ * {@code reserve} connections of all users' are kept for shares that hold fewer than a process's
+ * limit: users who hold everything they may leave room for users who hold (almost) nothing. A user's share
  * is its uid's, or for a process in a user namespace of a user other than root that user's,
  * whatever uids the namespace maps.
  *
@@ -85,6 +87,13 @@ final class Admission {
             if (uid != 0 && unprivileged >= limits.connections()) {
                 return "the agent serves " + unprivileged + " connections of users other than root, its limit: retry "
                         + "later";
+            }
+            if (uid != 0 && mine >= limits.connectionsPerProcess()
+                    && unprivileged >= limits.connections() - limits.reserve()) {
+                return "the agent serves " + unprivileged + " connections of users other than root; its last "
+                        + limits.reserve() + " are kept for users holding fewer than " + limits.connectionsPerProcess()
+                        + ", and " + (share == uid ? "uid " + uid : "uid " + uid + ", in a user namespace of uid "
+                        + share + ",") + " holds " + mine + ": close one, or retry later";
             }
             perShare.put(share, mine + 1);
             perPid.put(pid, process + 1);

@@ -52,23 +52,28 @@ public final class ControlServer implements AutoCloseable {
      * @param idleSeconds           how long a connection holding no rule may send nothing
      * @param lineSeconds           how long a line may take from its first byte to its newline
      */
-    public record Limits(int connectionsPerProcess, int connectionsPerUid, int connections, int requestsPerSecond,
-                         int burst, int idleSeconds, int lineSeconds) {
-        public static final Limits DEFAULT = new Limits(8, 128, 1024, 200, 400, 30, 10);
+    public record Limits(int connectionsPerProcess, int connectionsPerUid, int connections, int reserve,
+                         int requestsPerSecond, int burst, int idleSeconds, int lineSeconds) {
+        /**
+         * 8 a process, 128 a user's share (a node's every pod under one runAsUser), 1,024 in all,
+         * the last 128 of them kept for shares holding fewer than 8: whatever any number of users
+         * hold, the next 16 users to come are served.
+         */
+        public static final Limits DEFAULT = new Limits(8, 128, 1024, 128, 200, 400, 30, 10);
 
         public Limits {
             if (connectionsPerProcess < 1 || connectionsPerUid < connectionsPerProcess
-                    || connections < connectionsPerUid || requestsPerSecond < 1 || burst < 1 || idleSeconds < 1
-                    || lineSeconds < 1) {
+                    || connections < connectionsPerUid || reserve < 0 || reserve >= connections
+                    || requestsPerSecond < 1 || burst < 1 || idleSeconds < 1 || lineSeconds < 1) {
                 throw new IllegalArgumentException("limits must be positive, connections >= connectionsPerUid >= "
-                        + "connectionsPerProcess: " + this);
+                        + "connectionsPerProcess, 0 <= reserve < connections: " + this);
             }
         }
 
         /** The same with other idle and line times (for tests that wait them out). */
         public Limits withTimes(int idle, int line) {
-            return new Limits(connectionsPerProcess, connectionsPerUid, connections, requestsPerSecond, burst, idle,
-                    line);
+            return new Limits(connectionsPerProcess, connectionsPerUid, connections, reserve, requestsPerSecond, burst,
+                    idle, line);
         }
     }
 
