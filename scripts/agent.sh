@@ -2,7 +2,8 @@
 # The node agent as operators run it and as attackers and failures meet it, one job a run:
 #
 #   scripts/agent.sh container [--no-build]   the agent's image run by podman as the DaemonSet's pod
-#   scripts/agent.sh soak [SECONDS]           Trust III's and IV's attacks together (default 300)
+#   scripts/agent.sh soak [SECONDS]           Trust III's and IV's attacks together, then the mesh mode
+#                                             on a busy node (default 300 each)
 #   scripts/agent.sh chaos [SECONDS]          kills and restarts under C and JVM streams (default 600)
 #   scripts/agent.sh order [ROUNDS] [SIZE] [BUSY]   byte order of C streams across agent restarts
 #   scripts/agent.sh coverage [RUNS]          how much of C peers' traffic the agent alone accelerates
@@ -264,10 +265,14 @@ PY
 # VIP in its own namespace (IV.7). Every second the DaemonSet's probes, a /metrics scrape, root's
 # probe, a granted bystander's opt-in and Service must be answered within 1 s, its round trips
 # redirected, its meshed call's proxy told the right destination; the agent's RSS and descriptors
-# must be flat (AgentSoakTest, counted after 45 s of the same attacks). The build runs it for 60 s
-# after that warm-up.
+# must be flat (AgentSoakTest, counted after 45 s of the same attacks). Then the mesh mode on a busy
+# node: 100 meshed pods (namespaces with a process where the kubelet puts them) and 1,000 that never
+# get a process, one meshed pod's annotation taken away and given back every second: each taken out
+# and put back within 1 s at the 99th percentile, the RSS flat, the agent's CPU printed
+# (MeshSoakTest, after 20 s). The build runs each for 60 s after its warm-up.
 job_soak() {
-  exec ./scripts/test.sh -pl testbed,linux,control,core,test-support,node,metrics,agent -Dtest=AgentSoakTest \
+  exec ./scripts/test.sh -pl testbed,linux,control,core,test-support,node,metrics,agent \
+    -Dtest='AgentSoakTest,MeshSoakTest' \
     -Dsurefire.failIfNoSpecifiedTests=false -Dsockmap4j.soakSeconds="${1:-300}"
 }
 

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.agent.kubernetes;
 
+import io.github.sockmap4j.linux.sys.Cgroups;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -11,7 +12,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
  * Where the kubelet puts a pod's processes under the pods' cgroup (the agent's {@code --cgroup}),
@@ -98,13 +98,7 @@ final class PodCgroups {
     static List<Long> processes(List<Path> dirs) {
         List<Long> pids = new ArrayList<>();
         for (Path dir : dirs) {
-            List<Path> cgroups;
-            try (Stream<Path> walk = Files.walk(dir, DEPTH)) {
-                cgroups = walk.filter(Files::isDirectory).toList();
-            } catch (IOException | RuntimeException e) {
-                continue; // gone meanwhile
-            }
-            for (Path cg : cgroups) {
+            for (Path cg : Cgroups.tree(dir, DEPTH)) {
                 List<String> lines;
                 try {
                     lines = Files.readAllLines(cg.resolve("cgroup.procs"));

@@ -54,6 +54,12 @@ public final class SysCalls {
                 FunctionDescriptor.of(C_INT, C_PTR));
     }
 
+    /** getdents64: only listing directories with their entries' types (cgroup trees). */
+    private static final class Directories {
+        static final MethodHandle GETDENTS64 = Native.downcall(LIBC, "getdents64",
+                FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG));
+    }
+
     /** Setns: only entering another network namespace. */
     private static final class Namespaces {
         static final MethodHandle SETNS = Native.downcall(LIBC, "setns",
@@ -198,5 +204,56 @@ public final class SysCalls {
             throw Native.rethrow(t);
         }
         Errno.ok("mount -t " + fstype, res, target);
+    }
+
+    /** A directory entry's type as getdents64 gives it: DT_DIR. */
+    public static final int DT_DIR = 4;
+    /** ... and DT_UNKNOWN, where the file system does not say (the caller must stat). */
+    public static final int DT_UNKNOWN = 0;
+
+    /** An entry of a directory: its name and type ({@link #DT_DIR}, {@link #DT_UNKNOWN}, or another). */
+    public record DirEntry(String name, int type) {
+    }
+
+    /**
+     * The entries of directory {@code path} but "." and "..", with the types the file system
+     * gives them (getdents64): no stat per entry, as {@code Files.walk} makes. A cgroup directory
+     * of a node's pods has a few dozen interface files for each child cgroup.
+     *
+     * @throws NativeIOException naming the path (ENOENT: gone; ENOTDIR: not a directory)
+     */
+    public static java.util.List<DirEntry> listDirectory(String path) throws NativeIOException {
+        int fd = open(path, Linux.O_RDONLY, 0);
+        java.util.List<DirEntry> out = new java.util.ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(32 * 1024, 8);
+            MemorySegment st = Native.callState();
+            while (true) {
+                long n;
+                try {
+                    n = LibC.result((long) Directories.GETDENTS64.invokeExact(st, fd, buf, buf.byteSize()), st);
+                } catch (Throwable t) {
+                    throw Native.rethrow(t);
+                }
+                if (n == 0) {
+                    return out;
+                }
+                if (n < 0) {
+                    throw Errno.error("getdents64", n, path);
+                }
+                // struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+                for (long at = 0; at < n; ) {
+                    int reclen = Short.toUnsignedInt(buf.get(ValueLayout.JAVA_SHORT_UNALIGNED, at + 16));
+                    int type = Byte.toUnsignedInt(buf.get(ValueLayout.JAVA_BYTE, at + 18));
+                    String name = buf.asSlice(at + 19, reclen - 19).getString(0);
+                    if (!name.equals(".") && !name.equals("..")) {
+                        out.add(new DirEntry(name, type));
+                    }
+                    at += reclen;
+                }
+            }
+        } finally {
+            LibC.close(fd);
+        }
     }
 }

@@ -165,4 +165,40 @@ public final class Cgroups {
             return "this process's cgroup could not be read (" + e.getMessage() + ")";
         }
     }
+
+    /**
+     * {@code root} and the cgroups below it, at most {@code depth} levels down, parents before
+     * children: each directory listed once with its entries' types (no stat of the dozens of
+     * interface files each cgroup has, which made a walk of a node's pods' cgroups most of the node
+     * agent's CPU). A cgroup removed meanwhile is left out with what was below it.
+     */
+    public static List<Path> tree(Path root, int depth) {
+        List<Path> out = new java.util.ArrayList<>();
+        java.util.ArrayDeque<Path> todo = new java.util.ArrayDeque<>();
+        java.util.ArrayDeque<Integer> levels = new java.util.ArrayDeque<>();
+        todo.add(root);
+        levels.add(0);
+        while (!todo.isEmpty()) {
+            Path dir = todo.poll();
+            int level = levels.poll();
+            List<SysCalls.DirEntry> entries;
+            try {
+                entries = SysCalls.listDirectory(dir.toString());
+            } catch (IOException e) {
+                continue; // gone meanwhile, or not a directory
+            }
+            out.add(dir);
+            if (level >= depth) {
+                continue;
+            }
+            for (SysCalls.DirEntry e : entries) {
+                Path child = dir.resolve(e.name());
+                if (e.type() == SysCalls.DT_DIR || e.type() == SysCalls.DT_UNKNOWN && Files.isDirectory(child)) {
+                    todo.add(child);
+                    levels.add(level + 1);
+                }
+            }
+        }
+        return out;
+    }
 }

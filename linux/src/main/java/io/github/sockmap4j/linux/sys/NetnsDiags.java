@@ -12,7 +12,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -166,18 +165,14 @@ public final class NetnsDiags implements AutoCloseable {
     static Map<Long, Proc> namespaces(List<Path> cgroups) {
         Map<Long, Proc> present = new HashMap<>();
         for (Path cg : cgroups) {
-            try (Stream<Path> dirs = Files.walk(cg)) {
-                for (Path dir : (Iterable<Path>) dirs.filter(Files::isDirectory)::iterator) {
-                    for (long pid : pids(dir)) {
-                        try {
-                            present.putIfAbsent(inodeOf(Long.toString(pid)), new Proc(pid, dir));
-                        } catch (IOException e) {
-                            // The process ended between the two reads.
-                        }
+            for (Path dir : Cgroups.tree(cg, Integer.MAX_VALUE)) {
+                for (long pid : pids(dir)) {
+                    try {
+                        present.putIfAbsent(inodeOf(Long.toString(pid)), new Proc(pid, dir));
+                    } catch (IOException e) {
+                        // The process ended between the two reads.
                     }
                 }
-            } catch (IOException | java.io.UncheckedIOException e) {
-                LOG.debug("Walking {}: {}", cg, e.toString());
             }
         }
         return present;

@@ -37,4 +37,23 @@ class CgroupsTest {
         Path own = Cgroups.ownCgroupDir().orElseThrow();
         assertTrue(Files.isRegularFile(own.resolve("cgroup.procs")), own.toString());
     }
+
+    /** The tree of directories below a root, parents first, files left out, as deep as asked. */
+    @Test
+    void aTreeHasItsDirectoriesOnly(@org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
+        Files.createDirectories(tmp.resolve("a/b/c"));
+        Files.createDirectories(tmp.resolve("d.slice"));
+        Files.writeString(tmp.resolve("cgroup.procs"), "1\n");
+        Files.writeString(tmp.resolve("a/memory.max"), "max\n");
+        Files.writeString(tmp.resolve("a/b/c/cgroup.procs"), "");
+        List<Path> all = Cgroups.tree(tmp, Integer.MAX_VALUE);
+        assertEquals(java.util.Set.of(tmp, tmp.resolve("a"), tmp.resolve("a/b"), tmp.resolve("a/b/c"),
+                tmp.resolve("d.slice")), java.util.Set.copyOf(all));
+        assertEquals(tmp, all.get(0));
+        assertTrue(all.indexOf(tmp.resolve("a")) < all.indexOf(tmp.resolve("a/b")), all.toString());
+        assertEquals(java.util.Set.of(tmp, tmp.resolve("a"), tmp.resolve("d.slice")), java.util.Set.copyOf(
+                Cgroups.tree(tmp, 1)));
+        assertEquals(List.of(), Cgroups.tree(tmp.resolve("gone"), 3));
+        assertEquals(List.of(), Cgroups.tree(tmp.resolve("cgroup.procs"), 3), "a file is not a tree");
+    }
 }
