@@ -3,7 +3,8 @@
 # tests there against the host's build, then prints one line per kernel.
 #
 #   scripts/kernel-matrix.sh --smoke            # CI: the library's state, what FIONREAD counts, a C and a
-#                                               # JVM ping-pong and one gRPC call, on each kernel
+#                                               # JVM ping-pong, blocking C readers and one gRPC call,
+#                                               # on each kernel
 #   scripts/kernel-matrix.sh                    # the full matrix: the kernel tests of docs/kernel.md's subset
 #   scripts/kernel-matrix.sh [--smoke] PACKAGE...   # other Debian kernel packages
 #
@@ -64,8 +65,8 @@ wait || true
 status=0
 {
   set +e +o pipefail # a kernel whose run stopped early has no lines to find
-  echo "| kernel | library | FIONREAD counts | C ping-pong | JVM ping-pong | tests passed / failed | minutes |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| kernel | library | FIONREAD counts | C ping-pong | JVM ping-pong | blocking reads failing with EAGAIN | tests passed / failed | minutes |"
+  echo "|---|---|---|---|---|---|---|---|"
   for k in "${kernels[@]}"; do
     dir=$OUT/$k
     read -r rc secs < "$dir/result" || { rc=125; secs=0; }
@@ -75,10 +76,11 @@ status=0
     fion=$(sed -n 's/.*kernel-smoke: kernel .* active, FIONREAD counts \(.*\)/\1/p' "$log" | head -1)
     c=$(sed -n 's/.*kernel-smoke: C ping-pong \(.*\) messages redirected/\1/p' "$log" | head -1)
     jvm=$(sed -n 's/.*kernel-smoke: JVM ping-pong \(.*\) messages redirected/\1/p' "$log" | head -1)
+    eagain=$(sed -n 's/.*kernel-smoke: blocking reads failing with EAGAIN: \(.*\)/\1/p' "$log" | head -1)
     ok=$(grep -E '^\[ +[0-9]+ tests successful' "$log" | awk '{s+=$2} END {print s+0}')
     failed=$(grep -E '^\[ +[0-9]+ tests failed' "$log" | awk '{s+=$2} END {print s+0}')
     why=$(grep -m1 -o 'fast path is off: .*' "$log" | cut -c1-160 || true)
-    echo "| ${kver:-$k} | $([ -n "$fion" ] && echo active || echo "off: ${why:-not reached (exit $rc)}") | ${fion:--} | ${c:--} | ${jvm:--} | $ok / $failed | $(( (secs + 30) / 60 )) |"
+    echo "| ${kver:-$k} | $([ -n "$fion" ] && echo active || echo "off: ${why:-not reached (exit $rc)}") | ${fion:--} | ${c:--} | ${jvm:--} | ${eagain:--} | $ok / $failed | $(( (secs + 30) / 60 )) |"
   done
 } | tee "$OUT/summary.md"
 for k in "${kernels[@]}"; do

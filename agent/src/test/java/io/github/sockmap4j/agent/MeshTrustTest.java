@@ -10,6 +10,7 @@ import io.github.sockmap4j.MeshStats;
 import io.github.sockmap4j.admin.SockmapAdmin;
 import io.github.sockmap4j.agent.kubernetes.MeshPods;
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.BlockingPeers;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.testbed.NodeBed;
 import io.github.sockmap4j.testbed.Netns;
@@ -22,6 +23,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -236,6 +238,55 @@ class MeshTrustTest extends MeshBedBase {
             MeshStats after = mesh();
             assertEquals(0, after.captured() - before.captured(), "the group's connect was not captured");
             assertTrue(p0.isAlive() && p1.isAlive(), p0.output() + p1.output());
+        }
+    }
+
+    /**
+     * Blocking readers on the three legs of meshed calls (docs/kernel.md, "A blocking read that
+     * returns EAGAIN"): the sidecars are blocking relays (two threads a connection, a half-close
+     * passed on, as socat relays), pod 0's application a blocking client of 1,000 connections, pod
+     * 1's a blocking server. Every byte and every end arrives, every leg is redirected; the relays'
+     * reads that the kernel woke with nothing queued (at the half-close they pass on) fail with
+     * EAGAIN and are retried, and are counted; the application's reads never do.
+     */
+    @Test
+    @Order(5)
+    void blockingReadersOnTheMeshLegsGetEveryByteAndTheirEnd() throws Exception {
+        awaitMeshed(2);
+        Path blocking = ChildJvm.compileBed("blocking.c", work.resolve("blocking"));
+        List<String> asProxy = List.of("setpriv", "--reuid=" + PROXY_UID, "--regid=" + PROXY_UID, "--clear-groups");
+        List<String> out = new ArrayList<>(asProxy);
+        out.addAll(List.of(blocking.toString(), "relay", "0.0.0.0", Integer.toString(OUT), "origdst"));
+        List<String> in = new ArrayList<>(List.of("env", "SM4J_PEER_BIND=127.0.0.6"));
+        in.addAll(asProxy);
+        in.addAll(List.of(blocking.toString(), "relay", "0.0.0.0", Integer.toString(IN), "origdst"));
+        int conns = 1_000;
+        try (ChildJvm outbound = ChildJvm.startInCgroup(podCgroups[0], NodeBed.in(bed.pod(0), out));
+             ChildJvm inbound = ChildJvm.startInCgroup(podCgroups[1], NodeBed.in(bed.pod(1), in))) {
+            outbound.expect("port=", 30);
+            inbound.expect("port=", 30);
+            MeshStats before = mesh();
+            BlockingPeers.Result r = BlockingPeers.run(blocking, NodeBed.podAddress(1), conns, 10, 64, "keep", false,
+                    cmd -> ChildJvm.startInCgroup(podCgroups[1], NodeBed.in(bed.pod(1), cmd)),
+                    cmd -> ChildJvm.startInCgroup(podCgroups[0], NodeBed.in(bed.pod(0), cmd)), port -> () -> { });
+            BlockingPeers.Counts o = BlockingPeers.doneWith(outbound, conns);
+            BlockingPeers.Counts i = BlockingPeers.doneWith(inbound, conns);
+            MeshStats after = mesh();
+            System.out.printf(Locale.ROOT, "mesh bed, blocking readers: %d connections of 10 x 64 B: application "
+                    + "EAGAIN %d; relays' EAGAIN outbound %d, inbound %d; legs app->proxy %s, proxy->proxy %s, "
+                    + "proxy->app %s%n", conns, r.eagain(), o.eagain(), i.eagain(), minus(after.appToProxy(),
+                    before.appToProxy()), minus(after.proxyToProxy(), before.proxyToProxy()),
+                    minus(after.proxyToApp(), before.proxyToApp()));
+            assertEquals(conns, r.client().conns(), r.toString());
+            assertEquals(0, r.client().errors() + r.server().errors() + o.errors() + i.errors(),
+                    "every byte and every end: " + r + ", relays " + o + ", " + i);
+            assertEquals(0, r.eagain(), "the applications' reads: " + r);
+            assertEquals(conns, after.captured() - before.captured(), "each connect captured");
+            for (MeshStats.Leg leg : List.of(minus(after.appToProxy(), before.appToProxy()),
+                    minus(after.proxyToProxy(), before.proxyToProxy()), minus(after.proxyToApp(), before.proxyToApp()))) {
+                assertEquals(2L * conns, leg.sockets(), "both ends of each leg registered: " + leg);
+                assertTrue(leg.redirectedShare() >= 0.999, "the leg's bytes redirected: " + leg);
+            }
         }
     }
 }

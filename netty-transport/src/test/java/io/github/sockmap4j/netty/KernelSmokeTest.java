@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testbed.BlockingPeers;
 import io.github.sockmap4j.testbed.ChildJvm;
 import io.github.sockmap4j.Fionread;
 import io.github.sockmap4j.OptIn;
@@ -44,6 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
 class KernelSmokeTest {
     private static final int ROUND_TRIPS = 500;
     private static final int SIZE = 64;
+    private static final int BLOCKING_CONNECTIONS = 100;
 
     @Test
     void theFastPathIsActiveAndTheProbeRan() {
@@ -161,6 +163,33 @@ class KernelSmokeTest {
             server.destroyForcibly().waitFor();
         }
         report("C", s.stats().messagesRedirected() - before.messagesRedirected());
+    }
+
+    /**
+     * Blocking C readers on registered sockets (docs/kernel.md, "A blocking read that returns
+     * EAGAIN"), as the matrix reports them for each kernel: how many reads failed with EAGAIN where
+     * the kernel's receive path was woken with nothing queued (a reset of the reader's socket, its
+     * write half shut by a relay's other thread), and in request-reply connections, where none
+     * should. The programs retry such reads, so every byte and every end is still checked.
+     */
+    @Test
+    void blockingReadersGetEveryByteAndTheirEnd(@TempDir Path work) throws Exception {
+        Path exe = ChildJvm.compileBed("blocking.c", work.resolve("blocking"));
+        Sockmap s = Sockmap.global();
+        StringBuilder said = new StringBuilder("kernel-smoke: blocking reads failing with EAGAIN:");
+        for (String[] run : new String[][] {{"request-reply", "keep", "false"}, {"a reset", "reset", "false"},
+                {"a relayed half-close", "keep", "true"}}) {
+            SockmapStats before = s.stats();
+            BlockingPeers.Result r = BlockingPeers.run(exe, "127.0.0.1", BLOCKING_CONNECTIONS, 4, SIZE, run[1],
+                    Boolean.parseBoolean(run[2]), ChildJvm::start, s::optIn);
+            assertEquals(BLOCKING_CONNECTIONS, r.client().conns(), r.toString());
+            assertEquals(0, r.client().errors() + r.server().errors() + (r.relay() == null ? 0 : r.relay().errors()),
+                    run[0] + ": every byte and every end: " + r);
+            assertTrue(s.stats().bytesRedirected() > before.bytesRedirected(), run[0] + ": redirected");
+            said.append(' ').append(run[0]).append(' ').append(r.eagain()).append(" in ").append(BLOCKING_CONNECTIONS)
+                    .append(run[0].equals("a relayed half-close") ? "" : ",");
+        }
+        System.out.println(said);
     }
 
     private static void report(String who, long msgs) {

@@ -107,9 +107,17 @@ public final class ChildJvm implements AutoCloseable {
      * in this jar.
      */
     public static Path compilePeer(Path exe) throws IOException, InterruptedException {
+        return compileBed("peer.c", exe);
+    }
+
+    /**
+     * Compiles C program {@code name} of the test bed ({@code testbed/src/main/c}: {@code peer.c},
+     * {@code blocking.c}, each with its usage in its header) to {@code exe}, from the copy in this jar.
+     */
+    public static Path compileBed(String name, Path exe) throws IOException, InterruptedException {
         Path source = exe.resolveSibling(exe.getFileName() + ".c");
         Path header = exe.resolveSibling("peer_io.h"); // peer.c includes it from its own directory
-        extract("peer.c", source);
+        extract(name, source);
         try {
             extract("peer_io.h", header);
             return compileC(source.toString(), exe);
