@@ -156,27 +156,24 @@ public final class MeshPods implements AutoCloseable {
     });
     /** Whether a look is queued on the finder already (a new waiting pod asks for one). */
     private final AtomicBoolean lookQueued = new AtomicBoolean();
-    /** What was said of each pod ("key reason"), each said once. */
-    private final Set<String> said = new HashSet<>();
-    private long generation;
+    /** What was last said of each pod waiting or refused, by "namespace/name": each line said once. */
+    private final Map<String, String> said = new HashMap<>();
     private boolean closed;
 
     /** A pod put in the kernel: the entry, and what it was put from. */
     private record Put(SockmapAdmin.MeshedPod entry, String uid, Set<InetAddress> addresses, PodNat nat) {
     }
 
-    /** A pod waiting for its namespace, as its last event gave it; {@code generation} tells a newer event. */
+    /** A pod waiting for its namespace, as its last event gave it (a newer event replaces it). */
     private static final class Waiting {
         final Pod pod;
         final PodNat nat;
-        final long generation;
         long nextLookMillis;
         long backoffMillis = TICK_MILLIS;
 
-        Waiting(Pod pod, PodNat nat, long generation) {
+        Waiting(Pod pod, PodNat nat) {
             this.pod = pod;
             this.nat = nat;
-            this.generation = generation;
         }
     }
 
@@ -256,6 +253,7 @@ public final class MeshPods implements AutoCloseable {
         String key = key(p);
         if (!wants(p)) {
             waiting.remove(key);
+            said.remove(key);
             take(key, "it no longer asks for it, lost its sidecar, finished, is not of this node or is gone");
             return;
         }
@@ -281,7 +279,7 @@ public final class MeshPods implements AutoCloseable {
                     + "namespace of its own with its addresses {}", key, p.getMetadata().getUid(), cgroups,
                     PodRules.podIps(p));
         }
-        waiting.put(key, new Waiting(p, nat, ++generation));
+        waiting.put(key, new Waiting(p, nat));
         lookSoon();
     }
 
@@ -370,7 +368,7 @@ public final class MeshPods implements AutoCloseable {
         try {
             admin.putMeshedPod(entry);
             put.put(key, new Put(entry, w.pod.getMetadata().getUid(), ips, nat));
-            said.removeIf(s -> s.startsWith(key + " "));
+            said.remove(key);
             LOG.info("Meshed pod {} (network namespace {}): its applications' connects go to its proxy (uid {}, gid {}, port {}), "
                     + "other meshed pods' proxies' to port {} of {}; left to its NAT: connects to ports {}, to its ports {}",
                     key, f.id(), entry.proxyUid(), entry.proxyGid() < 0 ? "none" : entry.proxyGid(), entry.outboundPort(),
@@ -382,14 +380,15 @@ public final class MeshPods implements AutoCloseable {
         }
     }
 
-    /** Logs {@code line} about pod {@code key} once (until the pod is put, or says something else). */
+    /** Logs {@code line} about pod {@code key} unless it was the last said of it (until the pod is put or goes). */
     private void sayOnce(String key, String line, boolean warn) {
-        if (said.add(key + " " + line)) {
-            if (warn) {
-                LOG.warn(line);
-            } else {
-                LOG.info(line);
-            }
+        if (line.equals(said.put(key, line))) {
+            return;
+        }
+        if (warn) {
+            LOG.warn(line);
+        } else {
+            LOG.info(line);
         }
     }
 
