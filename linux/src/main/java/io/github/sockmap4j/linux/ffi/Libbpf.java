@@ -255,9 +255,15 @@ public final class Libbpf {
         call("bpf_map__set_initial_value", () -> (int) loader().mapSetInitialValue.invokeExact(map, data, data.byteSize()));
     }
 
-    /** Loads every program and creates every map; the verifier's log goes to the debug logger. */
+    /**
+     * Loads every program and creates every map; the verifier's log goes to the debug logger. The
+     * calling thread's signals are blocked meanwhile
+     * ({@link SysCalls#blockAsyncSignals}): a signal pending while the verifier runs makes it give
+     * up with EAGAIN.
+     */
+    @SuppressWarnings("try") // the mask is held for the block's length
     public void loadObject(MemorySegment obj) throws NativeIOException {
-        try {
+        try (SysCalls.SignalMask masked = SysCalls.blockAsyncSignals()) {
             Errno.ok("bpf_object__load", (int) loader().objectLoad.invokeExact(obj));
         } catch (NativeIOException e) {
             throw e;

@@ -60,6 +60,21 @@ public final class SysCalls {
                 FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG));
     }
 
+    /** Signal masks: only while the verifier runs (bpf_object__load). */
+    private static final class Signals {
+        static final MethodHandle SIGFILLSET = Native.plain(LIBC, "sigfillset", FunctionDescriptor.of(C_INT, C_PTR));
+        static final MethodHandle SIGDELSET = Native.plain(LIBC, "sigdelset",
+                FunctionDescriptor.of(C_INT, C_PTR, C_INT));
+        static final MethodHandle PTHREAD_SIGMASK = Native.plain(LIBC, "pthread_sigmask",
+                FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_PTR));
+        /** sizeof(sigset_t) in glibc: 1,024 bits. */
+        static final long SIGSET_SIZE = 128;
+        static final int SIG_BLOCK = 0;
+        static final int SIG_SETMASK = 2;
+        /** What a thread raises itself (a fault, a trap): never blocked. SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS. */
+        static final int[] SYNCHRONOUS = {4, 5, 7, 8, 11, 31};
+    }
+
     /** Setns: only entering another network namespace. */
     private static final class Namespaces {
         static final MethodHandle SETNS = Native.downcall(LIBC, "setns",
@@ -254,6 +269,53 @@ public final class SysCalls {
             }
         } finally {
             LibC.close(fd);
+        }
+    }
+
+    /** Undoes {@link #blockAsyncSignals()}: the thread's mask as it was. */
+    public interface SignalMask extends AutoCloseable {
+        @Override
+        void close();
+    }
+
+    /**
+     * Blocks, on the calling thread, every signal another thread or process may send it, until the
+     * returned mask is closed (on the same thread): signals that arrive meanwhile are delivered
+     * then. The verifier gives up with EAGAIN when a signal is pending for the loading thread, and
+     * a JVM's own (JFR's and profilers' thread sampling, a thread dump) come every few
+     * milliseconds while a program is verified: measured, async-profiler sampling every
+     * millisecond failed every load of the sockmap4j programs. Signals a thread raises itself
+     * (SIGSEGV and the like, which the JVM uses) stay deliverable.
+     */
+    public static SignalMask blockAsyncSignals() {
+        Arena arena = Arena.ofConfined();
+        try {
+            MemorySegment set = arena.allocate(Signals.SIGSET_SIZE, 8);
+            MemorySegment old = arena.allocate(Signals.SIGSET_SIZE, 8);
+            int r = (int) Signals.SIGFILLSET.invokeExact(set);
+            for (int sig : Signals.SYNCHRONOUS) {
+                r |= (int) Signals.SIGDELSET.invokeExact(set, sig);
+            }
+            if (r != 0 || (int) Signals.PTHREAD_SIGMASK.invokeExact(Signals.SIG_BLOCK, set, old) != 0) {
+                arena.close();
+                return () -> { };
+            }
+            Thread owner = Thread.currentThread();
+            return () -> {
+                if (Thread.currentThread() != owner) {
+                    throw new IllegalStateException("a signal mask is restored on the thread that set it");
+                }
+                try {
+                    int ignored = (int) Signals.PTHREAD_SIGMASK.invokeExact(Signals.SIG_SETMASK, old, MemorySegment.NULL);
+                } catch (Throwable t) {
+                    throw Native.rethrow(t);
+                } finally {
+                    arena.close();
+                }
+            };
+        } catch (Throwable t) {
+            arena.close();
+            throw Native.rethrow(t);
         }
     }
 }
