@@ -17,10 +17,12 @@
  *                          with blocking reads, each passing its side's end on as a half-close
  *                          (shutdown of the other side's write half), as socat and HTTP/1.0
  *                          proxies do; SM4J_PEER_BIND (an address) binds the upstream connect
- * Servers and relays print port=N once listening, then eagain=N conns=N errors=N (the
- * connections done so far), again at each line read from stdin, until it closes; clients print
- * those and ok=1 when done. A connection that sees other than what it
- * should (a byte, an end) counts an error and ends.
+ * Servers and relays print port=N once listening, then eagain=N conns=N errors=N active=N (the
+ * connections done so far, and those accepted and not yet done), again at each line read from
+ * stdin, until it closes; the line "stuck" prints instead where each active connection waits
+ * (stuck=PHASE/TCP_STATE/BYTES_QUEUED,... for up to 16 of them). Clients print the counts and
+ * ok=1 when done. A connection that sees other than what it should (a byte, an end) counts an
+ * error and ends.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,12 +33,64 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define SO_ORIGINAL_DST_OPT 80
 
-static atomic_long eagains, conns, errors;
+static atomic_long eagains, conns, errors, active;
+
+/*
+ * Where each active connection of a server or relay waits, for the "stuck" report: the phase is
+ * 'r' (a request of the rounds), 'e' (the client's end), 'u' (a relay's copy) or 0 (a free slot).
+ */
+#define SLOTS 1024
+static struct slot {
+	_Atomic int fd;
+	_Atomic char phase;
+} slots[SLOTS];
+
+static struct slot *slot_take(int fd, char phase)
+{
+	for (int i = 0; i < SLOTS; i++) {
+		char free_phase = 0;
+
+		if (atomic_compare_exchange_strong(&slots[i].phase, &free_phase, phase)) {
+			atomic_store(&slots[i].fd, fd);
+			return &slots[i];
+		}
+	}
+	return NULL;
+}
+
+static void slot_set(struct slot *s, char phase)
+{
+	if (s)
+		atomic_store(&s->phase, phase);
+}
+
+static void print_stuck(void)
+{
+	int shown = 0;
+
+	printf("stuck=");
+	for (int i = 0; i < SLOTS && shown < 16; i++) {
+		char phase = atomic_load(&slots[i].phase);
+		int fd = atomic_load(&slots[i].fd), queued = -1;
+		struct tcp_info ti;
+		socklen_t len = sizeof(ti);
+
+		if (!phase)
+			continue;
+		memset(&ti, 0, sizeof(ti));
+		getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len);
+		ioctl(fd, FIONREAD, &queued);
+		printf("%s%c/%u/%d", shown++ ? "," : "", phase, ti.tcpi_state, queued);
+	}
+	printf("\n");
+	fflush(stdout);
+}
 static int rounds, size;
 static const char *end_mode = "keep";
 
@@ -127,12 +181,15 @@ static void *serve_one(void *arg)
 	int c = (int)(long)arg;
 	char *buf = malloc(size);
 	int ok = buf != NULL;
+	struct slot *at = slot_take(c, 'r');
 
 	nodelay(c);
 	for (int i = 0; ok && i < rounds; i++)
 		ok = rd_full(c, buf, size) == 0 && wr_full(c, buf, size) == 0;
 	if (ok && !strcmp(end_mode, "keep")) {
 		ssize_t r;
+
+		slot_set(at, 'e');
 
 		while ((r = rd(c, buf, size)) > 0)
 			if (wr_full(c, buf, r) < 0)
@@ -145,7 +202,9 @@ static void *serve_one(void *arg)
 	}
 	if (!ok)
 		atomic_fetch_add(&errors, 1);
+	slot_set(at, 0);
 	atomic_fetch_add(&conns, 1);
+	atomic_fetch_sub(&active, 1);
 	close(c);
 	free(buf);
 	return NULL;
@@ -161,6 +220,7 @@ static void *copy(void *arg)
 	struct pair *p = arg;
 	char buf[65536];
 	ssize_t n;
+	struct slot *at = slot_take(p->from, 'u');
 
 	while ((n = rd(p->from, buf, sizeof(buf))) > 0)
 		if (wr_full(p->to, buf, n) < 0)
@@ -168,6 +228,7 @@ static void *copy(void *arg)
 	if (n < 0 && errno != ECONNRESET && errno != EPIPE)
 		atomic_fetch_add(&errors, 1);
 	shutdown(p->to, SHUT_WR);
+	slot_set(at, 0);
 	return NULL;
 }
 
@@ -197,6 +258,7 @@ static void *relay_one(void *arg)
 		addr_of(host, ntohs(o->sin_port), &dst);
 	} else {
 		atomic_fetch_add(&errors, 1);
+		atomic_fetch_sub(&active, 1);
 		close(c);
 		close(u);
 		return NULL;
@@ -210,16 +272,21 @@ static void *relay_one(void *arg)
 	nodelay(u);
 	if (connect(u, (struct sockaddr *)&dst, sizeof(dst)) < 0) {
 		atomic_fetch_add(&errors, 1);
+		atomic_fetch_sub(&active, 1);
 		close(c);
 		close(u);
 		return NULL;
 	}
 	struct pair down = { c, u }, up = { u, c };
+	int second = pthread_create(&t, NULL, copy, &up) == 0;
 
-	pthread_create(&t, NULL, copy, &up);
+	if (!second)
+		atomic_fetch_add(&errors, 1);
 	copy(&down);
-	pthread_join(t, NULL);
+	if (second)
+		pthread_join(t, NULL);
 	atomic_fetch_add(&conns, 1);
+	atomic_fetch_sub(&active, 1);
 	close(c);
 	close(u);
 	return NULL;
@@ -240,8 +307,10 @@ static void *accept_loop(void *arg)
 
 		if (c < 0)
 			continue;
+		atomic_fetch_add(&active, 1);
 		if (pthread_create(&t, NULL, a->serve, (void *)(long)c) != 0) {
 			atomic_fetch_add(&errors, 1);
+			atomic_fetch_sub(&active, 1);
 			close(c);
 			continue;
 		}
@@ -254,7 +323,7 @@ static void *accept_loop(void *arg)
 static int serve_until_stdin_closes(int *fds, int n, void *(*serve)(void *))
 {
 	struct acceptor a[8];
-	char line[256];
+	char line[256] = "";
 	pthread_t t;
 
 	for (int i = 0; i < n; i++) {
@@ -264,8 +333,12 @@ static int serve_until_stdin_closes(int *fds, int n, void *(*serve)(void *))
 		pthread_detach(t);
 	}
 	do {
-		printf("eagain=%ld conns=%ld errors=%ld\n", atomic_load(&eagains), atomic_load(&conns),
-		       atomic_load(&errors));
+		if (!strncmp(line, "stuck", 5)) {
+			print_stuck();
+			continue;
+		}
+		printf("eagain=%ld conns=%ld errors=%ld active=%ld\n", atomic_load(&eagains), atomic_load(&conns),
+		       atomic_load(&errors), atomic_load(&active));
 		fflush(stdout);
 	} while (fgets(line, sizeof(line), stdin));
 	return 0;

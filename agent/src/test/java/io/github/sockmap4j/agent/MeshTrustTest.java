@@ -266,11 +266,19 @@ class MeshTrustTest extends MeshBedBase {
             outbound.expect("port=", 30);
             inbound.expect("port=", 30);
             MeshStats before = mesh();
-            BlockingPeers.Result r = BlockingPeers.run(blocking, NodeBed.podAddress(1), conns, 10, 64, "keep", false,
-                    cmd -> ChildJvm.startInCgroup(podCgroups[1], NodeBed.in(bed.pod(1), cmd)),
-                    cmd -> ChildJvm.startInCgroup(podCgroups[0], NodeBed.in(bed.pod(0), cmd)), port -> () -> { });
-            BlockingPeers.Counts o = BlockingPeers.doneWith(outbound, conns);
-            BlockingPeers.Counts i = BlockingPeers.doneWith(inbound, conns);
+            BlockingPeers.Result r;
+            BlockingPeers.Counts o;
+            BlockingPeers.Counts i;
+            try {
+                r = BlockingPeers.run(blocking, NodeBed.podAddress(1), conns, 10, 64, "keep", false,
+                        cmd -> ChildJvm.startInCgroup(podCgroups[1], NodeBed.in(bed.pod(1), cmd)),
+                        cmd -> ChildJvm.startInCgroup(podCgroups[0], NodeBed.in(bed.pod(0), cmd)), port -> () -> { });
+                o = BlockingPeers.doneWith(outbound, conns);
+                i = BlockingPeers.doneWith(inbound, conns);
+            } catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + "; outbound relay " + BlockingPeers.describe(outbound)
+                        + "; inbound relay " + BlockingPeers.describe(inbound), e);
+            }
             MeshStats after = mesh();
             System.out.printf(Locale.ROOT, "mesh bed, blocking readers: %d connections of 10 x 64 B: application "
                     + "EAGAIN %d; relays' EAGAIN outbound %d, inbound %d; legs app->proxy %s, proxy->proxy %s, "

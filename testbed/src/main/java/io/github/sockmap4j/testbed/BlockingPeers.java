@@ -19,11 +19,14 @@ public final class BlockingPeers {
     private BlockingPeers() {
     }
 
-    /** What one program counted: reads that failed with EAGAIN, connections done, and those that went wrong. */
-    public record Counts(long eagain, long conns, long errors) {
+    /**
+     * What one program counted: reads that failed with EAGAIN, connections done, those that went
+     * wrong, and (a server's or relay's) those accepted and not yet done.
+     */
+    public record Counts(long eagain, long conns, long errors, long active) {
         static Counts parse(String afterEagain) {
             String[] f = ("eagain=" + afterEagain).split(" ");
-            return new Counts(value(f[0]), value(f[1]), value(f[2]));
+            return new Counts(value(f[0]), value(f[1]), value(f[2]), f.length > 3 ? value(f[3]) : 0);
         }
 
         private static long value(String field) {
@@ -91,8 +94,9 @@ public final class BlockingPeers {
                     Integer.toString(conns), Integer.toString(rounds), Integer.toString(size), end, "8"))) {
                 client = Counts.parse(c.expect("eagain=", 600));
             }
-            Counts relayCounts = relay == null ? null : doneWith(relay, client.conns());
-            return new Result(client, doneWith(server, client.conns()), relayCounts);
+            boolean failed = client.errors() > 0;
+            Counts relayCounts = relay == null ? null : doneWith(relay, client.conns(), failed);
+            return new Result(client, doneWith(server, client.conns(), failed), relayCounts);
         } finally {
             java.util.Collections.reverse(open);
             for (AutoCloseable c : open) {
@@ -109,15 +113,43 @@ public final class BlockingPeers {
 
     /**
      * {@code p}'s counts (a server or relay of blocking.c) once it has done {@code conns}
-     * connections: a relay finishes after its client.
+     * connections: a relay finishes after its client. Fails naming where its active connections
+     * wait if it has not within a minute.
      */
     public static Counts doneWith(ChildJvm p, long conns) throws InterruptedException {
+        return doneWith(p, conns, false);
+    }
+
+    /**
+     * As {@link #doneWith(ChildJvm, long)}; where {@code clientFailed} (some of the client's
+     * connections went wrong, so some may never have reached {@code p}), also once {@code p} has
+     * no connection left to finish.
+     */
+    static Counts doneWith(ChildJvm p, long conns, boolean clientFailed) throws InterruptedException {
         Counts[] last = new Counts[1];
-        Await.until("the program's connections are done", Duration.ofSeconds(Await.scaled(60)), () -> {
-            p.send("count");
-            last[0] = Counts.parse(p.expect("eagain=", 30));
-            return last[0].conns() >= conns;
+        boolean done = Await.holdsWithin(Duration.ofSeconds(Await.scaled(60)), () -> {
+            last[0] = counts(p);
+            return last[0].conns() >= conns || clientFailed && last[0].active() == 0;
         });
+        if (!done) {
+            throw new AssertionError("not all of " + conns + " connections done within a minute: " + describe(p));
+        }
         return last[0];
+    }
+
+    /** {@code p}'s counts and where its active connections wait (phase/TCP state/bytes queued). */
+    public static String describe(ChildJvm p) {
+        try {
+            Counts c = counts(p);
+            p.send("stuck");
+            return c + ", waiting " + p.expect("stuck=", 30);
+        } catch (Exception | AssertionError e) {
+            return "(no answer: " + e.getMessage() + ")";
+        }
+    }
+
+    private static Counts counts(ChildJvm p) throws InterruptedException {
+        p.send("count");
+        return Counts.parse(p.expect("eagain=", 30));
     }
 }
