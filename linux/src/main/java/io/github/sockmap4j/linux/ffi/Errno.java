@@ -29,6 +29,7 @@ public final class Errno {
     public static final int ECONNRESET = 104;
     public static final int EISCONN = 106;
     public static final int ENOTCONN = 107;
+    public static final int ETIMEDOUT = 110;
     public static final int ECONNREFUSED = 111;
     public static final int EALREADY = 114;
     public static final int EINPROGRESS = 115;

@@ -67,6 +67,16 @@ public final class Linux {
     public static final int PROT_READ = 1;
     public static final int PROT_WRITE = 2;
     public static final int MAP_SHARED = 1;
+    public static final int MFD_CLOEXEC = 1;
+    public static final int MFD_ALLOW_SEALING = 2;
+    public static final int F_ADD_SEALS = 1033;
+    public static final int F_GET_SEALS = 1034;
+    public static final int F_SEAL_SEAL = 1;
+    public static final int F_SEAL_SHRINK = 2;
+    public static final int F_SEAL_GROW = 4;
+    public static final int SEEK_END = 2;
+    public static final int FUTEX_WAIT = 0;
+    public static final int FUTEX_WAKE = 1;
     public static final int LOCK_SH = 1;
     public static final int LOCK_EX = 2;
     public static final int LOCK_NB = 4;

@@ -89,6 +89,8 @@ class NativeLayoutsTest {
                 #include <sys/ioctl.h>
                 #include <sys/file.h>
                 #include <sys/mman.h>
+                #include <sys/syscall.h>
+                #include <linux/futex.h>
                 #include <sys/eventfd.h>
                 #include <poll.h>
                 #include <errno.h>
@@ -105,6 +107,7 @@ class NativeLayoutsTest {
                   P(offsetof(struct bpf_test_run_opts, batch_size) + sizeof(__u32))
                   P(sizeof(struct epoll_event)) P(offsetof(struct statfs, f_type))
                   P(sizeof(((struct statfs *) 0)->f_type)) P(sizeof(struct statfs) <= 256)
+                  P(SYS_futex)
                 """);
         constants.keySet().forEach(name -> c.append("  P(").append(name).append(")\n"));
         c.append("  return 0;\n}\n");
@@ -121,6 +124,7 @@ class NativeLayoutsTest {
         assertEquals(0L, actual.get("offsetof(struct statfs, f_type)"));
         assertEquals(8L, actual.get("sizeof(((struct statfs *) 0)->f_type)"));
         assertEquals(1L, actual.get("sizeof(struct statfs) <= 256"));
+        assertEquals(io.github.sockmap4j.linux.ffi.Platform.current().sysFutex(), actual.get("SYS_futex"));
         assertTrue(constants.size() > 60, "the table was read: " + constants.size());
         for (var e : constants.entrySet()) {
             long header = actual.get(e.getKey());

@@ -1,0 +1,292 @@
+package io.github.sockmap4j.colocated;
+
+import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.SharedMemory;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * One direction of a shared region: a single-writer, single-reader ring of messages in memory
+ * that two processes map. One process holds the {@link Writer}, the other the {@link Reader};
+ * each keeps its own position privately and reads the other's from the shared control block
+ * only to learn how far it may go, checking it first.
+ *
+ * <pre>
+ * control block (256 bytes; each field on a cache line of its own)
+ *   0    tail: bytes published (the writer's)       64   head: bytes consumed (the reader's)
+ *   128  reader asleep (int), 132 data signal (int)  192  writer asleep (int), 196 space signal (int)
+ * data: capacity bytes, a power of two; records 8-byte aligned, never across the end:
+ *   int length, int kind (KIND_PADDING: the rest of the data area is skipped), length bytes
+ * </pre>
+ *
+ * <p>A sleeping side waits on its signal word with a futex, having said so first; the other side,
+ * after publishing, wakes it only if it said so: a busy pair makes no system call, and a
+ * sleeping one is woken once a batch, not once a message.
+ */
+public final class MessageRing {
+    public static final long CONTROL_BYTES = 256;
+    /** The record kind that fills the data area's end where the next record does not fit. */
+    public static final int KIND_PADDING = -1;
+    static final int RECORD_HEADER = 8;
+    private static final long TAIL = 0;
+    private static final long HEAD = 64;
+    private static final long READER_ASLEEP = 128;
+    private static final long DATA_SIGNAL = 132;
+    private static final long WRITER_ASLEEP = 192;
+    private static final long SPACE_SIGNAL = 196;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+
+    private final String name;
+    private final MemorySegment control;
+    private final MemorySegment data;
+    private final MemorySegment dataSignal;
+    private final MemorySegment spaceSignal;
+    private final long capacity;
+    private final long mask;
+    private final int maxMessage;
+
+    /**
+     * The ring laid out at the start of {@code memory}: {@link #CONTROL_BYTES} of control, then
+     * {@code capacity} bytes of data. {@code name} names it in errors.
+     */
+    MessageRing(String name, MemorySegment memory, long capacity) {
+        checkCapacity(capacity);
+        this.name = name;
+        this.control = memory.asSlice(0, CONTROL_BYTES);
+        this.data = memory.asSlice(CONTROL_BYTES, capacity);
+        this.dataSignal = control.asSlice(DATA_SIGNAL, 4);
+        this.spaceSignal = control.asSlice(SPACE_SIGNAL, 4);
+        this.capacity = capacity;
+        this.mask = capacity - 1;
+        this.maxMessage = (int) (capacity / 4);
+    }
+
+    static void checkCapacity(long capacity) {
+        if (Long.bitCount(capacity) != 1 || capacity < 4096 || capacity > (1L << 30)) {
+            throw new IllegalArgumentException("a ring's capacity is a power of two from 4 KiB to 1 GiB: " + capacity);
+        }
+    }
+
+    /** The bytes a ring of {@code capacity} takes in a region. */
+    static long bytesFor(long capacity) {
+        return CONTROL_BYTES + capacity;
+    }
+
+    /** The largest message one record carries: a quarter of the capacity. */
+    public int maxMessage() {
+        return maxMessage;
+    }
+
+    public long capacity() {
+        return capacity;
+    }
+
+    static long align(long n) {
+        return (n + 7) & ~7L;
+    }
+
+    /** This ring's writing end. Not thread-safe: one writer. */
+    public Writer writer() {
+        return new Writer();
+    }
+
+    /** This ring's reading end, copying each message into memory of its own first. Not thread-safe: one reader. */
+    public Reader reader() {
+        return new Reader();
+    }
+
+    /** What a reader does with each message: {@code message} is the reader's own copy, valid until it returns. */
+    @FunctionalInterface
+    public interface Handler {
+        void onMessage(int kind, MemorySegment message) throws Exception;
+    }
+
+    /** How a sleep ended. */
+    public enum Wake {
+        /** What was waited for is there (or was on the way in). */
+        READY,
+        /** The timeout passed first. */
+        TIMED_OUT
+    }
+
+    public final class Writer {
+        private long tail;
+
+        private Writer() {
+            tail = (long) LONG.getVolatile(control, TAIL);
+        }
+
+        /**
+         * Appends one message of kind {@code kind >= 0} ({@code length} bytes of {@code src} from
+         * {@code offset}) and wakes the reader if it sleeps; false when the ring lacks the room
+         * now (see {@link #awaitSpace}).
+         *
+         * @throws RingCorruptException where the reader's head is not a position it could have
+         * @throws IllegalArgumentException where the message exceeds {@link #maxMessage()}
+         */
+        public boolean offer(int kind, MemorySegment src, long offset, int length) throws RingCorruptException {
+            if (kind < 0 || length < 0 || length > maxMessage) {
+                throw new IllegalArgumentException("a message of kind " + kind + " and " + length
+                        + " bytes (the ring carries kinds >= 0 of at most " + maxMessage + " bytes)");
+            }
+            long record = align(RECORD_HEADER + length);
+            long index = tail & mask;
+            long toEnd = capacity - index;
+            long needed = record <= toEnd ? record : toEnd + record;
+            if (capacity - used() < needed) {
+                return false;
+            }
+            if (record > toEnd) {
+                data.set(ValueLayout.JAVA_INT, index, (int) (toEnd - RECORD_HEADER));
+                data.set(ValueLayout.JAVA_INT, index + 4, KIND_PADDING);
+                tail += toEnd;
+                index = 0;
+            }
+            MemorySegment.copy(src, offset, data, index + RECORD_HEADER, length);
+            data.set(ValueLayout.JAVA_INT, index, length);
+            data.set(ValueLayout.JAVA_INT, index + 4, kind);
+            tail += record;
+            LONG.setVolatile(control, TAIL, tail);
+            if ((int) INT.getVolatile(control, READER_ASLEEP) != 0) {
+                INT.getAndAdd(control, DATA_SIGNAL, 1);
+                SharedMemory.futexWake(dataSignal, 1);
+            }
+            return true;
+        }
+
+        /** The bytes published and not yet consumed, as the reader's head says, checked. */
+        private long used() throws RingCorruptException {
+            long head = (long) LONG.getAcquire(control, HEAD);
+            long used = tail - head;
+            if (used < 0 || used > capacity) {
+                throw new RingCorruptException(name + ": the reader's position " + head + " is not within "
+                        + capacity + " bytes behind the " + tail + " written");
+            }
+            return used;
+        }
+
+        /**
+         * Sleeps until {@code length} bytes of message fit or {@code timeoutNanos} pass; the
+         * reader wakes it once it has made room.
+         */
+        public Wake awaitSpace(int length, long timeoutNanos) throws RingCorruptException {
+            long record = align(RECORD_HEADER + length);
+            long toEnd = capacity - (tail & mask);
+            long needed = record <= toEnd ? record : toEnd + record;
+            int seen = (int) INT.getVolatile(control, SPACE_SIGNAL);
+            INT.setVolatile(control, WRITER_ASLEEP, 1);
+            try {
+                if (capacity - used() >= needed) {
+                    return Wake.READY;
+                }
+                int r = SharedMemory.futexWait(spaceSignal, seen, timeoutNanos);
+                return r == Errno.ETIMEDOUT ? Wake.TIMED_OUT : Wake.READY;
+            } finally {
+                INT.setVolatile(control, WRITER_ASLEEP, 0);
+            }
+        }
+
+    }
+
+    public final class Reader {
+        private final MemorySegment copy;
+        private long head;
+
+        private Reader() {
+            copy = Arena.ofAuto().allocate(Math.max(maxMessage, 8), 8);
+            head = (long) LONG.getVolatile(control, HEAD);
+        }
+
+        /**
+         * Hands each message published so far (at most {@code limit}) to {@code handler}, in
+         * order, each copied first into this reader's own memory and checked against the ring's
+         * bounds before that; then tells the writer how far it read and wakes it if it sleeps.
+         * How many messages it handed over.
+         *
+         * @throws RingCorruptException where a record or the writer's tail cannot be what a
+         * writer of this ring published; nothing past the data area was read
+         */
+        public int poll(Handler handler, int limit) throws Exception {
+            long tail = (long) LONG.getAcquire(control, TAIL);
+            long available = tail - head;
+            if (available < 0 || available > capacity) {
+                throw new RingCorruptException(name + ": the writer's tail " + tail + " is not within " + capacity
+                        + " bytes ahead of the " + head + " read");
+            }
+            int n = 0;
+            long start = head;
+            try {
+                while (available > 0 && n < limit) {
+                    long index = head & mask;
+                    long toEnd = capacity - index;
+                    int length = data.get(ValueLayout.JAVA_INT, index);
+                    int kind = data.get(ValueLayout.JAVA_INT, index + 4);
+                    if (kind == KIND_PADDING) {
+                        if (length != toEnd - RECORD_HEADER || toEnd > available) {
+                            throw new RingCorruptException(name + ": padding of " + length + " bytes at " + index
+                                    + " where " + (toEnd - RECORD_HEADER) + " remain of " + available + " published");
+                        }
+                        head += toEnd;
+                        available -= toEnd;
+                        continue;
+                    }
+                    long record = align(RECORD_HEADER + (long) length);
+                    if (kind < 0 || length < 0 || length > maxMessage || record > toEnd || record > available) {
+                        throw new RingCorruptException(name + ": a record of kind " + kind + " and " + length
+                                + " bytes at " + index + ", where " + Math.min(toEnd, available)
+                                + " bytes were published before the end");
+                    }
+                    MemorySegment.copy(data, index + RECORD_HEADER, copy, 0, length);
+                    head += record;
+                    available -= record;
+                    n++;
+                    handler.onMessage(kind, copy.asSlice(0, length));
+                }
+            } finally {
+                if (head != start) {
+                    LONG.setVolatile(control, HEAD, head);
+                    if ((int) INT.getVolatile(control, WRITER_ASLEEP) != 0) {
+                        INT.getAndAdd(control, SPACE_SIGNAL, 1);
+                        SharedMemory.futexWake(spaceSignal, 1);
+                    }
+                }
+            }
+            return n;
+        }
+
+        /**
+         * Ends a sleep in {@link #awaitMessages} of this reader's thread now (a close from another
+         * thread of this process: the reader then sees the end its connection keeps).
+         */
+        public void interrupt() {
+            INT.getAndAdd(control, DATA_SIGNAL, 1);
+            SharedMemory.futexWake(dataSignal, Integer.MAX_VALUE);
+        }
+
+        /** Whether a message (or padding) is published and not yet read. */
+        public boolean hasMessages() {
+            return (long) LONG.getVolatile(control, TAIL) != head;
+        }
+
+        /**
+         * Sleeps until something is published or {@code timeoutNanos} pass (or {@link
+         * #interrupt} is called); the writer wakes it once.
+         */
+        public Wake awaitMessages(long timeoutNanos) {
+            int seen = (int) INT.getVolatile(control, DATA_SIGNAL);
+            INT.setVolatile(control, READER_ASLEEP, 1);
+            try {
+                if (hasMessages()) {
+                    return Wake.READY;
+                }
+                int r = SharedMemory.futexWait(dataSignal, seen, timeoutNanos);
+                return r == Errno.ETIMEDOUT ? Wake.TIMED_OUT : Wake.READY;
+            } finally {
+                INT.setVolatile(control, READER_ASLEEP, 0);
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+package io.github.sockmap4j.colocated;
+
+import io.github.sockmap4j.linux.ffi.LibC;
+import io.github.sockmap4j.linux.ffi.Linux;
+import io.github.sockmap4j.linux.ffi.SharedMemory;
+import io.github.sockmap4j.linux.ffi.SysCalls;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The memory the two ends of one co-located connection share: a sealed anonymous file (see
+ * {@link SharedMemory}) holding a header and two {@link MessageRing}s, the opener's way first:
+ *
+ * <pre>
+ * 0   magic "SM4JCOLO" (long)   8  version (int)   12 ring count, 2 (int)   16 ring capacity (long)
+ * 64  ring 0: written by the creator, read by the opener
+ * 64 + 256 + capacity   ring 1: written by the opener, read by the creator
+ * </pre>
+ *
+ * The creator makes it ({@link #create}) and hands the descriptor to the peer; the opener maps it
+ * ({@link #open}) only if it is sealed, of the size the capacity agreed over the connection gives,
+ * and laid out as that capacity says, and refuses it otherwise with what was wrong. Closing unmaps
+ * it and closes the descriptor; the memory goes when both processes have.
+ */
+public final class SharedRegion implements AutoCloseable {
+    static final long MAGIC = 0x4F4C4F434A344D53L; // "SM4JCOLO", little-endian
+    public static final int VERSION = 1;
+    static final long HEADER_BYTES = 64;
+
+    private final Arena arena;
+    private final int fd;
+    private final MemorySegment memory;
+    private final MessageRing toOpener;
+    private final MessageRing toCreator;
+    private final boolean creator;
+
+    private SharedRegion(Arena arena, int fd, MemorySegment memory, long capacity, boolean creator) {
+        this.arena = arena;
+        this.fd = fd;
+        this.memory = memory;
+        this.creator = creator;
+        long ring = MessageRing.bytesFor(capacity);
+        this.toOpener = new MessageRing("ring to the opener", memory.asSlice(HEADER_BYTES, ring), capacity);
+        this.toCreator = new MessageRing("ring to the creator", memory.asSlice(HEADER_BYTES + ring, ring), capacity);
+    }
+
+    /** The file size of a region whose rings hold {@code capacity} bytes each. */
+    public static long sizeFor(long capacity) {
+        return HEADER_BYTES + 2 * MessageRing.bytesFor(capacity);
+    }
+
+    /** A new region of two rings of {@code capacity} bytes (a power of two, 4 KiB to 1 GiB). */
+    public static SharedRegion create(String name, long capacity) throws IOException {
+        MessageRing.checkCapacity(capacity);
+        int fd = SharedMemory.createSealed(name, sizeFor(capacity));
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment m = SharedMemory.openSealed(fd, sizeFor(capacity), arena);
+            m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
+            m.set(ValueLayout.JAVA_INT, 8, VERSION);
+            m.set(ValueLayout.JAVA_INT, 12, 2);
+            m.set(ValueLayout.JAVA_LONG, 16, capacity);
+            return new SharedRegion(arena, fd, m, capacity, true);
+        } catch (IOException | RuntimeException e) {
+            arena.close();
+            LibC.close(fd);
+            throw e;
+        }
+    }
+
+    /**
+     * Maps a region a peer made, given its descriptor (this region owns it from here, also when
+     * refused) and the ring capacity the two ends agreed on.
+     *
+     * @throws IOException naming what is wrong: not sealed, another size, not a region of this
+     * version or layout
+     */
+    public static SharedRegion open(int fd, long capacity) throws IOException {
+        Arena arena = Arena.ofShared();
+        try {
+            MessageRing.checkCapacity(capacity);
+            MemorySegment m = SharedMemory.openSealed(fd, sizeFor(capacity), arena);
+            long magic = m.get(ValueLayout.JAVA_LONG, 0);
+            int version = m.get(ValueLayout.JAVA_INT, 8);
+            int rings = m.get(ValueLayout.JAVA_INT, 12);
+            long cap = m.get(ValueLayout.JAVA_LONG, 16);
+            if (magic != MAGIC || version != VERSION || rings != 2 || cap != capacity) {
+                throw new IOException("not a co-located region of version " + VERSION + " with two rings of "
+                        + capacity + " bytes (magic 0x" + Long.toHexString(magic) + ", version " + version + ", "
+                        + rings + " rings of " + cap + " bytes): refused");
+            }
+            return new SharedRegion(arena, fd, m, capacity, false);
+        } catch (IOException | RuntimeException e) {
+            arena.close();
+            LibC.close(fd);
+            throw e;
+        }
+    }
+
+    /** The descriptor to hand to the peer (this region keeps its own). */
+    public int fd() {
+        return fd;
+    }
+
+    /**
+     * A descriptor of its own for the same file, which the caller owns: what the peer's end
+     * opens when both ends are in this process (a descriptor passed to another process with
+     * SCM_RIGHTS is that process's own already).
+     */
+    public int descriptorForPeer() throws IOException {
+        return SysCalls.open("/proc/self/fd/" + fd, Linux.O_RDWR | Linux.O_CLOEXEC, 0);
+    }
+
+    /** The ring this end writes. */
+    public MessageRing outbound() {
+        return creator ? toOpener : toCreator;
+    }
+
+    /** The ring this end reads. */
+    public MessageRing inbound() {
+        return creator ? toCreator : toOpener;
+    }
+
+    /** The whole mapping (for tests that play a peer that writes what it likes). */
+    MemorySegment memory() {
+        return memory;
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+        LibC.close(fd);
+    }
+}

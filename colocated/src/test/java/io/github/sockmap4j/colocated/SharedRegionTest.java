@@ -1,0 +1,99 @@
+package io.github.sockmap4j.colocated;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.sockmap4j.linux.ffi.SharedMemory;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What a region's opener accepts from a peer's descriptor (no root: memfd needs none): only a
+ * sealed file of the agreed size and layout, which then cannot shrink under the mapping; and
+ * that closing leaves no descriptor behind, refused or not.
+ */
+class SharedRegionTest {
+    private static final long CAPACITY = 8192;
+
+    private static long openDescriptors() throws IOException {
+        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.count();
+        }
+    }
+
+    /** A second mapping of the same file (as the peer's) sees the creator's messages. */
+    @Test
+    void theOpenerReadsWhatTheCreatorWrites() throws Exception {
+        try (SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY)) {
+            int copy = mine.descriptorForPeer();
+            try (SharedRegion peer = SharedRegion.open(copy, CAPACITY)) {
+                MemorySegment hello = Arena.ofAuto().allocateFrom("hello");
+                assertTrue(mine.outbound().writer().offer(7, hello, 0, (int) hello.byteSize()));
+                StringBuilder got = new StringBuilder();
+                assertEquals(1, peer.inbound().reader().poll((k, m) -> got.append(k).append(m.getString(0)), 10));
+                assertEquals("7hello", got.toString());
+                assertTrue(peer.outbound().writer().offer(3, hello, 0, 2));
+                assertEquals(1, mine.inbound().reader().poll((k, m) -> assertEquals(2, m.byteSize()), 10));
+            }
+        }
+    }
+
+    /** The peer's file cannot be made smaller under the mapping: the seals refuse the truncate. */
+    @Test
+    void aSealedRegionCannotBeTruncated() throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY);
+             FileChannel ch = FileChannel.open(Path.of("/proc/self/fd/" + region.fd()), StandardOpenOption.WRITE)) {
+            IOException e = assertThrows(IOException.class, () -> ch.truncate(64));
+            assertTrue(e.getMessage().contains("not permitted"), e.getMessage());
+            assertEquals(SharedRegion.sizeFor(CAPACITY), ch.size());
+        }
+    }
+
+    @Test
+    void anUnsealedFileIsRefused() throws Exception {
+        long before = openDescriptors();
+        int fd = SharedMemory.create("sm4j-test", SharedRegion.sizeFor(CAPACITY), 0);
+        IOException e = assertThrows(IOException.class, () -> SharedRegion.open(fd, CAPACITY));
+        assertTrue(e.getMessage().contains("not sealed"), e.getMessage());
+        assertEquals(before, openDescriptors(), "the refused descriptor was closed");
+    }
+
+    @Test
+    void aRegionOfAnotherSizeIsRefused() throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY)) {
+            IOException e = assertThrows(IOException.class, () -> SharedRegion.open(region.descriptorForPeer(), CAPACITY * 2));
+            assertTrue(e.getMessage().contains("not the"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aRegionOfAnotherLayoutIsRefused() throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY)) {
+            region.memory().set(ValueLayout.JAVA_INT, 8, SharedRegion.VERSION + 1);
+            IOException e = assertThrows(IOException.class, () -> SharedRegion.open(region.descriptorForPeer(), CAPACITY));
+            assertTrue(e.getMessage().contains("version"), e.getMessage());
+        }
+    }
+
+    @Test
+    void closingLeavesNoDescriptor() throws Exception {
+        long before = openDescriptors();
+        for (int i = 0; i < 50; i++) {
+            try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY);
+                 SharedRegion peer = SharedRegion.open(region.descriptorForPeer(), CAPACITY)) {
+                assertTrue(region.outbound().writer().offer(0, Arena.ofAuto().allocate(8), 0, 8));
+                assertEquals(1, peer.inbound().reader().poll((k, m) -> { }, 10));
+            }
+        }
+        assertEquals(before, openDescriptors());
+    }
+}
