@@ -8,7 +8,8 @@
  * mode and channels), node (what a node's owner does: admin, XDP), the node agent (pins, maps,
  * the lock directory), the agent's control protocol (rules, Services and addresses in its
  * requests; {@code .bpf} and {@code .net} only), the Netty transport (an automatic module:
- * {@code .sys}'s CPU pressure only) and the co-located rings ({@code .ffi}'s shared memory only), and may change
+ * {@code .sys}'s CPU pressure only) and the co-located rings ({@code .ffi}'s shared memory and
+ * descriptor passing, {@code .net}'s Unix sockets), and may change
  * with any release. All are built after this module, so javac does not see them here:
  * hence "module".
  */
@@ -21,7 +22,7 @@ module io.github.sockmap4j.linux {
     exports io.github.sockmap4j.linux.ffi to io.github.sockmap4j.core, io.github.sockmap4j.node, io.github.sockmap4j.agent,
             io.github.sockmap4j.colocated;
     exports io.github.sockmap4j.linux.net to io.github.sockmap4j.core, io.github.sockmap4j.node, io.github.sockmap4j.agent,
-            io.github.sockmap4j.control;
+            io.github.sockmap4j.control, io.github.sockmap4j.colocated;
     exports io.github.sockmap4j.linux.sys to io.github.sockmap4j.core, io.github.sockmap4j.node, io.github.sockmap4j.agent,
             io.github.sockmap4j.netty;
 }

@@ -34,6 +34,8 @@ public final class Linux {
     public static final int SHUT_RDWR = 2;
     public static final int MSG_NOSIGNAL = 0x4000;
     public static final int MSG_DONTWAIT = 0x40;
+    public static final int MSG_CMSG_CLOEXEC = 0x40000000;
+    public static final int SCM_RIGHTS = 1;
     /** The most iovecs one sendmsg takes. */
     public static final int IOV_MAX = 1024;
     public static final long FIONREAD = 0x541B;

@@ -167,6 +167,8 @@ public final class NativeLayouts {
     public static final long PROG_INFO_RUN_CNT = offset(BPF_PROG_INFO, "run_cnt");
     public static final long MSGHDR_IOV = offset(MSGHDR, "msg_iov");
     public static final long MSGHDR_IOVLEN = offset(MSGHDR, "msg_iovlen");
+    public static final long MSGHDR_CONTROL = offset(MSGHDR, "msg_control");
+    public static final long MSGHDR_CONTROLLEN = offset(MSGHDR, "msg_controllen");
     public static final long IOVEC_BASE = offset(IOVEC, "iov_base");
     public static final long IOVEC_LEN = offset(IOVEC, "iov_len");
     public static final long POLLFD_FD = offset(POLLFD, "fd");

@@ -64,13 +64,13 @@ public final class SharedMemory {
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
-        Errno.ok("memfd_create", fd < 0 ? -Native.errno(st) : fd, name);
+        Errno.ok("memfd_create", LibC.result(fd, st), name);
         try {
             int r = (int) FTRUNCATE.invokeExact(st, fd, size);
-            Errno.ok("ftruncate", r < 0 ? -Native.errno(st) : r, size + " bytes");
+            Errno.ok("ftruncate", LibC.result(r, st), size + " bytes");
             if (seals != 0) {
                 r = (int) FCNTL_INT.invokeExact(st, fd, Linux.F_ADD_SEALS, seals);
-                Errno.ok("fcntl(F_ADD_SEALS)", r < 0 ? -Native.errno(st) : r, name);
+                Errno.ok("fcntl(F_ADD_SEALS)", LibC.result(r, st), name);
             }
             return fd;
         } catch (NativeIOException e) {
@@ -87,7 +87,7 @@ public final class SharedMemory {
         MemorySegment st = Native.callState();
         try {
             int r = (int) FCNTL_INT.invokeExact(st, fd, Linux.F_GET_SEALS, 0);
-            return Errno.ok("fcntl(F_GET_SEALS)", r < 0 ? -Native.errno(st) : r, "fd " + fd);
+            return Errno.ok("fcntl(F_GET_SEALS)", LibC.result(r, st), "fd " + fd);
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {
@@ -100,7 +100,7 @@ public final class SharedMemory {
         MemorySegment st = Native.callState();
         try {
             long r = (long) LSEEK.invokeExact(st, fd, 0L, Linux.SEEK_END);
-            return Errno.ok("lseek", r < 0 ? -Native.errno(st) : r);
+            return Errno.ok("lseek", LibC.result(r, st));
         } catch (NativeIOException e) {
             throw e;
         } catch (Throwable t) {

@@ -66,6 +66,22 @@ public final class NativeSocket {
     }
 
     /**
+     * A blocking Unix stream socket connected to {@code path}.
+     *
+     * @throws IOException naming the path when nothing listens there (or the path is too long)
+     */
+    public static NativeSocket connectUnix(java.nio.file.Path path) throws IOException {
+        NativeSocket s = newUnixStream();
+        try (Arena arena = Arena.ofConfined()) {
+            Errno.ok("connect", LibC.tryConnect(s.fd, Sockets.encodeUnix(arena, path)), path.toString());
+            return s;
+        } catch (IOException | RuntimeException e) {
+            s.closeNow();
+            throw e;
+        }
+    }
+
+    /**
      * A socket another owner (a Netty channel) holds: every operation, never closed here.
      *
      * @param fd a socket fd that stays open while this object is used

@@ -57,4 +57,21 @@ public final class Sockets {
         }
         return SockAddr.encode4(arena, addr);
     }
+
+    /**
+     * {@code path} as a {@code struct sockaddr_un} in {@code arena}.
+     *
+     * @throws java.io.IOException when the path is 108 bytes or longer (the kernel's limit)
+     */
+    public static MemorySegment encodeUnix(Arena arena, java.nio.file.Path path) throws java.io.IOException {
+        byte[] p = path.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (p.length >= 108) {
+            throw new java.io.IOException("a Unix socket path must be under 108 bytes: " + path);
+        }
+        MemorySegment addr = arena.allocate(io.github.sockmap4j.linux.ffi.NativeLayouts.SOCKADDR_UN);
+        addr.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 0, (short) Linux.AF_UNIX);
+        MemorySegment.copy(p, 0, addr, java.lang.foreign.ValueLayout.JAVA_BYTE,
+                io.github.sockmap4j.linux.ffi.NativeLayouts.SUN_PATH, p.length);
+        return addr;
+    }
 }

@@ -1,6 +1,8 @@
 package io.github.sockmap4j.linux.net;
 
 import io.github.sockmap4j.linux.ffi.Errno;
+import io.github.sockmap4j.linux.ffi.FdPassing;
+import io.github.sockmap4j.linux.ffi.LibC;
 import io.github.sockmap4j.linux.ffi.Linux;
 import io.github.sockmap4j.linux.ffi.NativeIOException;
 import io.github.sockmap4j.linux.ffi.NativeLayouts;
@@ -67,10 +69,6 @@ public final class UnixListener implements AutoCloseable {
      * @throws IOException when another process listens there, or the path is too long
      */
     public static UnixListener listen(Path path) throws IOException {
-        byte[] p = path.toString().getBytes(StandardCharsets.UTF_8);
-        if (p.length >= 108) {
-            throw new IOException("a Unix socket path must be under 108 bytes: " + path);
-        }
         if (Files.exists(path)) {
             try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
                 probe.connect(UnixDomainSocketAddress.of(path));
@@ -82,10 +80,7 @@ public final class UnixListener implements AutoCloseable {
         }
         NativeSocket socket = NativeSocket.newUnixStream();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment addr = arena.allocate(NativeLayouts.SOCKADDR_UN);
-            addr.set(ValueLayout.JAVA_SHORT, 0, (short) Linux.AF_UNIX);
-            MemorySegment.copy(p, 0, addr, ValueLayout.JAVA_BYTE, NativeLayouts.SUN_PATH, p.length);
-            socket.bind(addr);
+            socket.bind(Sockets.encodeUnix(arena, path));
             Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-rw-rw-"));
             socket.listen(64);
             return new UnixListener(path, socket);
@@ -316,6 +311,87 @@ public final class UnixListener implements AutoCloseable {
             }
         }
 
+
+        /** A line and the descriptor that came with its bytes ({@code -1}: none), which the caller owns. */
+        public record LineAndFd(String line, int fd) {
+        }
+
+        /**
+         * The next line (at most {@code maxLength} bytes) with the descriptor the peer attached to
+         * it ({@code SCM_RIGHTS}; see {@link FdPassing}): read with the descriptors, not by
+         * {@link #readLine}, which would drop them. Of several descriptors, the first is kept and
+         * the rest closed. Only where the peer sends nothing after this line until answered.
+         *
+         * @throws TimedOutException when the line does not come within {@code timeoutMillis}
+         * @throws IOException at the end of the stream, past {@code maxLength}, or with bytes after
+         * the line
+         */
+        public LineAndFd readLineAndFd(int maxLength, int timeoutMillis) throws IOException {
+            if (!pending.isEmpty()) {
+                throw new IOException("the peer sent more than one line before its descriptor");
+            }
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+            int[] fds = new int[1];
+            int kept = -1;
+            byte[] line = new byte[0];
+            try {
+                while (!closed) {
+                    long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                    if (left <= 0) {
+                        throw new TimedOutException("no line within " + timeoutMillis + " ms");
+                    }
+                    int r = socket.poll(Linux.POLLIN, (int) Math.min(left, POLL_MILLIS));
+                    if (r == 0 || r == -Errno.EINTR) {
+                        continue;
+                    }
+                    long n = FdPassing.tryRecvFds(socket.intValue(), buf, fds);
+                    if (fds[0] >= 0) {
+                        if (kept < 0) {
+                            kept = fds[0];
+                        } else {
+                            LibC.close(fds[0]);
+                        }
+                    }
+                    if (n == -Errno.EAGAIN || n == -Errno.EINTR) {
+                        continue;
+                    }
+                    if (n <= 0) {
+                        throw n == 0 ? new IOException("the peer closed before its line")
+                                : Errno.error("recvmsg", n, "a line from a peer");
+                    }
+                    byte[] got = buf.asSlice(0, n).toArray(ValueLayout.JAVA_BYTE);
+                    byte[] all = java.util.Arrays.copyOf(line, line.length + got.length);
+                    System.arraycopy(got, 0, all, line.length, got.length);
+                    line = all;
+                    int nl = indexOf(line, (byte) '\n');
+                    if (nl >= 0 && nl != line.length - 1) {
+                        throw new IOException("the peer sent more after its line");
+                    }
+                    if (nl > maxLength || nl < 0 && line.length > maxLength) {
+                        throw new LineTooLongException(maxLength);
+                    }
+                    if (nl >= 0) {
+                        LineAndFd result = new LineAndFd(new String(line, 0, nl, StandardCharsets.UTF_8), kept);
+                        kept = -1;
+                        return result;
+                    }
+                }
+                throw new IOException("closed");
+            } finally {
+                if (kept >= 0) {
+                    LibC.close(kept);
+                }
+            }
+        }
+
+        private static int indexOf(byte[] b, byte v) {
+            for (int i = 0; i < b.length; i++) {
+                if (b[i] == v) {
+                    return i;
+                }
+            }
+            return -1;
+        }
 
         /** Makes a reader blocked in {@link #readLine} return null soon; {@link #close} frees. */
         public void stop() {
