@@ -168,6 +168,12 @@ public final class MessageRing {
             return used;
         }
 
+        /** Wakes this ring's reader, asleep or not (the writer's end is closing: the reader is to look). */
+        public void wakeReader() {
+            INT.getAndAdd(control, DATA_SIGNAL, 1);
+            SharedMemory.futexWake(dataSignal, Integer.MAX_VALUE);
+        }
+
         /**
          * Sleeps until {@code length} bytes of message fit or {@code timeoutNanos} pass; the
          * reader wakes it once it has made room.
@@ -276,10 +282,19 @@ public final class MessageRing {
          * #interrupt} is called); the writer wakes it once.
          */
         public Wake awaitMessages(long timeoutNanos) {
+            return awaitMessages(timeoutNanos, () -> false);
+        }
+
+        /**
+         * As {@link #awaitMessages(long)}, and not asleep at all where {@code stop} holds once this
+         * reader has said it sleeps: a condition whose change comes with a wake of this reader
+         * ({@link #interrupt}, the other end's {@link Writer#wakeReader}) is never missed.
+         */
+        public Wake awaitMessages(long timeoutNanos, java.util.function.BooleanSupplier stop) {
             int seen = (int) INT.getVolatile(control, DATA_SIGNAL);
             INT.setVolatile(control, READER_ASLEEP, 1);
             try {
-                if (hasMessages()) {
+                if (hasMessages() || stop.getAsBoolean()) {
                     return Wake.READY;
                 }
                 int r = SharedMemory.futexWait(dataSignal, seen, timeoutNanos);

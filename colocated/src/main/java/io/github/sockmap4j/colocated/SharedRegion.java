@@ -15,6 +15,7 @@ import java.lang.foreign.ValueLayout;
  *
  * <pre>
  * 0   magic "SM4JCOLO" (long)   8  version (int)   12 ring count, 2 (int)   16 ring capacity (long)
+ * 24  closed by the creator (int)   28  closed by the opener (int)
  * 64  ring 0: written by the creator, read by the opener
  * 64 + 256 + capacity   ring 1: written by the opener, read by the creator
  * </pre>
@@ -28,6 +29,9 @@ public final class SharedRegion implements AutoCloseable {
     static final long MAGIC = 0x4F4C4F434A344D53L; // "SM4JCOLO", little-endian
     public static final int VERSION = 1;
     static final long HEADER_BYTES = 64;
+    private static final long CLOSED_BY_CREATOR = 24;
+    private static final long CLOSED_BY_OPENER = 28;
+    private static final java.lang.invoke.VarHandle CLOSED = ValueLayout.JAVA_INT.varHandle();
 
     private final Arena arena;
     private final int fd;
@@ -111,6 +115,20 @@ public final class SharedRegion implements AutoCloseable {
      */
     public int descriptorForPeer() throws IOException {
         return SysCalls.open("/proc/self/fd/" + fd, Linux.O_RDWR | Linux.O_CLOEXEC, 0);
+    }
+
+    /**
+     * Says to the other end that this end is done (a word in the header it reads) and wakes its
+     * reader: a close it learns of without a frame, which a broken ring could not carry.
+     */
+    public void markClosed() {
+        CLOSED.setVolatile(memory, creator ? CLOSED_BY_CREATOR : CLOSED_BY_OPENER, 1);
+        outbound().writer().wakeReader();
+    }
+
+    /** Whether the other end said it is done ({@link #markClosed}). */
+    public boolean peerClosed() {
+        return (int) CLOSED.getVolatile(memory, creator ? CLOSED_BY_OPENER : CLOSED_BY_CREATOR) != 0;
     }
 
     /** The ring this end writes. */
