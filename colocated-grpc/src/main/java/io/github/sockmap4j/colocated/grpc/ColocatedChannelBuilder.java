@@ -1,0 +1,128 @@
+package io.github.sockmap4j.colocated.grpc;
+
+import io.github.sockmap4j.colocated.SharedRegion;
+import io.grpc.ChannelCredentials;
+import io.grpc.ChannelLogger;
+import io.grpc.ForwardingChannelBuilder2;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Status;
+import io.grpc.internal.ClientTransportFactory;
+import io.grpc.internal.ConnectionClientTransport;
+import io.grpc.internal.GrpcUtil;
+import io.grpc.internal.ManagedChannelImplBuilder;
+import io.grpc.internal.SharedResourceHolder;
+import java.net.SocketAddress;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A channel whose calls go over one co-located connection: the rings of a region this process
+ * shares with the server's (made by one end, handed to the other; see {@code Handover}). The
+ * connection is the channel's only one: once it ends, calls fail with UNAVAILABLE. Until the
+ * agreement on a TCP connection picks this transport by itself, a region is given explicitly.
+ *
+ * <pre>
+ * ManagedChannel ch = ColocatedChannelBuilder.forRegion(region, "orders").build();
+ * </pre>
+ */
+public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<ColocatedChannelBuilder> {
+    private final ManagedChannelImplBuilder delegate;
+    private int maxInboundMessage = GrpcUtil.DEFAULT_MAX_MESSAGE_SIZE;
+    private int maxInboundMetadata = GrpcUtil.DEFAULT_MAX_HEADER_LIST_SIZE;
+
+    private ColocatedChannelBuilder(SharedRegion region, String name) {
+        ColocatedAddress address = new ColocatedAddress(name);
+        AtomicReference<SharedRegion> once = new AtomicReference<>(region);
+        this.delegate = new ManagedChannelImplBuilder(address, name, () -> new Factory(once, address), () -> 0);
+        // one connection, never made again: an idle channel keeps it instead of dropping it
+        delegate.idleTimeout(30, TimeUnit.DAYS);
+    }
+
+    /**
+     * A channel over {@code region}'s rings, this process's end: the end that made the region or
+     * the end that opened it, whichever this is. {@code name} names the connection (authority,
+     * logs).
+     */
+    public static ColocatedChannelBuilder forRegion(SharedRegion region, String name) {
+        return new ColocatedChannelBuilder(region, name);
+    }
+
+    @Override
+    protected ManagedChannelBuilder<?> delegate() {
+        return delegate;
+    }
+
+    @Override
+    public ColocatedChannelBuilder maxInboundMessageSize(int bytes) {
+        this.maxInboundMessage = bytes;
+        return this;
+    }
+
+    @Override
+    public ColocatedChannelBuilder maxInboundMetadataSize(int bytes) {
+        this.maxInboundMetadata = bytes;
+        return this;
+    }
+
+    private final class Factory implements ClientTransportFactory {
+        private final AtomicReference<SharedRegion> region;
+        private final ColocatedAddress address;
+        private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
+        private boolean closed;
+        private volatile ColocatedConnection first;
+
+        Factory(AtomicReference<SharedRegion> region, ColocatedAddress address) {
+            this.region = region;
+            this.address = address;
+        }
+
+        @Override
+        public ConnectionClientTransport newClientTransport(SocketAddress addr, ClientTransportOptions options,
+                                                            ChannelLogger logger) {
+            SharedRegion r = region.getAndSet(null);
+            ColocatedConnection c;
+            if (r != null) {
+                c = new ColocatedConnection(r, address.name());
+                first = c;
+            } else {
+                Status how = first == null ? null : first.closedStatus();
+                c = ColocatedConnection.ended(address.name(), Status.UNAVAILABLE.withDescription(
+                        "the co-located connection " + address.name() + " ended"
+                        + (how == null || how.getDescription() == null ? "" : " (" + how.getDescription() + ")")
+                        + "; this channel makes no other"));
+            }
+            return new ColocatedClientTransport(c, address, options.getAuthority(), options.getUserAgent(),
+                    maxInboundMessage, maxInboundMetadata, options.getEagAttributes());
+        }
+
+        @Override
+        public ScheduledExecutorService getScheduledExecutorService() {
+            return timer;
+        }
+
+        @Override
+        public SwapChannelCredentialsResult swapChannelCredentials(ChannelCredentials credentials) {
+            return null;
+        }
+
+        @Override
+        public void close() {
+            if (!closed) {
+                closed = true;
+                SharedResourceHolder.release(GrpcUtil.TIMER_SERVICE, timer);
+                SharedRegion r = region.getAndSet(null);
+                if (r != null) {
+                    r.close();
+                }
+            }
+        }
+
+        @Override
+        public Collection<Class<? extends SocketAddress>> getSupportedSocketAddressTypes() {
+            return List.of(ColocatedAddress.class);
+        }
+    }
+}

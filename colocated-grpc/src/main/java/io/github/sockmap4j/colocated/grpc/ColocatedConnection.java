@@ -1,0 +1,308 @@
+package io.github.sockmap4j.colocated.grpc;
+
+import io.github.sockmap4j.colocated.MessageRing;
+import io.github.sockmap4j.colocated.RingCorruptException;
+import io.github.sockmap4j.colocated.SharedRegion;
+import io.grpc.Status;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * One co-located connection: a region's two rings, the thread that reads the inbound one and
+ * hands each frame to {@link #handler}, and the writes onto the outbound one.
+ *
+ * <p>Writes come from any thread, one at a time under a lock; a writer that finds the ring full
+ * waits for room. The reading thread never waits to write (it would stop draining, and a peer in
+ * the same state would never make room): what it cannot write at once waits in order, and whoever
+ * writes next, or the reader between reads, sends it first.
+ *
+ * <p>The reader sleeps on the ring's futex as soon as the ring is empty (or polls first for
+ * {@link #SPIN_NANOS}, where set), and the writer wakes it once.
+ */
+final class ColocatedConnection {
+    private static final Logger log = Logger.getLogger(ColocatedConnection.class.getName());
+    /**
+     * How long the reader polls after its last frame before it sleeps ({@code
+     * -Dsockmap4j.colocated.spinMicros}, default 0). Measured with gRPC's default executors
+     * (docs/colocated.md): polling 5 or 50 µs cost CPU a call and gained no latency, as each call
+     * already hands off to an executor thread that sleeps.
+     */
+    static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(Long.getLong("sockmap4j.colocated.spinMicros", 0));
+    /** The longest a reader sleeps: a close by the other end wakes it at once, so this only bounds a lost wake. */
+    private static final long READER_SLEEP_NANOS = TimeUnit.SECONDS.toNanos(5);
+    /** How long a writer waiting for room sleeps before it looks whether the connection closed. */
+    private static final long SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+    private static final long WRITE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    /** What a connection's owner (a client or server transport) does with frames and the end. */
+    interface Handler {
+        void onFrame(int kind, Frames.Reader frame) throws Exception;
+
+        /** The connection ended: {@code status} says why (OK for a close asked for here). */
+        void onClosed(Status status);
+    }
+
+    private final SharedRegion region;
+    private final String name;
+    private final MessageRing.Writer out;
+    private final MessageRing.Reader in;
+    private final int maxFrame;
+    private final ReentrantLock writeLock = new ReentrantLock();
+    private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
+    private final MemorySegment staging;
+    private volatile Handler handler;
+    private volatile Thread reader;
+    private volatile Status closed;
+    private final java.util.concurrent.atomic.AtomicBoolean unmapped = new java.util.concurrent.atomic.AtomicBoolean();
+
+    private record Pending(int kind, byte[] bytes) {
+    }
+
+    ColocatedConnection(SharedRegion region, String name) {
+        this.region = region;
+        this.name = name;
+        this.out = region.outbound().writer();
+        this.in = region.inbound().reader();
+        this.maxFrame = region.outbound().maxMessage();
+        this.staging = Arena.ofAuto().allocate(maxFrame);
+    }
+
+    private ColocatedConnection(String name, Status ended) {
+        this.region = null;
+        this.name = name;
+        this.out = null;
+        this.in = null;
+        this.maxFrame = 0;
+        this.staging = null;
+        this.closed = ended;
+    }
+
+    /** A connection that ended before it began: a transport over it fails every call with {@code status}. */
+    static ColocatedConnection ended(String name, Status status) {
+        return new ColocatedConnection(name, status);
+    }
+
+    /** Why the connection ended; null while open. */
+    Status closedStatus() {
+        return closed;
+    }
+
+    /** The largest frame this connection writes; a larger message goes in several. */
+    int maxFrame() {
+        return maxFrame;
+    }
+
+    String name() {
+        return name;
+    }
+
+    /** Starts reading with {@code h}; frames before this wait in the ring. Not on an ended connection. */
+    void start(Handler h) {
+        if (region == null) {
+            throw new IllegalStateException("an ended connection has nothing to read");
+        }
+        this.handler = h;
+        Thread t = Thread.ofPlatform().daemon().name("sockmap4j-colocated-" + name).unstarted(this::readLoop);
+        reader = t;
+        t.start();
+    }
+
+    boolean isClosed() {
+        return closed != null;
+    }
+
+    private void readLoop() {
+        MessageRing.Handler dispatch = (kind, m) -> {
+            if (closed == null) {
+                handler.onFrame(kind, new Frames.Reader(m));
+            }
+        };
+        try {
+            long idleSince = System.nanoTime();
+            while (closed == null) {
+                if (region.peerClosed()) {
+                    close(Status.UNAVAILABLE.withDescription("the other end closed co-located connection " + name));
+                    return;
+                }
+                flushPending();
+                int n = in.poll(dispatch, 64);
+                if (n > 0) {
+                    idleSince = System.nanoTime();
+                    continue;
+                }
+                if (System.nanoTime() - idleSince < SPIN_NANOS) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                in.awaitMessages(pending.isEmpty() ? READER_SLEEP_NANOS : TimeUnit.MILLISECONDS.toNanos(1),
+                        () -> closed != null || region.peerClosed());
+            }
+        } catch (RingCorruptException | Frames.ProtocolException e) {
+            close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: the peer broke "
+                    + "the protocol: " + e.getMessage()));
+        } catch (Throwable t) {
+            log.log(Level.WARNING, "co-located connection " + name + " failed", t);
+            close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " failed: " + t).withCause(t));
+        } finally {
+            unmap(); // a close on this thread (a frame that ended the connection) leaves the unmapping here
+        }
+    }
+
+    /**
+     * Writes one frame, after any frame still waiting: from the reader thread without waiting
+     * (left in order for later if the ring is full), from any other thread waiting for room.
+     *
+     * @return false when the connection is closed (nothing written)
+     */
+    boolean write(int kind, byte[] frame) {
+        if (frame.length > maxFrame) {
+            throw new IllegalArgumentException("a frame of " + frame.length + " bytes; at most " + maxFrame);
+        }
+        if (closed != null) {
+            return false;
+        }
+        if (Thread.currentThread() == reader) {
+            pending.add(new Pending(kind, frame));
+            flushPending();
+            return true;
+        }
+        Status failure;
+        writeLock.lock();
+        try {
+            if (unmapped.get()) {
+                return false;
+            }
+            if (pending.isEmpty() && offer(kind, frame)) {
+                failure = null;
+            } else {
+                pending.add(new Pending(kind, frame));
+                failure = drainBlocking();
+            }
+        } catch (RingCorruptException e) {
+            failure = corrupt(e);
+        } finally {
+            writeLock.unlock();
+        }
+        if (failure != null) {
+            close(failure); // never under the lock: the reader takes it to unmap as it ends
+            return false;
+        }
+        if (!pending.isEmpty()) {
+            flushPending();
+        }
+        return closed == null;
+    }
+
+    private Status corrupt(RingCorruptException e) {
+        return Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: " + e.getMessage());
+    }
+
+    /** Under the write lock: one frame into the ring if it fits now. */
+    private boolean offer(int kind, byte[] frame) throws RingCorruptException {
+        MemorySegment.copy(MemorySegment.ofArray(frame), 0, staging, 0, frame.length);
+        return out.offer(kind, staging, 0, frame.length);
+    }
+
+    /** Under the write lock: every waiting frame out, waiting for room; why it could not, or null. */
+    private Status drainBlocking() throws RingCorruptException {
+        long start = System.nanoTime();
+        Pending p;
+        while (closed == null && (p = pending.peek()) != null) {
+            if (offer(p.kind(), p.bytes())) {
+                pending.poll();
+                start = System.nanoTime();
+                continue;
+            }
+            out.awaitSpace(p.bytes().length, SLEEP_NANOS);
+            if (System.nanoTime() - start > WRITE_TIMEOUT_NANOS) {
+                return Status.UNAVAILABLE.withDescription("co-located connection " + name + ": the peer took nothing "
+                        + "for " + TimeUnit.NANOSECONDS.toSeconds(WRITE_TIMEOUT_NANOS) + " s");
+            }
+        }
+        return null;
+    }
+
+    /** Whatever waiting frames fit now, in order, if no other thread is writing. */
+    private void flushPending() {
+        Status failure = null;
+        while (failure == null && !pending.isEmpty() && closed == null && writeLock.tryLock()) {
+            try {
+                if (unmapped.get()) {
+                    return;
+                }
+                Pending p;
+                while ((p = pending.peek()) != null && offer(p.kind(), p.bytes())) {
+                    pending.poll();
+                }
+                if (!pending.isEmpty()) {
+                    return; // full: the reader comes back within a millisecond, a writer waits for room
+                }
+            } catch (RingCorruptException e) {
+                failure = corrupt(e);
+            } finally {
+                writeLock.unlock();
+            }
+        }
+        if (failure != null) {
+            close(failure);
+        }
+    }
+
+    /** Ends the connection once: stops the reader, tells the handler, unmaps the region. */
+    void close(Status status) {
+        synchronized (this) {
+            if (closed != null) {
+                return;
+            }
+            closed = status;
+        }
+        if (region != null) {
+            // under the lock the unmapping takes: a native call on the mapping must not overlap it
+            writeLock.lock();
+            try {
+                if (!unmapped.get()) {
+                    in.interrupt();
+                }
+            } finally {
+                writeLock.unlock();
+            }
+        }
+        Handler h = handler;
+        if (h != null) {
+            h.onClosed(status);
+        }
+        Thread t = reader;
+        if (t == Thread.currentThread()) {
+            return; // the read loop unmaps as it ends
+        }
+        if (t != null) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return; // the read loop unmaps as it ends
+            }
+            return; // it has
+        }
+        unmap();
+    }
+
+    /** Tells the other end and unmaps, once: after the reader has stopped, or where there was none. */
+    private void unmap() {
+        if (region == null || !unmapped.compareAndSet(false, true)) {
+            return;
+        }
+        writeLock.lock();
+        try {
+            region.markClosed();
+            region.close();
+        } finally {
+            writeLock.unlock();
+        }
+    }
+}

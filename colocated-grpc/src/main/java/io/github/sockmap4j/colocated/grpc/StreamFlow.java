@@ -1,0 +1,279 @@
+package io.github.sockmap4j.colocated.grpc;
+
+import io.grpc.Drainable;
+import io.grpc.Status;
+import io.grpc.SynchronizationContext;
+import io.grpc.internal.StreamListener;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayDeque;
+
+/**
+ * What both ends of one stream do alike: messages out in frames within the peer's window
+ * (HTTP/2's flow control, per stream: a sender holds what the window does not cover and is not
+ * ready meanwhile), messages in until the application asks for them, the window given back as it
+ * takes them, and every listener callback in one {@link SynchronizationContext}.
+ */
+abstract class StreamFlow {
+    /** The bytes a sender may have sent and its receiver's application not yet taken, per stream. */
+    static final int WINDOW = 1 << 20;
+
+    final int id;
+    final ColocatedConnection connection;
+    final SynchronizationContext callbacks;
+    private final int maxInboundMessage;
+    private final Object lock = new Object();
+    // outbound
+    private final ArrayDeque<Out> outbox = new ArrayDeque<>();
+    private long sendWindow = WINDOW;
+    // inbound
+    private final ArrayDeque<byte[]> inbox = new ArrayDeque<>();
+    private ByteArrayOutputStream assembling;
+    private long inboxBytes;
+    private int requested;
+    private int unreturned;
+    private boolean endAfterInbox;
+    private boolean done;
+
+    /** An outbound frame; a message's first frame carries the message's length, which takes window. */
+    private record Out(int kind, byte[] frame, int messageBytes, Runnable sent) {
+    }
+
+    StreamFlow(int id, ColocatedConnection connection, int maxInboundMessage) {
+        this.id = id;
+        this.connection = connection;
+        this.maxInboundMessage = maxInboundMessage;
+        this.callbacks = new SynchronizationContext((t, e) -> {
+            throw new IllegalStateException("a co-located stream's callback failed", e);
+        });
+    }
+
+    /** The listener's messagesAvailable, onReady; and the end once the inbox is empty. */
+    abstract StreamListener listener();
+
+    /** Called in {@link #callbacks} once every message before the end was taken. */
+    abstract void deliverEnd();
+
+    // ---- outbound ----
+
+    static byte[] readAll(InputStream message) throws IOException {
+        try (message) {
+            if (message instanceof Drainable d) {
+                ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(32, message.available()));
+                d.drainTo(out);
+                return out.toByteArray();
+            }
+            return message.readAllBytes();
+        }
+    }
+
+    /** Queues or sends one message in frames; false once the stream is done. */
+    final boolean sendMessage(byte[] message) {
+        int max = connection.maxFrame() - 5;
+        synchronized (lock) {
+            if (done) {
+                return false;
+            }
+            int off = 0;
+            boolean first = true;
+            do {
+                int n = Math.min(max, message.length - off);
+                boolean more = off + n < message.length;
+                byte[] f = new Frames.Writer(id).putByte(more ? Frames.MORE : 0).putBytes(message, off, n).bytes();
+                outbox.add(new Out(Frames.MESSAGE, f, first ? message.length : 0, null));
+                first = false;
+                off += n;
+            } while (off < message.length);
+        }
+        drainOutbox();
+        return true;
+    }
+
+    /**
+     * Queues a frame behind this stream's messages (half-close, trailers); {@code sent} (may be
+     * null) runs once it is written.
+     */
+    final void sendAfterMessages(int kind, byte[] frame, Runnable sent) {
+        synchronized (lock) {
+            if (done) {
+                return;
+            }
+            outbox.add(new Out(kind, frame, 0, sent));
+        }
+        drainOutbox();
+    }
+
+    /** Sends what the window allows, in order. */
+    private void drainOutbox() {
+        while (true) {
+            Out next;
+            synchronized (lock) {
+                next = outbox.peek();
+                if (next == null || next.messageBytes() > 0 && sendWindow <= 0) {
+                    return;
+                }
+                outbox.poll();
+                sendWindow -= next.messageBytes();
+            }
+            if (!connection.write(next.kind(), next.frame())) {
+                return;
+            }
+            if (next.sent() != null) {
+                next.sent().run();
+            }
+        }
+    }
+
+    /** A WINDOW frame: the peer's application took {@code bytes}. */
+    final void windowOpened(int bytes) throws Frames.ProtocolException {
+        if (bytes <= 0) {
+            throw new Frames.ProtocolException("a window of " + bytes + " bytes on stream " + id);
+        }
+        boolean wasReady;
+        synchronized (lock) {
+            wasReady = readyLocked();
+            sendWindow += bytes;
+            if (sendWindow > WINDOW) {
+                throw new Frames.ProtocolException("stream " + id + "'s window given back past what was sent");
+            }
+        }
+        drainOutbox();
+        if (!wasReady && isReady()) {
+            callbacks.execute(() -> listener().onReady());
+        }
+    }
+
+    /** The stream can take messages now: tells the listener once, as a transport does when a stream is made. */
+    final void readyOnStart() {
+        if (isReady()) {
+            callbacks.execute(() -> listener().onReady());
+        }
+    }
+
+    private boolean readyLocked() {
+        return !done && sendWindow > 0 && outbox.isEmpty();
+    }
+
+    final boolean isReady() {
+        synchronized (lock) {
+            return readyLocked();
+        }
+    }
+
+    // ---- inbound ----
+
+    /** A MESSAGE frame's payload; a whole message goes to the inbox. */
+    final void messageFrame(boolean more, byte[] bytes) throws Frames.ProtocolException {
+        synchronized (lock) {
+            if (done) {
+                return;
+            }
+            if (assembling == null) {
+                assembling = new ByteArrayOutputStream(bytes.length);
+            }
+            if ((long) assembling.size() + bytes.length > maxInboundMessage) {
+                throw new Frames.ProtocolException("a message on stream " + id + " larger than " + maxInboundMessage
+                        + " bytes");
+            }
+            assembling.write(bytes, 0, bytes.length);
+            if (inboxBytes + unreturned + assembling.size() > WINDOW + (long) maxInboundMessage) {
+                throw new Frames.ProtocolException("stream " + id + " sent past its window");
+            }
+            if (more) {
+                return;
+            }
+            byte[] m = assembling.toByteArray();
+            assembling = null;
+            inbox.add(m);
+            inboxBytes += m.length;
+        }
+        deliver();
+    }
+
+    /** The application asks for {@code n} more messages. */
+    final void request(int n) {
+        synchronized (lock) {
+            if (done) {
+                return;
+            }
+            requested = (int) Math.min(Integer.MAX_VALUE, (long) requested + n);
+        }
+        deliver();
+    }
+
+    /** The peer's end (half-close, trailers): delivered once the inbox is taken. */
+    final void endAfterInbox() {
+        synchronized (lock) {
+            endAfterInbox = true;
+        }
+        deliver();
+    }
+
+    private void deliver() {
+        int giveBack = 0;
+        synchronized (lock) {
+            while (requested > 0 && !inbox.isEmpty() && !done) {
+                byte[] m = inbox.poll();
+                inboxBytes -= m.length;
+                requested--;
+                unreturned += m.length;
+                InputStream s = new ByteArrayInputStream(m);
+                callbacks.executeLater(() -> listener().messagesAvailable(new SingleMessage(s)));
+            }
+            if (unreturned >= WINDOW / 4) {
+                giveBack = unreturned;
+                unreturned = 0;
+            }
+            if (endAfterInbox && inbox.isEmpty() && !done) {
+                endAfterInbox = false;
+                callbacks.executeLater(this::deliverEnd);
+            }
+        }
+        if (giveBack > 0) {
+            connection.write(Frames.WINDOW, new Frames.Writer(id).putInt(giveBack).bytes());
+        }
+        callbacks.drain();
+    }
+
+    /** Ends the stream here: nothing more is sent or delivered. True the first time. */
+    final boolean finish() {
+        synchronized (lock) {
+            if (done) {
+                return false;
+            }
+            done = true;
+            outbox.clear();
+            inbox.clear();
+            assembling = null;
+            return true;
+        }
+    }
+
+    final boolean isDone() {
+        synchronized (lock) {
+            return done;
+        }
+    }
+
+    static Status statusOf(int code, String description) {
+        Status s = Status.fromCodeValue(code);
+        return description == null ? s : s.withDescription(description);
+    }
+
+    private static final class SingleMessage implements StreamListener.MessageProducer {
+        private InputStream message;
+
+        SingleMessage(InputStream message) {
+            this.message = message;
+        }
+
+        @Override
+        public InputStream next() {
+            InputStream m = message;
+            message = null;
+            return m;
+        }
+    }
+}
