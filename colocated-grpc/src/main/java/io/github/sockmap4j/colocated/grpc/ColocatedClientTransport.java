@@ -1,7 +1,6 @@
 package io.github.sockmap4j.colocated.grpc;
 
 import com.google.common.util.concurrent.ListenableFuture;
-import com.google.common.util.concurrent.SettableFuture;
 import io.grpc.Attributes;
 import io.grpc.CallOptions;
 import io.grpc.ClientStreamTracer;
@@ -38,13 +37,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** The client end of a co-located connection: streams it opens, frames it reads for them. */
-final class ColocatedClientTransport implements ConnectionClientTransport, ColocatedConnection.Handler {
-    private final ColocatedConnection connection;
+final class ColocatedClientTransport extends FrameDispatch implements ConnectionClientTransport {
     private final ColocatedAddress address;
     private final String authority;
     private final String userAgent;
     private final int maxInboundMessage;
-    private final int maxInboundMetadata;
     private final InternalLogId logId;
     private final Map<Integer, ClientStreamImpl> streams = new ConcurrentHashMap<>();
     private final AtomicInteger nextId = new AtomicInteger(1);
@@ -73,12 +70,11 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
 
     ColocatedClientTransport(ColocatedConnection connection, ColocatedAddress address, String authority,
                              String userAgent, int maxInboundMessage, int maxInboundMetadata, Attributes eagAttrs) {
-        this.connection = connection;
+        super(connection, maxInboundMetadata);
         this.address = address;
         this.authority = authority;
         this.userAgent = GrpcUtil.getGrpcUserAgent("sockmap4j-colocated", userAgent);
         this.maxInboundMessage = maxInboundMessage;
-        this.maxInboundMetadata = maxInboundMetadata;
         this.logId = InternalLogId.allocate(getClass(), address.toString());
         this.attributes = Attributes.newBuilder()
                 .set(GrpcAttributes.ATTR_SECURITY_LEVEL, SecurityLevel.NONE)
@@ -197,8 +193,21 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
     }
 
     @Override
-    public void onFrame(int kind, Frames.Reader f) throws Exception {
-        int id = f.getInt("stream id");
+    StreamFlow flowOf(int id) {
+        ClientStreamImpl s = streams.get(id);
+        return s == null ? null : s.flow;
+    }
+
+    @Override
+    void cancelled(int id, Status status) {
+        ClientStreamImpl s = streams.get(id);
+        if (s != null) {
+            s.cancelledByServer(status);
+        }
+    }
+
+    @Override
+    boolean onOwnFrame(int kind, int id, Frames.Reader f) throws Exception {
         switch (kind) {
             case Frames.HEADERS -> {
                 Metadata h = f.getMetadata("headers", maxInboundMetadata);
@@ -206,14 +215,6 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
                 ClientStreamImpl s = streams.get(id);
                 if (s != null) {
                     s.headers(h);
-                }
-            }
-            case Frames.MESSAGE -> {
-                boolean more = f.getByte("flags") == Frames.MORE;
-                byte[] bytes = f.rest();
-                ClientStreamImpl s = streams.get(id);
-                if (s != null) {
-                    s.flow.messageFrame(more, bytes);
                 }
             }
             case Frames.TRAILERS -> {
@@ -226,31 +227,9 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
                     s.trailers(StreamFlow.statusOf(code, description), t);
                 }
             }
-            case Frames.CANCEL -> {
-                int code = f.getInt("status code");
-                String description = f.getString("status description", maxInboundMetadata);
-                f.end("CANCEL");
-                ClientStreamImpl s = streams.get(id);
-                if (s != null) {
-                    s.cancelledByServer(StreamFlow.statusOf(code, description));
-                }
-            }
-            case Frames.WINDOW -> {
-                int bytes = f.getInt("window");
-                f.end("WINDOW");
-                ClientStreamImpl s = streams.get(id);
-                if (s != null) {
-                    s.flow.windowOpened(bytes);
-                }
-            }
             case Frames.GOAWAY -> {
                 f.end("GOAWAY");
                 shutdown(Status.UNAVAILABLE.withDescription("the co-located server is shutting down"));
-            }
-            case Frames.PING -> {
-                long data = f.getLong("ping");
-                f.end("PING");
-                connection.write(Frames.PONG, new Frames.Writer(0).putLong(data).bytes());
             }
             case Frames.PONG -> {
                 long data = f.getLong("pong");
@@ -261,8 +240,11 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
                     w.executor().execute(() -> w.callback().onSuccess(rtt));
                 }
             }
-            default -> throw new Frames.ProtocolException("a frame of kind " + kind + " from the server");
+            default -> {
+                return false;
+            }
         }
+        return true;
     }
 
     private void streamDone(ClientStreamImpl s) {
@@ -293,9 +275,7 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
 
     @Override
     public ListenableFuture<SocketStats> getStats() {
-        SettableFuture<SocketStats> f = SettableFuture.create();
-        f.set(null);
-        return f;
+        return noStats();
     }
 
     @Override
@@ -311,7 +291,6 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
         private final StatsTraceContext stats;
         private volatile ClientStreamListener streamListener;
         private String streamAuthority = authority;
-        private int outboundSeq;
 
         ClientStreamImpl(MethodDescriptor<?, ?> method, Metadata headers, CallOptions callOptions,
                          StatsTraceContext stats) {
@@ -420,18 +399,9 @@ final class ColocatedClientTransport implements ConnectionClientTransport, Coloc
 
         @Override
         public void writeMessage(InputStream message) {
-            try {
-                byte[] m = StreamFlow.readAll(message);
-                StreamFlow f = flow;
-                if (f == null) {
-                    return;
-                }
-                stats.outboundMessage(outboundSeq);
-                stats.outboundMessageSent(outboundSeq, m.length, m.length);
-                outboundSeq++;
-                f.sendMessage(m);
-            } catch (java.io.IOException e) {
-                cancel(Status.INTERNAL.withDescription("reading the message failed").withCause(e));
+            StreamFlow f = flow;
+            if (f != null && !f.writeMessage(message, stats)) {
+                cancel(Status.INTERNAL.withDescription("reading the message failed"));
             }
         }
 

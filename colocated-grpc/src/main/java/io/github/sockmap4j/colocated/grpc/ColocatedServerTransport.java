@@ -1,7 +1,6 @@
 package io.github.sockmap4j.colocated.grpc;
 
 import com.google.common.util.concurrent.ListenableFuture;
-import com.google.common.util.concurrent.SettableFuture;
 import io.grpc.Attributes;
 import io.grpc.Compressor;
 import io.grpc.Decompressor;
@@ -26,17 +25,15 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 
 /** The server end of a co-located connection: streams the client opens, served by a gRPC server. */
-final class ColocatedServerTransport implements ServerTransport, ColocatedConnection.Handler {
+final class ColocatedServerTransport extends FrameDispatch implements ServerTransport {
     /** Streams one connection may have open; an OPEN past them is refused. */
     static final int MAX_STREAMS = 1000;
 
-    private final ColocatedConnection connection;
     private final ColocatedAddress address;
     private final List<? extends ServerStreamTracer.Factory> tracers;
     private final ObjectPool<ScheduledExecutorService> schedulerPool;
     private final ScheduledExecutorService scheduler;
     private final int maxInboundMessage;
-    private final int maxInboundMetadata;
     private final InternalLogId logId;
     private final Map<Integer, ServerStreamImpl> streams = new ConcurrentHashMap<>();
     private final Object lock = new Object();
@@ -50,13 +47,12 @@ final class ColocatedServerTransport implements ServerTransport, ColocatedConnec
                              List<? extends ServerStreamTracer.Factory> tracers,
                              ObjectPool<ScheduledExecutorService> schedulerPool, int maxInboundMessage,
                              int maxInboundMetadata) {
-        this.connection = connection;
+        super(connection, maxInboundMetadata);
         this.address = address;
         this.tracers = tracers;
         this.schedulerPool = schedulerPool;
         this.scheduler = schedulerPool.getObject();
         this.maxInboundMessage = maxInboundMessage;
-        this.maxInboundMetadata = maxInboundMetadata;
         this.logId = InternalLogId.allocate(getClass(), address.toString());
     }
 
@@ -70,8 +66,21 @@ final class ColocatedServerTransport implements ServerTransport, ColocatedConnec
     }
 
     @Override
-    public void onFrame(int kind, Frames.Reader f) throws Exception {
-        int id = f.getInt("stream id");
+    StreamFlow flowOf(int id) {
+        ServerStreamImpl s = streams.get(id);
+        return s == null ? null : s.flow;
+    }
+
+    @Override
+    void cancelled(int id, Status status) {
+        ServerStreamImpl s = streams.get(id);
+        if (s != null) {
+            s.closedWith(status);
+        }
+    }
+
+    @Override
+    boolean onOwnFrame(int kind, int id, Frames.Reader f) throws Exception {
         switch (kind) {
             case Frames.OPEN -> {
                 String method = f.getString("method", 1024);
@@ -80,14 +89,6 @@ final class ColocatedServerTransport implements ServerTransport, ColocatedConnec
                 f.end("OPEN");
                 open(id, method, authority, headers);
             }
-            case Frames.MESSAGE -> {
-                boolean more = f.getByte("flags") == Frames.MORE;
-                byte[] bytes = f.rest();
-                ServerStreamImpl s = streams.get(id);
-                if (s != null) {
-                    s.flow.messageFrame(more, bytes);
-                }
-            }
             case Frames.HALF_CLOSE -> {
                 f.end("HALF_CLOSE");
                 ServerStreamImpl s = streams.get(id);
@@ -95,30 +96,11 @@ final class ColocatedServerTransport implements ServerTransport, ColocatedConnec
                     s.flow.endAfterInbox();
                 }
             }
-            case Frames.CANCEL -> {
-                int code = f.getInt("status code");
-                String description = f.getString("status description", maxInboundMetadata);
-                f.end("CANCEL");
-                ServerStreamImpl s = streams.get(id);
-                if (s != null) {
-                    s.closedWith(StreamFlow.statusOf(code, description));
-                }
+            default -> {
+                return false;
             }
-            case Frames.WINDOW -> {
-                int bytes = f.getInt("window");
-                f.end("WINDOW");
-                ServerStreamImpl s = streams.get(id);
-                if (s != null) {
-                    s.flow.windowOpened(bytes);
-                }
-            }
-            case Frames.PING -> {
-                long data = f.getLong("ping");
-                f.end("PING");
-                connection.write(Frames.PONG, new Frames.Writer(0).putLong(data).bytes());
-            }
-            default -> throw new Frames.ProtocolException("a frame of kind " + kind + " from the client");
         }
+        return true;
     }
 
     private void open(int id, String method, String authority, Metadata headers) throws Frames.ProtocolException {
@@ -211,9 +193,7 @@ final class ColocatedServerTransport implements ServerTransport, ColocatedConnec
 
     @Override
     public ListenableFuture<SocketStats> getStats() {
-        SettableFuture<SocketStats> f = SettableFuture.create();
-        f.set(null);
-        return f;
+        return noStats();
     }
 
     final class ServerStreamImpl implements ServerStream {
@@ -221,7 +201,6 @@ final class ColocatedServerTransport implements ServerTransport, ColocatedConnec
         private final String authority;
         private final StatsTraceContext stats;
         private volatile ServerStreamListener streamListener;
-        private int outboundSeq;
 
         ServerStreamImpl(int id, String method, String authority, Metadata headers) {
             this.authority = authority;
@@ -256,14 +235,8 @@ final class ColocatedServerTransport implements ServerTransport, ColocatedConnec
 
         @Override
         public void writeMessage(InputStream message) {
-            try {
-                byte[] m = StreamFlow.readAll(message);
-                stats.outboundMessage(outboundSeq);
-                stats.outboundMessageSent(outboundSeq, m.length, m.length);
-                outboundSeq++;
-                flow.sendMessage(m);
-            } catch (java.io.IOException e) {
-                cancel(Status.INTERNAL.withDescription("reading the message failed").withCause(e));
+            if (!flow.writeMessage(message, stats)) {
+                cancel(Status.INTERNAL.withDescription("reading the message failed"));
             }
         }
 

@@ -69,6 +69,26 @@ abstract class StreamFlow {
         }
     }
 
+    private int outboundSeq;
+
+    /**
+     * The application's message: read, counted for the stream's tracers, queued or sent in frames;
+     * false where reading it failed (the caller cancels the stream).
+     */
+    final boolean writeMessage(InputStream message, io.grpc.internal.StatsTraceContext stats) {
+        byte[] m;
+        try {
+            m = readAll(message);
+        } catch (IOException e) {
+            return false;
+        }
+        stats.outboundMessage(outboundSeq);
+        stats.outboundMessageSent(outboundSeq, m.length, m.length);
+        outboundSeq++;
+        sendMessage(m);
+        return true;
+    }
+
     /** Queues or sends one message in frames; false once the stream is done. */
     final boolean sendMessage(byte[] message) {
         int max = connection.maxFrame() - 5;

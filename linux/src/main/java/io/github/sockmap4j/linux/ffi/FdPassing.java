@@ -18,8 +18,6 @@ import java.lang.invoke.MethodHandle;
  */
 public final class FdPassing {
     private static final SymbolLookup LIBC = Native.LINKER.defaultLookup();
-    private static final MethodHandle SENDMSG = Native.downcall(LIBC, "sendmsg",
-            FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_INT));
     private static final MethodHandle RECVMSG = Native.downcall(LIBC, "recvmsg",
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_INT));
     /** sizeof(struct cmsghdr): size_t len, int level, int type. */
@@ -59,7 +57,7 @@ public final class FdPassing {
             for (int i = 0; i < fds.length; i++) {
                 control.set(ValueLayout.JAVA_INT, CMSG_HEADER + 4L * i, fds[i]);
             }
-            long r = (long) SENDMSG.invokeExact(st, socket, message(a, data, control), Linux.MSG_NOSIGNAL);
+            long r = (long) LibC.SENDMSG.invokeExact(st, socket, message(a, data, control), Linux.MSG_NOSIGNAL);
             return LibC.result(r, st);
         } catch (Throwable t) {
             throw Native.rethrow(t);

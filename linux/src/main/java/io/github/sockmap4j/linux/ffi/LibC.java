@@ -54,7 +54,7 @@ public final class LibC {
      */
     private static final MethodHandle RECV_HEAP = Native.downcall(LIBC, "recv",
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT), Linker.Option.critical(true));
-    private static final MethodHandle SENDMSG = Native.downcall(LIBC, "sendmsg",
+    static final MethodHandle SENDMSG = Native.downcall(LIBC, "sendmsg",
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_INT));
     private static final MethodHandle SEND_HEAP = Native.downcall(LIBC, "send",
             FunctionDescriptor.of(C_LONG, C_INT, C_PTR, C_LONG, C_INT), Linker.Option.critical(true));
