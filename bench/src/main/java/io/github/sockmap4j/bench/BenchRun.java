@@ -95,6 +95,16 @@ final class BenchRun {
             return figures.containsKey(kase) && figures.get(kase).containsKey(metric);
         }
 
+        /** "min–max" of the rounds' figures, one decimal: the spread a median hides. */
+        String range(K kase, String metric) {
+            List<Double> v = figures.getOrDefault(kase, Map.of()).get(metric);
+            if (v == null || v.isEmpty()) {
+                throw new IllegalStateException("no " + metric + " measured for " + kase);
+            }
+            return fmt(v.stream().mapToDouble(Double::doubleValue).min().orElseThrow()) + "-"
+                    + fmt(v.stream().mapToDouble(Double::doubleValue).max().orElseThrow());
+        }
+
         double median(K kase, String metric) {
             List<Double> v = figures.getOrDefault(kase, Map.of()).get(metric);
             if (v == null || v.isEmpty()) {

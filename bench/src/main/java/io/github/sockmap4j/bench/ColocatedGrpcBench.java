@@ -128,23 +128,23 @@ public final class ColocatedGrpcBench {
                 }
             }
         }
-        BenchRun.Table t = new BenchRun.Table(2, "transport", "call", "CPU us", "p50 us", "p99 us", "CPU/TCP",
-                "CPU/in-process", "p50/in-process");
+        BenchRun.Table t = new BenchRun.Table(2, "transport", "call", "CPU us", "(rounds)", "p50 us", "p99 us",
+                "CPU/TCP", "CPU/in-process", "p50/in-process");
         for (int size : sizes) {
             for (String kind : KINDS) {
                 String key = kind + " unary " + size;
                 double cpu = f.median(key, "cpu");
-                t.row(kind, "unary " + size + " B", BenchRun.fmt(cpu), BenchRun.fmt(f.median(key, "p50")),
+                t.row(kind, "unary " + size + " B", BenchRun.fmt(cpu), f.range(key, "cpu"), BenchRun.fmt(f.median(key, "p50")),
                         BenchRun.fmt(f.median(key, "p99")), BenchRun.ratio(cpu, f.median("tcp unary " + size, "cpu")),
                         BenchRun.ratio(cpu, f.median("in-process unary " + size, "cpu")),
                         BenchRun.ratio(f.median(key, "p50"), f.median("in-process unary " + size, "p50")));
             }
         }
         t.print();
-        BenchRun.Table s = new BenchRun.Table(1, "transport", "stream CPU us/MiB", "MB/s", "CPU/TCP");
+        BenchRun.Table s = new BenchRun.Table(1, "transport", "stream CPU us/MiB", "(rounds)", "MB/s", "CPU/TCP");
         for (String kind : STREAM ? KINDS : List.<String>of()) {
             double cpu = f.median(kind + " stream", "cpu");
-            s.row(kind, BenchRun.fmt(cpu), BenchRun.fmt(f.median(kind + " stream", "mbs")),
+            s.row(kind, BenchRun.fmt(cpu), f.range(kind + " stream", "cpu"), BenchRun.fmt(f.median(kind + " stream", "mbs")),
                     BenchRun.ratio(cpu, f.median("tcp stream", "cpu")));
         }
         s.print();

@@ -69,11 +69,13 @@ public final class RingBench {
                 }
             }
         }
-        BenchRun.Table t = new BenchRun.Table(2, "path", "size", "CPU us/rt", "p50 us", "p99 us", "CPU/TCP", "p50/TCP");
+        BenchRun.Table t = new BenchRun.Table(2, "path", "size", "CPU us/rt", "(rounds)", "p50 us", "p99 us", "CPU/TCP",
+                "p50/TCP");
         for (int size : sizes) {
             for (String kind : kinds) {
                 String key = kind + " " + size;
-                t.row(kind, size, BenchRun.fmt(figures.median(key, "cpu")), BenchRun.fmt(figures.median(key, "p50")),
+                t.row(kind, size, BenchRun.fmt(figures.median(key, "cpu")), figures.range(key, "cpu"),
+                        BenchRun.fmt(figures.median(key, "p50")),
                         BenchRun.fmt(figures.median(key, "p99")),
                         BenchRun.ratio(figures.median(key, "cpu"), figures.median("tcp " + size, "cpu")),
                         BenchRun.ratio(figures.median(key, "p50"), figures.median("tcp " + size, "p50")));
