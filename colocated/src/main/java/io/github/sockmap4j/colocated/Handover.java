@@ -17,6 +17,7 @@ import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.IntPredicate;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -92,7 +93,15 @@ public final class Handover {
      */
     public static void offer(Path socket, byte[] nonce, SharedRegion region, Duration timeout) throws IOException {
         checkNonce(nonce);
-        NativeSocket s = NativeSocket.connectUnix(socket);
+        NativeSocket s;
+        try {
+            s = NativeSocket.connectUnix(socket);
+        } catch (io.github.sockmap4j.linux.ffi.NativeIOException e) {
+            if (e.errno() == Errno.ECONNREFUSED || e.errno() == Errno.ENOENT) {
+                throw new NoListenerException(socket, e);
+            }
+            throw e;
+        }
         try (Arena a = Arena.ofConfined()) {
             int millis = (int) Math.min(Integer.MAX_VALUE, timeout.toMillis());
             MemorySegment buf = a.allocate(MAX_LINE + 1);
@@ -113,7 +122,7 @@ public final class Handover {
             }
             String done = readLine(s, buf, millis);
             if (!done.equals("OK")) {
-                throw new IOException("the listener at " + socket + " refused the region: " + clip(done));
+                throw new RefusedException(socket, done.startsWith("NO ") ? done.substring(3) : done);
             }
         } finally {
             s.closeNow();
@@ -169,6 +178,44 @@ public final class Handover {
         }
     }
 
+    /** Nothing listens at the socket an offer was sent to from here (another network namespace, or gone). */
+    public static final class NoListenerException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        NoListenerException(Path socket, IOException cause) {
+            super("nothing listens at " + socket + " as seen from this process (" + cause.getMessage() + ")", cause);
+        }
+    }
+
+    /** This process's effective uid: what a listener's rule compares an offerer's with. */
+    public static int ownUid() {
+        return io.github.sockmap4j.linux.ffi.SysCalls.geteuid();
+    }
+
+    /** The listener, having proven the connection, refused the region; {@link #reason()} says why. */
+    public static final class RefusedException extends IOException {
+        private static final long serialVersionUID = 1L;
+        private final String reason;
+
+        RefusedException(Path socket, String reason) {
+            super("the listener at " + socket + " refused the region: " + clip(reason));
+            this.reason = clip(reason);
+        }
+
+        public String reason() {
+            return reason;
+        }
+    }
+
+    /** An offer that proved its connection, from a process the listener's rule does not let share. */
+    public static final class NotAllowedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        NotAllowedException(String message) {
+            super(message);
+        }
+    }
+
     /**
      * What a listener handed over: the region mapped, and the process that offered it as the
      * kernel recorded it when it connected ({@code SO_PEERCRED}).
@@ -184,14 +231,19 @@ public final class Handover {
         private final UnixListener socket;
         private final Map<String, Expected> expected = new ConcurrentHashMap<>();
 
-        private record Expected(byte[] nonce, long capacity, CompletableFuture<Received> result) {
+        private record Expected(byte[] nonce, long capacity, IntPredicate allowed,
+                                CompletableFuture<Received> result) {
         }
 
         private Listener(UnixListener socket) {
             this.socket = socket;
         }
 
-        /** Listens at {@code path} (mode 0666: an offer is told apart by its proof, not by who connects). */
+        /**
+         * Listens at {@code path} (mode 0666: an offer is told apart by its proof, not by who
+         * connects); a path with a leading {@code @} is a name in the abstract namespace, seen only
+         * in this network namespace and gone with the process.
+         */
         public static Listener listen(Path path) throws IOException {
             return new Listener(UnixListener.listen(path));
         }
@@ -205,9 +257,18 @@ public final class Handover {
          * with rings of {@code capacity}: completes when one is mapped.
          */
         public CompletableFuture<Received> expect(byte[] nonce, long capacity) {
+            return expect(nonce, capacity, peer -> true);
+        }
+
+        /**
+         * As {@link #expect(byte[], long)}, from an offerer whose uid (as the kernel recorded it)
+         * {@code allowed} takes; another is answered {@code NO not allowed ...} once it has proven
+         * the connection, and the expectation fails with {@link NotAllowedException}.
+         */
+        public CompletableFuture<Received> expect(byte[] nonce, long capacity, IntPredicate allowed) {
             checkNonce(nonce);
             CompletableFuture<Received> f = new CompletableFuture<>();
-            if (expected.putIfAbsent(id(nonce), new Expected(nonce.clone(), capacity, f)) != null) {
+            if (expected.putIfAbsent(id(nonce), new Expected(nonce.clone(), capacity, allowed, f)) != null) {
                 throw new IllegalStateException("that nonce is expected already");
             }
             return f;
@@ -262,6 +323,14 @@ public final class Handover {
                     return false;
                 }
                 int fd = region.fd();
+                if (fd >= 0 && !e.allowed().test(c.peer().uid())) {
+                    io.github.sockmap4j.linux.ffi.LibC.close(fd);
+                    String why = "not allowed: uid " + c.peer().uid() + " may not share memory with this process";
+                    c.writeLine("NO " + why);
+                    e.result().completeExceptionally(new NotAllowedException("an offer from pid " + c.peer().pid()
+                            + ", uid " + c.peer().uid() + ": " + why));
+                    return false;
+                }
                 if (fd < 0) {
                     c.writeLine("NO no descriptor came");
                     e.result().completeExceptionally(new IOException("the offer came without a descriptor"));

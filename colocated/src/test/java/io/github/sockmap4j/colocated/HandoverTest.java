@@ -239,4 +239,42 @@ class HandoverTest {
             arena.close();
         }
     }
+
+    @Test
+    void anAbstractNameWorksAndLeavesNoFile() throws Exception {
+        byte[] nonce = nonce();
+        Path name = Path.of("@sm4j-handover-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        try (Handover.Listener l = Handover.Listener.listen(name);
+             SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY)) {
+            assertFalse(Files.exists(name), "no file for an abstract name");
+            CompletableFuture<Handover.Received> expected = l.expect(nonce, CAPACITY);
+            CompletableFuture<Boolean> accepted = acceptOne(l);
+            Handover.offer(l.path(), nonce, mine, TIMEOUT);
+            assertTrue(accepted.get(10, TimeUnit.SECONDS));
+            expected.get(10, TimeUnit.SECONDS).region().close();
+        }
+        // gone with its listener: nothing listens there now
+        try (SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY)) {
+            assertThrows(Handover.NoListenerException.class, () -> Handover.offer(name, nonce(), mine, TIMEOUT));
+        }
+    }
+
+    @Test
+    void anOffererTheRuleDoesNotAllowIsRefusedAfterItsProofAndMapsNothing() throws Exception {
+        byte[] nonce = nonce();
+        try (Handover.Listener l = Handover.Listener.listen(dir.resolve("colocated.sock"));
+             SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY)) {
+            long before = openDescriptors();
+            int own = Handover.ownUid();
+            CompletableFuture<Handover.Received> expected = l.expect(nonce, CAPACITY, uid -> uid != own);
+            CompletableFuture<Boolean> accepted = acceptOne(l);
+            Handover.RefusedException e = assertThrows(Handover.RefusedException.class,
+                    () -> Handover.offer(l.path(), nonce, mine, TIMEOUT));
+            assertTrue(e.reason().startsWith("not allowed"), e.reason());
+            assertFalse(accepted.get(10, TimeUnit.SECONDS));
+            ExecutionException failed = assertThrows(ExecutionException.class, () -> expected.get(10, TimeUnit.SECONDS));
+            assertTrue(failed.getCause() instanceof Handover.NotAllowedException, failed.toString());
+            assertEquals(before, openDescriptors(), "the refused descriptor is closed");
+        }
+    }
 }

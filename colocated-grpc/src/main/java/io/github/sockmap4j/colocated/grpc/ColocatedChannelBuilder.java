@@ -21,8 +21,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * A channel whose calls go over one co-located connection: the rings of a region this process
  * shares with the server's (made by one end, handed to the other; see {@code Handover}). The
- * connection is the channel's only one: once it ends, calls fail with UNAVAILABLE. Until the
- * agreement on a TCP connection picks this transport by itself, a region is given explicitly.
+ * connection is the channel's only one: once it ends, calls fail with UNAVAILABLE. This is the
+ * explicit form, given a region; {@link ColocatedGrpc} agrees on one over a TCP connection.
  *
  * <pre>
  * ManagedChannel ch = ColocatedChannelBuilder.forRegion(region, "orders").build();
@@ -32,6 +32,7 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
     private final ManagedChannelImplBuilder delegate;
     private int maxInboundMessage = GrpcUtil.DEFAULT_MAX_MESSAGE_SIZE;
     private int maxInboundMetadata = GrpcUtil.DEFAULT_MAX_HEADER_LIST_SIZE;
+    private Runnable whenEnded;
 
     private ColocatedChannelBuilder(SharedRegion region, String name) {
         ColocatedAddress address = new ColocatedAddress(name);
@@ -48,6 +49,12 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
      */
     public static ColocatedChannelBuilder forRegion(SharedRegion region, String name) {
         return new ColocatedChannelBuilder(region, name);
+    }
+
+    /** Runs {@code r} once the channel's connection has ended (on the thread that ended it). */
+    ColocatedChannelBuilder whenEnded(Runnable r) {
+        this.whenEnded = r;
+        return this;
     }
 
     @Override
@@ -87,6 +94,9 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
             if (r != null) {
                 c = new ColocatedConnection(r, address.name());
                 first = c;
+                if (whenEnded != null) {
+                    c.whenClosed(whenEnded);
+                }
             } else {
                 Status how = first == null ? null : first.closedStatus();
                 c = ColocatedConnection.ended(address.name(), Status.UNAVAILABLE.withDescription(

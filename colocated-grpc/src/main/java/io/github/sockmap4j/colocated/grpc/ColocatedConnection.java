@@ -60,6 +60,8 @@ final class ColocatedConnection {
     private volatile Status closed;
     private final java.util.concurrent.atomic.AtomicBoolean unmapped = new java.util.concurrent.atomic.AtomicBoolean();
 
+    private final java.util.List<Runnable> whenClosed = new java.util.concurrent.CopyOnWriteArrayList<>();
+
     private record Pending(int kind, byte[] bytes) {
     }
 
@@ -114,6 +116,14 @@ final class ColocatedConnection {
 
     boolean isClosed() {
         return closed != null;
+    }
+
+    /** Runs {@code r} once the connection has ended (at once if it has), after its handler was told. */
+    void whenClosed(Runnable r) {
+        whenClosed.add(r);
+        if (closed != null && whenClosed.remove(r)) {
+            r.run();
+        }
     }
 
     private void readLoop() {
@@ -275,6 +285,11 @@ final class ColocatedConnection {
         Handler h = handler;
         if (h != null) {
             h.onClosed(status);
+        }
+        for (Runnable r : whenClosed) {
+            if (whenClosed.remove(r)) {
+                r.run();
+            }
         }
         Thread t = reader;
         if (t == Thread.currentThread()) {

@@ -43,11 +43,22 @@ final class ColocatedServerTransport extends FrameDispatch implements ServerTran
     private boolean terminated;
     private int lastId;
 
+    private final Attributes given;
+
     ColocatedServerTransport(ColocatedConnection connection, ColocatedAddress address,
                              List<? extends ServerStreamTracer.Factory> tracers,
                              ObjectPool<ScheduledExecutorService> schedulerPool, int maxInboundMessage,
                              int maxInboundMetadata) {
+        this(connection, address, tracers, schedulerPool, maxInboundMessage, maxInboundMetadata, Attributes.EMPTY);
+    }
+
+    /** With {@code given} attributes (the agreement's: its TCP connection's addresses) over the defaults. */
+    ColocatedServerTransport(ColocatedConnection connection, ColocatedAddress address,
+                             List<? extends ServerStreamTracer.Factory> tracers,
+                             ObjectPool<ScheduledExecutorService> schedulerPool, int maxInboundMessage,
+                             int maxInboundMetadata, Attributes given) {
         super(connection, maxInboundMetadata);
+        this.given = given;
         this.address = address;
         this.tracers = tracers;
         this.schedulerPool = schedulerPool;
@@ -58,10 +69,11 @@ final class ColocatedServerTransport extends FrameDispatch implements ServerTran
 
     void start(ServerTransportListener l) {
         this.listener = l;
-        this.attributes = l.transportReady(Attributes.newBuilder()
-                .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address)
-                .set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, address)
-                .build());
+        Attributes.Builder a = given.toBuilder();
+        if (given.get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR) == null) {
+            a.set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, address).set(Grpc.TRANSPORT_ATTR_LOCAL_ADDR, address);
+        }
+        this.attributes = l.transportReady(a.build());
         connection.start(this);
     }
 

@@ -59,12 +59,25 @@ public final class Sockets {
     }
 
     /**
-     * {@code path} as a {@code struct sockaddr_un} in {@code arena}.
+     * Whether {@code path} names a socket in Linux's abstract namespace: written with a leading
+     * {@code @} (as {@code ss} shows them), it has no file, is seen only in the network namespace
+     * that made it, and goes with the last descriptor on it, a process killed included.
+     */
+    public static boolean isAbstract(java.nio.file.Path path) {
+        return path.toString().startsWith("@");
+    }
+
+    /**
+     * {@code path} as a {@code struct sockaddr_un} in {@code arena} (a leading {@code @}: an
+     * abstract name, {@link #isAbstract}).
      *
      * @throws java.io.IOException when the path is 108 bytes or longer (the kernel's limit)
      */
     public static MemorySegment encodeUnix(Arena arena, java.nio.file.Path path) throws java.io.IOException {
         byte[] p = path.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (isAbstract(path)) {
+            p[0] = 0; // Linux's abstract namespace: a name, not a file (unix(7))
+        }
         if (p.length >= 108) {
             throw new java.io.IOException("a Unix socket path must be under 108 bytes: " + path);
         }

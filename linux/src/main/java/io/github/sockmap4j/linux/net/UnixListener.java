@@ -64,12 +64,14 @@ public final class UnixListener implements AutoCloseable {
 
     /**
      * Listens at {@code path} (mode 0666: whoever connects is told apart by credentials). A socket
-     * file nobody accepts on (left by a process that died) is replaced.
+     * file nobody accepts on (left by a process that died) is replaced. A path with a leading
+     * {@code @} is a name in the abstract namespace ({@link Sockets#isAbstract}): no file, no mode.
      *
      * @throws IOException when another process listens there, or the path is too long
      */
     public static UnixListener listen(Path path) throws IOException {
-        if (Files.exists(path)) {
+        boolean file = !Sockets.isAbstract(path);
+        if (file && Files.exists(path)) {
             try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
                 probe.connect(UnixDomainSocketAddress.of(path));
                 throw new IOException("another process listens at " + path + " (a sockmap4j agent of the same pin "
@@ -81,12 +83,16 @@ public final class UnixListener implements AutoCloseable {
         NativeSocket socket = NativeSocket.newUnixStream();
         try (Arena arena = Arena.ofConfined()) {
             socket.bind(Sockets.encodeUnix(arena, path));
-            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-rw-rw-"));
+            if (file) {
+                Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-rw-rw-"));
+            }
             socket.listen(64);
             return new UnixListener(path, socket);
         } catch (IOException | RuntimeException e) {
             socket.closeNow();
-            Files.deleteIfExists(path);
+            if (file) {
+                Files.deleteIfExists(path);
+            }
             throw e;
         }
     }
@@ -163,7 +169,9 @@ public final class UnixListener implements AutoCloseable {
         if (!closed) {
             closed = true;
             try {
-                Files.deleteIfExists(path);
+                if (!Sockets.isAbstract(path)) {
+                    Files.deleteIfExists(path);
+                }
             } catch (IOException ignored) {
                 // Replaced by the next listener.
             }

@@ -1,12 +1,15 @@
 package io.github.sockmap4j.netty.grpc;
 
+import io.github.sockmap4j.colocated.grpc.ColocatedGrpc;
 import io.github.sockmap4j.netty.PollingExecutor;
 import io.github.sockmap4j.netty.SockmapNetty;
 import io.grpc.MethodDescriptor;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
+import io.netty.channel.ChannelFactory;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -246,9 +249,32 @@ public final class SockmapGrpc {
     private static final Duration LOOP_STALL_WARNING = Duration.ofMillis(200);
 
     public static NettyServerBuilder configure(NettyServerBuilder builder, EventLoopGroup boss, EventLoopGroup worker) {
-        return builder.channelFactory(SockmapNetty.serverChannelFactory())
+        return colocated(builder.channelFactory(SockmapNetty.serverChannelFactory())
                 .bossEventLoopGroup(boss)
-                .workerEventLoopGroup(worker);
+                .workerEventLoopGroup(worker));
+    }
+
+    /** Lets the server agree to co-located connections where {@code -Dsockmap4j.colocated=true}. */
+    private static NettyServerBuilder colocated(NettyServerBuilder builder) {
+        if (!ColocatedGrpc.enabled()) {
+            ColocatedGrpc.countOff("a server");
+            return builder;
+        }
+        return ColocatedGrpc.configure(builder);
+    }
+
+    /**
+     * {@code builder}'s connections made by {@code channels}, and its calls moved to a co-located
+     * connection where the server agrees and {@code -Dsockmap4j.colocated=true}: each TCP connection
+     * that carried an agreement is its co-located connection's lifeline.
+     */
+    private static NettyChannelBuilder colocated(NettyChannelBuilder builder, ChannelFactory<SocketChannel> channels) {
+        if (!ColocatedGrpc.enabled()) {
+            ColocatedGrpc.countOff("a channel");
+            return builder.channelFactory(channels);
+        }
+        TcpLifelines lifelines = new TcpLifelines(channels);
+        return ColocatedGrpc.configure(builder.channelFactory(lifelines), lifelines);
     }
 
     /**
@@ -263,7 +289,8 @@ public final class SockmapGrpc {
      */
     public static NettyServerBuilder configure(NettyServerBuilder builder, SockmapNetty transport, EventLoopGroup boss,
                                                EventLoopGroup worker) {
-        return builder.channelFactory(transport.serverChannels(0)).bossEventLoopGroup(boss).workerEventLoopGroup(worker);
+        return colocated(builder.channelFactory(transport.serverChannels(0)).bossEventLoopGroup(boss)
+                .workerEventLoopGroup(worker));
     }
 
     public static NettyChannelBuilder configure(NettyChannelBuilder builder) {
@@ -271,7 +298,7 @@ public final class SockmapGrpc {
     }
 
     public static NettyChannelBuilder configure(NettyChannelBuilder builder, EventLoopGroup group) {
-        return builder.channelFactory(SockmapNetty.socketChannelFactory()).eventLoopGroup(group);
+        return colocated(builder, SockmapNetty.socketChannelFactory()).eventLoopGroup(group);
     }
 
     /**
@@ -285,7 +312,7 @@ public final class SockmapGrpc {
      */
     public static NettyChannelBuilder configure(NettyChannelBuilder builder, SockmapNetty transport,
                                                 EventLoopGroup group) {
-        return builder.channelFactory(transport.socketChannels()).eventLoopGroup(group);
+        return colocated(builder, transport.socketChannels()).eventLoopGroup(group);
     }
 
     /**

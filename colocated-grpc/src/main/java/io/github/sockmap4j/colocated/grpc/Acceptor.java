@@ -1,0 +1,284 @@
+package io.github.sockmap4j.colocated.grpc;
+
+import io.github.sockmap4j.colocated.Handover;
+import io.github.sockmap4j.colocated.SharedRegion;
+import io.grpc.Attributes;
+import io.grpc.Grpc;
+import io.grpc.Metadata;
+import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.ServerTransportFilter;
+import io.grpc.ServiceDescriptor;
+import io.grpc.Status;
+import io.grpc.internal.GrpcUtil;
+import io.grpc.internal.ObjectPool;
+import io.grpc.internal.SharedResourcePool;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A server's side of the agreement: the {@code Agree} method, the hand-over that takes the
+ * client's region, and the TCP connections that are each co-located connection's lifeline.
+ *
+ * <p>Who may use it: any client of the server may call {@code Agree} (it learns a nonce and where
+ * the hand-over listens, nothing a call could not reach already); only a process of this process's
+ * uid, in this network namespace (the hand-over's socket is an abstract name), that proves the
+ * nonce gets a co-located connection, one per TCP connection. What it moves: that TCP connection's
+ * calls, into this same server through the door its TCP connections use ({@link ServerDoor}), with
+ * that connection's attributes (addresses, TLS session) and {@link ColocatedGrpc#TRANSPORT_ATTR_COLOCATED}.
+ * When the TCP connection ends, so does its co-located connection.
+ */
+final class Acceptor {
+    private static final Logger LOG = LoggerFactory.getLogger(Acceptor.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+    /** How long an accepted agreement waits for its region. */
+    static final Duration OFFER_WAIT = Duration.ofSeconds(10);
+    static final int MAX_PENDING = 64;
+
+    private final long capacity;
+    private final int maxConnections;
+    private final ServerServiceDefinition definition;
+    private final Map<Lifeline, ColocatedConnection> connections = new ConcurrentHashMap<>();
+    private final Set<Lifeline> live = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger pending = new AtomicInteger();
+    private final ObjectPool<ScheduledExecutorService> schedulers = SharedResourcePool.forResource(GrpcUtil.TIMER_SERVICE);
+    private volatile ServerDoor door;
+
+    /** A TCP connection, by its two ends as this server sees them. */
+    private record Lifeline(SocketAddress remote, SocketAddress local) {
+        static Lifeline of(Attributes a) {
+            return a == null ? null : new Lifeline(a.get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR), a.get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR));
+        }
+    }
+
+    Acceptor(long capacity, int maxConnections) {
+        this.capacity = capacity;
+        this.maxConnections = maxConnections;
+        ServerCallHandler<byte[], byte[]> agree = (call, headers) -> {
+            call.request(1);
+            return new ServerCall.Listener<>() {
+                private byte[] offer;
+
+                @Override
+                public void onMessage(byte[] message) {
+                    offer = message;
+                }
+
+                @Override
+                public void onHalfClose() {
+                    byte[] answer = answer(offer, call.getAttributes());
+                    call.sendHeaders(new Metadata());
+                    call.sendMessage(answer);
+                    call.close(Status.OK, new Metadata());
+                }
+            };
+        };
+        this.definition = ServerServiceDefinition.builder(new ServiceDescriptor(Agreement.SERVICE, Agreement.METHOD))
+                .addMethod(Agreement.METHOD, agree)
+                .build();
+    }
+
+    ServerServiceDefinition definition() {
+        return definition;
+    }
+
+    /** Follows the server's TCP connections: a co-located connection lives no longer than its own. */
+    ServerTransportFilter lifelines() {
+        return new ServerTransportFilter() {
+            @Override
+            public Attributes transportReady(Attributes a) {
+                if (!Boolean.TRUE.equals(a.get(ColocatedGrpc.TRANSPORT_ATTR_COLOCATED))) {
+                    Lifeline l = Lifeline.of(a);
+                    if (l.remote() != null) {
+                        live.add(l);
+                    }
+                }
+                return a;
+            }
+
+            @Override
+            public void transportTerminated(Attributes a) {
+                if (a == null || Boolean.TRUE.equals(a.get(ColocatedGrpc.TRANSPORT_ATTR_COLOCATED))) {
+                    return;
+                }
+                Lifeline l = Lifeline.of(a);
+                live.remove(l);
+                ColocatedConnection c = connections.remove(l);
+                if (c != null) {
+                    c.close(Status.UNAVAILABLE.withDescription("its TCP connection " + l.remote() + " ended"));
+                }
+            }
+        };
+    }
+
+    /** The answer to one client's offer, over the TCP connection that {@code attributes} describe. */
+    private byte[] answer(byte[] offer, Attributes attributes) {
+        Agreement.Answer a = decide(offer, attributes);
+        if (a instanceof Agreement.Decline d) {
+            ColocatedGrpc.count(d.reason(), "declined " + Lifeline.of(attributes).remote() + ": " + d.words());
+            return d.encode();
+        }
+        return ((Agreement.Accept) a).encode();
+    }
+
+    private Agreement.Answer decide(byte[] offer, Attributes attributes) {
+        int version;
+        try {
+            version = offer == null ? -1 : Agreement.offeredVersion(offer);
+        } catch (IllegalArgumentException e) {
+            version = -1;
+        }
+        if (version != Agreement.VERSION) {
+            return new Agreement.Decline(Fallback.OTHER_VERSION, "this server speaks version " + Agreement.VERSION);
+        }
+        if (Boolean.TRUE.equals(attributes.get(ColocatedGrpc.TRANSPORT_ATTR_COLOCATED))) {
+            return new Agreement.Decline(Fallback.FAILED, "this call came over a co-located connection already");
+        }
+        Lifeline lifeline = Lifeline.of(attributes);
+        if (!(lifeline.remote() instanceof InetSocketAddress client) || !(lifeline.local() instanceof InetSocketAddress)) {
+            return new Agreement.Decline(Fallback.NO_BROKER, "not a TCP connection");
+        }
+        if (connections.containsKey(lifeline)) {
+            return new Agreement.Decline(Fallback.BUSY, "this TCP connection has a co-located connection already");
+        }
+        if (connections.size() >= maxConnections) {
+            return new Agreement.Decline(Fallback.BUSY, "this server has " + maxConnections + " co-located connections");
+        }
+        ServerDoor d = door();
+        if (d == null) {
+            return new Agreement.Decline(Fallback.SERVER_UNREACHABLE, "see this server's log");
+        }
+        Broker broker;
+        try {
+            broker = Broker.get();
+        } catch (IOException e) {
+            LOG.warn("No co-located connections: the hand-over could not listen ({}).", e.getMessage());
+            return new Agreement.Decline(Fallback.NO_BROKER, "the server's hand-over could not listen");
+        }
+        if (pending.incrementAndGet() > MAX_PENDING) {
+            pending.decrementAndGet();
+            return new Agreement.Decline(Fallback.BUSY, MAX_PENDING + " agreements wait for their regions");
+        }
+        byte[] nonce = new byte[32];
+        RANDOM.nextBytes(nonce);
+        int uid = Handover.ownUid();
+        broker.listener.expect(nonce, capacity, peer -> peer == uid)
+                .orTimeout(OFFER_WAIT.toMillis(), TimeUnit.MILLISECONDS)
+                .whenComplete((received, failure) -> {
+                    pending.decrementAndGet();
+                    if (failure == null) {
+                        attach(received.region(), lifeline, attributes, d);
+                        return;
+                    }
+                    broker.listener.forget(nonce);
+                    Throwable why = failure instanceof CompletionException ? failure.getCause() : failure;
+                    if (why instanceof Handover.NotAllowedException) {
+                        ColocatedGrpc.count(Fallback.NOT_ALLOWED, why.getMessage());
+                    } else if (why instanceof TimeoutException || why instanceof CancellationException) {
+                        ColocatedGrpc.count(Fallback.FAILED, "no region came for " + client + " within " + OFFER_WAIT);
+                    } else {
+                        ColocatedGrpc.count(Fallback.FAILED, "the hand-over for " + client + ": " + why.getMessage());
+                    }
+                });
+        return new Agreement.Accept(client, broker.name, nonce, capacity);
+    }
+
+    private void attach(SharedRegion region, Lifeline lifeline, Attributes attributes, ServerDoor d) {
+        String name = "agreed-" + lifeline.remote();
+        ColocatedConnection c = new ColocatedConnection(region, name);
+        if (d.server().isShutdown() || connections.putIfAbsent(lifeline, c) != null) {
+            c.close(Status.UNAVAILABLE.withDescription("the server is shutting down"));
+            return;
+        }
+        c.whenClosed(() -> connections.remove(lifeline, c));
+        ColocatedServerTransport t = new ColocatedServerTransport(c, new ColocatedAddress(name), d.tracers(), schedulers,
+                d.maxMessage(), d.maxMetadata(),
+                attributes.toBuilder().set(ColocatedGrpc.TRANSPORT_ATTR_COLOCATED, Boolean.TRUE).build());
+        t.start(d.listener().transportCreated(t));
+        if (!live.contains(lifeline)) {
+            // its TCP connection ended between the agreement and now
+            connections.remove(lifeline, c);
+            c.close(Status.UNAVAILABLE.withDescription("its TCP connection " + lifeline.remote() + " ended"));
+            return;
+        }
+        ColocatedGrpc.countUpgrade();
+        LOG.debug("Co-located connection from {} attached.", lifeline.remote());
+    }
+
+    private ServerDoor door() {
+        ServerDoor d = door;
+        if (d == null) {
+            Server s = ServerDoor.serverHolding(definition);
+            if (s == null) {
+                LOG.warn("No co-located connections: the server that serves this agreement is not in gRPC's channelz "
+                        + "registry (built with a channelz of its own?).");
+                return null;
+            }
+            try {
+                d = ServerDoor.of(s);
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                LOG.warn("No co-located connections: this gRPC version keeps its server's transports where sockmap4j "
+                        + "cannot reach them ({}). Calls stay on HTTP/2.", e.toString());
+                return null;
+            }
+            door = d;
+        }
+        return d;
+    }
+
+    /**
+     * The process's hand-over listener: an abstract Unix socket (seen only in this network
+     * namespace, gone with the process), with one daemon thread that takes offers.
+     */
+    static final class Broker {
+        private static Broker instance;
+        final Handover.Listener listener;
+        final String name;
+
+        private Broker(Handover.Listener listener, String name) {
+            this.listener = listener;
+            this.name = name;
+        }
+
+        static synchronized Broker get() throws IOException {
+            if (instance == null) {
+                byte[] r = new byte[8];
+                RANDOM.nextBytes(r);
+                String name = "@sockmap4j-colocated-" + ProcessHandle.current().pid() + "-" + HexFormat.of().formatHex(r);
+                Broker b = new Broker(Handover.Listener.listen(Path.of(name)), name);
+                Thread.ofPlatform().daemon().name("sockmap4j-colocated-handover").start(b::run);
+                instance = b;
+            }
+            return instance;
+        }
+
+        private void run() {
+            while (true) {
+                try {
+                    listener.acceptOne(Duration.ofSeconds(2));
+                } catch (IOException | RuntimeException e) {
+                    LOG.debug("A co-located hand-over failed: {}", e.toString());
+                    java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // not a hot loop on a failing socket
+                }
+            }
+        }
+    }
+}

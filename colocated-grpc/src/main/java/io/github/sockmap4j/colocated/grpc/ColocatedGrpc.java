@@ -1,0 +1,124 @@
+package io.github.sockmap4j.colocated.grpc;
+
+import io.grpc.Attributes;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.ServerBuilder;
+import java.net.SocketAddress;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Co-located connections picked by themselves: a server and a channel configured here agree, on
+ * the channel's own TCP connection, to move its calls to a co-located connection (rings in memory
+ * both processes map), and fall back to HTTP/2 on that TCP connection, with a reason
+ * ({@link Fallback}), where they cannot. The TCP connection stays open as the co-located one's
+ * lifeline.
+ *
+ * <pre>{@code
+ * Server s = ColocatedGrpc.configure(NettyServerBuilder.forPort(port)).addService(svc).build().start();
+ * ManagedChannel ch = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("localhost", port)).usePlaintext().build();
+ * }</pre>
+ *
+ * {@code SockmapGrpc.configure} does this where {@code -Dsockmap4j.colocated=true}; off by
+ * default until the transport's remaining parts are built (docs/colocated.md).
+ */
+public final class ColocatedGrpc {
+    /** The switch {@code SockmapGrpc.configure} reads. */
+    public static final String SWITCH = "sockmap4j.colocated";
+    /** Each ring's bytes a server asks for ({@code -Dsockmap4j.colocated.ringBytes}, a power of two; 1 MiB). */
+    public static final String RING_BYTES = "sockmap4j.colocated.ringBytes";
+    /** The co-located connections a server takes at once ({@code -Dsockmap4j.colocated.maxConnections}; 256). */
+    public static final String MAX_CONNECTIONS = "sockmap4j.colocated.maxConnections";
+    /** On a server call's attributes: true where the call came over a co-located connection. */
+    public static final Attributes.Key<Boolean> TRANSPORT_ATTR_COLOCATED = Attributes.Key.create("sockmap4j.colocated");
+
+    private static final Logger LOG = LoggerFactory.getLogger(ColocatedGrpc.class);
+    private static final LongAdder UPGRADES = new LongAdder();
+    private static final Map<Fallback, LongAdder> FALLBACKS = new EnumMap<>(Fallback.class);
+    private static final Map<Fallback, String> LAST = new java.util.concurrent.ConcurrentHashMap<>();
+
+    static {
+        for (Fallback f : Fallback.values()) {
+            FALLBACKS.put(f, new LongAdder());
+        }
+    }
+
+    private ColocatedGrpc() {
+    }
+
+    /** Whether {@code -Dsockmap4j.colocated} is {@code true}. */
+    public static boolean enabled() {
+        return Boolean.parseBoolean(System.getProperty(SWITCH, "false"));
+    }
+
+    /** Lets {@code builder}'s server agree to co-located connections. */
+    public static <T extends ServerBuilder<T>> T configure(T builder) {
+        Acceptor a = new Acceptor(ringBytes(), Integer.getInteger(MAX_CONNECTIONS, 256));
+        return builder.addService(a.definition()).addTransportFilter(a.lifelines());
+    }
+
+    /** Lets {@code builder}'s channel move its calls to a co-located connection where its server agrees. */
+    public static <T extends ManagedChannelBuilder<T>> T configure(T builder) {
+        return configure(builder, local -> null);
+    }
+
+    /**
+     * As {@link #configure(ManagedChannelBuilder)}, where {@code lifelines} finds the channel's TCP
+     * connection by its local address: a stage that completes when that connection ends (null
+     * where it knows none). A co-located connection ends with it, so a server killed outright
+     * fails the calls in flight with UNAVAILABLE as its TCP connection's end is seen.
+     */
+    public static <T extends ManagedChannelBuilder<T>> T configure(
+            T builder, Function<SocketAddress, ? extends CompletionStage<?>> lifelines) {
+        return builder.intercept(new Upgrade(ringBytes(), lifelines));
+    }
+
+    private static long ringBytes() {
+        long b = Long.getLong(RING_BYTES, 1L << 20);
+        if (b < 4096 || b > (1L << 30) || Long.bitCount(b) != 1) {
+            throw new IllegalArgumentException("-D" + RING_BYTES + "=" + b + ": a power of two from 4096 to 1073741824");
+        }
+        return b;
+    }
+
+    /** Co-located connections made in this process, either end. */
+    public static long upgrades() {
+        return UPGRADES.sum();
+    }
+
+    /** Agreements that fell back in this process, by reason, either end (every reason, zeros included). */
+    public static Map<Fallback, Long> fallbacks() {
+        Map<Fallback, Long> m = new EnumMap<>(Fallback.class);
+        FALLBACKS.forEach((f, n) -> m.put(f, n.sum()));
+        return m;
+    }
+
+    /** The words of the last fallback for {@code reason} in this process; null if none. */
+    public static String lastFallback(Fallback reason) {
+        return LAST.get(reason);
+    }
+
+    static void countUpgrade() {
+        UPGRADES.increment();
+    }
+
+    /** Counts a fallback; the first of each reason is logged at INFO (but OFF's), the rest at DEBUG. */
+    static void count(Fallback reason, String words) {
+        FALLBACKS.get(reason).increment();
+        if (LAST.put(reason, words) == null && reason != Fallback.OFF) {
+            LOG.info("Calls stay on HTTP/2 ({}: {}): {}", reason, reason.description(), words);
+        } else {
+            LOG.debug("Calls stay on HTTP/2 ({}): {}", reason, words);
+        }
+    }
+
+    /** Counts a channel or server configured while the switch is off. */
+    public static void countOff(String what) {
+        count(Fallback.OFF, what + " configured with -D" + SWITCH + " off");
+    }
+}

@@ -1,0 +1,43 @@
+package io.github.sockmap4j.colocated.grpc;
+
+/**
+ * Why a channel's calls stayed on HTTP/2 instead of moving to a co-located connection: each
+ * agreement that did not end in one is counted under one of these ({@link ColocatedGrpc#fallbacks()}),
+ * on the end that saw it.
+ */
+public enum Fallback {
+    /** The switch is off ({@code -Dsockmap4j.colocated=false}, the default for now). */
+    OFF("the switch is off"),
+    /** The server has no agreement: not a sockmap4j server, or one configured without it. */
+    NOT_OURS("the server does not offer co-located connections"),
+    /** The server speaks another version of the agreement. */
+    OTHER_VERSION("the server speaks another version of the agreement"),
+    /**
+     * The two ends see the TCP connection differently: a proxy (a mesh's sidecar, say) or a
+     * source NAT is between them, and the calls stay where that proxy sees them.
+     */
+    PROXIED("a proxy or source NAT is between the two ends"),
+    /** The server's hand-over cannot be reached from here: another host, network namespace or pod. */
+    NO_BROKER("the server's hand-over is not reachable from this process"),
+    /** The server's rule does not let this process share memory with it (another user). */
+    NOT_ALLOWED("the server does not let this process share memory with it"),
+    /** The server has as many co-located connections or pending agreements as it takes. */
+    BUSY("the server takes no more co-located connections now"),
+    /** The memory could not be made or mapped. */
+    NO_MEMORY("the shared memory could not be made or mapped"),
+    /** The running gRPC server cannot take another transport (its version keeps it elsewhere). */
+    SERVER_UNREACHABLE("this gRPC version's server cannot take a co-located transport"),
+    /** Anything else: the agreement call failed or timed out, or a step of the hand-over did. */
+    FAILED("the agreement failed");
+
+    private final String description;
+
+    Fallback(String description) {
+        this.description = description;
+    }
+
+    /** What it means, in a sentence's words. */
+    public String description() {
+        return description;
+    }
+}

@@ -1,0 +1,215 @@
+package io.github.sockmap4j.colocated.grpc;
+
+import io.github.sockmap4j.colocated.Handover;
+import io.github.sockmap4j.colocated.SharedRegion;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.Grpc;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import java.io.IOException;
+import java.net.SocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * A channel's side of the agreement: its first call starts one on the channel's TCP connection
+ * (that call and those until it ends go over HTTP/2); once the region is handed over, every new
+ * call goes over the co-located connection, until it ends, when calls go over HTTP/2 again and a
+ * new agreement is tried later. An agreement that falls back is counted with its reason and tried
+ * again after a pause that grows (a minute to half an hour for reasons a retry does not change, a
+ * second to a minute for the others).
+ *
+ * <p>The channel's calls all move to the one server that agreed: for a channel that spreads its
+ * calls over several backends (a load-balancing policy other than {@code pick_first}), leave the
+ * switch off.
+ */
+final class Upgrade implements ClientInterceptor {
+    static final Duration AGREE_TIMEOUT = Duration.ofSeconds(5);
+    private static final Executor AGREEING = Executors.newCachedThreadPool(r ->
+            Thread.ofPlatform().daemon().name("sockmap4j-colocated-agree").unstarted(r));
+
+    private final long maxCapacity;
+    private final Function<SocketAddress, ? extends CompletionStage<?>> lifelines;
+    private final Object lock = new Object();
+    private ManagedChannel colocated;
+    private boolean agreeing;
+    private long notBefore = System.nanoTime();
+    private long pauseNanos;
+
+    Upgrade(long maxCapacity, Function<SocketAddress, ? extends CompletionStage<?>> lifelines) {
+        this.maxCapacity = maxCapacity;
+        this.lifelines = lifelines;
+    }
+
+    @Override
+    public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+        if (method.getFullMethodName().equals(Agreement.METHOD.getFullMethodName())) {
+            return next.newCall(method, options);
+        }
+        ManagedChannel c;
+        boolean start = false;
+        synchronized (lock) {
+            c = colocated;
+            if (c == null && !agreeing && System.nanoTime() - notBefore >= 0) {
+                agreeing = true;
+                start = true;
+            }
+        }
+        if (start) {
+            agree(next);
+        }
+        return c != null ? c.newCall(method, options) : next.newCall(method, options);
+    }
+
+    /** Whether calls go over a co-located connection now. */
+    boolean upgraded() {
+        synchronized (lock) {
+            return colocated != null;
+        }
+    }
+
+    private void agree(Channel next) {
+        ClientCall<byte[], byte[]> call = next.newCall(Agreement.METHOD,
+                CallOptions.DEFAULT.withDeadlineAfter(AGREE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
+        call.start(new ClientCall.Listener<>() {
+            private byte[] answer;
+            private SocketAddress local;
+
+            @Override
+            public void onHeaders(Metadata headers) {
+                local = call.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR);
+            }
+
+            @Override
+            public void onMessage(byte[] message) {
+                answer = message;
+            }
+
+            @Override
+            public void onClose(Status status, Metadata trailers) {
+                SocketAddress l = local != null ? local : call.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR);
+                AGREEING.execute(() -> settle(status, answer, l, next.authority()));
+            }
+        }, new Metadata());
+        call.request(1);
+        call.sendMessage(Agreement.offer());
+        call.halfClose();
+    }
+
+    private void settle(Status status, byte[] answer, SocketAddress local, String authority) {
+        Fallback reason;
+        String words;
+        if (!status.isOk()) {
+            reason = status.getCode() == Status.Code.UNIMPLEMENTED ? Fallback.NOT_OURS : Fallback.FAILED;
+            words = "the agreement call ended " + status.getCode()
+                    + (status.getDescription() == null ? "" : ": " + status.getDescription());
+        } else {
+            Agreement.Answer a;
+            try {
+                a = Agreement.parse(answer == null ? new byte[0] : answer);
+            } catch (IllegalArgumentException e) {
+                a = new Agreement.Decline(Fallback.FAILED, "a malformed answer: " + e.getMessage());
+            }
+            if (a instanceof Agreement.Decline d) {
+                reason = d.reason();
+                words = "the server declined: " + d.words();
+            } else {
+                Agreement.Accept accept = (Agreement.Accept) a;
+                Fallback[] why = new Fallback[1];
+                words = handOver(accept, local, authority, why);
+                if (words == null) {
+                    return;
+                }
+                reason = why[0];
+            }
+        }
+        ColocatedGrpc.count(reason, "channel to " + authority + ": " + words);
+        synchronized (lock) {
+            agreeing = false;
+            long first = lasting(reason) ? TimeUnit.MINUTES.toNanos(1) : TimeUnit.SECONDS.toNanos(1);
+            long most = lasting(reason) ? TimeUnit.MINUTES.toNanos(30) : TimeUnit.MINUTES.toNanos(1);
+            pauseNanos = pauseNanos == 0 ? first : Math.min(most, pauseNanos * 2);
+            notBefore = System.nanoTime() + pauseNanos;
+        }
+    }
+
+    private static boolean lasting(Fallback f) {
+        return switch (f) {
+            case BUSY, FAILED, NO_MEMORY -> false;
+            default -> true;
+        };
+    }
+
+    /** Hands a region over as accepted; null when the calls moved, else why not (its reason in {@code why[0]}). */
+    private String handOver(Agreement.Accept accept, SocketAddress local, String authority, Fallback[] why) {
+        if (!Agreement.sameEnd(accept.clientAsSeen(), local)) {
+            why[0] = Fallback.PROXIED;
+            return "the server saw this connection come from " + accept.clientAsSeen() + ", its end here is " + local;
+        }
+        long capacity = accept.capacity();
+        if (capacity > maxCapacity) {
+            why[0] = Fallback.NO_MEMORY;
+            return "the server asked for rings of " + capacity + " bytes; this process takes at most " + maxCapacity;
+        }
+        SharedRegion region;
+        try {
+            region = SharedRegion.create("sm4j-grpc", capacity);
+        } catch (IOException | RuntimeException e) {
+            why[0] = Fallback.NO_MEMORY;
+            return "rings of " + capacity + " bytes: " + e.getMessage();
+        }
+        try {
+            Handover.offer(Path.of(accept.socket()), accept.nonce(), region, AGREE_TIMEOUT);
+        } catch (Handover.NoListenerException e) {
+            region.close();
+            why[0] = Fallback.NO_BROKER;
+            return e.getMessage();
+        } catch (Handover.RefusedException e) {
+            region.close();
+            why[0] = e.reason().startsWith("not allowed") ? Fallback.NOT_ALLOWED : Fallback.FAILED;
+            return e.getMessage();
+        } catch (IOException | RuntimeException e) {
+            region.close();
+            why[0] = Fallback.FAILED;
+            return "the hand-over: " + e.getMessage();
+        }
+        ManagedChannel[] made = new ManagedChannel[1];
+        ManagedChannel ch = ColocatedChannelBuilder.forRegion(region, authority)
+                .whenEnded(() -> AGREEING.execute(() -> ended(made[0])))
+                .build();
+        made[0] = ch;
+        ch.getState(true); // its connection starts reading now, so an end is seen before a call
+        synchronized (lock) {
+            colocated = ch;
+            agreeing = false;
+            pauseNanos = 0;
+        }
+        CompletionStage<?> tcpEnded = lifelines.apply(local);
+        if (tcpEnded != null) {
+            tcpEnded.whenComplete((x, e) -> AGREEING.execute(() -> ended(ch)));
+        }
+        ColocatedGrpc.countUpgrade();
+        return null;
+    }
+
+    /** The co-located connection ended: new calls go over HTTP/2, and another agreement is tried in a second. */
+    private void ended(ManagedChannel ch) {
+        synchronized (lock) {
+            if (colocated == ch) {
+                colocated = null;
+                notBefore = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+            }
+        }
+        ch.shutdownNow();
+    }
+}

@@ -1,0 +1,346 @@
+package io.github.sockmap4j.colocated.grpc;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.grpc.CallOptions;
+import io.grpc.Grpc;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ClientCalls;
+import io.grpc.stub.ServerCalls;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The agreement between a Netty server and channel over TCP loopback (no root: neither the rings
+ * nor the agreement need the fast path): calls move to a co-located connection and still meet the
+ * server's interceptors with their TCP connection's addresses; a server without it, a proxy in
+ * between and a hand-over nobody listens at each leave the calls on HTTP/2 with their reason; the
+ * co-located connection ends with its TCP connection; nothing is left once both ends shut down.
+ */
+class AgreementTest {
+    private static final MethodDescriptor<byte[], byte[]> ECHO = ColocatedGrpcTest.ECHO;
+    private static final Metadata.Key<String> TEXT = ColocatedGrpcTest.TEXT;
+    private final List<Runnable> cleanup = new ArrayList<>();
+    /** Each call the server's interceptor saw: over a co-located connection, and from where. */
+    private final List<Seen> seen = new CopyOnWriteArrayList<>();
+
+    record Seen(boolean colocated, SocketAddress remote) {
+    }
+
+    @AfterEach
+    void tearDown() throws InterruptedException {
+        for (int i = cleanup.size() - 1; i >= 0; i--) {
+            cleanup.get(i).run();
+        }
+        waitFor(() -> Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(t -> t.getName().startsWith("sockmap4j-colocated-agreed")), "the co-located readers end");
+    }
+
+    private ServerServiceDefinition echo() {
+        return ServerServiceDefinition.builder("test.Colocated")
+                .addMethod(ECHO, ServerCalls.asyncUnaryCall((req, out) -> {
+                    out.onNext(req);
+                    out.onCompleted();
+                }))
+                .addMethod(ColocatedGrpcTest.FAIL, ServerCalls.asyncUnaryCall((req, out) ->
+                        out.onError(Status.FAILED_PRECONDITION.withDescription("as asked").asRuntimeException())))
+                .build();
+    }
+
+    private final ServerInterceptor recording = new ServerInterceptor() {
+        @Override
+        public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                          ServerCallHandler<Q, R> next) {
+            seen.add(new Seen(Boolean.TRUE.equals(call.getAttributes().get(ColocatedGrpc.TRANSPORT_ATTR_COLOCATED)),
+                    call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR)));
+            return next.startCall(call, headers);
+        }
+    };
+
+    private Server server(boolean agree, NettyServerBuilder b) throws IOException {
+        b.addService(echo()).intercept(recording);
+        Server s = (agree ? ColocatedGrpc.configure(b) : b).build().start();
+        cleanup.add(() -> {
+            s.shutdownNow();
+            try {
+                assertTrue(s.awaitTermination(10, TimeUnit.SECONDS), "the server terminates");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return s;
+    }
+
+    private Server server(boolean agree) throws IOException {
+        return server(agree, NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)));
+    }
+
+    private ManagedChannel channel(int port) {
+        ManagedChannel ch = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", port)).usePlaintext().build();
+        cleanup.add(() -> {
+            ch.shutdownNow();
+            try {
+                assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS), "the channel terminates");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return ch;
+    }
+
+    private static byte[] call(ManagedChannel ch, String text) {
+        return ClientCalls.blockingUnaryCall(ch, ECHO, CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS),
+                text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting until " + what);
+            Thread.sleep(5);
+        }
+    }
+
+    /** Calls until one arrives over a co-located connection (each a real call, at most 20 s of them). */
+    private void callUntilColocated(ManagedChannel ch) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        int before = seen.size();
+        while (seen.subList(before, seen.size()).stream().noneMatch(Seen::colocated)) {
+            assertTrue(System.nanoTime() < deadline, "no call went over a co-located connection; fallbacks: "
+                    + ColocatedGrpc.fallbacks() + ", last: " + lastWords());
+            assertArrayEquals("x".getBytes(StandardCharsets.UTF_8), call(ch, "x"));
+        }
+    }
+
+    private static String lastWords() {
+        StringBuilder b = new StringBuilder();
+        for (Fallback f : Fallback.values()) {
+            if (ColocatedGrpc.lastFallback(f) != null) {
+                b.append(f).append(": ").append(ColocatedGrpc.lastFallback(f)).append("; ");
+            }
+        }
+        return b.toString();
+    }
+
+    @Test
+    void callsMoveToAColocatedConnectionAndStillMeetTheServersInterceptors() throws Exception {
+        Server s = server(true);
+        ManagedChannel ch = channel(s.getPort());
+        long upgrades = ColocatedGrpc.upgrades();
+        callUntilColocated(ch);
+        assertTrue(ColocatedGrpc.upgrades() >= upgrades + 2, "both ends counted the upgrade");
+        SocketAddress tcpClient = seen.get(0).remote();
+        assertFalse(seen.get(0).colocated(), "the first call goes over HTTP/2 while the ends agree");
+        int before = seen.size();
+        for (int i = 0; i < 200; i++) {
+            assertEquals("m" + i, new String(call(ch, "m" + i), StandardCharsets.UTF_8));
+        }
+        List<Seen> after = seen.subList(before, seen.size());
+        assertEquals(200, after.size(), "the server's interceptor saw every call");
+        assertTrue(after.stream().allMatch(Seen::colocated), "every call after the upgrade is co-located");
+        assertTrue(after.stream().allMatch(x -> tcpClient.equals(x.remote())),
+                "a co-located call carries its TCP connection's address: " + after.get(0).remote() + " vs " + tcpClient);
+        // status and trailers as over HTTP/2
+        io.grpc.StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(
+                io.grpc.StatusRuntimeException.class, () -> ClientCalls.blockingUnaryCall(ch, ColocatedGrpcTest.FAIL,
+                        CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), new byte[1]));
+        assertEquals(Status.Code.FAILED_PRECONDITION, e.getStatus().getCode());
+        assertEquals("as asked", e.getStatus().getDescription());
+    }
+
+    @Test
+    void aServerWithoutTheAgreementKeepsTheCallsOnHttp2AndSaysWhy() throws Exception {
+        Server s = server(false);
+        ManagedChannel ch = channel(s.getPort());
+        long notOurs = ColocatedGrpc.fallbacks().get(Fallback.NOT_OURS);
+        for (int i = 0; i < 20; i++) {
+            call(ch, "plain " + i);
+        }
+        waitFor(() -> ColocatedGrpc.fallbacks().get(Fallback.NOT_OURS) > notOurs, "the fallback is counted");
+        for (int i = 0; i < 20; i++) {
+            call(ch, "plain again " + i);
+        }
+        assertTrue(seen.stream().noneMatch(Seen::colocated), "no call went co-located");
+        assertTrue(ColocatedGrpc.lastFallback(Fallback.NOT_OURS).contains("UNIMPLEMENTED"),
+                ColocatedGrpc.lastFallback(Fallback.NOT_OURS));
+    }
+
+    @Test
+    void aProxyBetweenTheEndsKeepsTheCallsOnHttp2() throws Exception {
+        Server s = server(true);
+        Relay relay = new Relay(s.getPort());
+        cleanup.add(relay::close);
+        ManagedChannel ch = channel(relay.port());
+        long proxied = ColocatedGrpc.fallbacks().get(Fallback.PROXIED);
+        for (int i = 0; i < 20; i++) {
+            call(ch, "relayed " + i);
+        }
+        waitFor(() -> ColocatedGrpc.fallbacks().get(Fallback.PROXIED) > proxied, "the fallback is counted");
+        for (int i = 0; i < 20; i++) {
+            call(ch, "relayed again " + i);
+        }
+        assertTrue(seen.stream().noneMatch(Seen::colocated), "no call went co-located: " + seen);
+    }
+
+    @Test
+    void theColocatedConnectionEndsWithItsTcpConnectionAndTheChannelAgreesAgain() throws Exception {
+        // the server ends each TCP connection after a second; the co-located one ends with it
+        Server s = server(true, NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+                .maxConnectionAge(1, TimeUnit.SECONDS).maxConnectionAgeGrace(1, TimeUnit.SECONDS));
+        ManagedChannel ch = channel(s.getPort());
+        callUntilColocated(ch);
+        SocketAddress first = seen.stream().filter(Seen::colocated).findFirst().orElseThrow().remote();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        int failed = 0;
+        while (seen.stream().noneMatch(x -> x.colocated() && !x.remote().equals(first))) {
+            assertTrue(System.nanoTime() < deadline, "no second co-located connection: " + lastWords());
+            try {
+                call(ch, "y");
+            } catch (io.grpc.StatusRuntimeException e) {
+                // a call on a co-located connection as its TCP connection ends fails as on a dropped connection
+                assertEquals(Status.Code.UNAVAILABLE, e.getStatus().getCode(), e.toString());
+                failed++;
+            }
+        }
+        assertTrue(failed < 50, failed + " calls failed");
+    }
+
+    @Test
+    void aGracefulShutdownOfBothEndsLeavesNothing() throws Exception {
+        Server s = server(true);
+        ManagedChannel ch = channel(s.getPort());
+        callUntilColocated(ch);
+        s.shutdown();
+        assertTrue(s.awaitTermination(10, TimeUnit.SECONDS), "a server with an idle co-located connection terminates");
+        ch.shutdown();
+        assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS), "the channel terminates");
+        // tearDown: no co-located reader thread left on either end
+    }
+
+    @Property(tries = 300)
+    void anyAnswerIsReadOrRefusedWithAReason(@ForAll byte[] answer) {
+        try {
+            Agreement.Answer a = Agreement.parse(answer);
+            assertNotNull(a);
+        } catch (IllegalArgumentException expected) {
+            assertNotNull(expected.getMessage());
+        }
+    }
+
+    @Test
+    void answersAreReadAsWritten() {
+        byte[] nonce = new byte[32];
+        nonce[3] = 7;
+        Agreement.Accept a = new Agreement.Accept(new InetSocketAddress(InetAddress.getLoopbackAddress(), 4242),
+                "@sockmap4j-colocated-1-ab", nonce, 1 << 20);
+        Agreement.Accept b = (Agreement.Accept) Agreement.parse(a.encode());
+        assertEquals(a.clientAsSeen(), b.clientAsSeen());
+        assertEquals(a.socket(), b.socket());
+        assertArrayEquals(a.nonce(), b.nonce());
+        assertEquals(a.capacity(), b.capacity());
+        Agreement.Decline d = (Agreement.Decline) Agreement.parse(new Agreement.Decline(Fallback.BUSY, "full\n").encode());
+        assertEquals(Fallback.BUSY, d.reason());
+        assertEquals("full?", d.words());
+        assertTrue(Agreement.parse("ACCEPT 2 x".getBytes(StandardCharsets.US_ASCII)) instanceof Agreement.Decline v
+                && v.reason() == Fallback.OTHER_VERSION);
+        assertTrue(Agreement.sameEnd(new InetSocketAddress("::ffff:127.0.0.1", 5), new InetSocketAddress("127.0.0.1", 5)));
+        assertNotEquals(true, Agreement.sameEnd(new InetSocketAddress("127.0.0.1", 5), new InetSocketAddress("127.0.0.1", 6)));
+    }
+
+    /** A TCP relay on loopback: what a sidecar proxy is to the two ends. */
+    static final class Relay implements AutoCloseable {
+        private final ServerSocket listener;
+        private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+
+        Relay(int to) throws IOException {
+            listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+            Thread.ofPlatform().daemon().name("relay-accept").start(() -> {
+                try {
+                    while (true) {
+                        Socket in = listener.accept();
+                        Socket out = new Socket(InetAddress.getLoopbackAddress(), to);
+                        open.add(in);
+                        open.add(out);
+                        pump(in, out);
+                        pump(out, in);
+                    }
+                } catch (IOException closed) {
+                    // the relay is closed
+                }
+            });
+        }
+
+        private void pump(Socket from, Socket to) {
+            Thread.ofPlatform().daemon().name("relay-pump").start(() -> {
+                byte[] buf = new byte[65536];
+                try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                    for (int n; (n = in.read(buf)) >= 0; ) {
+                        out.write(buf, 0, n);
+                    }
+                } catch (IOException ended) {
+                    // either side closed
+                } finally {
+                    close(from);
+                    close(to);
+                }
+            });
+        }
+
+        private void close(Socket s) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+            open.remove(s);
+        }
+
+        int port() {
+            return listener.getLocalPort();
+        }
+
+        @Override
+        public void close() {
+            try {
+                listener.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+            open.forEach(this::close);
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package io.github.sockmap4j.netty.grpc;
+
+import io.netty.channel.ChannelFactory;
+import io.netty.channel.socket.SocketChannel;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.UnknownHostException;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+
+/**
+ * A channel builder's TCP connections, each found by its local address: the lifeline of the
+ * co-located connection agreed on it, which ends when the TCP connection does (its peer closed,
+ * reset, or killed: the kernel ends the TCP connection of a killed process).
+ */
+final class TcpLifelines implements ChannelFactory<SocketChannel>, Function<SocketAddress, CompletionStage<?>> {
+    private final ChannelFactory<SocketChannel> channels;
+    private final Set<SocketChannel> open = ConcurrentHashMap.newKeySet();
+
+    TcpLifelines(ChannelFactory<SocketChannel> channels) {
+        this.channels = channels;
+    }
+
+    @Override
+    public SocketChannel newChannel() {
+        SocketChannel ch = channels.newChannel();
+        open.add(ch);
+        ch.closeFuture().addListener(f -> open.remove(ch));
+        return ch;
+    }
+
+    /** Completes when the open connection whose local address is {@code local} closes; null if none is open. */
+    @Override
+    public CompletionStage<?> apply(SocketAddress local) {
+        for (SocketChannel ch : open) {
+            if (sameEnd(ch.localAddress(), local)) {
+                CompletableFuture<Void> closed = new CompletableFuture<>();
+                ch.closeFuture().addListener(f -> closed.complete(null));
+                return closed;
+            }
+        }
+        return null;
+    }
+
+    private static boolean sameEnd(SocketAddress a, SocketAddress b) {
+        if (!(a instanceof InetSocketAddress x) || !(b instanceof InetSocketAddress y) || x.getAddress() == null
+                || y.getAddress() == null || x.getPort() != y.getPort()) {
+            return false;
+        }
+        try {
+            return InetAddress.getByAddress(x.getAddress().getAddress())
+                    .equals(InetAddress.getByAddress(y.getAddress().getAddress()));
+        } catch (UnknownHostException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return channels + " with co-located lifelines";
+    }
+}
