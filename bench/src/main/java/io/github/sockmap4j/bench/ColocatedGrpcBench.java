@@ -2,6 +2,7 @@ package io.github.sockmap4j.bench;
 
 import io.github.sockmap4j.colocated.SharedRegion;
 import io.github.sockmap4j.colocated.grpc.ColocatedChannelBuilder;
+import io.github.sockmap4j.colocated.grpc.ColocatedGrpc;
 import io.github.sockmap4j.colocated.grpc.ColocatedServer;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
@@ -29,7 +30,10 @@ import org.HdrHistogram.Histogram;
  * <p>Usage: {@code ColocatedGrpcBench [ROUNDS] [CALLS] [SIZES]} (default 5 20000 1024,65536).
  */
 public final class ColocatedGrpcBench {
-    /** {@code -Dkinds=colocated,...}: only these (the ratios then need the kinds they divide by). */
+    /**
+     * {@code -Dkinds=colocated,...}: only these (the ratios then need the kinds they divide by);
+     * {@code agreed} is the same transport picked by the agreement on a TCP connection.
+     */
     private static final List<String> KINDS = List.of(System.getProperty("kinds", "in-process,tcp,colocated").split(","));
 
     /** {@code -Dstream=false}: unary calls only (for a profile of them). */
@@ -74,6 +78,28 @@ public final class ColocatedGrpcBench {
                 SharedRegion mine = SharedRegion.create("sm4j-bench", 4 << 20);
                 cs.attach(SharedRegion.open(mine.descriptorForPeer(), 4 << 20));
                 return new Pair(s, ColocatedChannelBuilder.forRegion(mine, "bench").build());
+            }
+            case "agreed" -> {
+                // the same rings, picked by the agreement on a TCP connection (ColocatedGrpc), as
+                // SockmapGrpc.configure does under -Dsockmap4j.colocated=true; the rings as large as above
+                if (System.getProperty(ColocatedGrpc.RING_BYTES) == null) {
+                    System.setProperty(ColocatedGrpc.RING_BYTES, Integer.toString(4 << 20));
+                }
+                Server s = ColocatedGrpc.configure(NettyServerBuilder.forAddress(
+                        new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+                        .addService(BenchEchoService.service())).build().start();
+                int port = ((InetSocketAddress) s.getListenSockets().get(0)).getPort();
+                ManagedChannel ch = ColocatedGrpc.configure(NettyChannelBuilder.forAddress(
+                        InetAddress.getLoopbackAddress().getHostAddress(), port)).usePlaintext().build();
+                long before = ColocatedGrpc.upgrades();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (ColocatedGrpc.upgrades() < before + 2) { // both ends: the calls measured are co-located
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("no co-located connection was agreed: " + ColocatedGrpc.fallbacks());
+                    }
+                    unary(ch, new byte[8]);
+                }
+                return new Pair(s, ch);
             }
             default -> throw new IllegalArgumentException(kind);
         }
