@@ -191,17 +191,24 @@ public final class SockmapCli implements PinDirectory {
             SockmapStats stats = SockmapAdmin.of(parent.pinDir).stats();
             String mode = up ? "agent" : stats != null ? "service" : "none";
             List<String> links = new ArrayList<>();
-            SockmapAdmin.of(parent.pinDir).attachedCgroups().forEach(id -> links.add(Long.toString(id)));
+            List<String> paths = new ArrayList<>();
+            SockmapAdmin.of(parent.pinDir).attachedCgroupPaths().forEach((id, path) -> {
+                links.add(Long.toString(id));
+                paths.add(path == null ? "(id " + id + ", not found under this host's cgroup v2 mount)"
+                        : path + " (id " + id + ")");
+            });
             List<String> retired = new ArrayList<>();
             SockmapAdmin.of(parent.pinDir).retiredSets().forEach(p -> retired.add(p.getFileName().toString()));
             up |= stats != null;
             if (parent.json) {
                 out.println(json("up", up, "mode", mode, "pinDir", parent.pinDir.toString(),
-                        "kernel", System.getProperty("os.version"), "cgroupIds", links, "retired", retired, "stats", stats));
+                        "kernel", System.getProperty("os.version"), "cgroupIds", links, "cgroups", paths, "retired", retired,
+                        "stats", stats));
             } else {
                 out.println((up ? "up" : "not up") + (up ? " (" + (mode.equals("agent") ? "pinned by 'up' or an agent"
                         : "pinned by a service's Sockmap") + ")" : "") + ": pins " + parent.pinDir + ", kernel "
-                        + System.getProperty("os.version") + ", attached to cgroup ids " + links
+                        + System.getProperty("os.version") + ", attached to " + (paths.isEmpty() ? "no cgroup"
+                        : String.join(", ", paths))
                         + (retired.isEmpty() ? "" : ", retired sets of another version waiting for their connections "
                         + "to close: " + retired));
             }

@@ -40,6 +40,9 @@ class SockmapCliTest {
                 CommandLineTest.Result status = run("--pin-dir", pins, "--json", "status");
                 assertEquals(0, status.code(), status.err());
                 assertTrue(status.out().contains("\"up\":true"), status.out());
+                CommandLineTest.Result named = run("--pin-dir", pins, "status");
+                assertTrue(named.out().contains("attached to " + kernel.cgroup + " (id "), "status names the cgroup by "
+                        + "its path: " + named.out());
 
                 int port;
                 try (ServerSocketChannel probe = ServerSocketChannel.open()) {

@@ -19,6 +19,7 @@ import io.github.sockmap4j.linux.sys.HostCheck;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * What operators and tools do with a pin directory, as opposed to what an application does with
@@ -173,6 +174,33 @@ public final class SockmapAdmin {
     /** The ids of the cgroups the pins of this directory attach their sockops program to, sorted. */
     public java.util.List<Long> attachedCgroups() throws IOException {
         return Pins.attachedCgroups(pinDirectory);
+    }
+
+    /**
+     * The cgroups the pins of this directory attach to, by id, each with its directory under this
+     * host's cgroup v2 mount where one of that id is found there (at most 32 levels down), sorted
+     * by id; a cgroup removed, or one of another mount namespace, maps to null.
+     */
+    public java.util.Map<Long, Path> attachedCgroupPaths() throws IOException {
+        java.util.Map<Long, Path> out = new java.util.TreeMap<>();
+        List<Long> ids = attachedCgroups();
+        ids.forEach(id -> out.put(id, null));
+        java.util.Optional<io.github.sockmap4j.linux.sys.Cgroups.Mount> mount =
+                io.github.sockmap4j.linux.sys.Cgroups.unifiedMount();
+        if (ids.isEmpty() || mount.isEmpty()) {
+            return out;
+        }
+        for (Path dir : io.github.sockmap4j.linux.sys.Cgroups.tree(mount.get().mountPoint(), 32)) {
+            try {
+                long id = io.github.sockmap4j.linux.sys.Cgroups.id(dir);
+                if (out.containsKey(id) && out.get(id) == null) {
+                    out.put(id, dir);
+                }
+            } catch (IOException gone) {
+                // removed meanwhile
+            }
+        }
+        return out;
     }
 
     /**

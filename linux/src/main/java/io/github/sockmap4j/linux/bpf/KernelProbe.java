@@ -71,13 +71,13 @@ public final class KernelProbe {
         // The channel's class names the line, as for the fast path's other start-up lines.
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger("io.github.sockmap4j.Sockmap");
         if (c.tcp() && !c.redirected()) {
-            log.info("This kernel's FIONREAD does not count redirected bytes: "
+            log.debug("This kernel's FIONREAD does not count redirected bytes: "
                     + "InputStream.available() of a java.net.Socket on an opted-in port says 0 while redirected "
                     + "data waits (reads return it; sockmap4j's channels and its Netty transport do not use FIONREAD)");
         } else if (!c.tcp()) {
             // A fact about the kernel that sockmap4j's channels and Netty transport handle (they do not
-            // use FIONREAD): worth a line for users of available(), not a warning on every start.
-            log.info("This kernel's FIONREAD says 0 for TCP bytes queued to a "
+            // use FIONREAD): nothing for most users to do, so DEBUG; docs/kernel.md says it for users of available().
+            log.debug("This kernel's FIONREAD says 0 for TCP bytes queued to a "
                     + "registered socket: InputStream.available() of a java.net.Socket on an opted-in port, and any "
                     + "FIONREAD user, sees 0 while TCP data waits (reads return it; sockmap4j's channels and its "
                     + "Netty transport do not use FIONREAD)");

@@ -105,6 +105,12 @@ public final class HostCheck {
     public record Target(Path cgroup, String cause) {
     }
 
+    /** How to start a service in a child cgroup by hand, under this host's own cgroup v2 mount. */
+    static String childRecipe(Path mountPoint) {
+        Path svc = mountPoint.resolve("svc");
+        return "'mkdir " + svc + "; echo PID > " + svc.resolve("cgroup.procs") + "'";
+    }
+
     /**
      * A configuration's part of the chain: bpffs under the pin directory, cgroup v2, the cgroup itself.
      *
@@ -137,7 +143,7 @@ public final class HostCheck {
         if (Cgroups.isRoot(cgroup) && !allowRootCgroup) {
             return new Target(null, "the cgroup to attach to is the root cgroup " + cgroup
                     + ", which would touch every process on the host: run the service in a child cgroup (a "
-                    + "container, a systemd unit, or 'mkdir /sys/fs/cgroup/svc; echo PID > /sys/fs/cgroup/svc/cgroup.procs')"
+                    + "container, a systemd unit, or " + childRecipe(mount.get().mountPoint()) + ")"
                     + ", where the fast path attaches by default; naming a child cgroup with sockmap4j.cgroup helps only "
                     + "if this process is in it (sockmap4j.allowRootCgroup=true accepts the root cgroup)");
         }
