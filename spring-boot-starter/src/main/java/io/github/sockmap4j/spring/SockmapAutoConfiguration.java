@@ -104,5 +104,13 @@ public class SockmapAutoConfiguration {
         SockmapMetrics sockmapMetrics(Sockmap sockmap) {
             return new SockmapMetrics(sockmap);
         }
+
+        /** The co-located gRPC agreements' outcomes, where the transport is on the class path. */
+        @Bean
+        @ConditionalOnMissingBean
+        @ConditionalOnClass(name = "io.github.sockmap4j.colocated.grpc.ColocatedGrpc")
+        io.github.sockmap4j.metrics.ColocatedMetrics colocatedMetrics() {
+            return new io.github.sockmap4j.metrics.ColocatedMetrics();
+        }
     }
 }

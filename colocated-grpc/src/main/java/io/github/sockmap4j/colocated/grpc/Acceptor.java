@@ -219,7 +219,7 @@ final class Acceptor {
             c.close(Status.UNAVAILABLE.withDescription("its TCP connection " + lifeline.remote() + " ended"));
             return;
         }
-        ColocatedGrpc.countUpgrade();
+        ColocatedGrpc.countUpgrade("server: a co-located connection from " + lifeline.remote());
         LOG.debug("Co-located connection from {} attached.", lifeline.remote());
     }
 

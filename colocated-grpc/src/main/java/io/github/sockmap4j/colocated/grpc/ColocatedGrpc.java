@@ -103,13 +103,18 @@ public final class ColocatedGrpc {
         return LAST.get(reason);
     }
 
-    static void countUpgrade() {
+    static void countUpgrade(String details) {
         UPGRADES.increment();
+        AgreementEvent.emit("UPGRADED", details);
     }
 
-    /** Counts a fallback; the first of each reason is logged at INFO (but OFF's), the rest at DEBUG. */
+    /**
+     * Counts a fallback and records it (JFR {@code io.github.sockmap4j.ColocatedAgreement}); the
+     * first of each reason is logged at INFO (but OFF's), the rest at DEBUG.
+     */
     static void count(Fallback reason, String words) {
         FALLBACKS.get(reason).increment();
+        AgreementEvent.emit(reason.name(), words);
         if (LAST.put(reason, words) == null && reason != Fallback.OFF) {
             LOG.info("Calls stay on HTTP/2 ({}: {}): {}", reason, reason.description(), words);
         } else {

@@ -198,7 +198,7 @@ final class Upgrade implements ClientInterceptor {
         if (tcpEnded != null) {
             tcpEnded.whenComplete((x, e) -> AGREEING.execute(() -> ended(ch)));
         }
-        ColocatedGrpc.countUpgrade();
+        ColocatedGrpc.countUpgrade("channel to " + authority + ": calls go co-located from " + local);
         return null;
     }
 

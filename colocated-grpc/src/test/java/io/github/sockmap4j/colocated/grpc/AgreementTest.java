@@ -187,10 +187,21 @@ class AgreementTest {
         Server s = server(false);
         ManagedChannel ch = channel(s.getPort());
         long notOurs = ColocatedGrpc.fallbacks().get(Fallback.NOT_OURS);
-        for (int i = 0; i < 20; i++) {
-            call(ch, "plain " + i);
+        java.nio.file.Path jfr = java.nio.file.Files.createTempFile("sm4j-agreement", ".jfr");
+        cleanup.add(() -> jfr.toFile().delete());
+        try (jdk.jfr.Recording recording = new jdk.jfr.Recording()) {
+            recording.enable("io.github.sockmap4j.ColocatedAgreement");
+            recording.start();
+            for (int i = 0; i < 20; i++) {
+                call(ch, "plain " + i);
+            }
+            waitFor(() -> ColocatedGrpc.fallbacks().get(Fallback.NOT_OURS) > notOurs, "the fallback is counted");
+            recording.stop();
+            recording.dump(jfr);
         }
-        waitFor(() -> ColocatedGrpc.fallbacks().get(Fallback.NOT_OURS) > notOurs, "the fallback is counted");
+        assertTrue(jdk.jfr.consumer.RecordingFile.readAllEvents(jfr).stream()
+                .anyMatch(e -> e.getEventType().getName().equals("io.github.sockmap4j.ColocatedAgreement")
+                        && "NOT_OURS".equals(e.getString("outcome"))), "JFR has the fallback with its reason");
         for (int i = 0; i < 20; i++) {
             call(ch, "plain again " + i);
         }

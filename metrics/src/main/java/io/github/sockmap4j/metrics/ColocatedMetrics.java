@@ -1,0 +1,32 @@
+package io.github.sockmap4j.metrics;
+
+import io.github.sockmap4j.colocated.grpc.ColocatedGrpc;
+import io.github.sockmap4j.colocated.grpc.Fallback;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import java.util.Locale;
+
+/**
+ * Micrometer meters of this process's co-located gRPC agreements: {@code sockmap4j.colocated.agreements}
+ * counted by {@code outcome}, {@code upgraded} or the fallback's reason in lower case
+ * ({@code not_ours}, {@code proxied}, {@code no_broker}, ...; {@link Fallback}). Needs
+ * {@code sockmap4j-colocated-grpc} (which {@code sockmap4j-netty-transport} brings).
+ */
+public final class ColocatedMetrics implements MeterBinder {
+    /** Meters of this process's counts ({@link ColocatedGrpc#upgrades()}, {@link ColocatedGrpc#fallbacks()}). */
+    public ColocatedMetrics() {
+    }
+
+    @Override
+    public void bindTo(MeterRegistry registry) {
+        FunctionCounter.builder("sockmap4j.colocated.agreements", this, m -> ColocatedGrpc.upgrades())
+                .description("co-located gRPC agreements of this process, either end, by outcome")
+                .tag("outcome", "upgraded").register(registry);
+        for (Fallback f : Fallback.values()) {
+            FunctionCounter.builder("sockmap4j.colocated.agreements", this, m -> ColocatedGrpc.fallbacks().get(f))
+                    .description("co-located gRPC agreements of this process, either end, by outcome")
+                    .tag("outcome", f.name().toLowerCase(Locale.ROOT)).register(registry);
+        }
+    }
+}
