@@ -15,11 +15,21 @@ import io.github.sockmap4j.control.AgentClient;
 import io.github.sockmap4j.control.AgentRequest;
 import io.github.sockmap4j.linux.ffi.Libbpf;
 import io.github.sockmap4j.linux.net.Cidr;
+import io.github.sockmap4j.linux.sys.Cgroups;
 import io.github.sockmap4j.linux.sys.HostCheck;
 import java.io.Closeable;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * What operators and tools do with a pin directory, as opposed to what an application does with
@@ -28,17 +38,13 @@ import java.util.List;
  * concerns no directory is static: the kernel's run statistics, and parsing what an operator
  * writes ({@link Network}, {@link #endpoint}). The CLI and the node agent use this class.
  *
- * <p>Until 0.1 each directory method was a static method taking the directory first
- * ({@code SockmapAdmin.stats(dir)}); those remain, deprecated, and do what
- * {@code SockmapAdmin.of(dir).stats()} does.
- *
  * <p><b>Note:</b> this class is threadsafe (it holds only its directory).
  */
 public final class SockmapAdmin {
     private final Path pinDirectory;
 
     private SockmapAdmin(Path pinDirectory) {
-        this.pinDirectory = java.util.Objects.requireNonNull(pinDirectory, "pinDirectory");
+        this.pinDirectory = Objects.requireNonNull(pinDirectory, "pinDirectory");
     }
 
     /** What operators do with the pins of {@code pinDirectory}; nothing is opened until a method needs it. */
@@ -102,7 +108,7 @@ public final class SockmapAdmin {
      * @param address    an address literal
      * @param prefixBits how many leading bits of it the network fixes
      */
-    public record Network(java.net.InetAddress address, int prefixBits) {
+    public record Network(InetAddress address, int prefixBits) {
         /**
          * Parses {@code ADDRESS[/PREFIX]} from literals only: a host name is refused, never resolved
          * (a rule must not change with what a resolver says).
@@ -119,7 +125,7 @@ public final class SockmapAdmin {
          *
          * @throws IllegalArgumentException when {@code text} is not one
          */
-        public static java.net.InetAddress literal(String text) {
+        public static InetAddress literal(String text) {
             return Cidr.literal(text);
         }
     }
@@ -130,7 +136,7 @@ public final class SockmapAdmin {
      *
      * @throws IllegalArgumentException saying what is wrong with {@code text}
      */
-    public static java.net.InetSocketAddress endpoint(String text) {
+    public static InetSocketAddress endpoint(String text) {
         int colon = text.lastIndexOf(':');
         if (colon <= 0 || colon == text.length() - 1) {
             throw new IllegalArgumentException("'" + text + "' is not ADDRESS:PORT ([IPV6]:PORT)");
@@ -151,7 +157,7 @@ public final class SockmapAdmin {
             throw new IllegalArgumentException("'" + text + "': the port must be 1..65535");
         }
         try {
-            return new java.net.InetSocketAddress(Network.literal(host), port);
+            return new InetSocketAddress(Network.literal(host), port);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("'" + text + "': " + e.getMessage(), e);
         }
@@ -172,7 +178,7 @@ public final class SockmapAdmin {
     }
 
     /** The ids of the cgroups the pins of this directory attach their sockops program to, sorted. */
-    public java.util.List<Long> attachedCgroups() throws IOException {
+    public List<Long> attachedCgroups() throws IOException {
         return Pins.attachedCgroups(pinDirectory);
     }
 
@@ -181,18 +187,18 @@ public final class SockmapAdmin {
      * host's cgroup v2 mount where one of that id is found there (at most 32 levels down), sorted
      * by id; a cgroup removed, or one of another mount namespace, maps to null.
      */
-    public java.util.Map<Long, Path> attachedCgroupPaths() throws IOException {
-        java.util.Map<Long, Path> out = new java.util.TreeMap<>();
+    public Map<Long, Path> attachedCgroupPaths() throws IOException {
+        Map<Long, Path> out = new TreeMap<>();
         List<Long> ids = attachedCgroups();
         ids.forEach(id -> out.put(id, null));
-        java.util.Optional<io.github.sockmap4j.linux.sys.Cgroups.Mount> mount =
-                io.github.sockmap4j.linux.sys.Cgroups.unifiedMount();
+        Optional<Cgroups.Mount> mount =
+                Cgroups.unifiedMount();
         if (ids.isEmpty() || mount.isEmpty()) {
             return out;
         }
-        for (Path dir : io.github.sockmap4j.linux.sys.Cgroups.tree(mount.get().mountPoint(), 32)) {
+        for (Path dir : Cgroups.tree(mount.get().mountPoint(), 32)) {
             try {
-                long id = io.github.sockmap4j.linux.sys.Cgroups.id(dir);
+                long id = Cgroups.id(dir);
                 if (out.containsKey(id) && out.get(id) == null) {
                     out.put(id, dir);
                 }
@@ -207,7 +213,7 @@ public final class SockmapAdmin {
      * The sets of another sockmap4j version an agent retired in this directory and has not
      * removed yet: each waits for its last connection to close (docs/operations.md, "Upgrades").
      */
-    public java.util.List<Path> retiredSets() throws IOException {
+    public List<Path> retiredSets() throws IOException {
         return RetiredSets.list(pinDirectory);
     }
 
@@ -252,8 +258,8 @@ public final class SockmapAdmin {
      * @param remote    ready endpoints elsewhere; picked with the same odds, and dialed directly
      * @param localOnly whether only local endpoints are picked (internalTrafficPolicy Local)
      */
-    public record Service(java.net.InetSocketAddress vip, java.util.List<java.net.InetSocketAddress> local,
-                          java.util.List<java.net.InetSocketAddress> remote, boolean localOnly) {
+    public record Service(InetSocketAddress vip, List<InetSocketAddress> local,
+                          List<InetSocketAddress> remote, boolean localOnly) {
         /**
          * @throws IllegalArgumentException for more endpoints than an entry holds (16), or one of
          *         another family than the VIP
@@ -283,14 +289,14 @@ public final class SockmapAdmin {
      *
      * @return whether there was one
      */
-    public boolean removeService(java.net.InetSocketAddress vip) throws IOException {
+    public boolean removeService(InetSocketAddress vip) throws IOException {
         try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
             return m.remove(vip);
         }
     }
 
     /** The Services in the pin directory's Service map. */
-    public java.util.List<Service> services() throws IOException {
+    public List<Service> services() throws IOException {
         try (ServiceMap m = ServiceMap.open(libbpf(), pinDirectory)) {
             return m.list().stream().map(x -> new Service(x.vip(), x.local(), x.remote(), x.localOnly())).toList();
         }
@@ -319,13 +325,13 @@ public final class SockmapAdmin {
      *                     proxy's connect to one goes to that port
      */
     public record MeshedPod(long netns, int proxyUid, int proxyGid, int outboundPort, int inboundPort,
-                            java.util.List<java.net.InetAddress> addresses, java.util.List<Integer> outboundSkip,
-                            java.util.List<Integer> inboundSkip) {
+                            List<InetAddress> addresses, List<Integer> outboundSkip,
+                            List<Integer> inboundSkip) {
         /**
          * The ports Istio's init container leaves out of a sidecar's inbound redirect: the proxy's
          * own (HBONE 15008, the agent's 15020, health 15021, Envoy's metrics 15090).
          */
-        public static final java.util.List<Integer> ISTIO_INBOUND_SKIP = java.util.List.of(15008, 15020, 15021, 15090);
+        public static final List<Integer> ISTIO_INBOUND_SKIP = List.of(15008, 15020, 15021, 15090);
 
         public MeshedPod {
             io.github.sockmap4j.linux.bpf.MeshMap.Pod checked = new io.github.sockmap4j.linux.bpf.MeshMap.Pod(netns,
@@ -337,8 +343,8 @@ public final class SockmapAdmin {
 
         /** A pod whose proxy's group is its uid's, as Istio's sidecar runs (uid and gid 1337). */
         public static MeshedPod istio(long netns, int proxyUid, int outboundPort, int inboundPort,
-                                      java.util.List<java.net.InetAddress> addresses,
-                                      java.util.List<Integer> outboundSkip, java.util.List<Integer> inboundSkip) {
+                                      List<InetAddress> addresses,
+                                      List<Integer> outboundSkip, List<Integer> inboundSkip) {
             return new MeshedPod(netns, proxyUid, proxyUid, outboundPort, inboundPort, addresses, outboundSkip,
                     inboundSkip);
         }
@@ -377,7 +383,7 @@ public final class SockmapAdmin {
     }
 
     /** The meshed pods of the pin directory. */
-    public java.util.List<MeshedPod> meshedPods() throws IOException {
+    public List<MeshedPod> meshedPods() throws IOException {
         try (io.github.sockmap4j.linux.bpf.MeshMap m = io.github.sockmap4j.linux.bpf.MeshMap.open(libbpf(),
                 pinDirectory)) {
             return m.list().stream().map(p -> new MeshedPod(p.netns(), p.proxyUid(), p.proxyGid(), p.outboundPort(),
@@ -391,12 +397,12 @@ public final class SockmapAdmin {
      * to 1,024), and which sock_ops programs besides sockmap4j's run for {@code cgroup} (on it, an
      * ancestor or a cgroup below it), as "id N 'NAME' on CGROUP".
      */
-    public record Collisions(java.util.List<String> sockets, java.util.List<String> programs) {
+    public record Collisions(List<String> sockets, List<String> programs) {
     }
 
     /** What {@link Collisions} says for the pin directory and {@code cgroup}. */
     public Collisions collisions(Path cgroup) throws IOException {
-        java.util.List<String> sockets = io.github.sockmap4j.linux.bpf.Collisions.busySockets(libbpf(), pinDirectory)
+        List<String> sockets = io.github.sockmap4j.linux.bpf.Collisions.busySockets(libbpf(), pinDirectory)
                 .stream().map(Object::toString).toList();
         return new Collisions(sockets,
                 io.github.sockmap4j.linux.bpf.Collisions.otherSockopsPrograms(libbpf(), pinDirectory, cgroup));
@@ -420,8 +426,8 @@ public final class SockmapAdmin {
      * @param networks the node's address prefixes (replacing those there)
      * @throws IOException naming what failed (no pins there, no privilege)
      */
-    public void setLocalPeers(java.util.Collection<Network> networks) throws IOException {
-        java.util.Set<LocalPeersMap.Prefix> p = new java.util.HashSet<>();
+    public void setLocalPeers(Collection<Network> networks) throws IOException {
+        Set<LocalPeersMap.Prefix> p = new HashSet<>();
         for (Network n : networks) {
             p.add(new LocalPeersMap.Prefix(n.address(), n.prefixBits()));
         }
@@ -432,136 +438,14 @@ public final class SockmapAdmin {
 
     /** Every address may be a local peer again, as when the pins were made. */
     public void allLocalPeers() throws IOException {
-        setLocalPeers(java.util.List.of(new Network(java.net.InetAddress.ofLiteral("::"), 0)));
+        setLocalPeers(List.of(new Network(InetAddress.ofLiteral("::"), 0)));
     }
 
     /** The local peer prefixes of the pin directory. */
-    public java.util.List<Network> localPeers() throws IOException {
+    public List<Network> localPeers() throws IOException {
         try (LocalPeersMap m = LocalPeersMap.open(libbpf(), pinDirectory)) {
             return m.list().stream().map(x -> new Network(x.address(), x.bits())).toList();
         }
-    }
-
-    // ---- The static forms of 0.1, each the instance method of of(pinDirectory) ----
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).agentSocket()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static Path agentSocket(Path pinDirectory) {
-        return of(pinDirectory).agentSocket();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).agentRunning()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static boolean agentRunning(Path pinDirectory) {
-        return of(pinDirectory).agentRunning();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).isUp()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static boolean isUp(Path pinDirectory) {
-        return of(pinDirectory).isUp();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).attachedCgroups()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static java.util.List<Long> attachedCgroups(Path pinDirectory) throws IOException {
-        return of(pinDirectory).attachedCgroups();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).retiredSets()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static java.util.List<Path> retiredSets(Path pinDirectory) throws IOException {
-        return of(pinDirectory).retiredSets();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).stats()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static SockmapStats stats(Path pinDirectory) throws IOException {
-        return of(pinDirectory).stats();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).removePins()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static int removePins(Path pinDirectory) throws IOException {
-        return of(pinDirectory).removePins();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).putService(s)}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static void putService(Path pinDirectory, Service s) throws IOException {
-        of(pinDirectory).putService(s);
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).removeService(vip)}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static boolean removeService(Path pinDirectory, java.net.InetSocketAddress vip) throws IOException {
-        return of(pinDirectory).removeService(vip);
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).services()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static java.util.List<Service> services(Path pinDirectory) throws IOException {
-        return of(pinDirectory).services();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).collisions(cgroup)}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static Collisions collisions(Path pinDirectory, Path cgroup) throws IOException {
-        return of(pinDirectory).collisions(cgroup);
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).translatedSockets()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static int translatedSockets(Path pinDirectory) throws IOException {
-        return of(pinDirectory).translatedSockets();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).setLocalPeers(networks)}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static void setLocalPeers(Path pinDirectory, java.util.Collection<Network> networks) throws IOException {
-        of(pinDirectory).setLocalPeers(networks);
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).allLocalPeers()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static void allLocalPeers(Path pinDirectory) throws IOException {
-        of(pinDirectory).allLocalPeers();
-    }
-
-    /**
-     * @deprecated {@code SockmapAdmin.of(pinDirectory).localPeers()}
-     */
-    @Deprecated(since = "0.1", forRemoval = true)
-    public static java.util.List<Network> localPeers(Path pinDirectory) throws IOException {
-        return of(pinDirectory).localPeers();
     }
 
     private static Libbpf libbpf() throws IOException {
