@@ -142,6 +142,18 @@ public final class SockmapCli implements PinDirectory {
         return JSON.writeValueAsString(m);
     }
 
+    /**
+     * What "by TCP" leaves out, said beside it: it counts the sends of registered sockets, so a
+     * server's connections from clients that are not registered (outside the attached cgroup, or
+     * another host's) send by TCP uncounted.
+     */
+    static String notCounted(SockmapStats st) {
+        long n = st.clientsUnregistered();
+        return n == 0 ? "" : " (registered sockets' only: " + n + " accepted connection" + (n == 1 ? "" : "s")
+                + " whose client was not registered, outside the attached cgroup or on another host, went by TCP "
+                + "uncounted)";
+    }
+
     /** A mesh leg's counters as a line: "N sockets, R B redirected / T B by TCP". */
     static String leg(io.github.sockmap4j.MeshStats.Leg l) {
         return l.sockets() + " sockets, " + l.bytesRedirected() + " B redirected / " + l.bytesByTcp() + " B by TCP";
@@ -243,7 +255,7 @@ public final class SockmapCli implements PinDirectory {
                     return NOT_UP;
                 }
                 out.println(parent.json ? json(st) : String.format(Locale.ROOT,
-                        "registered %d, in map %d, redirected %d msgs / %d B, by TCP %d msgs / %d B, bound hits %d, "
+                        "registered %d, in map %d, redirected %d msgs / %d B, by TCP %d msgs / %d B%s, bound hits %d, "
                                 + "resumes %d, tainted %d, register failures %d, accepted with no registered client %d, "
                                 + "clients of a server not on this node %d, keys another connection holds %d, "
                                 + "in another program's sockmap %d, "
@@ -252,7 +264,8 @@ public final class SockmapCli implements PinDirectory {
                                 + "sent to an inbound port %d, original destinations told %d, app-proxy %s, "
                                 + "proxy-proxy %s, proxy-app %s",
                         st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
-                        st.messagesPassed(), st.bytesPassed(), st.boundHits(), st.resumes(), st.socketsTainted(),
+                        st.messagesPassed(), st.bytesPassed(), notCounted(st), st.boundHits(), st.resumes(),
+                        st.socketsTainted(),
                         st.registerFailures(), st.clientsUnregistered(), st.peersNotLocal(), st.keysTaken(),
                         st.socketsBusy(), st.servicesTranslated(),
                         st.servicesNoLocal(), st.originalDestinations(), st.mesh().captured(), st.mesh().inbound(),
@@ -309,11 +322,12 @@ public final class SockmapCli implements PinDirectory {
         @Override
         public Integer call() throws IOException {
             PrintWriter out = spec.commandLine().getOut();
+            if (SockmapAdmin.of(parent.pinDir).stats() == null) {
+                out.println("not up: nothing pinned in " + parent.pinDir + " (run 'sockmap4j up', or name the pin "
+                        + "directory of a service with --pin-dir)");
+                return NOT_UP;
+            }
             try (PolicyClient c = PolicyClient.open(parent.pinDir)) {
-                if (!c.viaAgent()) {
-                    out.println("no agent runs for " + parent.pinDir + " (start 'sockmap4j agent')");
-                    return NOT_UP;
-                }
                 List<String> rules = c.rules();
                 if (parent.json) {
                     out.println(json("rules", rules));

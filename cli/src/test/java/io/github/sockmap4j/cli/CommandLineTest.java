@@ -150,4 +150,14 @@ class CommandLineTest {
             }
         }
     }
+
+    @Test
+    void byTcpSaysWhatItLeavesOut() {
+        io.github.sockmap4j.SockmapStats none = io.github.sockmap4j.SockmapStats.of(new long[64], 0);
+        assertEquals("", SockmapCli.notCounted(none), "nothing left out");
+        io.github.sockmap4j.SockmapStats one = new io.github.sockmap4j.SockmapStats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0, 1, 0, 0, 0, 0, none.mesh());
+        String said = SockmapCli.notCounted(one);
+        assertTrue(said.contains("1 accepted connection whose client was not registered"), said);
+    }
 }

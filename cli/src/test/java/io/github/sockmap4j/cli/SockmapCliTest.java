@@ -34,6 +34,15 @@ class SockmapCliTest {
                 assertEquals(0, service.code(), service.out() + service.err());
                 assertTrue(service.out().startsWith("up (pinned by a service's Sockmap)"), service.out());
                 assertEquals(0, run("--pin-dir", pins, "stats").code(), "a service's counters");
+                // A service's own opt-in, seen without an agent: the policy map is the record then.
+                io.github.sockmap4j.OptIn optIn = kernel.sockmap.optIn(47411);
+                try {
+                    CommandLineTest.Result own = run("--pin-dir", pins, "rules");
+                    assertEquals(0, own.code(), own.out() + own.err());
+                    assertTrue(own.out().contains("47411 bound ") && own.out().contains("in the policy map"), own.out());
+                } finally {
+                    optIn.close();
+                }
                 CommandLineTest.Result up = run("--pin-dir", pins, "up", "--cgroup", kernel.cgroup.toString());
                 assertEquals(0, up.code(), up.err());
                 assertTrue(SockmapAdmin.of(kernel.pinDir).isUp());

@@ -57,10 +57,11 @@ public final class PolicyClient implements AutoCloseable {
     }
 
     /**
-     * Every rule the agent holds, and who holds it ("8080 bound 0 held by uid 1000 (user)"); only
-     * through an agent.
+     * Every rule: through an agent, each with who holds it ("8080 bound 0 held by uid 1000
+     * (user)"); without one, what the policy map holds ("8080 bound 0 (in the policy map; ...)"),
+     * a service's own opt-ins among them.
      *
-     * @throws IOException when no agent runs for this pin directory
+     * @throws IOException when neither an agent answers nor the policy map can be read
      */
     public java.util.List<String> rules() throws IOException {
         return writer.rules();
@@ -335,7 +336,13 @@ public final class PolicyClient implements AutoCloseable {
 
         @Override
         public java.util.List<String> rules() throws IOException {
-            throw new IOException("no sockmap4j agent runs for these pins: the rules' holders are the agent's record");
+            // Without an agent the map itself is the record: its rules and bounds, not who set them.
+            java.util.List<String> out = new java.util.ArrayList<>();
+            for (io.github.sockmap4j.linux.bpf.PolicyRule r : policy.rules()) {
+                out.add(r.target() + " bound " + policy.boundOf(r) + " (in the policy map; who holds it is an agent's "
+                        + "record)");
+            }
+            return out;
         }
 
         @Override
