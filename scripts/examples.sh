@@ -57,7 +57,7 @@ job_new_user() {
 }
 
 # The framework examples as a new user runs them: examples/spring-boot, examples/vertx and
-# examples/micronaut are Maven projects of their own, written from README.md's sections (the
+# examples/micronaut are Maven projects of their own, written from docs/frameworks.md's lines (the
 # published coordinates, no project parent). Installs this checkout's artifacts, builds each,
 # runs it in a child cgroup of its own where the fast path attaches, and checks what it printed:
 # active, and at least 99% of the bytes of its calls redirected by the kernel.
