@@ -2,10 +2,11 @@
 # The project's examples as their users build and run them, each checked, one job a run:
 #
 #   scripts/examples.sh new-user [CALLS]               examples/new-user, written from README.md alone
+#   scripts/examples.sh tutorial                       docs/tutorial.md's steps as written, its output checked
 #   scripts/examples.sh frameworks [CALLS] [EXAMPLE...]  Spring Boot, Vert.x and Micronaut examples
 #   scripts/examples.sh unchanged [CALLS] [BYTES] [ROUNDS]  services with no sockmap4j dependency
 #                                                      under the node agent
-#   scripts/examples.sh all                            the three, with their defaults but unchanged's
+#   scripts/examples.sh all                            the four, with their defaults but unchanged's
 #                                                      (300 calls, 64 MiB, 1 round: what the tests run)
 #
 # Each job's own description is above its function below. Needs root and what scripts/install.sh
@@ -54,6 +55,61 @@ job_new_user() {
   echo "$out" | grep -q '^start=failed SockmapUnavailableException' \
     || { echo "new user: require=true outside the attached cgroup must fail start(): $out"; exit 1; }
   echo "new user: ok"
+}
+
+# The tutorial as its reader follows it: docs/tutorial.md's blocks, marked in the page with
+# "<!-- tutorial: checkout|file PATH|run|output -->" before each, run as written: 'checkout'
+# blocks in this checkout, 'file' blocks written into an empty directory, 'run' blocks there in one
+# shell (the JDK found first on the PATH), and every line of an 'output' block must be a line of
+# what they printed, a figure shown non-zero matching any non-zero figure and one shown 0 any
+# figure. Removes the directory, and the cgroup and pins the page makes if it did not.
+job_tutorial() {
+  need
+  local page=$repo/docs/tutorial.md work
+  work=$(mktemp -d /tmp/sockmap4j-tutorial.XXXXXX)
+  # globals: the EXIT trap runs after this function has returned
+  TUTORIAL_WORK=$work
+  TUTORIAL_PINS=/sys/fs/bpf/sockmap4j
+  TUTORIAL_PINS_BEFORE=0
+  [ -e "$TUTORIAL_PINS" ] && TUTORIAL_PINS_BEFORE=1
+  cleanup_tutorial() {
+    local cg="$CGROUP2/hello-sockmap"
+    if [ -d "$cg" ]; then
+      for _ in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
+      rmdir "$cg" 2>/dev/null || true
+    fi
+    if [ "$TUTORIAL_PINS_BEFORE" = 0 ] && [ -e "$TUTORIAL_PINS" ]; then
+      "$repo/scripts/sockmap4j" --pin-dir "$TUTORIAL_PINS" down --force >/dev/null 2>&1 || true
+    fi
+    rm -rf "$TUTORIAL_WORK"
+  }
+  trap cleanup_tutorial EXIT
+  # each marked block: 'file' blocks into the project, the others appended to checkout/run/output.txt
+  awk -v dir="$work" '
+    /^<!-- tutorial: / { kind = $3; path = $4; want = 1; next }
+    want && /^```/ {
+      want = 0; inblock = 1
+      f = kind == "file" ? dir "/project/" path : dir "/" kind ".txt"
+      if (kind == "file") { system("mkdir -p \"$(dirname \"" f "\")\""); printf "" > f }
+      next
+    }
+    inblock && /^```/ { inblock = 0; if (kind == "file") close(f); next }
+    inblock { print > f }' "$page"
+  [ -s "$work/run.txt" ] && [ -s "$work/output.txt" ] && [ -d "$work/project" ] \
+    || { echo "tutorial: $page has no run, output or file blocks" >&2; exit 1; }
+  (cd "$repo" && PATH="$JAVA_HOME/bin:$PATH" bash -e "$work/checkout.txt")
+  local out
+  out=$(cd "$work/project" && PATH="$JAVA_HOME/bin:$PATH" bash -e "$work/run.txt" 2>&1) \
+    || { echo "$out"; echo "tutorial: a step failed" >&2; exit 1; }
+  echo "$out"
+  while IFS= read -r want; do
+    [ -n "$want" ] || continue
+    local re
+    re=$(printf '%s' "$want" | sed -e 's/[][\.*^$+?(){}|/]/\\&/g' -e 's/\b0\b/@ANY@/g' \
+      -e 's/\b[1-9][0-9]*\b/[1-9][0-9]*/g' -e 's/@ANY@/[0-9]+/g')
+    printf '%s\n' "$out" | grep -Eqx -- "$re" || { echo "tutorial: the page shows '$want'; the run did not print it" >&2; exit 1; }
+  done < "$work/output.txt"
+  echo "tutorial: ok"
 }
 
 # The framework examples as a new user runs them: examples/spring-boot, examples/vertx and
@@ -152,8 +208,9 @@ job=${1:-}
 [ $# -eq 0 ] || shift
 case $job in
   new-user) job_new_user "$@" ;;
+  tutorial) job_tutorial "$@" ;;
   frameworks) job_frameworks "$@" ;;
   unchanged) job_unchanged "$@" ;;
-  all) "$0" new-user && "$0" frameworks && "$0" unchanged 300 67108864 1 ;;
+  all) "$0" new-user && "$0" tutorial && "$0" frameworks && "$0" unchanged 300 67108864 1 ;;
   *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
