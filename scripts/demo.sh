@@ -32,6 +32,9 @@ mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-demo
 java_flags=(--enable-native-access=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
   --sun-misc-unsafe-memory-access=allow)
+# COLOCATED=true: the fast path's stages agree on co-located connections where they can
+# (-Dsockmap4j.colocated=true; docs/colocated.md): on one loopback, not between pods
+[ "${COLOCATED:-false}" = true ] && java_flags+=(-Dsockmap4j.colocated=true)
 rc=0
 case ${1:-} in
   echo)

@@ -287,7 +287,16 @@ public final class Handover {
          * expectation, false when it was refused (the offerer was told why); false too once closed.
          */
         public boolean acceptOne(Duration timeout) throws IOException {
-            UnixListener.Connection c = socket.accept();
+            return acceptOne(timeout, Duration.ofMillis(200));
+        }
+
+        /**
+         * As {@link #acceptOne(Duration)}, waking every {@code idle} while nothing comes to see
+         * whether the listener was closed (a listener that lives as long as its process can wait
+         * long: its thread then costs nothing while idle).
+         */
+        public boolean acceptOne(Duration timeout, Duration idle) throws IOException {
+            UnixListener.Connection c = socket.accept((int) Math.min(Integer.MAX_VALUE, Math.max(1, idle.toMillis())));
             if (c == null) {
                 return false;
             }

@@ -273,7 +273,8 @@ final class Acceptor {
         private void run() {
             while (true) {
                 try {
-                    listener.acceptOne(Duration.ofSeconds(2));
+                    // the listener lives as long as the process: no periodic wake while idle
+                    listener.acceptOne(Duration.ofSeconds(2), Duration.ofHours(1));
                 } catch (IOException | RuntimeException e) {
                     LOG.debug("A co-located hand-over failed: {}", e.toString());
                     java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // not a hot loop on a failing socket

@@ -6,6 +6,7 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.Context;
 import io.grpc.Grpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
@@ -66,7 +67,9 @@ final class Upgrade implements ClientInterceptor {
             }
         }
         if (start) {
-            agree(next);
+            // the channel's agreement, not the caller's: a call made from a handler carries its request's
+            // context, which ends (cancelled) with that request, mid-agreement
+            Context.ROOT.run(() -> agree(next));
         }
         return c != null ? c.newCall(method, options) : next.newCall(method, options);
     }

@@ -183,6 +183,22 @@ class AgreementTest {
     }
 
     @Test
+    void anAgreementStartedByACallInAContextThatEndsStillCompletes() throws Exception {
+        Server s = server(true);
+        ManagedChannel ch = channel(s.getPort());
+        long failed = ColocatedGrpc.fallbacks().get(Fallback.FAILED);
+        long upgrades = ColocatedGrpc.upgrades();
+        // as a handler calling downstream does: the first call (which starts the agreement) runs in its
+        // request's context, and that context is cancelled as soon as the call returns
+        io.grpc.Context.CancellableContext request = io.grpc.Context.current().withCancellation();
+        request.run(() -> call(ch, "from a handler"));
+        request.cancel(null);
+        waitFor(() -> ColocatedGrpc.upgrades() >= upgrades + 2, "both ends count the upgrade");
+        assertEquals(failed, ColocatedGrpc.fallbacks().get(Fallback.FAILED),
+                "no agreement failed: " + ColocatedGrpc.lastFallback(Fallback.FAILED));
+    }
+
+    @Test
     void aServerWithoutTheAgreementKeepsTheCallsOnHttp2AndSaysWhy() throws Exception {
         Server s = server(false);
         ManagedChannel ch = channel(s.getPort());

@@ -108,8 +108,16 @@ public final class UnixListener implements AutoCloseable {
      *                           ENOBUFS, ENOMEM): the caller backs off and calls again
      */
     public Connection accept() throws IOException {
+        return accept(POLL_MILLIS);
+    }
+
+    /**
+     * As {@link #accept()}, waking every {@code pollMillis} to see whether it was closed: a
+     * listener nobody closes while its process runs waits longer, and wakes its thread less.
+     */
+    public Connection accept(int pollMillis) throws IOException {
         while (!closed) {
-            int r = socket.poll(Linux.POLLIN, POLL_MILLIS);
+            int r = socket.poll(Linux.POLLIN, pollMillis);
             if (r == 0 || r == -Errno.EINTR) {
                 continue;
             }
