@@ -2,10 +2,7 @@ package io.github.sockmap4j.netty.grpc;
 
 import io.netty.channel.ChannelFactory;
 import io.netty.channel.socket.SocketChannel;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.net.UnknownHostException;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -37,26 +34,13 @@ final class TcpLifelines implements ChannelFactory<SocketChannel>, Function<Sock
     @Override
     public CompletionStage<?> apply(SocketAddress local) {
         for (SocketChannel ch : open) {
-            if (sameEnd(ch.localAddress(), local)) {
+            if (local != null && local.equals(ch.localAddress())) { // the call's attribute is this very value
                 CompletableFuture<Void> closed = new CompletableFuture<>();
                 ch.closeFuture().addListener(f -> closed.complete(null));
                 return closed;
             }
         }
         return null;
-    }
-
-    private static boolean sameEnd(SocketAddress a, SocketAddress b) {
-        if (!(a instanceof InetSocketAddress x) || !(b instanceof InetSocketAddress y) || x.getAddress() == null
-                || y.getAddress() == null || x.getPort() != y.getPort()) {
-            return false;
-        }
-        try {
-            return InetAddress.getByAddress(x.getAddress().getAddress())
-                    .equals(InetAddress.getByAddress(y.getAddress().getAddress()));
-        } catch (UnknownHostException e) {
-            return false;
-        }
     }
 
     @Override

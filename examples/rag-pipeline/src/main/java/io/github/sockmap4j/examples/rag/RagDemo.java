@@ -331,7 +331,7 @@ public final class RagDemo implements Callable<Integer> {
             if (fast && sockmap.isActive()) {
                 RagReport.Run f = fastRuns.get(0);
                 if (f.bytesRedirected() == 0) {
-                    return nothingRedirected();
+                    return RagReport.nothingRedirected(out);
                 }
             }
             return meshReport();
@@ -460,7 +460,7 @@ public final class RagDemo implements Callable<Integer> {
         }
         if (sockmap != null && sockmap.isActive()
                 && byRound.get(0).stream().mapToLong(p -> p.fast().bytesRedirected()).sum() == 0) {
-            return nothingRedirected();
+            return RagReport.nothingRedirected(out);
         }
         return meshReport();
     }
@@ -585,22 +585,5 @@ public final class RagDemo implements Callable<Integer> {
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new RagDemo()).execute(args));
-    }
-
-    /**
-     * Nothing went through the redirect: a failure, but where the stages may agree on co-located
-     * connections (-Dsockmap4j.colocated=true), whose calls go over shared rings the redirect's
-     * counters do not see.
-     */
-    private int nothingRedirected() {
-        if (Boolean.getBoolean("sockmap4j.colocated")) {
-            out.println("\nThe fast path's redirect carried nothing: with -Dsockmap4j.colocated=true its stages' calls "
-                    + "go over co-located connections where they agree (shared rings; docs/colocated.md), which the "
-                    + "redirect's counters do not see; the stages' co-located threads (sockmap4j-coloc) above show "
-                    + "where they did");
-            return 0;
-        }
-        out.println("\nWARNING: nothing went through the redirect; see the log lines above for why");
-        return 1;
     }
 }

@@ -267,4 +267,21 @@ final class RagReport {
         double[] v = runs.stream().mapToDouble(f).sorted().toArray();
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
+
+    /**
+     * Nothing went through the redirect: a failure, but where the stages may agree on co-located
+     * connections (-Dsockmap4j.colocated=true), whose calls go over shared rings the redirect's
+     * counters do not see.
+     */
+    static int nothingRedirected(PrintStream out) {
+        if (Boolean.getBoolean("sockmap4j.colocated")) {
+            out.println("\nThe fast path's redirect carried nothing: with -Dsockmap4j.colocated=true its stages' calls "
+                    + "go over co-located connections where they agree (shared rings; docs/colocated.md), which the "
+                    + "redirect's counters do not see; the stages' co-located threads (sockmap4j-coloc) above show "
+                    + "where they did");
+            return 0;
+        }
+        out.println("\nWARNING: nothing went through the redirect; see the log lines above for why");
+        return 1;
+    }
 }
