@@ -24,7 +24,7 @@ BENCHMARKS=(
   'agent-rules|AgentRulesBench||65536|a node agent'"'"'s cost per rule as its policy grows; [RULES]'
   'grpc-handoffs|GrpcHandoffs|-Dexecutor=${EXECUTOR:-default} -Dpoll=${POLL:-0} -Dtransports=${TRANSPORTS:-} -Dsyscalls=${SYSCALLS:-true}|20000|where a gRPC unary call'"'"'s time goes between threads, sk_msg runs and system calls a call; [EXECUTOR=direct|polling|loops] [POLL=us] [TRANSPORTS=UDS,SOCKMAP] [SYSCALLS=false] [CALLS]'
   'rings|RingBench||5 20000 1024,65536|round trips between two threads: TCP loopback vs the co-located rings of one shared region; [ROUNDS] [ROUND TRIPS] [SIZES]'
-  'colocated-grpc|ColocatedGrpcBench|-Dkinds=${KINDS:-in-process,tcp,colocated} -Dstream=${STREAM:-true}|5 20000 1024,65536|gRPC in one JVM: in-process, grpc-netty over TCP loopback and the co-located transport, unary and a server stream; [KINDS=in-process,tcp,colocated,agreed] [STREAM=false] [ROUNDS] [CALLS] [SIZES]'
+  'colocated-grpc|ColocatedGrpcBench|-Dkinds=${KINDS:-in-process,tcp,colocated} -Dstream=${STREAM:-true} -Didle=${IDLE:-0} -DidleKind=${IDLE_KIND:-colocated}|5 20000 1024,65536|gRPC in one JVM: in-process, grpc-netty over TCP loopback and the co-located transport, unary and a server stream; [KINDS=in-process,tcp,colocated,agreed] [STREAM=false] [IDLE=SECONDS IDLE_KIND=agreed] [ROUNDS] [CALLS] [SIZES]'
   'jmh|org.openjdk.jmh.Main||SendReceiveBench|JMH: one thread sends and receives over TCP and the redirect; [JMH OPTIONS]'
   'xdp|XdpBench|||XDP drop vs the kernel stack refusing the same UDP traffic, in a namespace of its own; [ROUNDS] [SECONDS]'
 )
