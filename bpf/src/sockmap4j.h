@@ -193,7 +193,7 @@ struct sm4j_endpoint {
 };
 
 /*
- * Whose connects a Service moves (docs/operations.md, "Security model"): owner 0 moves every
+ * Whose connects a Service moves (docs/security.md): owner 0 moves every
  * connect in the cgroup (root's Services and the Kubernetes feed), owner uid + 1 only the connects
  * of that uid (a user's Service put through the agent); netns 0 moves connects of every network
  * namespace, a namespace's cookie only connects made in it (a Service with a loopback address:

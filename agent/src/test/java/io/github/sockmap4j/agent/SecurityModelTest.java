@@ -38,7 +38,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The attacks of docs/operations.md ("Security model"), each run as the unprivileged user it
+ * The attacks of docs/security.md, each run as the unprivileged user it
  * names, against an agent on a cgroup whose policy grants uid {@value #U1} ports on 127.0.0.0/8
  * and uid {@value #U2} nothing: a grant holder's Service that would take root's and other users'
  * connects, a loopback Service that would reach into other namespaces, and a user with no grant

@@ -317,7 +317,7 @@ public final class SockmapCli implements PinDirectory {
         }
     }
 
-    @Command(name = "rules", mixinStandardHelpOptions = true, description = "The rules a running agent holds, and who holds each.")
+    @Command(name = "rules", mixinStandardHelpOptions = true, description = "The rules a running agent holds, and who holds each; without an agent, the policy map's rules.")
     static final class RulesCmd extends Sub<SockmapCli> {
         @Override
         public Integer call() throws IOException {

@@ -192,7 +192,7 @@ public final class SockmapNetty {
      * while it runs tasks ends without closing its channels (it checks for shutdown before its
      * tasks, and with no quiet period ends right after them): their sockets stay open, and
      * registered in the SOCKHASH, until the process exits. Measured and tested in
-     * docs/operations.md ("Shutting down event loops"). This uses a quiet period of 100 ms.
+     * docs/use-it.md ("Shutting down event loops"). This uses a quiet period of 100 ms.
      *
      * @param timeout how long to wait in all (the loops close their channels at once, then end
      *                once no task has come for the quiet period, or at the latest at the timeout)

@@ -30,7 +30,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * {@link SockmapNetty#shutdown} closes every channel of event loops that are busy when it
  * lands: the case in which Netty's {@code shutdownGracefully(0, ...)} lets a loop end with its
- * channels open (docs/operations.md, "Shutting down event loops"). Each round: a group of three
+ * channels open (docs/use-it.md, "Shutting down event loops"). Each round: a group of three
  * loops, connections over the transport (both ends registered in the SOCKHASH), every loop kept
  * running tasks, then the shutdown; afterwards no channel may be open and none registered.
  */

@@ -211,7 +211,7 @@ public final class SockmapAdmin {
 
     /**
      * The sets of another sockmap4j version an agent retired in this directory and has not
-     * removed yet: each waits for its last connection to close (docs/operations.md, "Upgrades").
+     * removed yet: each waits for its last connection to close (docs/agent.md, "Upgrades").
      */
     public List<Path> retiredSets() throws IOException {
         return RetiredSets.list(pinDirectory);

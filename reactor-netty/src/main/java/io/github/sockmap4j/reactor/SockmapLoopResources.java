@@ -54,7 +54,7 @@ import reactor.netty.resources.LoopResources;
 public final class SockmapLoopResources implements LoopResources {
     /**
      * The least quiet period the loops are given when disposed: a Netty 4.2 event loop shut
-     * down with none can end without closing its channels (docs/operations.md).
+     * down with none can end without closing its channels (docs/use-it.md, "Shutting down event loops").
      */
     static final Duration LEAST_QUIET_PERIOD = Duration.ofMillis(100);
 

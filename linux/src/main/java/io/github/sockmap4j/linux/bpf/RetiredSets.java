@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The sets of pins of another ABI version a node agent retired from its directory
  * ({@code DIR/retired-abi-N-K}): moved aside whole, their links unpinned once this version's
- * programs are attached, removed once their SOCKHASH is empty (docs/operations.md, "Upgrades").
+ * programs are attached, removed once their SOCKHASH is empty (docs/agent.md, "Upgrades").
  */
 public final class RetiredSets {
     /** The subdirectories the pins of another ABI version are moved to ({@link #retire}). */
