@@ -96,8 +96,8 @@ final class Agreement {
             }
             return new Decline(reason, f.length == 3 ? f[2] : "");
         }
-        String[] a = s.split(" ");
-        if (!a[0].equals("ACCEPT") || a.length < 2) {
+        String[] a = s.split(" "); // none at all where the line is only spaces
+        if (a.length < 2 || !a[0].equals("ACCEPT")) {
             throw new IllegalArgumentException("not an answer to an agreement: '" + clip(s) + "'");
         }
         if (!a[1].equals(Integer.toString(VERSION))) {

@@ -62,7 +62,12 @@ public final class ColocatedGrpc {
         return builder.addService(a.definition()).addTransportFilter(a.lifelines());
     }
 
-    /** Lets {@code builder}'s channel move its calls to a co-located connection where its server agrees. */
+    /**
+     * Lets {@code builder}'s channel move its calls to a co-located connection where its server
+     * agrees. The co-located connection runs the calls' callbacks on the executor the channel is
+     * built with (its {@code executor}, or {@code directExecutor()}: on the thread that read them),
+     * and takes its inbound limits and user agent, whenever they are set on the builder.
+     */
     public static <T extends ManagedChannelBuilder<T>> T configure(T builder) {
         return configure(builder, local -> null);
     }
@@ -75,7 +80,7 @@ public final class ColocatedGrpc {
      */
     public static <T extends ManagedChannelBuilder<T>> T configure(
             T builder, Function<SocketAddress, ? extends CompletionStage<?>> lifelines) {
-        return builder.intercept(new Upgrade(ringBytes(), lifelines));
+        return builder.intercept(new Upgrade(ringBytes(), lifelines, builder));
     }
 
     private static long ringBytes() {

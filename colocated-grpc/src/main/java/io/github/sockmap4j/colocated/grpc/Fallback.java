@@ -27,6 +27,12 @@ public enum Fallback {
     NO_MEMORY("the shared memory could not be made or mapped"),
     /** The running gRPC server cannot take another transport (its version keeps it elsewhere). */
     SERVER_UNREACHABLE("this gRPC version's server cannot take a co-located transport"),
+    /**
+     * The channel's builder keeps its executor and inbound limits where this version does not read
+     * them (another gRPC, or a builder of another kind): a co-located connection would run the
+     * channel's callbacks elsewhere, or take other sizes, than its HTTP/2 connection.
+     */
+    CHANNEL_UNREADABLE("this channel's executor and limits cannot be read from its builder"),
     /** Anything else: the agreement call failed or timed out, or a step of the hand-over did. */
     FAILED("the agreement failed");
 

@@ -9,6 +9,7 @@ import io.grpc.ClientInterceptor;
 import io.grpc.Context;
 import io.grpc.Grpc;
 import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
@@ -41,15 +42,24 @@ final class Upgrade implements ClientInterceptor {
 
     private final long maxCapacity;
     private final Function<SocketAddress, ? extends CompletionStage<?>> lifelines;
+    private final ManagedChannelBuilder<?> builder;
+    private ChannelSettings settings; // read once the channel is built, at its first hand-over
+    private String unreadable;
     private final Object lock = new Object();
     private ManagedChannel colocated;
     private boolean agreeing;
     private long notBefore = System.nanoTime();
     private long pauseNanos;
 
-    Upgrade(long maxCapacity, Function<SocketAddress, ? extends CompletionStage<?>> lifelines) {
+    /**
+     * @param builder the channel's builder, whose executor and limits its co-located connections
+     *                take ({@link ChannelSettings}); null for gRPC's defaults
+     */
+    Upgrade(long maxCapacity, Function<SocketAddress, ? extends CompletionStage<?>> lifelines,
+            ManagedChannelBuilder<?> builder) {
         this.maxCapacity = maxCapacity;
         this.lifelines = lifelines;
+        this.builder = builder;
     }
 
     @Override
@@ -159,6 +169,11 @@ final class Upgrade implements ClientInterceptor {
             why[0] = Fallback.PROXIED;
             return "the server saw this connection come from " + accept.clientAsSeen() + ", its end here is " + local;
         }
+        ChannelSettings s = settings();
+        if (s == null) {
+            why[0] = Fallback.CHANNEL_UNREADABLE;
+            return unreadable;
+        }
         long capacity = accept.capacity();
         if (capacity > maxCapacity) {
             why[0] = Fallback.NO_MEMORY;
@@ -187,7 +202,7 @@ final class Upgrade implements ClientInterceptor {
             return "the hand-over: " + e.getMessage();
         }
         ManagedChannel[] made = new ManagedChannel[1];
-        ManagedChannel ch = ColocatedChannelBuilder.forRegion(region, authority)
+        ManagedChannel ch = s.applyTo(ColocatedChannelBuilder.forRegion(region, authority))
                 .whenEnded(() -> AGREEING.execute(() -> ended(made[0])))
                 .build();
         made[0] = ch;
@@ -203,6 +218,20 @@ final class Upgrade implements ClientInterceptor {
         }
         ColocatedGrpc.countUpgrade("channel to " + authority + ": calls go co-located from " + local);
         return null;
+    }
+
+    /** The channel's settings, read once; null where its builder could not be read ({@link #unreadable} says why). */
+    private synchronized ChannelSettings settings() {
+        if (settings == null && unreadable == null) {
+            try {
+                settings = builder == null ? ChannelSettings.DEFAULTS : ChannelSettings.of(builder);
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                unreadable = "this channel's builder (" + builder.getClass().getName() + ") keeps its executor and "
+                        + "limits where this version does not read them (" + e.getMessage() + "; read as gRPC 1.84 "
+                        + "keeps them): its calls stay on HTTP/2, where they run as it was built";
+            }
+        }
+        return settings;
     }
 
     /** The co-located connection ended: new calls go over HTTP/2, and another agreement is tried in a second. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.grpc.CallOptions;
 import io.grpc.Grpc;
@@ -110,7 +111,13 @@ class AgreementTest {
     }
 
     private ManagedChannel channel(int port) {
-        ManagedChannel ch = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", port)).usePlaintext().build();
+        return channel(port, b -> { });
+    }
+
+    private ManagedChannel channel(int port, java.util.function.Consumer<NettyChannelBuilder> settings) {
+        NettyChannelBuilder b = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", port)).usePlaintext();
+        settings.accept(b); // after configure, as a user sets what the builder is for
+        ManagedChannel ch = b.build();
         cleanup.add(() -> {
             ch.shutdownNow();
             try {
@@ -180,6 +187,56 @@ class AgreementTest {
                         CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), new byte[1]));
         assertEquals(Status.Code.FAILED_PRECONDITION, e.getStatus().getCode());
         assertEquals("as asked", e.getStatus().getDescription());
+    }
+
+    /** The thread a co-located async call's response callback runs on. */
+    private String callbackThread(ManagedChannel ch) throws Exception {
+        int before = seen.size();
+        java.util.concurrent.CompletableFuture<String> where = new java.util.concurrent.CompletableFuture<>();
+        ClientCalls.asyncUnaryCall(ch.newCall(ECHO, CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS)),
+                new byte[] {1}, new io.grpc.stub.StreamObserver<>() {
+                    @Override
+                    public void onNext(byte[] value) {
+                        where.complete(Thread.currentThread().getName());
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        where.completeExceptionally(t);
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                    }
+                });
+        String name = where.get(10, TimeUnit.SECONDS);
+        assertTrue(seen.get(before).colocated(), "the call went co-located");
+        return name;
+    }
+
+    @Test
+    void aColocatedConnectionKeepsTheChannelsExecutorAndLimits() throws Exception {
+        Server s = server(true, NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+                .maxInboundMessageSize(16 << 20));
+        java.util.concurrent.ExecutorService own = java.util.concurrent.Executors.newFixedThreadPool(2,
+                r -> Thread.ofPlatform().daemon().name("the-channels-own-executor").unstarted(r));
+        cleanup.add(own::shutdownNow);
+        ManagedChannel pooled = channel(s.getPort(), b -> b.executor(own).maxInboundMessageSize(16 << 20));
+        callUntilColocated(pooled);
+        assertEquals("the-channels-own-executor", callbackThread(pooled), "callbacks on the channel's own executor");
+        // larger than gRPC's default limit of 4 MiB, within the channel's own
+        byte[] large = new byte[6 << 20];
+        new java.util.Random(7).nextBytes(large);
+        int before = seen.size();
+        assertArrayEquals(large, ClientCalls.blockingUnaryCall(pooled, ECHO,
+                CallOptions.DEFAULT.withDeadlineAfter(20, TimeUnit.SECONDS), large));
+        assertTrue(seen.get(before).colocated(), "the large call went co-located");
+
+        ManagedChannel direct = channel(s.getPort(), NettyChannelBuilder::directExecutor);
+        callUntilColocated(direct);
+        String reader = callbackThread(direct);
+        assertTrue(reader.startsWith("sockmap4j-colocated-"),
+                "a direct channel's callbacks run on the thread that read them, its co-located reader: " + reader);
     }
 
     @Test
@@ -285,6 +342,14 @@ class AgreementTest {
             assertNotNull(a);
         } catch (IllegalArgumentException expected) {
             assertNotNull(expected.getMessage());
+        }
+    }
+
+    @Test
+    void anAnswerOfSpacesOnlyIsRefused() {
+        // found by the property above: a line of spaces splits into no field at all
+        for (String s : new String[] {" ", "   ", ""}) {
+            assertThrows(IllegalArgumentException.class, () -> Agreement.parse(s.getBytes(StandardCharsets.UTF_8)), s);
         }
     }
 
