@@ -185,8 +185,11 @@ public final class ColocatedGrpcBench {
     /**
      * {@code -Didle=SECONDS}: the process's CPU over that long with 10 channels of {@code
      * -DidleKind} (default colocated) open, a server each, and no call, against the same time with
-     * none, in turns (3 each).
+     * none, in turns (3 each). Each window starts 5 s after the channels were opened or closed: the
+     * JIT's compilations and the agreements' last tasks of that work are not idle time.
      */
+    private static final long SETTLE_MILLIS = 5_000;
+
     private static void idle(long seconds) throws Exception {
         String kind = System.getProperty("idleKind", "colocated");
         double[] with = new double[3];
@@ -198,10 +201,12 @@ public final class ColocatedGrpcBench {
                 unary(p.channel(), new byte[8]);
                 open.add(p);
             }
+            Thread.sleep(SETTLE_MILLIS);
             long c0 = cpuNanos();
             Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
             with[r] = (cpuNanos() - c0) / 1e7 / seconds; // percent of a CPU
             open.forEach(Pair::close);
+            Thread.sleep(SETTLE_MILLIS);
             c0 = cpuNanos();
             Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
             without[r] = (cpuNanos() - c0) / 1e7 / seconds;

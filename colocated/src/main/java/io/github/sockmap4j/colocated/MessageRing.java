@@ -128,6 +128,17 @@ public final class MessageRing {
          * @throws IllegalArgumentException where the message exceeds {@link #maxMessage()}
          */
         public boolean offer(int kind, MemorySegment src, long offset, int length) throws RingCorruptException {
+            return offer(kind, src, offset, length, true);
+        }
+
+        /**
+         * As {@link #offer(int, MemorySegment, long, int)}; where {@code wake} is false the reader is
+         * not woken now, and the writer promises a {@link #wakeIfAsleep()} (or a waking offer) once
+         * the batch this message starts is published: one wake-up for a batch the writer knows is
+         * coming (a call's headers, message and half-close), not one for each of its messages.
+         */
+        public boolean offer(int kind, MemorySegment src, long offset, int length, boolean wake)
+                throws RingCorruptException {
             if (kind < 0 || length < 0 || length > maxMessage) {
                 throw new IllegalArgumentException("a message of kind " + kind + " and " + length
                         + " bytes (the ring carries kinds >= 0 of at most " + maxMessage + " bytes)");
@@ -150,11 +161,21 @@ public final class MessageRing {
             data.set(ValueLayout.JAVA_INT, index + 4, kind);
             tail += record;
             LONG.setVolatile(control, TAIL, tail);
+            if (wake) {
+                wakeIfAsleep();
+            }
+            return true;
+        }
+
+        /**
+         * Wakes the reader if it said it sleeps: after quiet offers, once their batch is published.
+         * A reader that said so after the last publication saw it before sleeping.
+         */
+        public void wakeIfAsleep() {
             if ((int) INT.getVolatile(control, READER_ASLEEP) != 0) {
                 INT.getAndAdd(control, DATA_SIGNAL, 1);
                 SharedMemory.futexWake(dataSignal, 1);
             }
-            return true;
         }
 
         /** The bytes published and not yet consumed, as the reader's head says, checked. */

@@ -59,7 +59,7 @@ final class Acceptor {
     private final Map<Lifeline, ColocatedConnection> connections = new ConcurrentHashMap<>();
     private final Set<Lifeline> live = ConcurrentHashMap.newKeySet();
     private final AtomicInteger pending = new AtomicInteger();
-    private final ObjectPool<ScheduledExecutorService> schedulers = SharedResourcePool.forResource(GrpcUtil.TIMER_SERVICE);
+    private final ObjectPool<ScheduledExecutorService> schedulers = SharedResourcePool.forResource(DeadlineTimer.RESOURCE);
     private volatile ServerDoor door;
 
     /** A TCP connection, by its two ends as this server sees them. */

@@ -77,7 +77,7 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
     private final class Factory implements ClientTransportFactory {
         private final AtomicReference<SharedRegion> region;
         private final ColocatedAddress address;
-        private final ScheduledExecutorService timer = SharedResourceHolder.get(GrpcUtil.TIMER_SERVICE);
+        private final ScheduledExecutorService timer = SharedResourceHolder.get(DeadlineTimer.RESOURCE);
         private boolean closed;
         private volatile ColocatedConnection first;
 
@@ -122,7 +122,7 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
         public void close() {
             if (!closed) {
                 closed = true;
-                SharedResourceHolder.release(GrpcUtil.TIMER_SERVICE, timer);
+                SharedResourceHolder.release(DeadlineTimer.RESOURCE, timer);
                 SharedRegion r = region.getAndSet(null);
                 if (r != null) {
                     r.close();

@@ -104,7 +104,7 @@ public final class ColocatedServer {
     private static final class Listening implements InternalServer {
         private final ColocatedAddress address;
         private final Builder builder;
-        private final ObjectPool<ScheduledExecutorService> schedulers = SharedResourcePool.forResource(GrpcUtil.TIMER_SERVICE);
+        private final ObjectPool<ScheduledExecutorService> schedulers = SharedResourcePool.forResource(DeadlineTimer.RESOURCE);
         private List<? extends ServerStreamTracer.Factory> tracers = List.of();
         private ServerListener listener;
         private boolean shutdown;

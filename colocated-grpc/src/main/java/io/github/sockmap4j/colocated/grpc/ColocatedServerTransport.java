@@ -242,7 +242,13 @@ final class ColocatedServerTransport extends FrameDispatch implements ServerTran
 
         @Override
         public void writeHeaders(Metadata headers, boolean flush) {
-            connection.write(Frames.HEADERS, new Frames.Writer(flow.id).putMetadata(headers).bytes());
+            byte[] h = new Frames.Writer(flow.id).putMetadata(headers).bytes();
+            // gRPC flushes headers where no one message and trailers follow at once
+            if (flush) {
+                connection.write(Frames.HEADERS, h);
+            } else {
+                connection.writeQuiet(Frames.HEADERS, h);
+            }
         }
 
         @Override
@@ -291,6 +297,7 @@ final class ColocatedServerTransport extends FrameDispatch implements ServerTran
 
         @Override
         public void flush() {
+            connection.flush();
         }
 
         @Override

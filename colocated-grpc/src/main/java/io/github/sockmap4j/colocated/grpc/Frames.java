@@ -56,6 +56,17 @@ final class Frames {
         }
     }
 
+    /**
+     * A MESSAGE frame: the stream's id, the flags and {@code n} bytes of {@code message} from
+     * {@code off}, made in one array (a message is the one frame large enough to matter).
+     */
+    static byte[] message(int streamId, boolean more, byte[] message, int off, int n) {
+        byte[] f = new byte[5 + n];
+        ByteBuffer.wrap(f).order(ByteOrder.LITTLE_ENDIAN).putInt(streamId).put(more ? MORE : 0);
+        System.arraycopy(message, off, f, 5, n);
+        return f;
+    }
+
     /** Builds one frame's bytes. Not thread-safe. */
     static final class Writer {
         private final ByteArrayOutputStream out = new ByteArrayOutputStream(256);

@@ -37,8 +37,11 @@ abstract class StreamFlow {
     private boolean endAfterInbox;
     private boolean done;
 
-    /** An outbound frame; a message's first frame carries the message's length, which takes window. */
-    private record Out(int kind, byte[] frame, int messageBytes, Runnable sent) {
+    /**
+     * An outbound frame; a message's first frame carries the message's length, which takes window.
+     * {@code quiet}: more of its batch follows, which wakes the reader.
+     */
+    private record Out(int kind, byte[] frame, int messageBytes, Runnable sent, boolean quiet) {
     }
 
     StreamFlow(int id, ColocatedConnection connection, int maxInboundMessage) {
@@ -61,11 +64,46 @@ abstract class StreamFlow {
     static byte[] readAll(InputStream message) throws IOException {
         try (message) {
             if (message instanceof Drainable d) {
-                ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(32, message.available()));
+                // a marshaller's stream knows its size (protobuf's does): drained into an array of it, not copied again
+                Exact out = new Exact(message.available());
                 d.drainTo(out);
-                return out.toByteArray();
+                return out.bytes();
             }
             return message.readAllBytes();
+        }
+    }
+
+    /** An output stream into an array of the size expected, grown only where more comes. */
+    private static final class Exact extends java.io.OutputStream {
+        private byte[] buf;
+        private int count;
+
+        Exact(int expected) {
+            buf = new byte[Math.max(0, expected)];
+        }
+
+        @Override
+        public void write(int b) {
+            room(1);
+            buf[count++] = (byte) b;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) {
+            java.util.Objects.checkFromIndexSize(off, len, b.length);
+            room(len);
+            System.arraycopy(b, off, buf, count, len);
+            count += len;
+        }
+
+        private void room(int n) {
+            if (buf.length - count < n) {
+                buf = java.util.Arrays.copyOf(buf, Math.max(count + n, Math.max(32, buf.length * 2)));
+            }
+        }
+
+        byte[] bytes() {
+            return count == buf.length ? buf : java.util.Arrays.copyOf(buf, count);
         }
     }
 
@@ -101,8 +139,9 @@ abstract class StreamFlow {
             do {
                 int n = Math.min(max, message.length - off);
                 boolean more = off + n < message.length;
-                byte[] f = new Frames.Writer(id).putByte(more ? Frames.MORE : 0).putBytes(message, off, n).bytes();
-                outbox.add(new Out(Frames.MESSAGE, f, first ? message.length : 0, null));
+                byte[] f = Frames.message(id, more, message, off, n);
+                // quiet: gRPC follows a message with a flush, a half-close or trailers, which wake the reader
+                outbox.add(new Out(Frames.MESSAGE, f, first ? message.length : 0, null, true));
                 first = false;
                 off += n;
             } while (off < message.length);
@@ -120,7 +159,7 @@ abstract class StreamFlow {
             if (done) {
                 return;
             }
-            outbox.add(new Out(kind, frame, 0, sent));
+            outbox.add(new Out(kind, frame, 0, sent, false));
         }
         drainOutbox();
     }
@@ -137,7 +176,8 @@ abstract class StreamFlow {
                 outbox.poll();
                 sendWindow -= next.messageBytes();
             }
-            if (!connection.write(next.kind(), next.frame())) {
+            if (!(next.quiet() ? connection.writeQuiet(next.kind(), next.frame())
+                    : connection.write(next.kind(), next.frame()))) {
                 return;
             }
             if (next.sent() != null) {
@@ -190,26 +230,47 @@ abstract class StreamFlow {
             if (done) {
                 return;
             }
-            if (assembling == null) {
-                assembling = new ByteArrayOutputStream(bytes.length);
+            if (assembling == null && !more) {
+                // the whole message in one frame (most are): taken as it came, no reassembly
+                if (bytes.length > maxInboundMessage) {
+                    throw new Frames.ProtocolException("a message on stream " + id + " larger than " + maxInboundMessage
+                            + " bytes");
+                }
+                if (inboxBytes + unreturned + bytes.length > WINDOW + (long) maxInboundMessage) {
+                    throw new Frames.ProtocolException("stream " + id + " sent past its window");
+                }
+                inbox.add(bytes);
+                inboxBytes += bytes.length;
+            } else {
+                if (!assemble(more, bytes)) {
+                    return;
+                }
             }
-            if ((long) assembling.size() + bytes.length > maxInboundMessage) {
-                throw new Frames.ProtocolException("a message on stream " + id + " larger than " + maxInboundMessage
-                        + " bytes");
-            }
-            assembling.write(bytes, 0, bytes.length);
-            if (inboxBytes + unreturned + assembling.size() > WINDOW + (long) maxInboundMessage) {
-                throw new Frames.ProtocolException("stream " + id + " sent past its window");
-            }
-            if (more) {
-                return;
-            }
-            byte[] m = assembling.toByteArray();
-            assembling = null;
-            inbox.add(m);
-            inboxBytes += m.length;
         }
         deliver();
+    }
+
+    /** Under the lock: one frame of a message in several; true once the message is whole (in the inbox). */
+    private boolean assemble(boolean more, byte[] bytes) throws Frames.ProtocolException {
+        if (assembling == null) {
+            assembling = new ByteArrayOutputStream(bytes.length);
+        }
+        if ((long) assembling.size() + bytes.length > maxInboundMessage) {
+            throw new Frames.ProtocolException("a message on stream " + id + " larger than " + maxInboundMessage
+                    + " bytes");
+        }
+        assembling.write(bytes, 0, bytes.length);
+        if (inboxBytes + unreturned + assembling.size() > WINDOW + (long) maxInboundMessage) {
+            throw new Frames.ProtocolException("stream " + id + " sent past its window");
+        }
+        if (more) {
+            return false;
+        }
+        byte[] m = assembling.toByteArray();
+        assembling = null;
+        inbox.add(m);
+        inboxBytes += m.length;
+        return true;
     }
 
     /** The application asks for {@code n} more messages. */
