@@ -4,7 +4,6 @@ import io.github.sockmap4j.colocated.MessageRing;
 import io.github.sockmap4j.colocated.RingCorruptException;
 import io.github.sockmap4j.colocated.SharedRegion;
 import io.grpc.Status;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
@@ -179,7 +178,7 @@ final class ColocatedConnection {
      * As {@link #write(int, byte[])}, without waking the reader now: for a frame that more of its
      * batch follows (a call's headers before its message, a message before its half-close or
      * trailers), which then wakes it once, or {@link #flush()} does. Where the frame has to wait
-     * for room, or is written from the reader's thread, the reader is woken as for any frame.
+     * for room (or, on the reader's thread, for the lock), the reader is woken as for any frame.
      */
     boolean writeQuiet(int kind, byte[] frame) {
         return write(kind, frame, false);
@@ -194,10 +193,15 @@ final class ColocatedConnection {
             out.wakeIfAsleep(); // the region stays mapped while its reader runs: it unmaps it as it ends
             return;
         }
+        whileMapped(out::wakeIfAsleep);
+    }
+
+    /** Runs {@code r}, a native call on the mapping, under the lock the unmapping takes, unless it is unmapped. */
+    private void whileMapped(Runnable r) {
         writeLock.lock();
         try {
             if (!unmapped.get()) {
-                out.wakeIfAsleep();
+                r.run();
             }
         } finally {
             writeLock.unlock();
@@ -216,7 +220,7 @@ final class ColocatedConnection {
             if (!wake && pending.isEmpty() && writeLock.tryLock()) {
                 Status failure = null;
                 try {
-                    if (!unmapped.get() && out.offer(kind, MemorySegment.ofArray(frame), 0, frame.length, false)) {
+                    if (!unmapped.get() && offer(kind, frame, false)) {
                         return true;
                     }
                 } catch (RingCorruptException e) {
@@ -239,7 +243,7 @@ final class ColocatedConnection {
             if (unmapped.get()) {
                 return false;
             }
-            if (pending.isEmpty() && out.offer(kind, MemorySegment.ofArray(frame), 0, frame.length, wake)) {
+            if (pending.isEmpty() && offer(kind, frame, wake)) {
                 failure = null;
             } else {
                 pending.add(new Pending(kind, frame));
@@ -264,9 +268,9 @@ final class ColocatedConnection {
         return Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: " + e.getMessage());
     }
 
-    /** Under the write lock: one frame into the ring if it fits now. */
-    private boolean offer(int kind, byte[] frame) throws RingCorruptException {
-        return out.offer(kind, MemorySegment.ofArray(frame), 0, frame.length); // copied once, into the ring
+    /** Under the write lock: one frame into the ring if it fits now, waking the reader where {@code wake}. */
+    private boolean offer(int kind, byte[] frame, boolean wake) throws RingCorruptException {
+        return out.offer(kind, MemorySegment.ofArray(frame), 0, frame.length, wake); // copied once, into the ring
     }
 
     /** Under the write lock: every waiting frame out, waiting for room; why it could not, or null. */
@@ -274,7 +278,7 @@ final class ColocatedConnection {
         long start = System.nanoTime();
         Pending p;
         while (closed == null && (p = pending.peek()) != null) {
-            if (offer(p.kind(), p.bytes())) {
+            if (offer(p.kind(), p.bytes(), true)) {
                 pending.poll();
                 start = System.nanoTime();
                 continue;
@@ -298,7 +302,7 @@ final class ColocatedConnection {
                     return;
                 }
                 Pending p;
-                while ((p = pending.peek()) != null && offer(p.kind(), p.bytes())) {
+                while ((p = pending.peek()) != null && offer(p.kind(), p.bytes(), true)) {
                     pending.poll();
                 }
                 if (!pending.isEmpty()) {
@@ -325,15 +329,7 @@ final class ColocatedConnection {
             closed = status;
         }
         if (region != null) {
-            // under the lock the unmapping takes: a native call on the mapping must not overlap it
-            writeLock.lock();
-            try {
-                if (!unmapped.get()) {
-                    in.interrupt();
-                }
-            } finally {
-                writeLock.unlock();
-            }
+            whileMapped(in::interrupt);
         }
         Handler h = handler;
         if (h != null) {
