@@ -93,6 +93,23 @@ class ColocatedKillTest {
         throw new AssertionError("the peer never said " + prefix + "; it said:\n" + other);
     }
 
+    /** Waits until the peer has said each of {@code lines}, in any order. */
+    private static void nextAll(BlockingQueue<String> lines, Set<String> wanted) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Await.scaled(30));
+        Set<String> heard = new java.util.HashSet<>();
+        StringBuilder all = new StringBuilder();
+        while (!heard.containsAll(wanted)) {
+            String l = lines.poll(100, TimeUnit.MILLISECONDS);
+            if (l != null) {
+                heard.add(l);
+                all.append(l).append('\n');
+            }
+            if (System.nanoTime() >= deadline) {
+                throw new AssertionError("the peer never said all of " + wanted + "; it said:\n" + all);
+            }
+        }
+    }
+
     private static <T> T withSwitch(java.util.function.Supplier<T> build) {
         String was = System.getProperty(ColocatedGrpc.SWITCH);
         System.setProperty(ColocatedGrpc.SWITCH, "true");
@@ -175,8 +192,8 @@ class ColocatedKillTest {
                 CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.MINUTES)), 1);
         CompletableFuture<Status> trickle = start(ch.newCall(ColocatedPeer.TRICKLE,
                 CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.MINUTES)), 10);
-        next(said, "HANG");
-        next(said, "TRICKLE");
+        // the two handlers run on the peer's executor in either order
+        nextAll(said, Set.of("HANG", "TRICKLE"));
         peer.destroyForcibly().waitFor();
         assertEquals(Status.Code.UNAVAILABLE, hang.get(Await.scaled(30), TimeUnit.SECONDS).getCode());
         assertEquals(Status.Code.UNAVAILABLE, trickle.get(Await.scaled(30), TimeUnit.SECONDS).getCode());
