@@ -290,7 +290,7 @@ int sm4j_sockops(struct bpf_sock_ops *skops)
 		 * dialed go, even if its process died.
 		 */
 		if (state == BPF_TCP_CLOSE) {
-			svc_forget(skops, key.local_ip, key.local_port);
+			svc_forget(skops, key.local_ip, key.local_port, key.remote_ip, key.remote_port);
 			forget_socket(skops, &key);
 		}
 		return 1;
@@ -649,15 +649,17 @@ static __always_inline int answer_with(struct bpf_sockopt *ctx, const __u32 addr
 
 /*
  * SO_ORIGINAL_DST of a socket a proxy accepted (a service mesh's sidecar), where the connect of
- * its client was decided by a connect program (its entry in sm4j_svcorig, by the client's end):
+ * its client was decided by a connect program (its entry in sm4j_svcorig by the client's end, or
+ * in sm4j_meshorig by the connection):
  * - a Service translated at connect, accepted through the pod's NAT rule: the Service the client
  *   dialed, only where the kernel's answer is the endpoint the connect went to (docs/services.md,
  *   "A service mesh");
  * - an application's connect sent to its pod's proxy (same namespace), or a proxy's sent to
- *   this meshed pod's inbound port (by the client's pod address, asked in the namespace the agent
- *   filed for this address): the destination the pod's NAT would have kept, only on the socket
- *   accepted where that connect went, and only where no NAT rule moved it (the kernel answers
- *   with the socket's own end, or has no answer).
+ *   this meshed pod's inbound port (by the connection's addresses, inbound port and both ends'
+ *   first sequence numbers, asked in the namespace the agent filed for this address: a client
+ *   port the pod's NAT renumbered is counted): the destination the pod's NAT would have kept,
+ *   only on the socket accepted where that connect went, and only where no NAT rule moved it
+ *   (the kernel answers with the socket's own end, or has no answer).
  * Any other answer and every other option stand.
  */
 SEC("cgroup/getsockopt")
@@ -669,6 +671,7 @@ int sm4j_getsockopt(struct bpf_sockopt *ctx)
 	struct bpf_sock *sk = ctx->sk;
 	__u32 peer[4], local[4];
 	__u32 family, local_port;
+	int renumbered = 0;
 	__u64 netns;
 	__u16 port;
 
@@ -702,16 +705,26 @@ int sm4j_getsockopt(struct bpf_sockopt *ctx)
 	svc_orig_key(&k, netns, peer, bpf_ntohs(port));
 	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
 	if (!o) {
+		struct sm4j_mesh_orig_key mk = {};
 		struct sm4j_mesh_addr *here;
+		struct bpf_tcp_sock *tp;
 
-		/* A proxy's connect to this meshed pod: filed by the client's pod address alone. */
-		k.netns = 0;
-		o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
-		if (!o || o->svc.kind != SM4J_ORIG_MESH_IN)
-			return 1;
+		/*
+		 * A proxy's connect to this meshed pod, asked in the pod's namespace: filed by its
+		 * connection (struct sm4j_mesh_orig_key), whatever port the pod's NAT gave the client.
+		 */
 		here = mesh_pod_at(local);
 		if (!here || here->netns != netns)
 			return 1;
+		tp = bpf_tcp_sock(sk);
+		if (!tp)
+			return 1;
+		mesh_orig_key(&mk, peer, local, local_port, tp->rcv_nxt - (__u32)tp->bytes_received,
+			      tp->snd_una - (__u32)tp->bytes_acked);
+		o = bpf_map_lookup_elem(&sm4j_meshorig, &mk);
+		if (!o || o->svc.kind != SM4J_ORIG_MESH_IN)
+			return 1;
+		renumbered = o->client_port != bpf_ntohs(port);
 	}
 	v = &o->svc;
 	if (v->kind == SM4J_ORIG_SERVICE) {
@@ -729,5 +742,7 @@ int sm4j_getsockopt(struct bpf_sockopt *ctx)
 		return 1;
 	ctx->retval = 0;
 	count(SM4J_CTR_MESH_ORIGDST, 1);
+	if (renumbered)
+		count(SM4J_CTR_MESH_RENUMBERED, 1);
 	return 1;
 }

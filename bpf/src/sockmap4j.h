@@ -10,7 +10,7 @@
 #ifndef SOCKMAP4J_H
 #define SOCKMAP4J_H
 
-#define SM4J_ABI_VERSION 17
+#define SM4J_ABI_VERSION 18
 
 /*
  * Identity of one TCP socket as seen from its own side. Addresses are IPv6,
@@ -225,6 +225,8 @@ struct sm4j_svc_sock {
 	__u32 orig_addr[4]; /* the SO_ORIGINAL_DST answered to the socket that accepts it */
 	__u32 orig_port;
 	__u32 kind;         /* SM4J_ORIG_* */
+	__u32 client_isn;   /* SM4J_ORIG_MESH_IN: its connection's numbers in sm4j_meshorig ... */
+	__u32 server_isn;   /* ... (struct sm4j_mesh_orig_key), for its close to remove the entry */
 };
 
 /*
@@ -241,10 +243,35 @@ struct sm4j_svc_orig_key {
 	__u32 pad;
 };
 
-/* Its value: the Service and endpoint, and the cookie of the socket it is of (whose close removes it). */
+/*
+ * Its value: the Service and endpoint, the cookie of the socket it is of (whose close removes it)
+ * and, in sm4j_meshorig, that socket's own port.
+ */
 struct sm4j_svc_orig {
 	struct sm4j_svc_sock svc;
 	__u64 cookie;
+	__u32 client_port;
+	__u32 pad;
+};
+
+/*
+ * A proxy's connect sent to another meshed pod's inbound port (sm4j_meshorig in lib/maps.h), by
+ * its connection as both ends see it: the client's address, the server's address and port, and
+ * the first sequence number after each end's SYN (the client's snd_nxt and rcv_nxt at its
+ * establishment; on the accepted socket, rcv_nxt less the bytes it received and snd_una less
+ * those acked). Not the client's port: a NAT rule of the server's pod renumbers it where the
+ * connection's reply direction would be that of an earlier connection its rules redirected
+ * (conntrack keeps those for minutes), and the inbound proxy is still to be told. Not a network
+ * namespace: the two ends are in two. The two numbers, one chosen by each end's kernel, keep
+ * two live connections between the same addresses apart.
+ */
+struct sm4j_mesh_orig_key {
+	__u32 client[4];
+	__u32 server[4];
+	__u32 server_port;
+	__u32 client_isn;
+	__u32 server_isn;
+	__u32 pad;
 };
 
 /*
@@ -359,6 +386,8 @@ enum sm4j_counter {
 	SM4J_CTR_LEG_APP_PROXY_TCP,
 	SM4J_CTR_LEG_PROXY_PROXY_TCP,
 	SM4J_CTR_LEG_PROXY_APP_TCP,
+	SM4J_CTR_MESH_RENUMBERED, /* an SO_ORIGINAL_DST of a meshed pod's proxy answered for a connection a NAT
+				   * rule of its pod gave another client port (its leg goes by TCP) */
 	SM4J_CTR_MAX,
 };
 

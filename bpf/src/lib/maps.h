@@ -206,6 +206,18 @@ struct {
 	__type(value, struct sm4j_svc_orig);
 } sm4j_svcorig SEC(".maps");
 
+/*
+ * Proxies' connects sent to another meshed pod's inbound port, by connection (struct
+ * sm4j_mesh_orig_key), for that pod's proxy's SO_ORIGINAL_DST; least recently used entries go
+ * first when it is full.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sm4j_mesh_orig_key);
+	__type(value, struct sm4j_svc_orig);
+} sm4j_meshorig SEC(".maps");
+
 /* Meshed pods by network namespace cookie (struct sm4j_mesh): written by the node agent only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

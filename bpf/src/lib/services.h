@@ -106,6 +106,17 @@ static __always_inline void svc_orig_key(struct sm4j_svc_orig_key *k, __u64 netn
 	k->port = port;
 }
 
+/* The key of sm4j_meshorig of a connection (struct sm4j_mesh_orig_key). */
+static __always_inline void mesh_orig_key(struct sm4j_mesh_orig_key *k, const __u32 client[4], const __u32 server[4],
+					  __u32 server_port, __u32 client_isn, __u32 server_isn)
+{
+	__builtin_memcpy(k->client, client, 16);
+	__builtin_memcpy(k->server, server, 16);
+	k->server_port = server_port;
+	k->client_isn = client_isn;
+	k->server_isn = server_isn;
+}
+
 /*
  * A translated socket is established: what it dialed, by its own end, for a proxy that accepted
  * it through a NAT rule of its namespace ({local} is the socket's key's local address and port,
@@ -130,13 +141,28 @@ static __always_inline void svc_remember_end(struct bpf_sock_ops *skops, const _
 		bpf_map_delete_elem(&sm4j_svcsock, &cookie);
 		return;
 	}
-	__builtin_memcpy(&o.svc, v, sizeof(o.svc));
 	o.cookie = cookie;
-	/*
-	 * By its namespace too, but for a proxy's connect to another meshed pod: that pod's proxy
-	 * asks in its own namespace, for an end whose address is a pod's, unique on the node.
-	 */
-	svc_orig_key(&k, v->kind == SM4J_ORIG_MESH_IN ? 0 : bpf_get_netns_cookie(skops), local_ip, local_port);
+	o.client_port = local_port;
+	if (v->kind == SM4J_ORIG_MESH_IN) {
+		/*
+		 * A proxy's connect to another meshed pod: that pod's proxy asks in its own namespace,
+		 * by the connection (struct sm4j_mesh_orig_key), whatever port its NAT gave the client.
+		 * Not a socket in repair mode: no handshake made its numbers, and no server asks.
+		 */
+		struct sm4j_mesh_orig_key mk = {};
+		struct tcp_sock *tp = skops->sk ? bpf_skc_to_tcp_sock(skops->sk) : 0;
+
+		if (!tp || BPF_CORE_READ_BITFIELD(tp, repair))
+			return;
+		mesh_orig_key(&mk, local_ip, remote_ip, remote_port, skops->snd_nxt, skops->rcv_nxt);
+		v->client_isn = mk.client_isn;
+		v->server_isn = mk.server_isn;
+		__builtin_memcpy(&o.svc, v, sizeof(o.svc));
+		bpf_map_update_elem(&sm4j_meshorig, &mk, &o, BPF_ANY);
+		return;
+	}
+	__builtin_memcpy(&o.svc, v, sizeof(o.svc));
+	svc_orig_key(&k, bpf_get_netns_cookie(skops), local_ip, local_port);
 	bpf_map_update_elem(&sm4j_svcorig, &k, &o, BPF_ANY);
 }
 
@@ -145,17 +171,23 @@ static __always_inline void svc_remember_end(struct bpf_sock_ops *skops, const _
  * only if it is this socket's (another socket of the namespace may have bound the same end since,
  * and the entry by cookie may have left the LRU map first).
  */
-static __always_inline void svc_forget(struct bpf_sock_ops *skops, const __u32 local_ip[4], __u32 local_port)
+static __always_inline void svc_forget(struct bpf_sock_ops *skops, const __u32 local_ip[4], __u32 local_port,
+				       const __u32 remote_ip[4], __u32 remote_port)
 {
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	struct sm4j_svc_orig_key k = {};
 	struct sm4j_svc_orig *o;
+	struct sm4j_svc_sock *v = bpf_map_lookup_elem(&sm4j_svcsock, &cookie);
 
+	if (v && v->kind == SM4J_ORIG_MESH_IN) {
+		struct sm4j_mesh_orig_key mk = {};
+
+		mesh_orig_key(&mk, local_ip, remote_ip, remote_port, v->client_isn, v->server_isn);
+		o = bpf_map_lookup_elem(&sm4j_meshorig, &mk);
+		if (o && o->cookie == cookie)
+			bpf_map_delete_elem(&sm4j_meshorig, &mk);
+	}
 	svc_orig_key(&k, bpf_get_netns_cookie(skops), local_ip, local_port);
-	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
-	if (o && o->cookie == cookie)
-		bpf_map_delete_elem(&sm4j_svcorig, &k);
-	k.netns = 0;
 	o = bpf_map_lookup_elem(&sm4j_svcorig, &k);
 	if (o && o->cookie == cookie)
 		bpf_map_delete_elem(&sm4j_svcorig, &k);

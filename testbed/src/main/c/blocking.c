@@ -16,7 +16,9 @@
  *                          a mesh's sidecar asks it) or to UP, HOST:PORT; two threads copying
  *                          with blocking reads, each passing its side's end on as a half-close
  *                          (shutdown of the other side's write half), as socat and HTTP/1.0
- *                          proxies do; SM4J_PEER_BIND (an address) binds the upstream connect
+ *                          proxies do; SM4J_PEER_BIND (an address) binds the upstream connect;
+ *                          a connection whose destination is the relay's own end is an error
+ *                          (it would loop)
  * Servers and relays print port=N once listening, then eagain=N conns=N errors=N active=N (the
  * connections done so far, and those accepted and not yet done), again at each line read from
  * stdin, until it closes; the line "stuck" prints instead where each active connection waits
@@ -262,6 +264,21 @@ static void *relay_one(void *arg)
 		close(c);
 		close(u);
 		return NULL;
+	}
+	{
+		/* Never to itself: a destination that is this listener's own address would loop. */
+		struct sockaddr_in6 own;
+		socklen_t len = sizeof(own);
+
+		if (getsockname(c, (struct sockaddr *)&own, &len) == 0 && own.sin6_port == dst.sin6_port
+		    && !memcmp(&own.sin6_addr, &dst.sin6_addr, sizeof(own.sin6_addr))) {
+			fprintf(stderr, "relay: the destination of a connection is the relay itself\n");
+			atomic_fetch_add(&errors, 1);
+			atomic_fetch_sub(&active, 1);
+			close(c);
+			close(u);
+			return NULL;
+		}
 	}
 	if (bind_to) {
 		struct sockaddr_in6 b;

@@ -10,13 +10,17 @@ import io.github.sockmap4j.linux.bpf.Counter;
  * @param inbound              proxies' connects sent to another meshed pod's inbound port
  * @param originalDestinations {@code SO_ORIGINAL_DST} calls of a meshed pod's proxy answered with
  *                             where the connect it accepted was going
+ * @param renumbered           of those, connections whose client port a NAT rule of the server's
+ *                             pod changed (conntrack, where an earlier connection its rules
+ *                             redirected had the same reply direction): told all the same, their
+ *                             proxy-to-proxy leg goes by TCP
  * @param appToProxy           an application and its pod's proxy (both directions)
  * @param proxyToProxy         a proxy and another meshed pod's proxy
  * @param proxyToApp           a proxy and an application of its pod
  */
-public record MeshStats(long captured, long inbound, long originalDestinations, Leg appToProxy, Leg proxyToProxy,
-                        Leg proxyToApp) {
-    static final MeshStats EMPTY = new MeshStats(0, 0, 0, Leg.NONE, Leg.NONE, Leg.NONE);
+public record MeshStats(long captured, long inbound, long originalDestinations, long renumbered, Leg appToProxy,
+                        Leg proxyToProxy, Leg proxyToApp) {
+    static final MeshStats EMPTY = new MeshStats(0, 0, 0, 0, Leg.NONE, Leg.NONE, Leg.NONE);
 
     /**
      * One leg's registered sockets and their bytes. Redirected bytes are counted at each send;
@@ -39,7 +43,7 @@ public record MeshStats(long captured, long inbound, long originalDestinations, 
 
     static MeshStats of(long[] c) {
         return new MeshStats(c[Counter.MESH_CAPTURED.ordinal()], c[Counter.MESH_INBOUND.ordinal()],
-                c[Counter.MESH_ORIGDST.ordinal()],
+                c[Counter.MESH_ORIGDST.ordinal()], c[Counter.MESH_RENUMBERED.ordinal()],
                 leg(c, Counter.LEG_APP_PROXY_SOCKETS, Counter.LEG_APP_PROXY_REDIRECTED, Counter.LEG_APP_PROXY_TCP),
                 leg(c, Counter.LEG_PROXY_PROXY_SOCKETS, Counter.LEG_PROXY_PROXY_REDIRECTED, Counter.LEG_PROXY_PROXY_TCP),
                 leg(c, Counter.LEG_PROXY_APP_SOCKETS, Counter.LEG_PROXY_APP_REDIRECTED, Counter.LEG_PROXY_APP_TCP));

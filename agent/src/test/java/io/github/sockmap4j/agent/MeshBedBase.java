@@ -209,9 +209,10 @@ abstract class MeshBedBase {
         }
     }
 
-    /** The connections of a call have closed: each socket's entry by its end is gone. */
+    /** The connections of a call have closed: each socket's entries by its end and by its connection are gone. */
     void awaitClosed() throws Exception {
         Bpftool.awaitMapEntries(pins.resolve("svcorig"), 0);
+        Bpftool.awaitMapEntries(pins.resolve("meshorig"), 0);
         Bpftool.awaitMapEntries(pins.resolve("svcsock"), 0);
     }
 

@@ -290,11 +290,74 @@ class MeshTrustTest extends MeshBedBase {
                     "every byte and every end: " + r + ", relays " + o + ", " + i);
             assertEquals(0, r.eagain(), "the applications' reads: " + r);
             assertEquals(conns, after.captured() - before.captured(), "each connect captured");
-            for (MeshStats.Leg leg : List.of(minus(after.appToProxy(), before.appToProxy()),
-                    minus(after.proxyToProxy(), before.proxyToProxy()), minus(after.proxyToApp(), before.proxyToApp()))) {
-                assertEquals(2L * conns, leg.sockets(), "both ends of each leg registered: " + leg);
-                assertTrue(leg.redirectedShare() >= 0.999, "the leg's bytes redirected: " + leg);
+            // A connection whose client port pod 1's NAT renumbered (an earlier test's NATed
+            // connection had its reply direction) is told, and its proxy-to-proxy leg goes by TCP.
+            long renumbered = after.renumbered() - before.renumbered();
+            List<MeshStats.Leg> legs = List.of(minus(after.appToProxy(), before.appToProxy()),
+                    minus(after.proxyToProxy(), before.proxyToProxy()), minus(after.proxyToApp(), before.proxyToApp()));
+            for (int l = 0; l < legs.size(); l++) {
+                MeshStats.Leg leg = legs.get(l);
+                long byTcp = l == 1 ? renumbered : 0;
+                assertEquals(2L * conns - byTcp, leg.sockets(), "both ends of each leg registered (" + renumbered
+                        + " renumbered): " + leg);
+                long allowed = (long) (0.001 * (leg.bytesRedirected() + leg.bytesByTcp())) + byTcp * 2 * 10 * 64;
+                assertTrue(leg.bytesByTcp() <= allowed, "the leg's bytes redirected (" + renumbered + " renumbered): "
+                        + leg);
             }
+        }
+    }
+
+    /**
+     * A connection from pod 0's address and port P to pod 1's application that pod 1's NAT sent to
+     * its proxy (a process of the proxy's group, left alone by pod 0's capture and NAT), then the
+     * proxy's own connect from the same address and port to the same application, which the
+     * kernel sends to pod 1's inbound port at the connect: the two have the same reply direction
+     * in pod 1's connection tracking (its inbound port to P), which keeps the first for minutes,
+     * so pod 1's NAT gives the second another client port. Pod 1's proxy is still told where it
+     * was going, the call completes, and the renumbering is counted.
+     */
+    @Test
+    @Order(6)
+    void aProxysConnectFromThePortOfAConnectionItsNatRedirectedIsStillTold() throws Exception {
+        awaitMeshed(2);
+        int port = freePortOf(bed.pod(0));
+        String from = "SM4J_PEER_BIND=" + NodeBed.podAddress(0) + ":" + port;
+        try (ChildJvm p1 = sidecar(1)) {
+            MeshStats[] round = new MeshStats[4];
+            int r = 0;
+            for (int uid : new int[] {ATTACKER_UID, PROXY_UID}) {
+                try (ChildJvm server = inPod(1, "pp-server", NodeBed.podAddress(1), Integer.toString(PORT))) {
+                    server.expect("port=", 30);
+                    round[r++] = mesh();
+                    List<String> cmd = new ArrayList<>(NodeBed.in(bed.pod(0), List.of("env", from, "setpriv",
+                            "--reuid=" + uid, "--regid=" + PROXY_UID, "--clear-groups", peer.toString(), "pp-client",
+                            NodeBed.podAddress(1), Integer.toString(PORT), "10", "64")));
+                    try (ChildJvm c = ChildJvm.startInCgroup(podCgroups[0], cmd)) {
+                        assertEquals("1", c.expect("ok=", 60), "uid " + uid + ": " + c.output() + "; sidecar: "
+                                + p1.output());
+                    }
+                    assertEquals("1", server.expect("ok=", 30), server.output());
+                    round[r++] = mesh();
+                }
+            }
+            assertEquals(0, round[1].inbound() - round[0].inbound(), "the group's connect went by pod 1's NAT");
+            assertEquals(1, round[3].inbound() - round[2].inbound(), "the proxy's connect went to the inbound port");
+            assertEquals(1, round[3].originalDestinations() - round[2].originalDestinations(), "pod 1's proxy told");
+            assertEquals(1, round[3].renumbered() - round[2].renumbered(), "its client port renumbered by pod 1's NAT");
+            assertTrue(p1.isAlive(), p1.output());
+        }
+        awaitClosed();
+    }
+
+    /** A port no socket of namespace {@code ns} has bound now. */
+    static int freePortOf(String ns) throws Exception {
+        ServerSocketChannel ch = NodeBed.callIn(ns, () -> {
+            ServerSocketChannel c = ServerSocketChannel.open();
+            c.bind(new InetSocketAddress(0));
+            return c;
+        });
+        try (ch) {
+            return ((InetSocketAddress) ch.getLocalAddress()).getPort();
         }
     }
 }

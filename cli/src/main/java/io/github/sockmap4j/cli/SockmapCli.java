@@ -261,7 +261,8 @@ public final class SockmapCli implements PinDirectory {
                                 + "in another program's sockmap %d, "
                                 + "Service connects translated %d, without a local endpoint %d, "
                                 + "original destinations answered with a Service %d; meshed pods: connects captured %d, "
-                                + "sent to an inbound port %d, original destinations told %d, app-proxy %s, "
+                                + "sent to an inbound port %d, original destinations told %d (client port "
+                                + "renumbered %d), app-proxy %s, "
                                 + "proxy-proxy %s, proxy-app %s",
                         st.socketsRegistered(), st.socketsInMap(), st.messagesRedirected(), st.bytesRedirected(),
                         st.messagesPassed(), st.bytesPassed(), notCounted(st), st.boundHits(), st.resumes(),
@@ -269,7 +270,7 @@ public final class SockmapCli implements PinDirectory {
                         st.registerFailures(), st.clientsUnregistered(), st.peersNotLocal(), st.keysTaken(),
                         st.socketsBusy(), st.servicesTranslated(),
                         st.servicesNoLocal(), st.originalDestinations(), st.mesh().captured(), st.mesh().inbound(),
-                        st.mesh().originalDestinations(), leg(st.mesh().appToProxy()), leg(st.mesh().proxyToProxy()),
+                        st.mesh().originalDestinations(), st.mesh().renumbered(), leg(st.mesh().appToProxy()), leg(st.mesh().proxyToProxy()),
                         leg(st.mesh().proxyToApp())));
             }
             return 0;

@@ -114,6 +114,9 @@ public final class SockmapMetrics implements MeterBinder {
                 s -> s.mesh().inbound());
         counter(r, "sockmap4j.mesh.original.destinations",
                 "SO_ORIGINAL_DST calls of a meshed pod's proxy answered from the connect", s -> s.mesh().originalDestinations());
+        counter(r, "sockmap4j.mesh.renumbered",
+                "of those, connections whose client port a NAT rule of the server's pod changed (their leg by TCP)",
+                s -> s.mesh().renumbered());
         meshLeg(r, "app-proxy", s -> s.mesh().appToProxy());
         meshLeg(r, "proxy-proxy", s -> s.mesh().proxyToProxy());
         meshLeg(r, "proxy-app", s -> s.mesh().proxyToApp());

@@ -32,7 +32,8 @@ public enum Counter {
     LEG_PROXY_APP_REDIRECTED(24),
     LEG_APP_PROXY_TCP(25),
     LEG_PROXY_PROXY_TCP(26),
-    LEG_PROXY_APP_TCP(27);
+    LEG_PROXY_APP_TCP(27),
+    MESH_RENUMBERED(28);
 
     private final int index;
 

@@ -33,6 +33,8 @@ enum Pin {
     /** Meshed pods by network namespace, and by address (MeshMap): the node agent's. */
     MESH("sm4j_mesh", "mesh", false),
     MESH_ADDR("sm4j_meshaddr", "meshaddr", false),
+    /** Proxies' connects sent to another meshed pod's inbound port, by connection, for that pod's proxy. */
+    MESH_ORIG("sm4j_meshorig", "meshorig", false),
     META("sm4j_meta", "meta", false),
     SOCKOPS("sm4j_sockops", "prog_sockops", true),
     REDIRECT("sm4j_redirect", "prog_redirect", true),

@@ -16,7 +16,7 @@ import java.util.Map;
 record PinnedObjects(int socks, int policy, int counters, int sockState, int rx, int slots, int watch,
                      int config, int services, int svcSock, int local, int meta, int sockops, int redirect, int connect4,
                      int connect6, int getpeername4, int getpeername6, int svcOrig, int getsockopt, int shares,
-                     int mesh, int meshAddr) {
+                     int mesh, int meshAddr, int meshOrig) {
 
     /** Opens every pin of {@code dir}; on a failure closes what it opened and throws. */
     static PinnedObjects open(Libbpf bpf, Path dir) throws NativeIOException {
@@ -39,7 +39,8 @@ record PinnedObjects(int socks, int policy, int counters, int sockState, int rx,
                 fds.get(Pin.SERVICES), fds.get(Pin.SVC_SOCK), fds.get(Pin.LOCAL), fds.get(Pin.META), fds.get(Pin.SOCKOPS),
                 fds.get(Pin.REDIRECT), fds.get(Pin.CONNECT4), fds.get(Pin.CONNECT6), fds.get(Pin.GETPEERNAME4),
                 fds.get(Pin.GETPEERNAME6), fds.get(Pin.SVC_ORIG), fds.get(Pin.GETSOCKOPT),
-                fds.get(Pin.SHARES), fds.get(Pin.MESH), fds.get(Pin.MESH_ADDR));
+                fds.get(Pin.SHARES), fds.get(Pin.MESH), fds.get(Pin.MESH_ADDR),
+                fds.get(Pin.MESH_ORIG));
     }
 
     /**
@@ -56,7 +57,8 @@ record PinnedObjects(int socks, int policy, int counters, int sockState, int rx,
     void closeAllButPolicy() {
         for (int fd : new int[] {socks, counters, sockState, rx, slots, watch, config, services, svcSock, local, meta,
             sockops,
-            redirect, connect4, connect6, getpeername4, getpeername6, svcOrig, getsockopt, shares, mesh, meshAddr}) {
+            redirect, connect4, connect6, getpeername4, getpeername6, svcOrig, getsockopt, shares, mesh, meshAddr,
+            meshOrig}) {
             LibC.close(fd);
         }
     }

@@ -38,7 +38,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class Pins {
     /** SM4J_ABI_VERSION: a process refuses pins whose meta map holds another. */
-    public static final int ABI_VERSION = 17;
+    public static final int ABI_VERSION = 18;
     /** The pin that marks a directory as an agent's: its pins outlive every other process. */
     static final String AGENT_PIN = "agent";
     private static final String LINK_PREFIX = "link_cgroup_";

@@ -56,7 +56,9 @@ public final class ServiceLayout {
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("ep_addr"),
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("orig_addr"),
             ValueLayout.JAVA_INT.withName("orig_port"),
-            ValueLayout.JAVA_INT.withName("kind")).withName("sm4j_svc_sock");
+            ValueLayout.JAVA_INT.withName("kind"),
+            ValueLayout.JAVA_INT.withName("client_isn"),
+            ValueLayout.JAVA_INT.withName("server_isn")).withName("sm4j_svc_sock");
     public static final long SOCK_EP_PORT = SOCK.byteOffset(MemoryLayout.PathElement.groupElement("ep_port"));
     public static final long SOCK_EP_ADDR = SOCK.byteOffset(MemoryLayout.PathElement.groupElement("ep_addr"));
 

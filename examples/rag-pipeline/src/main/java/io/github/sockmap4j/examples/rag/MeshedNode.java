@@ -181,7 +181,7 @@ final class MeshedNode {
             MeshStats a = now.mesh();
             MeshStats b = before.mesh();
             return new Round(new MeshStats(a.captured() - b.captured(), a.inbound() - b.inbound(),
-                    a.originalDestinations() - b.originalDestinations(), minus(a.appToProxy(), b.appToProxy()),
+                    a.originalDestinations() - b.originalDestinations(), a.renumbered() - b.renumbered(), minus(a.appToProxy(), b.appToProxy()),
                     minus(a.proxyToProxy(), b.proxyToProxy()), minus(a.proxyToApp(), b.proxyToApp())),
                     now.socketsInMap() <= before.socketsInMap());
         }
