@@ -217,21 +217,11 @@ final class ColocatedConnection {
         }
         if (Thread.currentThread() == reader) {
             // a handler or callback run by the reader (a direct executor): never waits, so never for the lock
-            if (!wake && pending.isEmpty() && writeLock.tryLock()) {
-                Status failure = null;
-                try {
-                    if (!unmapped.get() && offer(kind, frame, false)) {
-                        return true;
-                    }
-                } catch (RingCorruptException e) {
-                    failure = corrupt(e);
-                } finally {
-                    writeLock.unlock();
-                }
-                if (failure != null) {
-                    close(failure);
-                    return false;
-                }
+            if (!wake && pending.isEmpty() && tryUnderLock(() -> offer(kind, frame, false))) {
+                return true;
+            }
+            if (closed != null) {
+                return false;
             }
             pending.add(new Pending(kind, frame));
             flushPending();
@@ -295,28 +285,50 @@ final class ColocatedConnection {
 
     /** Whatever waiting frames fit now, in order, if no other thread is writing. */
     private void flushPending() {
-        Status failure = null;
-        while (failure == null && !pending.isEmpty() && closed == null && writeLock.tryLock()) {
-            try {
-                if (unmapped.get()) {
-                    return;
-                }
+        boolean emptied = true;
+        while (emptied && !pending.isEmpty() && closed == null) {
+            emptied = tryUnderLock(() -> {
                 Pending p;
                 while ((p = pending.peek()) != null && offer(p.kind(), p.bytes(), true)) {
                     pending.poll();
                 }
-                if (!pending.isEmpty()) {
-                    out.wakeIfAsleep(); // what quiet writes left there must be taken first
-                    return; // full: the reader comes back within a millisecond, a writer waits for room
+                if (pending.isEmpty()) {
+                    return true; // another thread may have queued one since: looked at again
                 }
-            } catch (RingCorruptException e) {
-                failure = corrupt(e);
-            } finally {
-                writeLock.unlock();
-            }
+                out.wakeIfAsleep(); // what quiet writes left there must be taken first
+                return false; // full: the reader comes back within a millisecond, a writer waits for room
+            });
         }
-        if (failure != null) {
-            close(failure);
+    }
+
+    /** A write to the ring, under the write lock. */
+    @FunctionalInterface
+    private interface RingWrite {
+        boolean run() throws RingCorruptException;
+    }
+
+    /**
+     * Runs {@code w} if the write lock is free and the region still mapped, without waiting; a ring
+     * the peer corrupted closes the connection (after the lock is released: the reader takes it to
+     * unmap as it ends).
+     *
+     * @return what {@code w} returned; false where it did not run or the ring was corrupt
+     */
+    private boolean tryUnderLock(RingWrite w) {
+        if (!writeLock.tryLock()) {
+            return false;
+        }
+        Status failure = null;
+        try {
+            return !unmapped.get() && w.run();
+        } catch (RingCorruptException e) {
+            failure = corrupt(e);
+            return false;
+        } finally {
+            writeLock.unlock();
+            if (failure != null) {
+                close(failure);
+            }
         }
     }
 
