@@ -164,22 +164,24 @@ abstract class StreamFlow {
         drainOutbox();
     }
 
-    /** Sends what the window allows, in order. */
-    private void drainOutbox() {
+    /** Sends what the window allows, in order; whether it wrote a frame without waking the peer. */
+    private boolean drainOutbox() {
+        boolean quiet = false;
         while (true) {
             Out next;
             synchronized (lock) {
                 next = outbox.peek();
                 if (next == null || next.messageBytes() > 0 && sendWindow <= 0) {
-                    return;
+                    return quiet;
                 }
                 outbox.poll();
                 sendWindow -= next.messageBytes();
             }
             if (!(next.quiet() ? connection.writeQuiet(next.kind(), next.frame())
                     : connection.write(next.kind(), next.frame()))) {
-                return;
+                return quiet;
             }
+            quiet = next.quiet();
             if (next.sent() != null) {
                 next.sent().run();
             }
@@ -199,7 +201,11 @@ abstract class StreamFlow {
                 throw new Frames.ProtocolException("stream " + id + "'s window given back past what was sent");
             }
         }
-        drainOutbox();
+        if (drainOutbox()) {
+            // messages that waited for this window: the flush gRPC asked for when it sent them went
+            // before them, so their batch ends here
+            connection.flush();
+        }
         if (!wasReady && isReady()) {
             callbacks.execute(() -> listener().onReady());
         }
