@@ -2,7 +2,9 @@
 # Where the CPU goes, from async-profiler's samples (Maven Central's tools.profiler:async-profiler,
 # its native library inside), one job a run:
 #
-#   scripts/profile.sh demo [OUT] [SECONDS]    each stage of the RAG demo, path by path
+#   [COLOCATED=true] [DEMO_ARGS=...] scripts/profile.sh demo [OUT] [SECONDS]
+#                                              each stage of the RAG demo, path by path (DEMO_ARGS:
+#                                              the demo's own flags, e.g. --topology loopback)
 #   scripts/profile.sh mesh [OUT] [RATE] [REQUESTS]   each stage of the meshed demo, both paths
 #   [EXECUTOR=direct|polling] [TURNS=n] scripts/profile.sh grpc [OUT] [SECONDS] [TRANSPORTS]
 #                                              a gRPC unary call, transport by transport
@@ -36,7 +38,8 @@ GROUPS = [('sockmap4j', None),
                       r'|unix_stream_recvmsg)'),
           ('epoll_wait', r'^(do_epoll_wait|ep_poll)'), ('wake-ups', r'^try_to_wake_up'),
           ('futex', r'^(futex_|__x64_sys_futex)'), ('http2', r'io/netty/handler/codec/http2'), ('grpc', r'^io/grpc'),
-          ('arrow', r'org/apache/arrow')]
+          ('arrow', r'org/apache/arrow'), ('colocated', r'io/github/sockmap4j/colocated'),
+          ('copies', r'(copyMemory|MemorySegment.copy|arraycopy|AbstractMemorySegmentImpl.copy)')]
 
 
 def count(frames, n, into, not_ours):
@@ -78,6 +81,9 @@ setup_demo_job() {
   java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
     --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
     -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+  # COLOCATED=true: the fast path's stages agree on co-located connections where they can (as demo.sh)
+  [ "${COLOCATED:-false}" = true ] && java_flags+=(-Dsockmap4j.colocated=true)
+  return 0
 }
 
 # Where each stage of the RAG demo spends its CPU, path by path: runs the demo (node shape, one
@@ -100,7 +106,7 @@ job_demo() {
     : > "$log"
     mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} -XX:+EnableDynamicAgentLoading \
       -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --requests $(( (secs + 10) * 100 )) \
-      --throughput-seconds 0 --idle-seconds 0" > "$log" 2>&1 &
+      --throughput-seconds 0 --idle-seconds 0 ${DEMO_ARGS:-}" > "$log" 2>&1 &
     local demo=$!
     # The fixed-rate phase begins after the warm-up line; give it 3 s more.
     until grep -q ' warm-up .* at the rate' "$log" 2>/dev/null; do

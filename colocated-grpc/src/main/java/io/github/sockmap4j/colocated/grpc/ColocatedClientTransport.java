@@ -428,9 +428,18 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
             if (flow.isDone()) {
                 return;
             }
-            connection.write(Frames.CANCEL, new Frames.Writer(flow.id).putInt(reason.getCode().value())
-                    .putString(reason.getDescription()).bytes());
-            finishWith(reason, new Metadata());
+            // After what the ring holds now, as over HTTP/2 (a cancel is a command its event loop runs
+            // after what it read): a call whose callbacks cancel it (a handler's outgoing call, whose
+            // context ends once its reply is used) ends as the server ended it if its trailers are there.
+            StreamFlow f = flow;
+            connection.afterReads(() -> {
+                if (f.isDone() || ending != null) {
+                    return; // ended, or its end came and is delivered after the messages before it
+                }
+                connection.write(Frames.CANCEL, new Frames.Writer(f.id).putInt(reason.getCode().value())
+                        .putString(reason.getDescription()).bytes());
+                finishWith(reason, new Metadata());
+            });
         }
 
         @Override

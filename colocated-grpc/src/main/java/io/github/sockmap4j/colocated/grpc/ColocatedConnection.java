@@ -42,6 +42,10 @@ final class ColocatedConnection {
     /** How long a writer waiting for room sleeps before it looks whether the connection closed. */
     private static final long SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     private static final long WRITE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /** Frames the reader takes a poll. */
+    private static final int POLL_FRAMES = 64;
+    /** Full polls after which the reader runs {@link #afterReads} tasks even though the ring is not drained. */
+    private static final int AFTER_READS_POLLS = 16;
 
     /** What a connection's owner (a client or server transport) does with frames and the end. */
     interface Handler {
@@ -64,6 +68,8 @@ final class ColocatedConnection {
     private final java.util.concurrent.atomic.AtomicBoolean unmapped = new java.util.concurrent.atomic.AtomicBoolean();
 
     private final java.util.List<Runnable> whenClosed = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Tasks the reader runs once it has dispatched what the ring held when they came ({@link #afterReads}). */
+    private final ConcurrentLinkedQueue<Runnable> afterReads = new ConcurrentLinkedQueue<>();
 
     private record Pending(int kind, byte[] bytes) {
     }
@@ -119,6 +125,34 @@ final class ColocatedConnection {
         return closed != null;
     }
 
+    /**
+     * Runs {@code r} on the reader once it has dispatched the frames the ring holds now (at once
+     * where the connection has ended, or has no reader): as an HTTP/2 transport's event loop runs a
+     * command after what it has read, so that a stream's end already sent by the peer is taken
+     * before, say, a cancel the stream's own callbacks asked for. From another thread it wakes
+     * the reader.
+     */
+    void afterReads(Runnable r) {
+        if (closed != null || reader == null) {
+            r.run();
+            return;
+        }
+        afterReads.add(r);
+        if (Thread.currentThread() != reader) {
+            whileMapped(in::interrupt);
+        }
+        if (closed != null && afterReads.remove(r)) {
+            r.run(); // the connection ended meanwhile, and its reader with it
+        }
+    }
+
+    private void runAfterReads() {
+        Runnable r;
+        while ((r = afterReads.poll()) != null) {
+            r.run();
+        }
+    }
+
     /** Runs {@code r} once the connection has ended (at once if it has), after its handler was told. */
     void whenClosed(Runnable r) {
         whenClosed.add(r);
@@ -135,13 +169,20 @@ final class ColocatedConnection {
         };
         try {
             long idleSince = System.nanoTime();
+            int fullPolls = 0;
             while (closed == null) {
                 if (region.peerClosed()) {
                     close(Status.UNAVAILABLE.withDescription("the other end closed co-located connection " + name));
                     return;
                 }
                 flushPending();
-                int n = in.poll(dispatch, 64);
+                int n = in.poll(dispatch, POLL_FRAMES);
+                // once the ring is drained (or after a bounded run of full polls): a stream's end that
+                // follows the frames that asked for a task, in a later poll, is taken first
+                if (n < POLL_FRAMES || ++fullPolls >= AFTER_READS_POLLS) {
+                    fullPolls = 0;
+                    runAfterReads();
+                }
                 if (n > 0) {
                     idleSince = System.nanoTime();
                     continue;
@@ -151,7 +192,7 @@ final class ColocatedConnection {
                     continue;
                 }
                 in.awaitMessages(pending.isEmpty() ? READER_SLEEP_NANOS : TimeUnit.MILLISECONDS.toNanos(1),
-                        () -> closed != null || region.peerClosed());
+                        () -> closed != null || region.peerClosed() || !afterReads.isEmpty());
             }
         } catch (RingCorruptException | Frames.ProtocolException e) {
             close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: the peer broke "
@@ -352,6 +393,7 @@ final class ColocatedConnection {
                 r.run();
             }
         }
+        runAfterReads();
         Thread t = reader;
         if (t == Thread.currentThread()) {
             return; // the read loop unmaps as it ends
