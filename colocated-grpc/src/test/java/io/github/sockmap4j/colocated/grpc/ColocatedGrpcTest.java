@@ -343,45 +343,6 @@ class ColocatedGrpcTest {
     }
 
     /**
-     * A call whose context ends once its reply is used (a handler's outgoing call, whose server
-     * call then completes): the call ends as the server ended it, OK, when its trailers came with
-     * the reply, as over HTTP/2, where the cancel waits for what the event loop has read. Before,
-     * each such call ended CANCELLED and sent the server a cancel.
-     */
-    @Test
-    void aCallWhoseContextEndsOnItsReplyEndsAsTheServerEndedIt() throws Exception {
-        for (int i = 0; i < 200; i++) {
-            Context.CancellableContext ctx = Context.current().withCancellation();
-            AtomicReference<Status> end = new AtomicReference<>();
-            CountDownLatch closed = new CountDownLatch(1);
-            Context previous = ctx.attach();
-            try {
-                ClientCall<byte[], byte[]> call = channel.newCall(ECHO, CallOptions.DEFAULT.withDeadlineAfter(10,
-                        TimeUnit.SECONDS));
-                call.start(new ClientCall.Listener<>() {
-                    @Override
-                    public void onMessage(byte[] message) {
-                        ctx.cancel(null);
-                    }
-
-                    @Override
-                    public void onClose(Status status, Metadata trailers) {
-                        end.set(status);
-                        closed.countDown();
-                    }
-                }, new Metadata());
-                call.request(1);
-                call.sendMessage(new byte[1024]);
-                call.halfClose();
-            } finally {
-                ctx.detach(previous);
-            }
-            assertTrue(closed.await(10, TimeUnit.SECONDS), "call " + i + " ended");
-            assertEquals(Status.Code.OK, end.get().getCode(), "call " + i + ": " + end.get());
-        }
-    }
-
-    /**
      * A client that asks for no message: the server's stream stops being ready within the window,
      * so a server that respects isReady holds; the messages it sent anyway wait at the server,
      * not in the client.
