@@ -203,7 +203,10 @@ final class Upgrade implements ClientInterceptor {
         }
         ManagedChannel[] made = new ManagedChannel[1];
         ManagedChannel ch = s.applyTo(ColocatedChannelBuilder.forRegion(region, authority))
-                .whenEnded(() -> AGREEING.execute(() -> ended(made[0])))
+                .whenEnded(() -> {
+                    retire(made[0]); // at once: a call made until the pool ran ended() would fail
+                    AGREEING.execute(() -> ended(made[0]));
+                })
                 .build();
         made[0] = ch;
         ch.getState(true); // its connection starts reading now, so an end is seen before a call
@@ -214,7 +217,10 @@ final class Upgrade implements ClientInterceptor {
         }
         CompletionStage<?> tcpEnded = lifelines.apply(local);
         if (tcpEnded != null) {
-            tcpEnded.whenComplete((x, e) -> AGREEING.execute(() -> ended(ch)));
+            tcpEnded.whenComplete((x, e) -> {
+                retire(ch);
+                AGREEING.execute(() -> ended(ch));
+            });
         }
         ColocatedGrpc.countUpgrade("channel to " + authority + ": calls go co-located from " + local);
         return null;
@@ -235,13 +241,20 @@ final class Upgrade implements ClientInterceptor {
     }
 
     /** The co-located connection ended: new calls go over HTTP/2, and another agreement is tried in a second. */
-    private void ended(ManagedChannel ch) {
+    private void retire(ManagedChannel ch) {
         synchronized (lock) {
-            if (colocated == ch) {
+            if (ch != null && colocated == ch) {
                 colocated = null;
                 notBefore = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
             }
         }
-        ch.shutdownNow();
+    }
+
+    /** As {@link #retire}, and the co-located channel shut down (on the agreement's pool, never a reader). */
+    private void ended(ManagedChannel ch) {
+        retire(ch);
+        if (ch != null) {
+            ch.shutdownNow();
+        }
     }
 }
