@@ -32,7 +32,10 @@ import org.HdrHistogram.Histogram;
 public final class ColocatedGrpcBench {
     /**
      * {@code -Dkinds=colocated,...}: only these (the ratios then need the kinds they divide by);
-     * {@code agreed} is the same transport picked by the agreement on a TCP connection.
+     * {@code agreed} is the same transport picked by the agreement on a TCP connection;
+     * {@code agreed-handed} the same with each reply handed to its blocking caller by the
+     * connection's reader ({@code -Dsockmap4j.colocated.callerReadsMicros=0}), as before the
+     * caller read it itself.
      */
     private static final List<String> KINDS = List.of(System.getProperty("kinds", "in-process,tcp,colocated").split(","));
 
@@ -100,6 +103,18 @@ public final class ColocatedGrpcBench {
                     unary(ch, new byte[8]);
                 }
                 return new Pair(s, ch);
+            }
+            case "agreed-handed" -> {
+                // as "agreed", with a blocking caller's reply handed over by the connection's reader
+                // instead of read by the caller itself (-Dsockmap4j.colocated.callerReadsMicros=0)
+                System.setProperty(ColocatedGrpc.CALLER_READS_MICROS, "0");
+                try {
+                    Pair p = open("agreed");
+                    unary(p.channel(), new byte[8]); // the co-located transport has started
+                    return p;
+                } finally {
+                    System.clearProperty(ColocatedGrpc.CALLER_READS_MICROS);
+                }
             }
             default -> throw new IllegalArgumentException(kind);
         }

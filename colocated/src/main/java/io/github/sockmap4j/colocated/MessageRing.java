@@ -16,7 +16,8 @@ import java.lang.invoke.VarHandle;
  * <pre>
  * control block (256 bytes; each field on a cache line of its own)
  *   0    tail: bytes published (the writer's)       64   head: bytes consumed (the reader's)
- *   128  reader asleep (int), 132 data signal (int)  192  writer asleep (int), 196 space signal (int)
+ *   128  reader asleep (int), 132 data signal (int), 136 borrower (int), 140 borrower's signal (int)
+ *   192  writer asleep (int), 196 space signal (int)
  * data: capacity bytes, a power of two; records 8-byte aligned, never across the end:
  *   int length, int kind (KIND_PADDING: the rest of the data area is skipped), length bytes
  * </pre>
@@ -24,6 +25,13 @@ import java.lang.invoke.VarHandle;
  * <p>A sleeping side waits on its signal word with a futex, having said so first; the other side,
  * after publishing, wakes it only if it said so: a busy pair makes no system call, and a
  * sleeping one is woken once a batch, not once a message.
+ *
+ * <p>The reading end may be lent for a while to another thread of the reader's process (a caller
+ * that waits for its own reply reads it, instead of being handed it by the reader's thread): the
+ * borrower says so in a word of its own and sleeps on a signal of its own, and while it holds the
+ * ring the writer wakes only the borrower, never the reader's thread asleep beside it. Who holds
+ * the reading end is the reader's process's to order (one at a time); the writer only reads the
+ * word.
  */
 public final class MessageRing {
     public static final long CONTROL_BYTES = 256;
@@ -34,6 +42,12 @@ public final class MessageRing {
     private static final long HEAD = 64;
     private static final long READER_ASLEEP = 128;
     private static final long DATA_SIGNAL = 132;
+    private static final long BORROWER = 136;
+    private static final long BORROWER_SIGNAL = 140;
+    /** {@link #BORROWER}'s values: no borrower; one that reads; one that sleeps on its signal. */
+    private static final int NO_BORROWER = 0;
+    private static final int BORROWER_AWAKE = 1;
+    private static final int BORROWER_ASLEEP = 2;
     private static final long WRITER_ASLEEP = 192;
     private static final long SPACE_SIGNAL = 196;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -44,6 +58,7 @@ public final class MessageRing {
     private final MemorySegment data;
     private final MemorySegment dataSignal;
     private final MemorySegment spaceSignal;
+    private final MemorySegment borrowerSignal;
     private final long capacity;
     private final long mask;
     private final int maxMessage;
@@ -59,6 +74,7 @@ public final class MessageRing {
         this.data = memory.asSlice(CONTROL_BYTES, capacity);
         this.dataSignal = control.asSlice(DATA_SIGNAL, 4);
         this.spaceSignal = control.asSlice(SPACE_SIGNAL, 4);
+        this.borrowerSignal = control.asSlice(BORROWER_SIGNAL, 4);
         this.capacity = capacity;
         this.mask = capacity - 1;
         this.maxMessage = (int) (capacity / 4);
@@ -169,9 +185,19 @@ public final class MessageRing {
 
         /**
          * Wakes the reader if it said it sleeps: after quiet offers, once their batch is published.
-         * A reader that said so after the last publication saw it before sleeping.
+         * A reader that said so after the last publication saw it before sleeping. Where the
+         * reading end is lent ({@link Reader#borrow}), the borrower is the reader: woken if it
+         * sleeps, and nobody if it reads (it looks again before it sleeps or gives the end back).
          */
         public void wakeIfAsleep() {
+            int borrower = (int) INT.getVolatile(control, BORROWER);
+            if (borrower != NO_BORROWER) {
+                if (borrower == BORROWER_ASLEEP) {
+                    INT.getAndAdd(control, BORROWER_SIGNAL, 1);
+                    SharedMemory.futexWake(borrowerSignal, 1);
+                }
+                return;
+            }
             if ((int) INT.getVolatile(control, READER_ASLEEP) != 0) {
                 INT.getAndAdd(control, DATA_SIGNAL, 1);
                 SharedMemory.futexWake(dataSignal, 1);
@@ -189,10 +215,9 @@ public final class MessageRing {
             return used;
         }
 
-        /** Wakes this ring's reader, asleep or not (the writer's end is closing: the reader is to look). */
+        /** Wakes this ring's reader and any borrower, asleep or not (the writer's end is closing: they are to look). */
         public void wakeReader() {
-            INT.getAndAdd(control, DATA_SIGNAL, 1);
-            SharedMemory.futexWake(dataSignal, Integer.MAX_VALUE);
+            wakeAll();
         }
 
         /**
@@ -216,6 +241,23 @@ public final class MessageRing {
             }
         }
 
+    }
+
+    /** Wakes whoever sleeps on the reading side: the reader's thread and a borrower. */
+    private void wakeAll() {
+        INT.getAndAdd(control, DATA_SIGNAL, 1);
+        SharedMemory.futexWake(dataSignal, Integer.MAX_VALUE);
+        INT.getAndAdd(control, BORROWER_SIGNAL, 1);
+        SharedMemory.futexWake(borrowerSignal, Integer.MAX_VALUE);
+    }
+
+    /**
+     * For tests: {reader asleep, data signal, borrower, borrower's signal}; a signal grows by one a
+     * wake, the borrower's word is 0 (none), 1 (reading) or 2 (asleep).
+     */
+    int[] readerWords() {
+        return new int[] {(int) INT.getVolatile(control, READER_ASLEEP), (int) INT.getVolatile(control, DATA_SIGNAL),
+                (int) INT.getVolatile(control, BORROWER), (int) INT.getVolatile(control, BORROWER_SIGNAL)};
     }
 
     public final class Reader {
@@ -289,8 +331,44 @@ public final class MessageRing {
          * thread of this process: the reader then sees the end its connection keeps).
          */
         public void interrupt() {
-            INT.getAndAdd(control, DATA_SIGNAL, 1);
-            SharedMemory.futexWake(dataSignal, Integer.MAX_VALUE);
+            wakeAll();
+        }
+
+        /**
+         * Lends this reading end to the calling thread until {@link #giveBack}: from here the
+         * writer wakes the borrower (asleep in {@link #awaitAsBorrower}), not a thread asleep in
+         * {@link #awaitMessages}. The caller makes sure that only it reads meanwhile.
+         */
+        public void borrow() {
+            INT.setVolatile(control, BORROWER, BORROWER_AWAKE);
+        }
+
+        /**
+         * Ends the loan: from here the writer wakes the reader again. What the writer published
+         * while it saw the borrower awake woke nobody: the caller looks ({@link #hasMessages})
+         * after this, and wakes the reader's thread for it.
+         */
+        public void giveBack() {
+            INT.setVolatile(control, BORROWER, NO_BORROWER);
+        }
+
+        /**
+         * As {@link #awaitMessages(long, java.util.function.BooleanSupplier)}, for the borrower
+         * ({@link #borrow}), on its own signal: the writer wakes it, and a thread asleep in {@link
+         * #awaitMessages} sleeps on.
+         */
+        public Wake awaitAsBorrower(long timeoutNanos, java.util.function.BooleanSupplier stop) {
+            int seen = (int) INT.getVolatile(control, BORROWER_SIGNAL);
+            INT.setVolatile(control, BORROWER, BORROWER_ASLEEP);
+            try {
+                if (hasMessages() || stop.getAsBoolean()) {
+                    return Wake.READY;
+                }
+                int r = SharedMemory.futexWait(borrowerSignal, seen, timeoutNanos);
+                return r == Errno.ETIMEDOUT ? Wake.TIMED_OUT : Wake.READY;
+            } finally {
+                INT.setVolatile(control, BORROWER, BORROWER_AWAKE);
+            }
         }
 
         /** Whether a message (or padding) is published and not yet read. */

@@ -27,7 +27,8 @@ import java.lang.foreign.ValueLayout;
  */
 public final class SharedRegion implements AutoCloseable {
     static final long MAGIC = 0x4F4C4F434A344D53L; // "SM4JCOLO", little-endian
-    public static final int VERSION = 1;
+    /** 2: the rings' control blocks have a borrower's word and signal (a version-1 writer would never wake a borrower). */
+    public static final int VERSION = 2;
     static final long HEADER_BYTES = 64;
     private static final long CLOSED_BY_CREATOR = 24;
     private static final long CLOSED_BY_OPENER = 28;

@@ -116,6 +116,78 @@ class MessageRingTest {
         }
     }
 
+    /**
+     * A borrowed reading end: the writer wakes the borrower asleep on its own signal, never the
+     * reader's thread asleep beside it, and nobody while the borrower reads; once it is given
+     * back, the reader's thread again.
+     */
+    @Test
+    void whileTheReadingEndIsLentTheWriterWakesTheBorrowerOnly() throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY)) {
+            MessageRing ring = region.outbound();
+            MessageRing.Writer w = ring.writer();
+            MessageRing.Reader r = ring.reader();
+            MemorySegment one = pattern(1, 16);
+            AtomicReference<MessageRing.Wake> readerWoke = new AtomicReference<>();
+            Thread readerThread = Thread.ofPlatform().start(() -> readerWoke.set(r.awaitMessages(TimeUnit.SECONDS.toNanos(60))));
+            awaitWord(ring, 0, 1); // the reader's thread said it sleeps
+            r.borrow();
+            int[] before = ring.readerWords();
+            assertTrue(w.offer(0, one, 0, 16), "published while the borrower reads");
+            assertEquals(before[1], ring.readerWords()[1], "the reader's thread was not woken");
+            assertEquals(before[3], ring.readerWords()[3], "a borrower that reads is not woken");
+            assertEquals(MessageRing.Wake.READY, r.awaitAsBorrower(TimeUnit.SECONDS.toNanos(10), () -> false),
+                    "what was published before the borrower sleeps ends its sleep at once");
+            assertEquals(1, r.poll((k, m) -> { }, 10));
+
+            AtomicReference<MessageRing.Wake> borrowerWoke = new AtomicReference<>();
+            Thread borrower = Thread.ofPlatform().start(() ->
+                    borrowerWoke.set(r.awaitAsBorrower(TimeUnit.SECONDS.toNanos(60), () -> false)));
+            awaitWord(ring, 2, 2); // the borrower sleeps
+            before = ring.readerWords();
+            assertTrue(w.offer(0, one, 0, 16));
+            borrower.join(TimeUnit.SECONDS.toMillis(10));
+            assertEquals(MessageRing.Wake.READY, borrowerWoke.get(), "the writer woke the borrower");
+            assertEquals(before[1], ring.readerWords()[1], "and not the reader's thread");
+            assertEquals(before[3] + 1, ring.readerWords()[3]);
+            assertTrue(readerThread.isAlive(), "the reader's thread sleeps on");
+            assertEquals(1, r.poll((k, m) -> { }, 10));
+
+            r.giveBack();
+            assertEquals(0, ring.readerWords()[2]);
+            assertTrue(w.offer(0, one, 0, 16));
+            readerThread.join(TimeUnit.SECONDS.toMillis(10));
+            assertEquals(MessageRing.Wake.READY, readerWoke.get(), "given back, the writer wakes the reader's thread");
+            assertEquals(before[1] + 1, ring.readerWords()[1]);
+        }
+    }
+
+    /** A borrower's sleep ends when the reader's process interrupts the ring (a close, a task for the reader). */
+    @Test
+    void anInterruptWakesABorrowerToo() throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY)) {
+            MessageRing ring = region.outbound();
+            MessageRing.Reader r = ring.reader();
+            r.borrow();
+            assertEquals(MessageRing.Wake.TIMED_OUT, r.awaitAsBorrower(TimeUnit.MILLISECONDS.toNanos(20), () -> false));
+            Thread borrower = Thread.ofPlatform().start(() -> r.awaitAsBorrower(TimeUnit.SECONDS.toNanos(60), () -> false));
+            awaitWord(ring, 2, 2);
+            r.interrupt();
+            borrower.join(TimeUnit.SECONDS.toMillis(10));
+            assertFalse(borrower.isAlive(), "the borrower was woken");
+            r.giveBack();
+        }
+    }
+
+    /** Waits until the ring's reader word {@code index} ({@link MessageRing#readerWords}) is {@code value}. */
+    private static void awaitWord(MessageRing ring, int index, int value) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (ring.readerWords()[index] != value) {
+            assertTrue(System.nanoTime() < deadline, "word " + index + " never became " + value);
+            Thread.onSpinWait();
+        }
+    }
+
     private static boolean inFutex(Thread t) {
         for (StackTraceElement e : t.getStackTrace()) {
             if (e.getMethodName().equals("awaitMessages")) {

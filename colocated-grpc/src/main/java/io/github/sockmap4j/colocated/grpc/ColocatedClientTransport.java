@@ -38,6 +38,10 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /** The client end of a co-located connection: streams it opens, frames it reads for them. */
 final class ColocatedClientTransport extends FrameDispatch implements ConnectionClientTransport {
+    static final String CALLER_READS_MICROS = ColocatedGrpc.CALLER_READS_MICROS;
+
+    private final long callerReadsNanos = TimeUnit.MICROSECONDS.toNanos(Math.max(0,
+            Long.getLong(CALLER_READS_MICROS, 20_000)));
     private final ColocatedAddress address;
     private final String authority;
     private final String userAgent;
@@ -292,6 +296,12 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
         private volatile ClientStreamListener streamListener;
         private String streamAuthority = authority;
 
+        /**
+         * The thread that started a call whose caller waits for it (a blocking stub's unary call),
+         * which reads the reply itself at the half-close; null for any other call.
+         */
+        private volatile Thread waitingCaller;
+
         ClientStreamImpl(MethodDescriptor<?, ?> method, Metadata headers, CallOptions callOptions,
                          StatsTraceContext stats) {
             this.method = method;
@@ -326,6 +336,10 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
         @Override
         public void start(ClientStreamListener l) {
             this.streamListener = l;
+            if (callerReadsNanos > 0 && method.getType() == MethodDescriptor.MethodType.UNARY
+                    && BlockingCalls.isBlocking(callOptions)) {
+                waitingCaller = Thread.currentThread();
+            }
             boolean written;
             // ids go out in the order they are taken: a server refuses an id below one it has seen
             synchronized (openLock) {
@@ -413,6 +427,12 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
             StreamFlow f = flow;
             if (f != null) {
                 f.sendAfterMessages(Frames.HALF_CLOSE, new Frames.Writer(f.id).bytes(), null);
+                if (waitingCaller == Thread.currentThread()) {
+                    // a blocking stub's caller, which waits for the reply from here on anyway: it reads the
+                    // reply itself, and its callbacks wait in its own executor for it to return and run them
+                    waitingCaller = null;
+                    connection.readOwn(f.id, () -> ending != null || f.isDone(), callerReadsNanos);
+                }
             }
         }
 

@@ -22,6 +22,11 @@ import java.util.logging.Logger;
  *
  * <p>The reader sleeps on the ring's futex as soon as the ring is empty (or polls first for
  * {@link #SPIN_NANOS}, where set), and the writer wakes it once.
+ *
+ * <p>Whoever reads holds the read role ({@link #readRole}): the reader's thread while it reads (not
+ * while it sleeps), or a caller that waits for its own stream's frames and reads them itself
+ * ({@link #readOwn}), for as long as only that stream's frames come. Code that asks whether it runs
+ * "on the reader" asks whether it holds the role.
  */
 final class ColocatedConnection {
     private static final Logger log = Logger.getLogger(ColocatedConnection.class.getName());
@@ -61,6 +66,18 @@ final class ColocatedConnection {
     private final MessageRing.Reader in;
     private final int maxFrame;
     private final ReentrantLock writeLock = new ReentrantLock();
+    /**
+     * Held by whoever reads the inbound ring now (one at a time): the reader's thread between its
+     * sleeps, or a borrower ({@link #readOwn}). The unmapping takes it too, so that a borrower
+     * never reads an unmapped ring. Taken before {@link #writeLock}, never after it.
+     */
+    private final ReentrantLock readRole = new ReentrantLock();
+    /** Frames a borrower read that were not its stream's, for the reader's thread to dispatch first, in order. */
+    private final ConcurrentLinkedQueue<Pending> handoff = new ConcurrentLinkedQueue<>();
+    /** Calls whose end their waiting caller read itself ({@link #readOwn}), in this process: for tests and benches. */
+    private static final java.util.concurrent.atomic.LongAdder CALLER_READS = new java.util.concurrent.atomic.LongAdder();
+    /** The reader's full polls in a row (under the read role). */
+    private int fullPolls;
     private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
     private volatile Handler handler;
     private volatile Thread reader;
@@ -138,7 +155,7 @@ final class ColocatedConnection {
             return;
         }
         afterReads.add(r);
-        if (Thread.currentThread() != reader) {
+        if (!isReading()) {
             whileMapped(in::interrupt);
         }
         if (closed != null && afterReads.remove(r)) {
@@ -161,6 +178,11 @@ final class ColocatedConnection {
         }
     }
 
+    /** Whether the calling thread reads the ring now: the reader's thread between sleeps, or a borrower. */
+    private boolean isReading() {
+        return readRole.isHeldByCurrentThread();
+    }
+
     private void readLoop() {
         MessageRing.Handler dispatch = (kind, m) -> {
             if (closed == null) {
@@ -169,19 +191,20 @@ final class ColocatedConnection {
         };
         try {
             long idleSince = System.nanoTime();
-            int fullPolls = 0;
-            while (closed == null) {
-                if (region.peerClosed()) {
-                    close(Status.UNAVAILABLE.withDescription("the other end closed co-located connection " + name));
-                    return;
-                }
-                flushPending();
-                int n = in.poll(dispatch, POLL_FRAMES);
-                // once the ring is drained (or after a bounded run of full polls): a stream's end that
-                // follows the frames that asked for a task, in a later poll, is taken first
-                if (n < POLL_FRAMES || ++fullPolls >= AFTER_READS_POLLS) {
-                    fullPolls = 0;
-                    runAfterReads();
+            while (true) {
+                int n;
+                readRole.lock(); // a borrower reads meanwhile: it gives the role back once it stops
+                try {
+                    if (closed != null) {
+                        return;
+                    }
+                    if (region.peerClosed()) {
+                        close(Status.UNAVAILABLE.withDescription("the other end closed co-located connection " + name));
+                        return;
+                    }
+                    n = readOnce(dispatch);
+                } finally {
+                    readRole.unlock();
                 }
                 if (n > 0) {
                     idleSince = System.nanoTime();
@@ -192,7 +215,7 @@ final class ColocatedConnection {
                     continue;
                 }
                 in.awaitMessages(pending.isEmpty() ? READER_SLEEP_NANOS : TimeUnit.MILLISECONDS.toNanos(1),
-                        () -> closed != null || region.peerClosed() || !afterReads.isEmpty());
+                        () -> closed != null || region.peerClosed() || !afterReads.isEmpty() || !handoff.isEmpty());
             }
         } catch (RingCorruptException | Frames.ProtocolException e) {
             close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: the peer broke "
@@ -202,6 +225,115 @@ final class ColocatedConnection {
             close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " failed: " + t).withCause(t));
         } finally {
             unmap(); // a close on this thread (a frame that ended the connection) leaves the unmapping here
+        }
+    }
+
+    /**
+     * Under the read role: the frames a borrower handed over, the writes that waited, then up to
+     * {@link #POLL_FRAMES} frames from the ring; the {@link #afterReads} tasks once the ring is
+     * drained (or after a bounded run of full polls), so that a stream's end that follows the
+     * frames that asked for a task, in a later poll, is taken first. How many frames it dispatched.
+     */
+    private int readOnce(MessageRing.Handler dispatch) throws Exception {
+        int n = 0;
+        Pending h;
+        while ((h = handoff.poll()) != null) {
+            if (closed == null) {
+                handler.onFrame(h.kind(), new Frames.Reader(MemorySegment.ofArray(h.bytes())));
+            }
+            n++;
+        }
+        flushPending();
+        int polled = in.poll(dispatch, POLL_FRAMES);
+        if (polled < POLL_FRAMES || ++fullPolls >= AFTER_READS_POLLS) {
+            fullPolls = 0;
+            runAfterReads();
+        }
+        return n + polled;
+    }
+
+    /**
+     * Reads the ring on the calling thread, for up to {@code maxNanos}, while only stream {@code
+     * streamId}'s frames come and until {@code ended} holds: a caller that would otherwise sleep
+     * until the reader's thread hands it its reply (a blocking unary call) reads the reply itself,
+     * one thread woken instead of two. It stops at once where another stream's frame comes (left
+     * for the reader's thread, which it wakes: nobody else's callbacks run on this thread), where
+     * a task waits for {@link #afterReads}, where the calling thread is interrupted, and where the
+     * connection ends; then it gives the ring back, waking the reader's thread for what it left.
+     *
+     * @return false where it did not read: the reader's thread is reading, or this thread reads
+     * already, or the connection ended
+     */
+    boolean readOwn(int streamId, java.util.function.BooleanSupplier ended, long maxNanos) {
+        if (closed != null || reader == null || isReading() || Thread.currentThread().isInterrupted()
+                || !readRole.tryLock()) {
+            return false;
+        }
+        Status failure;
+        boolean wakeReader;
+        try {
+            if (closed != null || unmapped.get()) {
+                return false;
+            }
+            in.borrow();
+            try {
+                failure = borrow(streamId, ended, maxNanos);
+                if (failure == null && ended.getAsBoolean()) {
+                    CALLER_READS.increment();
+                }
+            } finally {
+                in.giveBack(); // then looked at: what the writer published while it saw us awake woke nobody
+            }
+            wakeReader = in.hasMessages() || !handoff.isEmpty() || !afterReads.isEmpty() || !pending.isEmpty()
+                    || region.peerClosed();
+        } finally {
+            readRole.unlock();
+        }
+        if (failure != null) {
+            close(failure);
+        } else if (wakeReader) {
+            whileMapped(in::interrupt);
+        }
+        return true;
+    }
+
+    /** Calls whose waiting caller read their end itself, in this process so far. */
+    static long callerReads() {
+        return CALLER_READS.sum();
+    }
+
+    /** Under the read role, the ring lent: {@link #readOwn}'s reads; why the connection is to close, or null. */
+    private Status borrow(int streamId, java.util.function.BooleanSupplier ended, long maxNanos) {
+        MessageRing.Handler own = (kind, m) -> {
+            if (m.byteSize() >= 4 && m.get(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 0) == streamId) {
+                if (closed == null) {
+                    handler.onFrame(kind, new Frames.Reader(m));
+                }
+            } else {
+                handoff.add(new Pending(kind, m.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))); // not ours to run
+            }
+        };
+        java.util.function.BooleanSupplier stop = () -> closed != null || ended.getAsBoolean() || !handoff.isEmpty()
+                || !afterReads.isEmpty() || region.peerClosed() || Thread.currentThread().isInterrupted();
+        long deadline = System.nanoTime() + maxNanos;
+        try {
+            while (!stop.getAsBoolean()) {
+                if (in.poll(own, 1) > 0) {
+                    continue;
+                }
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return null;
+                }
+                in.awaitAsBorrower(left, stop);
+            }
+            return null;
+        } catch (RingCorruptException | Frames.ProtocolException e) {
+            return Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: the peer broke "
+                    + "the protocol: " + e.getMessage());
+        } catch (Throwable t) {
+            log.log(Level.WARNING, "co-located connection " + name + " failed", t);
+            return Status.UNAVAILABLE.withDescription("co-located connection " + name + " failed: " + t).withCause(t);
         }
     }
 
@@ -230,8 +362,8 @@ final class ColocatedConnection {
         if (closed != null || region == null) {
             return;
         }
-        if (Thread.currentThread() == reader) {
-            out.wakeIfAsleep(); // the region stays mapped while its reader runs: it unmaps it as it ends
+        if (isReading()) {
+            out.wakeIfAsleep(); // the region stays mapped while the read role is held: the unmapping takes it
             return;
         }
         whileMapped(out::wakeIfAsleep);
@@ -256,7 +388,7 @@ final class ColocatedConnection {
         if (closed != null) {
             return false;
         }
-        if (Thread.currentThread() == reader) {
+        if (isReading()) {
             // a handler or callback run by the reader (a direct executor): never waits, so never for the lock
             if (!wake && pending.isEmpty() && tryUnderLock(() -> offer(kind, frame, false))) {
                 return true;
@@ -395,8 +527,8 @@ final class ColocatedConnection {
         }
         runAfterReads();
         Thread t = reader;
-        if (t == Thread.currentThread()) {
-            return; // the read loop unmaps as it ends
+        if (t == Thread.currentThread() || isReading()) {
+            return; // the read loop unmaps as it ends (after a borrower closing here gives the role back)
         }
         if (t != null) {
             try {
@@ -415,12 +547,17 @@ final class ColocatedConnection {
         if (region == null || !unmapped.compareAndSet(false, true)) {
             return;
         }
-        writeLock.lock();
+        readRole.lock(); // a borrower still reading stops as it sees the end, and gives the role back
         try {
-            region.markClosed();
-            region.close();
+            writeLock.lock();
+            try {
+                region.markClosed();
+                region.close();
+            } finally {
+                writeLock.unlock();
+            }
         } finally {
-            writeLock.unlock();
+            readRole.unlock();
         }
     }
 }

@@ -34,6 +34,13 @@ public final class ColocatedGrpc {
     public static final String RING_BYTES = "sockmap4j.colocated.ringBytes";
     /** The co-located connections a server takes at once ({@code -Dsockmap4j.colocated.maxConnections}; 256). */
     public static final String MAX_CONNECTIONS = "sockmap4j.colocated.maxConnections";
+    /**
+     * How long a caller blocked on a unary call (a blocking stub's) reads its own reply from the
+     * ring before it leaves it to the connection's reader ({@code
+     * -Dsockmap4j.colocated.callerReadsMicros}, 20,000; 0: never), read as each co-located
+     * connection starts.
+     */
+    public static final String CALLER_READS_MICROS = "sockmap4j.colocated.callerReadsMicros";
     /** On a server call's attributes: true where the call came over a co-located connection. */
     public static final Attributes.Key<Boolean> TRANSPORT_ATTR_COLOCATED = Attributes.Key.create("sockmap4j.colocated");
 

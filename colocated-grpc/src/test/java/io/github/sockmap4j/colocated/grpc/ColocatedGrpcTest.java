@@ -3,6 +3,7 @@ package io.github.sockmap4j.colocated.grpc;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -79,6 +80,7 @@ class ColocatedGrpcTest {
     }
 
     final CountDownLatch hangCancelled = new CountDownLatch(1);
+    final CountDownLatch hangStarted = new CountDownLatch(1);
     final CountDownLatch sprayCancelled = new CountDownLatch(1);
     final AtomicLong sprayedWhileNotReady = new AtomicLong();
     final AtomicReference<Metadata> seenHeaders = new AtomicReference<>();
@@ -96,8 +98,10 @@ class ColocatedGrpcTest {
                     t.put(TEXT, "trailer-" + new String(req));
                     out.onError(Status.NOT_FOUND.withDescription("no " + new String(req)).asRuntimeException(t));
                 }))
-                .addMethod(HANG, ServerCalls.asyncUnaryCall((req, out) ->
-                        Context.current().addListener(c -> hangCancelled.countDown(), Runnable::run)))
+                .addMethod(HANG, ServerCalls.asyncUnaryCall((req, out) -> {
+                    Context.current().addListener(c -> hangCancelled.countDown(), Runnable::run);
+                    hangStarted.countDown();
+                }))
                 .addMethod(SPRAY, ServerCalls.asyncServerStreamingCall((req, out) -> {
                     ServerCallStreamObserver<byte[]> o = (ServerCallStreamObserver<byte[]>) out;
                     o.setOnCancelHandler(sprayCancelled::countDown);
@@ -397,6 +401,120 @@ class ColocatedGrpcTest {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * A blocking stub's caller reads its own reply from the ring (one thread woken instead of two);
+     * with {@code -Dsockmap4j.colocated.callerReadsMicros=0} the connection's reader hands it over.
+     */
+    @Test
+    void aBlockingCallerReadsItsOwnReplyUnlessTurnedOff() throws Exception {
+        long before = ColocatedConnection.callerReads();
+        for (int i = 0; i < 200; i++) {
+            byte[] m = ByteBuffer.allocate(8).putInt(i).array();
+            assertArrayEquals(m, echo(m));
+        }
+        assertTrue(ColocatedConnection.callerReads() > before, "a caller read its own reply");
+
+        System.setProperty(ColocatedClientTransport.CALLER_READS_MICROS, "0");
+        SharedRegion mine = SharedRegion.create("sm4j-grpc-test", 1 << 20);
+        ManagedChannel off;
+        try {
+            server.attach(SharedRegion.open(mine.descriptorForPeer(), 1 << 20));
+            off = ColocatedChannelBuilder.forRegion(mine, "test-off").build();
+            ClientCalls.blockingUnaryCall(off, ECHO, CallOptions.DEFAULT, new byte[] {1}); // the transport starts here
+        } finally {
+            System.clearProperty(ColocatedClientTransport.CALLER_READS_MICROS);
+        }
+        try {
+            long was = ColocatedConnection.callerReads();
+            for (int i = 0; i < 50; i++) {
+                byte[] m = ByteBuffer.allocate(8).putInt(i).array();
+                assertArrayEquals(m, ClientCalls.blockingUnaryCall(off, ECHO, CallOptions.DEFAULT, m));
+            }
+            assertEquals(was, ColocatedConnection.callerReads(), "turned off, no caller read");
+        } finally {
+            off.shutdownNow();
+            assertTrue(off.awaitTermination(10, TimeUnit.SECONDS));
+        }
+    }
+
+    /** A blocking caller interrupted while it waits (reading its reply or not) ends its call CANCELLED, at both ends. */
+    @Test
+    void anInterruptedBlockingCallerCancelsItsCall() throws Exception {
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Thread caller = Thread.ofPlatform().start(() -> {
+            try {
+                ClientCalls.blockingUnaryCall(channel, HANG, CallOptions.DEFAULT, new byte[] {1});
+            } catch (Throwable t) {
+                failed.set(t);
+            }
+        });
+        assertTrue(hangStarted.await(10, TimeUnit.SECONDS), "the server has the call");
+        caller.interrupt();
+        caller.join(TimeUnit.SECONDS.toMillis(10));
+        assertFalse(caller.isAlive(), "the caller returned");
+        StatusRuntimeException e = assertInstanceOf(StatusRuntimeException.class, failed.get());
+        assertEquals(Status.Code.CANCELLED, e.getStatus().getCode());
+        assertTrue(hangCancelled.await(10, TimeUnit.SECONDS), "the server saw the cancel");
+    }
+
+    /**
+     * Another call's frames that come while a blocking caller reads its reply are left to the
+     * connection's reader: that call's callbacks (on the reader, under a direct executor) never
+     * run on the blocking caller's thread, and both calls get everything in order.
+     */
+    @Test
+    void anotherCallsCallbacksNeverRunOnABlockingCallersThread() throws Exception {
+        java.util.Set<Thread> streamThreads = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        AtomicReference<Thread> blockingCaller = new AtomicReference<>();
+        CountDownLatch streamDone = new CountDownLatch(1);
+        AtomicReference<Throwable> streamFailed = new AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+        ClientCalls.asyncServerStreamingCall(channel.newCall(SPRAY, CallOptions.DEFAULT),
+                ByteBuffer.allocate(8).putInt(20_000).putInt(64).array(), new StreamObserver<>() {
+                    @Override
+                    public void onNext(byte[] v) {
+                        streamThreads.add(Thread.currentThread());
+                        if (ByteBuffer.wrap(v).getInt() != next.getAndIncrement()) {
+                            streamFailed.compareAndSet(null, new AssertionError("out of order at " + next.get()));
+                        }
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        streamFailed.set(t);
+                        streamDone.countDown();
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        streamDone.countDown();
+                    }
+                });
+        ExecutorService one = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "blocking-caller");
+            blockingCaller.set(t);
+            return t;
+        });
+        try {
+            Future<Integer> calls = one.submit(() -> {
+                int n = 0;
+                do {
+                    byte[] m = ByteBuffer.allocate(8).putInt(n).array();
+                    assertArrayEquals(m, echo(m));
+                    n++;
+                } while (streamDone.getCount() > 0);
+                return n;
+            });
+            assertTrue(streamDone.await(60, TimeUnit.SECONDS), "the stream ended");
+            calls.get(60, TimeUnit.SECONDS); // every echo came back whole
+        } finally {
+            one.shutdownNow();
+        }
+        assertEquals(null, streamFailed.get());
+        assertEquals(20_000, next.get(), "every message of the stream");
+        assertFalse(streamThreads.contains(blockingCaller.get()), "no stream callback on the blocking caller's thread");
     }
 
     @Test
