@@ -57,12 +57,16 @@ public final class ColocatedPeer {
 
     public static void main(String[] args) throws Exception {
         System.setProperty(ColocatedGrpc.SWITCH, "true");
-        if (args[0].equals("server")) {
-            Server s = ColocatedGrpc.configure(NettyServerBuilder.forAddress(
-                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)))
+        if (args[0].equals("server") || args[0].equals("server-at")) {
+            InetAddress at = args[0].equals("server") ? InetAddress.getLoopbackAddress() : InetAddress.getByName(args[1]);
+            Server s = ColocatedGrpc.configure(NettyServerBuilder.forAddress(new InetSocketAddress(at, 0)))
                     .addService(service(ColocatedPeer::say)).build().start();
             say("PORT " + s.getPort());
             s.awaitTermination();
+            return;
+        }
+        if (args[0].equals("fallback-client")) {
+            fallbackClient(args[1], Integer.parseInt(args[2]));
             return;
         }
         int port = Integer.parseInt(args[1]);
@@ -85,6 +89,39 @@ public final class ColocatedPeer {
         trickle.halfClose();
         say("CALLING");
         Thread.currentThread().join(); // until killed
+    }
+
+    /**
+     * A client of the agreement that calls until an agreement fell back, says why ("FALLBACK
+     * REASON words", each reason but OFF), makes 20 more calls ("CALLS OK 20") and says how many
+     * co-located connections it made ("UPGRADES n").
+     */
+    private static void fallbackClient(String host, int port) throws InterruptedException {
+        ManagedChannel ch = ColocatedGrpc.configure(NettyChannelBuilder.forAddress(host, port)).usePlaintext().build();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (fellBack().isEmpty() && ColocatedGrpc.upgrades() == 0 && System.nanoTime() < deadline) {
+            ClientCalls.blockingUnaryCall(ch, ECHO, CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), new byte[8]);
+        }
+        for (io.github.sockmap4j.colocated.grpc.Fallback f : fellBack()) {
+            say("FALLBACK " + f + " " + ColocatedGrpc.lastFallback(f));
+        }
+        int ok = 0;
+        for (int i = 0; i < 20; i++) {
+            byte[] m = new byte[] {(byte) i};
+            if (java.util.Arrays.equals(m, ClientCalls.blockingUnaryCall(ch, ECHO,
+                    CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), m))) {
+                ok++;
+            }
+        }
+        say("CALLS OK " + ok);
+        say("UPGRADES " + ColocatedGrpc.upgrades());
+        ch.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+    }
+
+    private static java.util.List<io.github.sockmap4j.colocated.grpc.Fallback> fellBack() {
+        return ColocatedGrpc.fallbacks().entrySet().stream()
+                .filter(e -> e.getValue() > 0 && e.getKey() != io.github.sockmap4j.colocated.grpc.Fallback.OFF)
+                .map(java.util.Map.Entry::getKey).toList();
     }
 
     private static synchronized void say(String line) {
