@@ -83,6 +83,8 @@ final class ColocatedConnection {
     private volatile Thread reader;
     private volatile Status closed;
     private final java.util.concurrent.atomic.AtomicBoolean unmapped = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Whether the handler was told of the end. */
+    private final java.util.concurrent.atomic.AtomicBoolean told = new java.util.concurrent.atomic.AtomicBoolean();
 
     private final java.util.List<Runnable> whenClosed = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** Tasks the reader runs once it has dispatched what the ring held when they came ({@link #afterReads}). */
@@ -133,9 +135,24 @@ final class ColocatedConnection {
             throw new IllegalStateException("an ended connection has nothing to read");
         }
         this.handler = h;
+        Status ended = closed;
+        if (ended != null) {
+            // closed before it started (a server shut down as the connection was attached): the close told
+            // no handler, and a transport never told would keep its server from terminating
+            tellClosed(ended);
+            return;
+        }
         Thread t = Thread.ofPlatform().daemon().name("sockmap4j-colocated-" + name).unstarted(this::readLoop);
         reader = t;
         t.start();
+    }
+
+    /** Tells the handler of the end, once, whichever of {@link #close} and {@link #start} sees both first. */
+    private void tellClosed(Status status) {
+        Handler h = handler;
+        if (h != null && told.compareAndSet(false, true)) {
+            h.onClosed(status);
+        }
     }
 
     boolean isClosed() {
@@ -516,10 +533,7 @@ final class ColocatedConnection {
         if (region != null) {
             whileMapped(in::interrupt);
         }
-        Handler h = handler;
-        if (h != null) {
-            h.onClosed(status);
-        }
+        tellClosed(status);
         for (Runnable r : whenClosed) {
             if (whenClosed.remove(r)) {
                 r.run();

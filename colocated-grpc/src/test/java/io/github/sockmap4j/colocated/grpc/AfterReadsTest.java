@@ -65,6 +65,34 @@ class AfterReadsTest {
         });
     }
 
+    /**
+     * A connection closed before it starts (a server shut down as a connection was attached) tells
+     * the handler it starts with, once, and starts no reader: a transport never told would keep
+     * its server from terminating.
+     */
+    @Test
+    void aConnectionClosedBeforeItStartsTellsItsHandlerOnce() {
+        reader.close(Status.UNAVAILABLE.withDescription("shut down"));
+        List<Status> told = new CopyOnWriteArrayList<>();
+        reader.start(new ColocatedConnection.Handler() {
+            @Override
+            public void onFrame(int kind, Frames.Reader frame) {
+                seen.add("frame " + kind);
+            }
+
+            @Override
+            public void onClosed(Status status) {
+                told.add(status);
+            }
+        });
+        assertEquals(1, told.size(), "told at its start: " + told);
+        assertEquals("shut down", told.get(0).getDescription());
+        reader.close(Status.OK);
+        assertEquals(1, told.size(), "told once");
+        assertTrue(Thread.getAllStackTraces().keySet().stream().noneMatch(t -> t.getName().equals("sockmap4j-colocated-reader")),
+                "no reader thread");
+    }
+
     @Test
     void aTaskAskedForByAFramesHandlerRunsAfterTheFramesBehindIt() throws Exception {
         // a message and the stream's end, both in the ring before the reader starts

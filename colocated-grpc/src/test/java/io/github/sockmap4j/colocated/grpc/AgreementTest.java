@@ -98,12 +98,26 @@ class AgreementTest {
         cleanup.add(() -> {
             s.shutdownNow();
             try {
-                assertTrue(s.awaitTermination(10, TimeUnit.SECONDS), "the server terminates");
+                assertTrue(s.awaitTermination(10, TimeUnit.SECONDS), () -> "the server terminates; its threads:\n" + threads());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         });
         return s;
+    }
+
+    /** The stacks of the transports' and gRPC's threads: what a server that does not terminate waits for. */
+    static String threads() {
+        StringBuilder out = new StringBuilder();
+        Thread.getAllStackTraces().forEach((t, stack) -> {
+            if (t.getName().startsWith("sockmap4j") || t.getName().startsWith("grpc")) {
+                out.append(t.getName()).append(' ').append(t.getState()).append('\n');
+                for (StackTraceElement e : stack) {
+                    out.append("    at ").append(e).append('\n');
+                }
+            }
+        });
+        return out.toString();
     }
 
     private Server server(boolean agree) throws IOException {
