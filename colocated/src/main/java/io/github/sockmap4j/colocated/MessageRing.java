@@ -129,10 +129,14 @@ public final class MessageRing {
     }
 
     public final class Writer {
+        /** Where the next record goes: what offers wrote, published or not. Only under the writer's lock. */
         private long tail;
+        /** {@link #tail} as of the last complete record, for {@link #publish} from any thread. */
+        private volatile long written;
 
         private Writer() {
             tail = (long) LONG.getVolatile(control, TAIL);
+            written = tail;
         }
 
         /**
@@ -148,10 +152,13 @@ public final class MessageRing {
         }
 
         /**
-         * As {@link #offer(int, MemorySegment, long, int)}; where {@code wake} is false the reader is
-         * not woken now, and the writer promises a {@link #wakeIfAsleep()} (or a waking offer) once
-         * the batch this message starts is published: one wake-up for a batch the writer knows is
-         * coming (a call's headers, message and half-close), not one for each of its messages.
+         * As {@link #offer(int, MemorySegment, long, int)}; where {@code wake} is false the message
+         * is written but neither published nor the reader woken, and the writer promises a {@link
+         * #wakeIfAsleep()} (or a waking offer) that publishes it with the rest of its batch: one
+         * wake-up for a batch the writer knows is coming (a call's headers, message and
+         * half-close), not one for each of its messages, and the reader sees the batch whole (a
+         * reply's message never without the trailers behind it), as a socket's writer that flushes
+         * once sends its batch.
          */
         public boolean offer(int kind, MemorySegment src, long offset, int length, boolean wake)
                 throws RingCorruptException {
@@ -176,7 +183,7 @@ public final class MessageRing {
             data.set(ValueLayout.JAVA_INT, index, length);
             data.set(ValueLayout.JAVA_INT, index + 4, kind);
             tail += record;
-            LONG.setVolatile(control, TAIL, tail);
+            written = tail;
             if (wake) {
                 wakeIfAsleep();
             }
@@ -184,12 +191,25 @@ public final class MessageRing {
         }
 
         /**
-         * Wakes the reader if it said it sleeps: after quiet offers, once their batch is published.
-         * A reader that said so after the last publication saw it before sleeping. Where the
+         * Publishes what was written (the tail only grows: a thread that publishes late never takes
+         * back what another published). Safe from any thread of the writer's process.
+         */
+        public void publish() {
+            long w = written;
+            long published = (long) LONG.getVolatile(control, TAIL);
+            while (w > published && !LONG.compareAndSet(control, TAIL, published, w)) {
+                published = (long) LONG.getVolatile(control, TAIL);
+            }
+        }
+
+        /**
+         * Publishes what was written ({@link #publish}) and wakes the reader if it said it sleeps: a
+         * batch's end. A reader that said so after the last publication saw it before sleeping. Where the
          * reading end is lent ({@link Reader#borrow}), the borrower is the reader: woken if it
          * sleeps, and nobody if it reads (it looks again before it sleeps or gives the end back).
          */
         public void wakeIfAsleep() {
+            publish();
             int borrower = (int) INT.getVolatile(control, BORROWER);
             if (borrower != NO_BORROWER) {
                 if (borrower == BORROWER_ASLEEP) {

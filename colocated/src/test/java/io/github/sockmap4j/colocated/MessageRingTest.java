@@ -179,6 +179,30 @@ class MessageRingTest {
         }
     }
 
+    /**
+     * Quiet offers are written, not published: the reader sees nothing of a batch until its end
+     * publishes it (from any thread of the writer's process), and then all of it.
+     */
+    @Test
+    void aBatchIsSeenWholeOnceItsEndPublishesIt() throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY)) {
+            MessageRing ring = region.outbound();
+            MessageRing.Writer w = ring.writer();
+            MessageRing.Reader r = ring.reader();
+            assertTrue(w.offer(1, pattern(1, 100), 0, 100, false));
+            assertTrue(w.offer(2, pattern(2, 200), 0, 200, false));
+            assertFalse(r.hasMessages(), "nothing published yet");
+            assertEquals(0, r.poll((k, m) -> { }, 10));
+            Thread publisher = Thread.ofPlatform().start(w::wakeIfAsleep);
+            publisher.join();
+            List<Integer> kinds = new ArrayList<>();
+            assertEquals(2, r.poll((k, m) -> kinds.add(k), 10));
+            assertEquals(List.of(1, 2), kinds);
+            w.publish(); // again, with nothing new: the tail stays where it is
+            assertFalse(r.hasMessages());
+        }
+    }
+
     /** Waits until the ring's reader word {@code index} ({@link MessageRing#readerWords}) is {@code value}. */
     private static void awaitWord(MessageRing ring, int index, int value) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);

@@ -28,6 +28,11 @@ abstract class StreamFlow {
     // outbound
     private final ArrayDeque<Out> outbox = new ArrayDeque<>();
     private long sendWindow = WINDOW;
+    /**
+     * Whether a thread is writing the outbox now: one at a time, or two (the application's, the
+     * reader's as the window opens) would each take a frame and write it in either order.
+     */
+    private boolean draining;
     // inbound
     private final ArrayDeque<byte[]> inbox = new ArrayDeque<>();
     private ByteArrayOutputStream assembling;
@@ -164,26 +169,54 @@ abstract class StreamFlow {
         drainOutbox();
     }
 
-    /** Sends what the window allows, in order; whether it wrote a frame without waking the peer. */
+    /**
+     * Sends what the window allows, in order, on one thread at a time (one that finds another
+     * draining leaves its frames to it); whether it wrote a frame without waking the peer. Where
+     * the window stops it after such a frame, it ends the batch there (publishes and wakes): the
+     * peer has to take what was sent before it gives the window back.
+     */
     private boolean drainOutbox() {
+        synchronized (lock) {
+            if (draining) {
+                return false; // the thread that drains takes what this one queued, or the window it opened
+            }
+            draining = true;
+        }
         boolean quiet = false;
-        while (true) {
-            Out next;
-            synchronized (lock) {
-                next = outbox.peek();
-                if (next == null || next.messageBytes() > 0 && sendWindow <= 0) {
+        boolean stopped = false;
+        try {
+            while (true) {
+                Out next;
+                synchronized (lock) {
+                    next = outbox.peek();
+                    stopped = next == null || next.messageBytes() > 0 && sendWindow <= 0;
+                    if (stopped) {
+                        draining = false; // decided under the lock: whoever queues or opens the window after drains
+                    } else {
+                        outbox.poll();
+                        sendWindow -= next.messageBytes();
+                    }
+                }
+                if (stopped) {
+                    if (next != null && quiet) {
+                        connection.flush(); // the window stopped a batch
+                    }
                     return quiet;
                 }
-                outbox.poll();
-                sendWindow -= next.messageBytes();
+                if (!(next.quiet() ? connection.writeQuiet(next.kind(), next.frame())
+                        : connection.write(next.kind(), next.frame()))) {
+                    return quiet;
+                }
+                quiet = next.quiet();
+                if (next.sent() != null) {
+                    next.sent().run();
+                }
             }
-            if (!(next.quiet() ? connection.writeQuiet(next.kind(), next.frame())
-                    : connection.write(next.kind(), next.frame()))) {
-                return quiet;
-            }
-            quiet = next.quiet();
-            if (next.sent() != null) {
-                next.sent().run();
+        } finally {
+            if (!stopped) {
+                synchronized (lock) {
+                    draining = false; // the connection closed, or a write failed
+                }
             }
         }
     }

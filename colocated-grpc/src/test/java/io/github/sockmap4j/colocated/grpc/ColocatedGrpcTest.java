@@ -517,6 +517,38 @@ class ColocatedGrpcTest {
         assertFalse(streamThreads.contains(blockingCaller.get()), "no stream callback on the blocking caller's thread");
     }
 
+    /**
+     * A call whose own message callback cancels it (a handler's outgoing call, whose context ends
+     * once its reply is used) ends as the server ended it: a reply's message is published with its
+     * trailers, and the cancel runs after what was read. Replies of two frames each.
+     */
+    @Test
+    void aCallCancelledByItsMessageCallbackEndsAsTheServerEndedIt() throws Exception {
+        byte[] big = new byte[300_000];
+        big[299_999] = 9;
+        for (int i = 0; i < 50; i++) {
+            Context.CancellableContext ctx = Context.current().withCancellation();
+            java.util.concurrent.CompletableFuture<Status> end = new java.util.concurrent.CompletableFuture<>();
+            ctx.run(() -> ClientCalls.asyncUnaryCall(channel.newCall(ECHO, CallOptions.DEFAULT), big, new StreamObserver<>() {
+                @Override
+                public void onNext(byte[] v) {
+                    ctx.cancel(null); // the reply is used: the context that made the call ends
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    end.complete(Status.fromThrowable(t));
+                }
+
+                @Override
+                public void onCompleted() {
+                    end.complete(Status.OK);
+                }
+            }));
+            assertEquals(Status.Code.OK, end.get(10, TimeUnit.SECONDS).getCode(), "call " + i);
+        }
+    }
+
     @Test
     void aServerShutdownLetsCallsFinishAndRefusesNewOnes() throws Exception {
         assertArrayEquals(new byte[] {1}, echo(new byte[] {1}));
