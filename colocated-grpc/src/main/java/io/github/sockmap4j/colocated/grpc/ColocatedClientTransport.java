@@ -38,10 +38,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /** The client end of a co-located connection: streams it opens, frames it reads for them. */
 final class ColocatedClientTransport extends FrameDispatch implements ConnectionClientTransport {
-    static final String CALLER_READS_MICROS = ColocatedGrpc.CALLER_READS_MICROS;
-
+    /** How long a blocking caller reads its own reply ({@link ColocatedGrpc#CALLER_READS_MICROS}), as this connection starts. */
     private final long callerReadsNanos = TimeUnit.MICROSECONDS.toNanos(Math.max(0,
-            Long.getLong(CALLER_READS_MICROS, 20_000)));
+            Long.getLong(ColocatedGrpc.CALLER_READS_MICROS, 20_000)));
     private final ColocatedAddress address;
     private final String authority;
     private final String userAgent;

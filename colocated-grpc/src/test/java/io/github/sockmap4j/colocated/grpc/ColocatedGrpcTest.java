@@ -416,7 +416,7 @@ class ColocatedGrpcTest {
         }
         assertTrue(ColocatedConnection.callerReads() > before, "a caller read its own reply");
 
-        System.setProperty(ColocatedClientTransport.CALLER_READS_MICROS, "0");
+        System.setProperty(ColocatedGrpc.CALLER_READS_MICROS, "0");
         SharedRegion mine = SharedRegion.create("sm4j-grpc-test", 1 << 20);
         ManagedChannel off;
         try {
@@ -424,7 +424,7 @@ class ColocatedGrpcTest {
             off = ColocatedChannelBuilder.forRegion(mine, "test-off").build();
             ClientCalls.blockingUnaryCall(off, ECHO, CallOptions.DEFAULT, new byte[] {1}); // the transport starts here
         } finally {
-            System.clearProperty(ColocatedClientTransport.CALLER_READS_MICROS);
+            System.clearProperty(ColocatedGrpc.CALLER_READS_MICROS);
         }
         try {
             long was = ColocatedConnection.callerReads();
