@@ -378,17 +378,7 @@ public final class MessageRing {
          * #awaitMessages} sleeps on.
          */
         public Wake awaitAsBorrower(long timeoutNanos, java.util.function.BooleanSupplier stop) {
-            int seen = (int) INT.getVolatile(control, BORROWER_SIGNAL);
-            INT.setVolatile(control, BORROWER, BORROWER_ASLEEP);
-            try {
-                if (hasMessages() || stop.getAsBoolean()) {
-                    return Wake.READY;
-                }
-                int r = SharedMemory.futexWait(borrowerSignal, seen, timeoutNanos);
-                return r == Errno.ETIMEDOUT ? Wake.TIMED_OUT : Wake.READY;
-            } finally {
-                INT.setVolatile(control, BORROWER, BORROWER_AWAKE);
-            }
+            return sleep(BORROWER, BORROWER_ASLEEP, BORROWER_AWAKE, BORROWER_SIGNAL, borrowerSignal, timeoutNanos, stop);
         }
 
         /** Whether a message (or padding) is published and not yet read. */
@@ -410,16 +400,26 @@ public final class MessageRing {
          * ({@link #interrupt}, the other end's {@link Writer#wakeReader}) is never missed.
          */
         public Wake awaitMessages(long timeoutNanos, java.util.function.BooleanSupplier stop) {
-            int seen = (int) INT.getVolatile(control, DATA_SIGNAL);
-            INT.setVolatile(control, READER_ASLEEP, 1);
+            return sleep(READER_ASLEEP, 1, 0, DATA_SIGNAL, dataSignal, timeoutNanos, stop);
+        }
+
+        /**
+         * Says so in {@code word} ({@code asleep}), looks once more, and waits on the signal at
+         * {@code signal} unless something came or {@code stop} holds; {@code word} is {@code awake}
+         * again after. The signal is read before the word is set, so a wake in between is not lost.
+         */
+        private Wake sleep(long word, int asleep, int awake, long signal, MemorySegment signalWord, long timeoutNanos,
+                           java.util.function.BooleanSupplier stop) {
+            int seen = (int) INT.getVolatile(control, signal);
+            INT.setVolatile(control, word, asleep);
             try {
                 if (hasMessages() || stop.getAsBoolean()) {
                     return Wake.READY;
                 }
-                int r = SharedMemory.futexWait(dataSignal, seen, timeoutNanos);
+                int r = SharedMemory.futexWait(signalWord, seen, timeoutNanos);
                 return r == Errno.ETIMEDOUT ? Wake.TIMED_OUT : Wake.READY;
             } finally {
-                INT.setVolatile(control, READER_ASLEEP, 0);
+                INT.setVolatile(control, word, awake);
             }
         }
     }
