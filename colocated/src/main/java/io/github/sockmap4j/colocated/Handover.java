@@ -231,7 +231,7 @@ public final class Handover {
         private final UnixListener socket;
         private final Map<String, Expected> expected = new ConcurrentHashMap<>();
 
-        private record Expected(byte[] nonce, long capacity, IntPredicate allowed,
+        private record Expected(byte[] nonce, long capacity, long maxHeap, IntPredicate allowed,
                                 CompletableFuture<Received> result) {
         }
 
@@ -266,9 +266,17 @@ public final class Handover {
          * the connection, and the expectation fails with {@link NotAllowedException}.
          */
         public CompletableFuture<Received> expect(byte[] nonce, long capacity, IntPredicate allowed) {
+            return expect(nonce, capacity, 0, allowed);
+        }
+
+        /**
+         * As {@link #expect(byte[], long, IntPredicate)}, for a region that may carry a heap of at
+         * most {@code maxHeap} bytes ({@link SharedRegion#open(int, long, long)}).
+         */
+        public CompletableFuture<Received> expect(byte[] nonce, long capacity, long maxHeap, IntPredicate allowed) {
             checkNonce(nonce);
             CompletableFuture<Received> f = new CompletableFuture<>();
-            if (expected.putIfAbsent(id(nonce), new Expected(nonce.clone(), capacity, allowed, f)) != null) {
+            if (expected.putIfAbsent(id(nonce), new Expected(nonce.clone(), capacity, maxHeap, allowed, f)) != null) {
                 throw new IllegalStateException("that nonce is expected already");
             }
             return f;
@@ -347,7 +355,7 @@ public final class Handover {
                 }
                 SharedRegion mapped;
                 try {
-                    mapped = SharedRegion.open(fd, e.capacity());
+                    mapped = SharedRegion.open(fd, e.capacity(), e.maxHeap());
                 } catch (IOException refused) {
                     c.writeLine("NO " + refused.getMessage());
                     e.result().completeExceptionally(refused);

@@ -15,10 +15,17 @@ import java.lang.foreign.ValueLayout;
  *
  * <pre>
  * 0   magic "SM4JCOLO" (long)   8  version (int)   12 ring count, 2 (int)   16 ring capacity (long)
- * 24  closed by the creator (int)   28  closed by the opener (int)
+ * 24  closed by the creator (int)   28  closed by the opener (int)   32  heap bytes (long; 0: none)
  * 64  ring 0: written by the creator, read by the opener
  * 64 + 256 + capacity   ring 1: written by the opener, read by the creator
+ * heap: from the next 4 KiB boundary after ring 1, heap bytes, where there is a heap
  * </pre>
+ *
+ * <p>The heap is memory for what the creator lends the opener by reference (Arrow batches, whose
+ * places a ring message names): the creator allocates in it with bookkeeping kept in its own
+ * memory, never in the region, so nothing the opener writes there can steer the creator's
+ * allocations; the opener checks every place it is told of against the heap's bounds.
+ * A region without a heap is laid out byte for byte as before there was one.
  *
  * The creator makes it ({@link #create}) and hands the descriptor to the peer; the opener maps it
  * ({@link #open}) only if it is sealed, of the size the capacity agreed over the connection gives,
@@ -32,6 +39,10 @@ public final class SharedRegion implements AutoCloseable {
     static final long HEADER_BYTES = 64;
     private static final long CLOSED_BY_CREATOR = 24;
     private static final long CLOSED_BY_OPENER = 28;
+    private static final long HEAP_BYTES = 32;
+    private static final long PAGE = 4096;
+    /** The largest heap a region has: 64 GiB. */
+    public static final long MAX_HEAP = 1L << 36;
     private static final java.lang.invoke.VarHandle CLOSED = ValueLayout.JAVA_INT.varHandle();
 
     private final Arena arena;
@@ -40,8 +51,9 @@ public final class SharedRegion implements AutoCloseable {
     private final MessageRing toOpener;
     private final MessageRing toCreator;
     private final boolean creator;
+    private final MemorySegment heap;
 
-    private SharedRegion(Arena arena, int fd, MemorySegment memory, long capacity, boolean creator) {
+    private SharedRegion(Arena arena, int fd, MemorySegment memory, long capacity, long heapBytes, boolean creator) {
         this.arena = arena;
         this.fd = fd;
         this.memory = memory;
@@ -49,25 +61,53 @@ public final class SharedRegion implements AutoCloseable {
         long ring = MessageRing.bytesFor(capacity);
         this.toOpener = new MessageRing("ring to the opener", memory.asSlice(HEADER_BYTES, ring), capacity);
         this.toCreator = new MessageRing("ring to the creator", memory.asSlice(HEADER_BYTES + ring, ring), capacity);
+        this.heap = heapBytes == 0 ? memory.asSlice(0, 0) : memory.asSlice(heapStart(capacity), heapBytes);
     }
 
-    /** The file size of a region whose rings hold {@code capacity} bytes each. */
+    /** The file size of a region whose rings hold {@code capacity} bytes each, without a heap. */
     public static long sizeFor(long capacity) {
         return HEADER_BYTES + 2 * MessageRing.bytesFor(capacity);
     }
 
+    /** The file size of a region with rings of {@code capacity} and a heap of {@code heapBytes} (0: none). */
+    public static long sizeFor(long capacity, long heapBytes) {
+        return heapBytes == 0 ? sizeFor(capacity) : heapStart(capacity) + heapBytes;
+    }
+
+    private static long heapStart(long capacity) {
+        return (sizeFor(capacity) + PAGE - 1) & -PAGE;
+    }
+
+    private static void checkHeap(long heapBytes) {
+        if (heapBytes < 0 || heapBytes > MAX_HEAP || heapBytes % PAGE != 0) {
+            throw new IllegalArgumentException("a region's heap is a multiple of 4 KiB from 0 to 64 GiB: " + heapBytes);
+        }
+    }
+
     /** A new region of two rings of {@code capacity} bytes (a power of two, 4 KiB to 1 GiB). */
     public static SharedRegion create(String name, long capacity) throws IOException {
+        return create(name, capacity, 0);
+    }
+
+    /**
+     * A new region of two rings of {@code capacity} bytes and a heap of {@code heapBytes} (a
+     * multiple of 4 KiB; 0: none). The file's pages are taken as they are first written, so a
+     * heap costs memory for what is put in it, not for its size.
+     */
+    public static SharedRegion create(String name, long capacity, long heapBytes) throws IOException {
         MessageRing.checkCapacity(capacity);
-        int fd = SharedMemory.createSealed(name, sizeFor(capacity));
+        checkHeap(heapBytes);
+        long size = sizeFor(capacity, heapBytes);
+        int fd = SharedMemory.createSealed(name, size);
         Arena arena = Arena.ofShared();
         try {
-            MemorySegment m = SharedMemory.openSealed(fd, sizeFor(capacity), arena);
+            MemorySegment m = SharedMemory.openSealed(fd, size, arena);
             m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
             m.set(ValueLayout.JAVA_INT, 8, VERSION);
             m.set(ValueLayout.JAVA_INT, 12, 2);
             m.set(ValueLayout.JAVA_LONG, 16, capacity);
-            return new SharedRegion(arena, fd, m, capacity, true);
+            m.set(ValueLayout.JAVA_LONG, HEAP_BYTES, heapBytes);
+            return new SharedRegion(arena, fd, m, capacity, heapBytes, true);
         } catch (IOException | RuntimeException e) {
             arena.close();
             LibC.close(fd);
@@ -83,20 +123,38 @@ public final class SharedRegion implements AutoCloseable {
      * version or layout
      */
     public static SharedRegion open(int fd, long capacity) throws IOException {
+        return open(fd, capacity, 0);
+    }
+
+    /**
+     * As {@link #open(int, long)}, taking a heap of at most {@code maxHeap} bytes too (its size is
+     * the file's beyond the rings, which the header must say as well): a region with a larger heap
+     * is refused, so a peer cannot make this process map more than it agreed to.
+     */
+    public static SharedRegion open(int fd, long capacity, long maxHeap) throws IOException {
         Arena arena = Arena.ofShared();
         try {
             MessageRing.checkCapacity(capacity);
-            MemorySegment m = SharedMemory.openSealed(fd, sizeFor(capacity), arena);
+            checkHeap(maxHeap);
+            long size = SharedMemory.size(fd);
+            long heapBytes = size <= sizeFor(capacity) ? 0 : size - heapStart(capacity);
+            if (heapBytes < 0 || heapBytes > maxHeap || heapBytes % PAGE != 0) {
+                throw new IOException("the shared region is " + size + " bytes: not two rings of " + capacity
+                        + " bytes with a heap of at most " + maxHeap + " bytes: refused");
+            }
+            MemorySegment m = SharedMemory.openSealed(fd, sizeFor(capacity, heapBytes), arena);
             long magic = m.get(ValueLayout.JAVA_LONG, 0);
             int version = m.get(ValueLayout.JAVA_INT, 8);
             int rings = m.get(ValueLayout.JAVA_INT, 12);
             long cap = m.get(ValueLayout.JAVA_LONG, 16);
-            if (magic != MAGIC || version != VERSION || rings != 2 || cap != capacity) {
+            long heapSaid = m.get(ValueLayout.JAVA_LONG, HEAP_BYTES);
+            if (magic != MAGIC || version != VERSION || rings != 2 || cap != capacity || heapSaid != heapBytes) {
                 throw new IOException("not a co-located region of version " + VERSION + " with two rings of "
-                        + capacity + " bytes (magic 0x" + Long.toHexString(magic) + ", version " + version + ", "
-                        + rings + " rings of " + cap + " bytes): refused");
+                        + capacity + " bytes and a heap of " + heapBytes + " (magic 0x" + Long.toHexString(magic)
+                        + ", version " + version + ", " + rings + " rings of " + cap + " bytes, a heap of "
+                        + heapSaid + "): refused");
             }
-            return new SharedRegion(arena, fd, m, capacity, false);
+            return new SharedRegion(arena, fd, m, capacity, heapBytes, false);
         } catch (IOException | RuntimeException e) {
             arena.close();
             LibC.close(fd);
@@ -140,6 +198,14 @@ public final class SharedRegion implements AutoCloseable {
     /** The ring this end reads. */
     public MessageRing inbound() {
         return creator ? toCreator : toOpener;
+    }
+
+    /**
+     * The heap (empty where the region has none): the creator's to write, the opener's to read
+     * where a ring message points, each place checked against these bounds first.
+     */
+    public MemorySegment heap() {
+        return heap;
     }
 
     /** The whole mapping (for tests that play a peer that writes what it likes). */

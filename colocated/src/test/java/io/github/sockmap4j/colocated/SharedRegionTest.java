@@ -96,4 +96,36 @@ class SharedRegionTest {
         }
         assertEquals(before, openDescriptors());
     }
+
+    @Test
+    void aHeapIsSharedAfterTheRingsAndItsSizeIsTheOpenersToBound() throws Exception {
+        long heap = 64 * 1024;
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY, heap)) {
+            assertEquals(heap, region.heap().byteSize());
+            assertEquals(0, region.heap().address() % 4096, "the heap starts on a page");
+            region.heap().set(ValueLayout.JAVA_LONG, heap - 8, 0x1234_5678_9abcL);
+            try (SharedRegion peer = SharedRegion.open(region.descriptorForPeer(), CAPACITY, heap)) {
+                assertEquals(0x1234_5678_9abcL, peer.heap().get(ValueLayout.JAVA_LONG, heap - 8));
+            }
+            IOException larger = assertThrows(IOException.class,
+                    () -> SharedRegion.open(region.descriptorForPeer(), CAPACITY, heap / 2));
+            assertTrue(larger.getMessage().contains("at most " + heap / 2), larger.getMessage());
+            IOException none = assertThrows(IOException.class, () -> SharedRegion.open(region.descriptorForPeer(), CAPACITY));
+            assertTrue(none.getMessage().contains("at most 0"), none.getMessage());
+        }
+        try (SharedRegion plain = SharedRegion.create("sm4j-test", CAPACITY);
+             SharedRegion peer = SharedRegion.open(plain.descriptorForPeer(), CAPACITY, heap)) {
+            assertEquals(0, peer.heap().byteSize(), "a region without a heap opens where one may come");
+        }
+    }
+
+    @Test
+    void aHeapTheHeaderDoesNotSayIsRefused() throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY, 8192)) {
+            region.memory().set(ValueLayout.JAVA_LONG, 32, 4096);
+            IOException e = assertThrows(IOException.class, () -> SharedRegion.open(region.descriptorForPeer(), CAPACITY, 8192));
+            assertTrue(e.getMessage().contains("a heap of 4096"), e.getMessage());
+        }
+        assertThrows(IllegalArgumentException.class, () -> SharedRegion.create("sm4j-test", CAPACITY, 100));
+    }
 }
