@@ -18,6 +18,8 @@ public final class ChildJvm implements AutoCloseable {
     private final PrintWriter in;
     private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
     private final List<String> all = new ArrayList<>();
+    /** A class path copied for this child alone ({@link #startAsUser}), removed when it is closed. */
+    private Path copied;
 
     private ChildJvm(List<String> command) throws IOException {
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
@@ -90,6 +92,77 @@ public final class ChildJvm implements AutoCloseable {
 
     public static ChildJvm start(List<String> command) throws IOException {
         return new ChildJvm(command);
+    }
+
+    /**
+     * A java command ({@link #javaCommand}) run as {@code uid} and gid {@code uid}, no other groups
+     * ({@code setpriv}), over a copy of this JVM's class path that any user may read (a build
+     * under /root is not); the copy is removed when the child is closed. Needs root.
+     */
+    public static ChildJvm startAsUser(int uid, List<String> javaCommand) throws IOException {
+        Path dir = readableCopyOfTheClassPath();
+        try {
+            List<String> java = new ArrayList<>(javaCommand);
+            java.set(java.indexOf("-cp") + 1, classPathIn(dir));
+            java.add(1, "-XX:-UsePerfData");
+            List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups",
+                    "--"));
+            cmd.addAll(java);
+            StringBuilder sh = new StringBuilder("cd '" + dir + "' && exec");
+            for (String c : cmd) {
+                sh.append(" '").append(c.replace("'", "'\\''")).append('\'');
+            }
+            ChildJvm child = new ChildJvm(List.of("sh", "-c", sh.toString()));
+            child.copied = dir;
+            return child;
+        } catch (IOException | RuntimeException e) {
+            deleteTree(dir);
+            throw e;
+        }
+    }
+
+    private static Path readableCopyOfTheClassPath() throws IOException {
+        Path dir = java.nio.file.Files.createTempDirectory("sm4j-cp-");
+        dir.toFile().setReadable(true, false);
+        dir.toFile().setExecutable(true, false);
+        int i = 0;
+        for (String entry : classpath().split(java.io.File.pathSeparator)) {
+            Path from = Path.of(entry);
+            if (!java.nio.file.Files.exists(from)) {
+                continue;
+            }
+            Path to = dir.resolve(i++ + "-" + from.getFileName());
+            try (java.util.stream.Stream<Path> walk = java.nio.file.Files.walk(from)) {
+                for (Path p : walk.toList()) {
+                    Path target = to.resolve(from.relativize(p).toString());
+                    if (java.nio.file.Files.isDirectory(p)) {
+                        java.nio.file.Files.createDirectories(target);
+                    } else {
+                        java.nio.file.Files.copy(p, target, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    }
+                    target.toFile().setReadable(true, false);
+                    target.toFile().setExecutable(java.nio.file.Files.isDirectory(p), false);
+                }
+            }
+        }
+        return dir;
+    }
+
+    private static String classPathIn(Path dir) throws IOException {
+        try (java.util.stream.Stream<Path> entries = java.nio.file.Files.list(dir)) {
+            return String.join(java.io.File.pathSeparator, entries.sorted(java.util.Comparator.comparingInt(
+                    (Path p) -> Integer.parseInt(p.getFileName().toString().split("-", 2)[0]))).map(Path::toString).toList());
+        }
+    }
+
+    private static void deleteTree(Path dir) {
+        try (java.util.stream.Stream<Path> walk = java.nio.file.Files.walk(dir)) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                java.nio.file.Files.delete(p);
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("could not remove the class path copy " + dir, e);
+        }
     }
 
     /** Runs the command after moving the shell into {@code cgroup}, so all it creates is there. */
@@ -227,6 +300,10 @@ public final class ChildJvm implements AutoCloseable {
                 process.destroyForcibly();
                 Thread.currentThread().interrupt();
             }
+        }
+        if (copied != null) {
+            deleteTree(copied);
+            copied = null;
         }
     }
 }

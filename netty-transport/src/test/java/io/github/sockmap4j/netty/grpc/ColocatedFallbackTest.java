@@ -20,19 +20,12 @@ import io.grpc.ServerInterceptor;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ClientCalls;
-import java.io.File;
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -140,19 +133,8 @@ class ColocatedFallbackTest {
             System.clearProperty(ColocatedGrpc.SWITCH);
         }
         long refusedHere = ColocatedGrpc.fallbacks().get(Fallback.NOT_ALLOWED);
-        Path dir = readableCopyOfTheClassPath();
-        cleanup.add(() -> deleteTree(dir));
-        List<String> java = new ArrayList<>(ChildJvm.javaCommand(ColocatedPeer.class, "fallback-client", "127.0.0.1",
-                Integer.toString(s.getPort())));
-        java.set(java.indexOf("-cp") + 1, classPathIn(dir));
-        java.add(1, "-XX:-UsePerfData");
-        List<String> cmd = new ArrayList<>(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"));
-        cmd.addAll(java);
-        StringBuilder sh = new StringBuilder("cd '" + dir + "' && exec");
-        for (String c : cmd) {
-            sh.append(" '").append(c.replace("'", "'\\''")).append('\'');
-        }
-        ChildJvm client = ChildJvm.start(List.of("sh", "-c", sh.toString()));
+        ChildJvm client = ChildJvm.startAsUser(65534, ChildJvm.javaCommand(ColocatedPeer.class, "fallback-client",
+                "127.0.0.1", Integer.toString(s.getPort())));
         cleanup.add(client);
         String why = client.expect("FALLBACK ", 60);
         assertTrue(why.startsWith(Fallback.NOT_ALLOWED.name()), why);
@@ -161,48 +143,5 @@ class ColocatedFallbackTest {
         Await.until("the server counted its refusal", () -> ColocatedGrpc.fallbacks().get(Fallback.NOT_ALLOWED) > refusedHere);
         assertNotNull(ColocatedGrpc.lastFallback(Fallback.NOT_ALLOWED));
         assertEquals(0, client.waitFor(30), client.output());
-    }
-
-    /** This JVM's test class path copied where any user may read it (a build under /root is not). */
-    private static Path readableCopyOfTheClassPath() throws IOException {
-        Path dir = Files.createTempDirectory("sm4j-cp-");
-        dir.toFile().setReadable(true, false);
-        dir.toFile().setExecutable(true, false);
-        int i = 0;
-        for (String entry : ChildJvm.classpath().split(File.pathSeparator)) {
-            Path from = Path.of(entry);
-            if (!Files.exists(from)) {
-                continue;
-            }
-            Path to = dir.resolve(i++ + "-" + from.getFileName());
-            try (Stream<Path> walk = Files.walk(from)) {
-                for (Path p : walk.toList()) {
-                    Path target = to.resolve(from.relativize(p).toString());
-                    if (Files.isDirectory(p)) {
-                        Files.createDirectories(target);
-                    } else {
-                        Files.copy(p, target, StandardCopyOption.REPLACE_EXISTING);
-                    }
-                    target.toFile().setReadable(true, false);
-                    target.toFile().setExecutable(Files.isDirectory(p), false);
-                }
-            }
-        }
-        return dir;
-    }
-
-    private static String classPathIn(Path dir) throws IOException {
-        try (Stream<Path> entries = Files.list(dir)) {
-            return String.join(File.pathSeparator, entries.sorted(Comparator.comparingInt(
-                    (Path p) -> Integer.parseInt(p.getFileName().toString().split("-", 2)[0]))).map(Path::toString).toList());
-        }
-    }
-
-    private static void deleteTree(Path dir) throws IOException {
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
     }
 }
