@@ -106,15 +106,7 @@ public final class Lending {
      * {@code timeout} (the connection is then closed)
      */
     public static Agreed<BatchSender> offer(SocketChannel channel, long heapBytes, Duration timeout) throws IOException {
-        requireBlocking(channel);
-        Watch w = new Watch(channel, timeout);
-        try {
-            return offering(channel, heapBytes, timeout);
-        } catch (IOException e) {
-            throw w.explain(e);
-        } finally {
-            w.cancel();
-        }
+        return watched(channel, timeout, () -> offering(channel, heapBytes, timeout));
     }
 
     private static Agreed<BatchSender> offering(SocketChannel channel, long heapBytes, Duration timeout)
@@ -177,10 +169,19 @@ public final class Lending {
      * {@code timeout} (the connection is then closed)
      */
     public static Agreed<BatchReceiver> accept(SocketChannel channel, long maxHeap, Duration timeout) throws IOException {
+        return watched(channel, timeout, () -> accepting(channel, maxHeap, timeout));
+    }
+
+    private interface Step<T> {
+        Agreed<T> run() throws IOException;
+    }
+
+    /** Runs one end's agreement on a blocking {@code channel}, closing it where the time runs out first. */
+    private static <T> Agreed<T> watched(SocketChannel channel, Duration timeout, Step<T> step) throws IOException {
         requireBlocking(channel);
         Watch w = new Watch(channel, timeout);
         try {
-            return accepting(channel, maxHeap, timeout);
+            return step.run();
         } catch (IOException e) {
             throw w.explain(e);
         } finally {

@@ -15,7 +15,6 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -25,7 +24,6 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -62,20 +60,7 @@ class BatchAcrossProcessesTest {
     }
 
     private List<String> regionsOpen() throws IOException {
-        List<String> found = new ArrayList<>();
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            fds.forEach(fd -> {
-                try {
-                    if (Files.readSymbolicLink(fd).toString().contains(name)) {
-                        found.add("fd " + fd.getFileName());
-                    }
-                } catch (IOException gone) {
-                    // the listing's own descriptor
-                }
-            });
-        }
-        Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> l.contains(name)).forEach(found::add);
-        return found;
+        return Mapped.regions(name);
     }
 
     private static byte[] nonce() {

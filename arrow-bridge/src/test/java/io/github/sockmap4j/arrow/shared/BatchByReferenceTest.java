@@ -13,13 +13,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
-import java.util.stream.Stream;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
@@ -71,22 +68,8 @@ class BatchByReferenceTest {
         return new Pair(s, r, mine.heap(), theirs.heap());
     }
 
-    /** This test's regions as the kernel lists them: open descriptors and mappings of its memfd. */
     private List<String> regionsOpen() throws IOException {
-        List<String> found = new ArrayList<>();
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            fds.forEach(fd -> {
-                try {
-                    if (Files.readSymbolicLink(fd).toString().contains(name)) {
-                        found.add("fd " + fd.getFileName());
-                    }
-                } catch (IOException gone) {
-                    // the directory's own descriptor, closed by now
-                }
-            });
-        }
-        Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> l.contains(name)).forEach(found::add);
-        return found;
+        return Mapped.regions(name);
     }
 
     private static VectorSchemaRoot people(BufferAllocator a, int rows, int seed) {

@@ -22,7 +22,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -64,20 +63,7 @@ class LendingTest {
 
     /** This process's lending regions (descriptors, mappings) and the agreement's listeners. */
     private static List<String> leftOver() throws IOException {
-        List<String> found = new ArrayList<>();
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            fds.forEach(fd -> {
-                try {
-                    if (Files.readSymbolicLink(fd).toString().contains("sm4j-arrow-lending")) {
-                        found.add("fd " + fd.getFileName());
-                    }
-                } catch (IOException gone) {
-                    // the listing's own descriptor
-                }
-            });
-        }
-        Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> l.contains("sm4j-arrow-lending"))
-                .forEach(found::add);
+        List<String> found = new ArrayList<>(Mapped.regions("sm4j-arrow-lending"));
         Files.readAllLines(Path.of("/proc/net/unix")).stream().filter(l -> l.contains("@sm4j-arrow-")).forEach(found::add);
         return found;
     }
