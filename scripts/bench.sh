@@ -17,6 +17,7 @@ BENCHMARKS=(
   'netty|NettyGrpcBench|-Dloops=${LOOPS:-2} -Dtopology=${TOPOLOGY:-loopback} -Dexecutor=${EXECUTOR:-default} -Dpoll=${POLL:-0} -DpollStock=${POLL_STOCK:-false}|7 20000|Netty echo and gRPC (unary, streaming) vs stock epoll; [TOPOLOGY=node] [EXECUTOR=direct|polling] [POLL=us] [POLL_STOCK=true] [ROUNDS] [ROUND TRIPS]'
   'arrow|ArrowBench|-Xmx2g -Dtopology=${TOPOLOGY:-loopback}|5|256 MiB of embeddings a round: the Arrow bridge vs Arrow Flight; [TOPOLOGY=node] [ROUNDS]'
   'arrow-ref|ArrowByReferenceBench|-Xmx2g|7|one 64 MiB Arrow batch: the Arrow bridge on the fast path vs lent by reference in a shared region; [ROUNDS]'
+  'arrow-procs|ArrowAcrossProcessesBench|-Xmx2g|5|one 64 MiB Arrow batch to another process: the Arrow bridge on TCP vs lent by reference, and the receiver'"'"'s RSS; [ROUNDS]'
   'node|NodeRttBench|${PLOTS:+-Dplots=$PLOTS}|5 20000 64|round trips between pods of the node-shaped bed, three placements; [PLOTS=DIR] [ROUNDS] [ITERATIONS] [SIZE]'
   'mesh|MeshRttBench|-Dsidecar.threads=${SIDECAR_THREADS:-0} -Dmesh.only=${MESH_ONLY:-} -Dmesh.agent=${MESH_AGENT:-true} -Dsockmap4j.sidecar.log=${SIDECAR_LOG:-false}|5 20000 64|round trips between two meshed pods (HAProxy sidecars, Istio'"'"'s NAT): the kernel'"'"'s meshed pods against the pods'"'"' NAT; [SIDECAR_THREADS=N] [MESH_ONLY=accelerated|plain] [MESH_AGENT=false] [ROUNDS] [ITERATIONS] [SIZE]'
   'services|ServiceScaleBench||5 1000 50000|a connect to a Service VIP as the Service map grows; [ROUNDS] [CONNECTS] [SERVICES]'
