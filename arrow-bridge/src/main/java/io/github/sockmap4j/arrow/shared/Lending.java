@@ -196,6 +196,12 @@ public final class Lending {
             writeLine(channel, "NO OTHER_VERSION this end speaks version " + VERSION);
             return Agreed.no(Reason.OTHER_VERSION, "the sender said '" + clip(String.join(" ", hello)) + "'");
         }
+        if (!org.apache.arrow.memory.BoundsChecking.BOUNDS_CHECKING_ENABLED) {
+            String why = "this end runs with Arrow's bounds checks off (arrow.enable_unsafe_memory_access), so it "
+                    + "takes no batch by reference (BatchReceiver says why)";
+            writeLine(channel, "NO FAILED " + why);
+            return Agreed.no(Reason.FAILED, why);
+        }
         long heap;
         long rings;
         try {
