@@ -216,11 +216,12 @@ public final class BatchSender implements AutoCloseable {
             scratch.set(ValueLayout.JAVA_INT, 16, buffers.size());
             scratch.set(ValueLayout.JAVA_INT, 20, variadic.size());
             awaitLendable();
+            // held in this sender's own root allocator, not the one the root was built with: a child
+            // allocator of the caller's may close while its batch is still lent
             List<ArrowBuf> held = new ArrayList<>(buffers.size());
             for (ArrowBuf b : buffers) {
                 if (b.readableBytes() > 0) {
-                    b.getReferenceManager().retain();
-                    held.add(b);
+                    held.add(b.getReferenceManager().retain(b, allocator));
                 }
             }
             lent.put(id, new Lent(held, bytes));

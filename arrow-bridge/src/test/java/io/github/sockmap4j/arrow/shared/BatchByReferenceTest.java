@@ -188,6 +188,23 @@ class BatchByReferenceTest {
     }
 
     @Test
+    void aChildAllocatorOfTheSendersClosesWhileItsBatchIsLent() throws Exception {
+        Pair p = pair(8L << 20, Duration.ofSeconds(5));
+        String sent;
+        try (BufferAllocator child = p.sender().allocator().newChildAllocator("one batch", 0, Long.MAX_VALUE);
+             VectorSchemaRoot root = people(child, 300, 8)) {
+            p.sender().send(root);
+            sent = root.contentToTSVString();
+        }
+        try (VectorSchemaRoot got = p.receiver().receive(receiving, Duration.ofSeconds(5))) {
+            assertEquals(sent, got.contentToTSVString(), "the lent batch outlives the allocator it was built with");
+            assertEquals(1, p.sender().lent());
+        }
+        assertEquals(0, p.sender().lent());
+        assertEquals(0, p.sender().heapUsed());
+    }
+
+    @Test
     void aReceiverThatKeepsEveryBatchStopsTheSenderAndSaysWhy() throws Exception {
         Pair p = pair(1L << 20, Duration.ofMillis(200));
         List<VectorSchemaRoot> kept = new ArrayList<>();
