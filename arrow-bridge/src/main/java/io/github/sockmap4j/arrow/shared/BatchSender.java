@@ -66,6 +66,9 @@ public final class BatchSender implements AutoCloseable {
     /** How long a sleep lasts while waiting for room before looking at this process's own frees. */
     private static final long LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
+    private static final java.util.concurrent.atomic.LongAdder BATCHES = new java.util.concurrent.atomic.LongAdder();
+    private static final java.util.concurrent.atomic.LongAdder BYTES = new java.util.concurrent.atomic.LongAdder();
+
     private final SharedRegion region;
     private final HeapSpace space;
     private final long heapAddress;
@@ -119,6 +122,16 @@ public final class BatchSender implements AutoCloseable {
      */
     public BufferAllocator allocator() {
         return allocator;
+    }
+
+    /** Batches this process's senders have lent, all of them. */
+    public static long batchesLent() {
+        return BATCHES.sum();
+    }
+
+    /** The bytes of those batches' buffers: what did not go through a socket. */
+    public static long bytesLent() {
+        return BYTES.sum();
     }
 
     /** The most batches lent at once. */
@@ -233,6 +246,8 @@ public final class BatchSender implements AutoCloseable {
                 giveBack(id);
                 throw e;
             }
+            BATCHES.increment();
+            BYTES.add(bytes);
         }
     }
 

@@ -65,10 +65,52 @@ public final class Lending {
     private static final ScheduledExecutorService WATCH = Executors.newSingleThreadScheduledExecutor(r ->
             Thread.ofPlatform().daemon().name("sockmap4j-arrow-lending").unstarted(r));
 
+    private static final java.util.concurrent.atomic.LongAdder LENT = new java.util.concurrent.atomic.LongAdder();
+    private static final java.util.Map<Reason, java.util.concurrent.atomic.LongAdder> FALLBACKS = counters();
+    private static final java.util.Map<Reason, String> LAST = new java.util.concurrent.ConcurrentHashMap<>();
+
     private Lending() {
     }
 
-    /** Why an agreement lent nothing; the connection is as it was. */
+    private static java.util.Map<Reason, java.util.concurrent.atomic.LongAdder> counters() {
+        java.util.Map<Reason, java.util.concurrent.atomic.LongAdder> m = new java.util.EnumMap<>(Reason.class);
+        for (Reason r : Reason.values()) {
+            m.put(r, new java.util.concurrent.atomic.LongAdder());
+        }
+        return java.util.Collections.unmodifiableMap(m);
+    }
+
+    /** Agreements of this process that lent, either end. */
+    public static long lentAgreements() {
+        return LENT.sum();
+    }
+
+    /** Agreements of this process that lent nothing, by reason, either end (the end that saw it counts it). */
+    public static java.util.Map<Reason, Long> fallbacks() {
+        java.util.Map<Reason, Long> m = new java.util.EnumMap<>(Reason.class);
+        FALLBACKS.forEach((r, n) -> m.put(r, n.sum()));
+        return m;
+    }
+
+    /** What the last agreement that fell back for {@code reason} said; null if none did. */
+    public static String lastFallback(Reason reason) {
+        return LAST.get(reason);
+    }
+
+    /** Counts an end's outcome, and says a fallback in the log. */
+    private static <T> Agreed<T> counted(Agreed<T> a, SocketChannel channel) {
+        if (a.lent()) {
+            LENT.increment();
+        } else {
+            FALLBACKS.get(a.reason()).increment();
+            LAST.put(a.reason(), a.why());
+            LOG.info("Arrow batches are not lent on {} ({}: {}): they go through the connection.", channel, a.reason(),
+                    a.why());
+        }
+        return a;
+    }
+
+    /** Why an agreement lent nothing; the connection is as it was. Counted: {@link #fallbacks()}. */
     public enum Reason {
         /** The peer speaks another version of this agreement. */
         OTHER_VERSION,
@@ -106,7 +148,7 @@ public final class Lending {
      * {@code timeout} (the connection is then closed)
      */
     public static Agreed<BatchSender> offer(SocketChannel channel, long heapBytes, Duration timeout) throws IOException {
-        return watched(channel, timeout, () -> offering(channel, heapBytes, timeout));
+        return counted(watched(channel, timeout, () -> offering(channel, heapBytes, timeout)), channel);
     }
 
     private static Agreed<BatchSender> offering(SocketChannel channel, long heapBytes, Duration timeout)
@@ -169,7 +211,7 @@ public final class Lending {
      * {@code timeout} (the connection is then closed)
      */
     public static Agreed<BatchReceiver> accept(SocketChannel channel, long maxHeap, Duration timeout) throws IOException {
-        return watched(channel, timeout, () -> accepting(channel, maxHeap, timeout));
+        return counted(watched(channel, timeout, () -> accepting(channel, maxHeap, timeout)), channel);
     }
 
     private interface Step<T> {
