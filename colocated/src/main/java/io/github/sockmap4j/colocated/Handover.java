@@ -27,12 +27,17 @@ import javax.crypto.spec.SecretKeySpec;
  * connection itself (16 random bytes or more), and nobody else does.
  *
  * <pre>
- * offerer -> listener   SM4J-COLOCATED 1 ID CAPACITY     ID = SHA-256("sm4j-colocated id" || nonce)
+ * offerer -> listener   SM4J-COLOCATED V ID CAPACITY     ID = SHA-256("sm4j-colocated id" || nonce)
  * listener -> offerer   PROOF P1                          P1 = HMAC-SHA256(nonce, "sm4j-colocated listener")
  * offerer -> listener   REGION P2, the region's descriptor attached (SCM_RIGHTS)
  *                                                         P2 = HMAC-SHA256(nonce, "sm4j-colocated offerer")
  * listener -> offerer   OK | NO reason
  * </pre>
+ *
+ * Version 1 hands over the region's descriptor alone; version 2 its two bells after it (eventfds,
+ * {@link SharedRegion#bells}), for an end that waits in an event loop. An offerer of a region with
+ * bells says 2; a listener of version 1 only refuses it, and the offer is made again as version 1,
+ * without the bells, so the two ends still share the rings (each waiting on the futex).
  *
  * Who can do what: a process that listens where the offerer was told to go, but is not the other
  * end, cannot answer P1 and gets no descriptor; a process that connects to the listener without
@@ -45,6 +50,8 @@ import javax.crypto.spec.SecretKeySpec;
 public final class Handover {
     static final String HELLO = "SM4J-COLOCATED";
     private static final int VERSION = 1;
+    /** The version whose offer carries the region's bells too. */
+    private static final int VERSION_BELLS = 2;
     private static final int MAX_LINE = 256;
     private static final int MIN_NONCE = 16;
     private static final HexFormat HEX = HexFormat.of();
@@ -92,6 +99,22 @@ public final class Handover {
      * ran out
      */
     public static void offer(Path socket, byte[] nonce, SharedRegion region, Duration timeout) throws IOException {
+        boolean bells = region.bells().length > 0;
+        try {
+            offer(socket, nonce, region, timeout, bells);
+        } catch (RefusedException e) {
+            if (!bells || !e.reason().startsWith(OTHER_VERSION)) {
+                throw e;
+            }
+            offer(socket, nonce, region, timeout, false); // a listener of version 1: the region alone
+        }
+    }
+
+    /** What a listener says to an offer of a version it does not take. */
+    private static final String OTHER_VERSION = "not a co-located hand-over of version";
+
+    private static void offer(Path socket, byte[] nonce, SharedRegion region, Duration timeout, boolean bells)
+            throws IOException {
         checkNonce(nonce);
         NativeSocket s;
         try {
@@ -105,8 +128,12 @@ public final class Handover {
         try (Arena a = Arena.ofConfined()) {
             int millis = (int) Math.min(Integer.MAX_VALUE, timeout.toMillis());
             MemorySegment buf = a.allocate(MAX_LINE + 1);
-            writeLine(s, a, HELLO + " " + VERSION + " " + id(nonce) + " " + region.outbound().capacity());
+            writeLine(s, a, HELLO + " " + (bells ? VERSION_BELLS : VERSION) + " " + id(nonce) + " "
+                    + region.outbound().capacity());
             String answer = readLine(s, buf, millis);
+            if (answer.startsWith("NO " + OTHER_VERSION)) {
+                throw new RefusedException(socket, answer.substring(3)); // said before any proof: nothing was sent
+            }
             if (!answer.startsWith("PROOF ") || !same(answer.substring(6), proof(nonce, "listener"))) {
                 throw new IOException("the listener at " + socket + " is not the other end of the connection (it "
                         + "answered '" + clip(answer) + "' without the connection's proof): the region was not "
@@ -115,7 +142,8 @@ public final class Handover {
             // the descriptor rides on the proof's own bytes: a reader of lines cannot take one without the other
             MemorySegment line = a.allocateFrom(ValueLayout.JAVA_BYTE,
                     ("REGION " + proof(nonce, "offerer") + "\n").getBytes(StandardCharsets.US_ASCII));
-            long r = FdPassing.trySendFds(s.intValue(), line, region.fd());
+            int[] fds = bells ? new int[] {region.fd(), region.bells()[0], region.bells()[1]} : new int[] {region.fd()};
+            long r = FdPassing.trySendFds(s.intValue(), line, fds);
             if (r != line.byteSize()) {
                 throw r < 0 ? Errno.error("sendmsg", r, "the region's descriptor to " + socket)
                         : new IOException("the region's proof went out in part (" + r + " bytes) to " + socket);
@@ -126,6 +154,12 @@ public final class Handover {
             }
         } finally {
             s.closeNow();
+        }
+    }
+
+    private static void closeAll(int[] fds) {
+        for (int fd : fds) {
+            io.github.sockmap4j.linux.ffi.LibC.close(fd);
         }
     }
 
@@ -313,10 +347,12 @@ public final class Handover {
                 int millis = (int) Math.min(Integer.MAX_VALUE, timeout.toMillis());
                 String hello = c.readLine(MAX_LINE, nanos, nanos, () -> false);
                 String[] f = hello == null ? new String[0] : hello.split(" ");
-                if (f.length != 4 || !f[0].equals(HELLO) || !f[1].equals(Integer.toString(VERSION))) {
-                    c.writeLine("NO not a co-located hand-over of version " + VERSION);
+                if (f.length != 4 || !f[0].equals(HELLO)
+                        || !f[1].equals(Integer.toString(VERSION)) && !f[1].equals(Integer.toString(VERSION_BELLS))) {
+                    c.writeLine("NO " + OTHER_VERSION + " " + VERSION + " or " + VERSION_BELLS);
                     return false;
                 }
+                int fdsExpected = f[1].equals(Integer.toString(VERSION_BELLS)) ? 3 : 1;
                 Expected e = expected.remove(f[2]);
                 if (e == null) {
                     c.writeLine("NO no connection of that name is expected here");
@@ -329,33 +365,36 @@ public final class Handover {
                     return false;
                 }
                 c.writeLine("PROOF " + proof(e.nonce(), "listener"));
-                UnixListener.Connection.LineAndFd region = c.readLineAndFd(MAX_LINE, millis);
+                UnixListener.Connection.LineAndFds region = c.readLineAndFds(MAX_LINE, millis, fdsExpected);
                 if (!region.line().startsWith("REGION ") || !same(region.line().substring(7), proof(e.nonce(), "offerer"))) {
-                    if (region.fd() >= 0) {
-                        io.github.sockmap4j.linux.ffi.LibC.close(region.fd());
-                    }
+                    closeAll(region.fds());
                     c.writeLine("NO the offer did not prove the connection");
                     e.result().completeExceptionally(new IOException("an offer for the connection did not prove it "
                             + "(from pid " + c.peer().pid() + ", uid " + c.peer().uid() + ")"));
                     return false;
                 }
-                int fd = region.fd();
+                int[] fds = region.fds();
+                int fd = fds.length > 0 ? fds[0] : -1;
                 if (fd >= 0 && !e.allowed().test(c.peer().uid())) {
-                    io.github.sockmap4j.linux.ffi.LibC.close(fd);
+                    closeAll(fds);
                     String why = "not allowed: uid " + c.peer().uid() + " may not share memory with this process";
                     c.writeLine("NO " + why);
                     e.result().completeExceptionally(new NotAllowedException("an offer from pid " + c.peer().pid()
                             + ", uid " + c.peer().uid() + ": " + why));
                     return false;
                 }
-                if (fd < 0) {
-                    c.writeLine("NO no descriptor came");
-                    e.result().completeExceptionally(new IOException("the offer came without a descriptor"));
+                if (fds.length != fdsExpected) {
+                    closeAll(fds);
+                    String why = fds.length + " descriptors came; an offer of version " + f[1] + " carries "
+                            + fdsExpected;
+                    c.writeLine("NO " + why);
+                    e.result().completeExceptionally(new IOException("the offer: " + why));
                     return false;
                 }
                 SharedRegion mapped;
                 try {
-                    mapped = SharedRegion.open(fd, e.capacity(), e.maxHeap());
+                    mapped = SharedRegion.open(fd, e.capacity(), e.maxHeap(),
+                            java.util.Arrays.copyOfRange(fds, 1, fds.length));
                 } catch (IOException refused) {
                     c.writeLine("NO " + refused.getMessage());
                     e.result().completeExceptionally(refused);

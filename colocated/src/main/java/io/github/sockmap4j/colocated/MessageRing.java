@@ -1,5 +1,6 @@
 package io.github.sockmap4j.colocated;
 
+import io.github.sockmap4j.linux.ffi.Epoll;
 import io.github.sockmap4j.linux.ffi.Errno;
 import io.github.sockmap4j.linux.ffi.SharedMemory;
 import java.lang.foreign.Arena;
@@ -32,6 +33,12 @@ import java.lang.invoke.VarHandle;
  * ring the writer wakes only the borrower, never the reader's thread asleep beside it. Who holds
  * the reading end is the reader's process's to order (one at a time); the writer only reads the
  * word.
+ *
+ * <p>A ring may have a bell: an eventfd both processes hold (handed over with the region), which a
+ * reader that waits in an event loop's epoll set instead of on the futex listens to. Such a reader
+ * says so with {@link #ON_BELL} in its asleep word ({@link Reader#sleepOnBell}); a writer that
+ * finds that value raises the bell instead of waking the futex, once a batch as before. Which way
+ * to wait is the reader's choice, made each time it sleeps; the writer only follows the word.
  */
 public final class MessageRing {
     public static final long CONTROL_BYTES = 256;
@@ -41,6 +48,11 @@ public final class MessageRing {
     private static final long TAIL = 0;
     private static final long HEAD = 64;
     private static final long READER_ASLEEP = 128;
+    /** The reader's asleep word's values: awake; asleep on the data signal's futex; waiting for the bell. */
+    private static final int AWAKE = 0;
+    private static final int ON_FUTEX = 1;
+    /** The reader waits for the ring's bell ({@link Reader#sleepOnBell}). */
+    static final int ON_BELL = 2;
     private static final long DATA_SIGNAL = 132;
     private static final long BORROWER = 136;
     private static final long BORROWER_SIGNAL = 140;
@@ -62,6 +74,8 @@ public final class MessageRing {
     private final long capacity;
     private final long mask;
     private final int maxMessage;
+    /** The bell's eventfd, or -1: none (set by the region before either end is handed out; -1 again once closed). */
+    private volatile int bell = -1;
 
     /**
      * The ring laid out at the start of {@code memory}: {@link #CONTROL_BYTES} of control, then
@@ -89,6 +103,24 @@ public final class MessageRing {
     /** The bytes a ring of {@code capacity} takes in a region. */
     static long bytesFor(long capacity) {
         return CONTROL_BYTES + capacity;
+    }
+
+    /** Gives this ring the bell {@code fd} (an eventfd; -1: none, the region closed it). */
+    void bell(int fd) {
+        this.bell = fd;
+    }
+
+    /** The ring's bell, an eventfd its reader may wait on in an epoll set; -1 where it has none. */
+    public int bell() {
+        return bell;
+    }
+
+    /** Raises the bell if the ring has one. */
+    private void ring() {
+        int fd = bell;
+        if (fd >= 0) {
+            Epoll.signal(fd);
+        }
     }
 
     /** The largest message one record carries: a quarter of the capacity. */
@@ -218,7 +250,10 @@ public final class MessageRing {
                 }
                 return;
             }
-            if ((int) INT.getVolatile(control, READER_ASLEEP) != 0) {
+            int asleep = (int) INT.getVolatile(control, READER_ASLEEP);
+            if (asleep == ON_BELL) {
+                ring();
+            } else if (asleep != AWAKE) {
                 INT.getAndAdd(control, DATA_SIGNAL, 1);
                 SharedMemory.futexWake(dataSignal, 1);
             }
@@ -265,6 +300,9 @@ public final class MessageRing {
 
     /** Wakes whoever sleeps on the reading side: the reader's thread and a borrower. */
     private void wakeAll() {
+        if ((int) INT.getVolatile(control, READER_ASLEEP) == ON_BELL) {
+            ring();
+        }
         INT.getAndAdd(control, DATA_SIGNAL, 1);
         SharedMemory.futexWake(dataSignal, Integer.MAX_VALUE);
         INT.getAndAdd(control, BORROWER_SIGNAL, 1);
@@ -381,6 +419,25 @@ public final class MessageRing {
             return sleep(BORROWER, BORROWER_ASLEEP, BORROWER_AWAKE, BORROWER_SIGNAL, borrowerSignal, timeoutNanos, stop);
         }
 
+        /**
+         * Says that this reader now waits for the ring's bell (in an epoll set), not on the futex:
+         * from here a writer that publishes raises the bell, once, until {@link #awake}. The
+         * caller looks again ({@link #hasMessages}, and what else it waits for) after this, as
+         * {@link #awaitMessages} does before it sleeps: what was published before came without a
+         * bell. Only where the ring has a bell.
+         */
+        public void sleepOnBell() {
+            if (bell < 0) {
+                throw new IllegalStateException(name + " has no bell");
+            }
+            INT.setVolatile(control, READER_ASLEEP, ON_BELL);
+        }
+
+        /** Says that this reader reads: writers publish without waking anyone until it sleeps again. */
+        public void awake() {
+            INT.setVolatile(control, READER_ASLEEP, AWAKE);
+        }
+
         /** Whether a message (or padding) is published and not yet read. */
         public boolean hasMessages() {
             return (long) LONG.getVolatile(control, TAIL) != head;
@@ -400,7 +457,7 @@ public final class MessageRing {
          * ({@link #interrupt}, the other end's {@link Writer#wakeReader}) is never missed.
          */
         public Wake awaitMessages(long timeoutNanos, java.util.function.BooleanSupplier stop) {
-            return sleep(READER_ASLEEP, 1, 0, DATA_SIGNAL, dataSignal, timeoutNanos, stop);
+            return sleep(READER_ASLEEP, ON_FUTEX, AWAKE, DATA_SIGNAL, dataSignal, timeoutNanos, stop);
         }
 
         /**

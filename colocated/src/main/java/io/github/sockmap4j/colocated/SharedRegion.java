@@ -1,5 +1,6 @@
 package io.github.sockmap4j.colocated;
 
+import io.github.sockmap4j.linux.ffi.Epoll;
 import io.github.sockmap4j.linux.ffi.LibC;
 import io.github.sockmap4j.linux.ffi.Linux;
 import io.github.sockmap4j.linux.ffi.SharedMemory;
@@ -27,6 +28,10 @@ import java.lang.foreign.ValueLayout;
  * allocations; the opener checks every place it is told of against the heap's bounds.
  * A region without a heap is laid out byte for byte as before there was one.
  *
+ * <p>A region may come with bells, one eventfd a ring ({@link MessageRing#bell}), which the creator
+ * makes and hands over with the region: a reader that waits in an event loop's epoll set listens
+ * to its ring's bell instead of the futex. The opener takes only eventfds that do not block.
+ *
  * The creator makes it ({@link #create}) and hands the descriptor to the peer; the opener maps it
  * ({@link #open}) only if it is sealed, of the size the capacity agreed over the connection gives,
  * and laid out as that capacity says, and refuses it otherwise with what was wrong. Closing unmaps
@@ -52,16 +57,24 @@ public final class SharedRegion implements AutoCloseable {
     private final MessageRing toCreator;
     private final boolean creator;
     private final MemorySegment heap;
+    /** The bells: ring 0's, ring 1's; empty where none. */
+    private final int[] bells;
 
-    private SharedRegion(Arena arena, int fd, MemorySegment memory, long capacity, long heapBytes, boolean creator) {
+    private SharedRegion(Arena arena, int fd, MemorySegment memory, long capacity, long heapBytes, boolean creator,
+                         int[] bells) {
         this.arena = arena;
         this.fd = fd;
+        this.bells = bells;
         this.memory = memory;
         this.creator = creator;
         long ring = MessageRing.bytesFor(capacity);
         this.toOpener = new MessageRing("ring to the opener", memory.asSlice(HEADER_BYTES, ring), capacity);
         this.toCreator = new MessageRing("ring to the creator", memory.asSlice(HEADER_BYTES + ring, ring), capacity);
         this.heap = heapBytes == 0 ? memory.asSlice(0, 0) : memory.asSlice(heapStart(capacity), heapBytes);
+        if (bells.length == 2) {
+            toOpener.bell(bells[0]);
+            toCreator.bell(bells[1]);
+        }
     }
 
     /** The file size of a region whose rings hold {@code capacity} bytes each, without a heap. */
@@ -95,23 +108,45 @@ public final class SharedRegion implements AutoCloseable {
      * heap costs memory for what is put in it, not for its size.
      */
     public static SharedRegion create(String name, long capacity, long heapBytes) throws IOException {
+        return create(name, capacity, heapBytes, false);
+    }
+
+    /**
+     * As {@link #create(String, long, long)}, with a bell for each ring where {@code bells}: two
+     * eventfds more, handed over with the region ({@link #bells}).
+     */
+    public static SharedRegion create(String name, long capacity, long heapBytes, boolean bells) throws IOException {
         MessageRing.checkCapacity(capacity);
         checkHeap(heapBytes);
         long size = sizeFor(capacity, heapBytes);
         int fd = SharedMemory.createSealed(name, size);
         Arena arena = Arena.ofShared();
+        int[] made = new int[0];
         try {
+            if (bells) {
+                made = new int[] {Epoll.eventfd(), -1};
+                made[1] = Epoll.eventfd();
+            }
             MemorySegment m = SharedMemory.openSealed(fd, size, arena);
             m.set(ValueLayout.JAVA_LONG, 0, MAGIC);
             m.set(ValueLayout.JAVA_INT, 8, VERSION);
             m.set(ValueLayout.JAVA_INT, 12, 2);
             m.set(ValueLayout.JAVA_LONG, 16, capacity);
             m.set(ValueLayout.JAVA_LONG, HEAP_BYTES, heapBytes);
-            return new SharedRegion(arena, fd, m, capacity, heapBytes, true);
+            return new SharedRegion(arena, fd, m, capacity, heapBytes, true, made);
         } catch (IOException | RuntimeException e) {
             arena.close();
             LibC.close(fd);
+            closeAll(made);
             throw e;
+        }
+    }
+
+    private static void closeAll(int[] fds) {
+        for (int b : fds) {
+            if (b >= 0) {
+                LibC.close(b);
+            }
         }
     }
 
@@ -132,8 +167,24 @@ public final class SharedRegion implements AutoCloseable {
      * is refused, so a peer cannot make this process map more than it agreed to.
      */
     public static SharedRegion open(int fd, long capacity, long maxHeap) throws IOException {
+        return open(fd, capacity, maxHeap, new int[0]);
+    }
+
+    /**
+     * As {@link #open(int, long, long)}, with the rings' bells that came with it (none, or two:
+     * ring 0's and ring 1's), which this region owns from here too, also when refused: each must
+     * be an eventfd that does not block (a writer raises it while it holds its ring; a pipe or a
+     * socket there could stop it), or the region is refused.
+     */
+    public static SharedRegion open(int fd, long capacity, long maxHeap, int[] bells) throws IOException {
         Arena arena = Arena.ofShared();
         try {
+            if (bells.length != 0 && bells.length != 2) {
+                throw new IOException(bells.length + " bells came with the region; a region has none or two: refused");
+            }
+            for (int b : bells) {
+                checkBell(b);
+            }
             MessageRing.checkCapacity(capacity);
             checkHeap(maxHeap);
             long size = SharedMemory.size(fd);
@@ -154,12 +205,53 @@ public final class SharedRegion implements AutoCloseable {
                         + ", version " + version + ", " + rings + " rings of " + cap + " bytes, a heap of "
                         + heapSaid + "): refused");
             }
-            return new SharedRegion(arena, fd, m, capacity, heapBytes, false);
+            return new SharedRegion(arena, fd, m, capacity, heapBytes, false, bells.clone());
         } catch (IOException | RuntimeException e) {
             arena.close();
             LibC.close(fd);
+            closeAll(bells);
             throw e;
         }
+    }
+
+    /** Refuses a bell that is not an eventfd, or one whose raise could block. */
+    private static void checkBell(int fd) throws IOException {
+        String what;
+        String flags = null;
+        try {
+            what = java.nio.file.Files.readSymbolicLink(java.nio.file.Path.of("/proc/self/fd/" + fd)).toString();
+            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/fdinfo/" + fd))) {
+                if (line.startsWith("flags:")) {
+                    flags = line.substring(6).trim();
+                }
+            }
+        } catch (IOException e) {
+            throw new IOException("a bell that came with the region could not be looked at (" + e.getMessage()
+                    + "): refused", e);
+        }
+        if (!what.equals("anon_inode:[eventfd]")) {
+            throw new IOException("a bell that came with the region is " + what + ", not an eventfd: refused");
+        }
+        if (flags == null || (Integer.parseInt(flags, 8) & Linux.O_NONBLOCK) == 0) {
+            throw new IOException("a bell that came with the region blocks (flags " + flags + "): refused");
+        }
+    }
+
+    /** The bells to hand over with the region: ring 0's and ring 1's, or none (this region keeps its own). */
+    public int[] bells() {
+        return bells.clone();
+    }
+
+    /**
+     * Descriptors of its own for the bells, which the caller owns: what the peer's end opens when
+     * both ends are in this process ({@link #descriptorForPeer}).
+     */
+    public int[] bellsForPeer() throws IOException {
+        int[] copies = new int[bells.length];
+        for (int i = 0; i < bells.length; i++) {
+            copies[i] = SharedMemory.dupCloexec(bells[i]);
+        }
+        return copies;
     }
 
     /** The descriptor to hand to the peer (this region keeps its own). */
@@ -215,7 +307,10 @@ public final class SharedRegion implements AutoCloseable {
 
     @Override
     public void close() {
+        toOpener.bell(-1);
+        toCreator.bell(-1);
         arena.close();
         LibC.close(fd);
+        closeAll(bells);
     }
 }

@@ -96,6 +96,60 @@ class HandoverTest {
         }
     }
 
+    /** A region made with bells reaches the listener with them: its reader may wait on its ring's bell. */
+    @Test
+    void aRegionsBellsGoWithIt() throws Exception {
+        byte[] nonce = nonce();
+        try (Handover.Listener l = Handover.Listener.listen(dir.resolve("colocated.sock"));
+             SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY, 0, true)) {
+            CompletableFuture<Handover.Received> expected = l.expect(nonce, CAPACITY);
+            CompletableFuture<Boolean> accepted = acceptOne(l);
+            Handover.offer(l.path(), nonce, mine, TIMEOUT);
+            assertTrue(accepted.get(10, TimeUnit.SECONDS));
+            try (SharedRegion theirs = expected.get(10, TimeUnit.SECONDS).region()) {
+                assertTrue(theirs.inbound().bell() >= 0 && theirs.outbound().bell() >= 0, "both rings have their bells");
+                assertEquals(2, theirs.bells().length);
+            }
+        }
+    }
+
+    /**
+     * A listener of version 1, which refuses the offer of version 2 that carries bells, gets the
+     * region again as version 1: the descriptor alone, so the two ends still share the rings.
+     */
+    @Test
+    void aListenerOfVersion1GetsTheRegionWithoutItsBells() throws Exception {
+        byte[] nonce = nonce();
+        try (UnixListener old = UnixListener.listen(dir.resolve("colocated.sock"));
+             SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY, 0, true)) {
+            CompletableFuture<String> seen = CompletableFuture.supplyAsync(() -> {
+                StringBuilder said = new StringBuilder();
+                try {
+                    try (UnixListener.Connection c = old.accept()) {
+                        said.append(c.readLine(256).split(" ")[1]);
+                        c.writeLine("NO not a co-located hand-over of version 1");
+                    }
+                    try (UnixListener.Connection c = old.accept()) {
+                        said.append(' ').append(c.readLine(256).split(" ")[1]);
+                        c.writeLine("PROOF " + Handover.proof(nonce, "listener"));
+                        UnixListener.Connection.LineAndFds got = c.readLineAndFds(256, 5_000, 8);
+                        said.append(' ').append(got.fds().length).append(" descriptor(s)");
+                        for (int fd : got.fds()) {
+                            LibC.close(fd);
+                        }
+                        c.writeLine("OK");
+                    }
+                } catch (IOException e) {
+                    said.append(" failed: ").append(e.getMessage());
+                }
+                return said.toString();
+            });
+            Handover.offer(old.path(), nonce, mine, TIMEOUT);
+            assertEquals("2 1 1 descriptor(s)", seen.get(10, TimeUnit.SECONDS),
+                    "offered as version 2, then as version 1 with the region alone");
+        }
+    }
+
     /** Whoever listens where the offerer goes but is not the other end cannot prove it, and gets nothing. */
     @Test
     void aListenerThatCannotProveTheConnectionGetsNoDescriptor() throws Exception {

@@ -128,4 +128,68 @@ class SharedRegionTest {
         }
         assertThrows(IllegalArgumentException.class, () -> SharedRegion.create("sm4j-test", CAPACITY, 100));
     }
+
+    /** The count an eventfd holds, read (and so reset); 0 where nothing raised it (EAGAIN). */
+    private static long count(int eventfd) {
+        MemorySegment buf = Arena.ofAuto().allocate(8, 8);
+        long n = io.github.sockmap4j.linux.ffi.LibC.tryRead(eventfd, buf);
+        return n == 8 ? buf.get(ValueLayout.JAVA_LONG, 0) : 0;
+    }
+
+    /**
+     * A region's bells go to the opener with it; a reader that says it waits on its ring's bell is
+     * rung once for a batch, by the writer in the other mapping, and not at all while it reads.
+     */
+    @Test
+    void aReaderOnTheBellIsRungOnceABatchAndNotWhileItReads() throws Exception {
+        try (SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY, 0, true);
+             SharedRegion peer = SharedRegion.open(mine.descriptorForPeer(), CAPACITY, 0, mine.bellsForPeer())) {
+            assertEquals(2, mine.bells().length);
+            int bell = peer.inbound().bell();
+            assertTrue(bell >= 0, "the opener's ring has its bell");
+            MessageRing.Reader r = peer.inbound().reader();
+            MessageRing.Writer w = mine.outbound().writer();
+            MemorySegment m = Arena.ofAuto().allocate(16);
+            r.sleepOnBell();
+            assertTrue(w.offer(1, m, 0, 16, false));
+            assertTrue(w.offer(2, m, 0, 16, false));
+            assertEquals(0, count(bell), "quiet writes ring nobody");
+            w.wakeIfAsleep();
+            assertEquals(1, count(bell), "the batch's end rang the bell once");
+            r.awake();
+            assertEquals(2, r.poll((k, x) -> { }, 10));
+            assertTrue(w.offer(3, m, 0, 16));
+            assertEquals(0, count(bell), "a reader that says it reads is not rung");
+            r.interrupt();
+            assertEquals(0, count(bell), "nor interrupted through the bell");
+            r.sleepOnBell();
+            r.interrupt();
+            assertEquals(1, count(bell), "an interrupt rings a reader that waits on the bell");
+        }
+    }
+
+    /**
+     * A peer that hands over something else as a bell (a file, one bell of two) has the region
+     * refused with what was wrong, and every descriptor it sent closed: a writer raises a bell
+     * while it holds its ring, so only an eventfd that cannot block is taken.
+     */
+    @Test
+    void bellsThatAreNotEventfdsAreRefused() throws Exception {
+        try (SharedRegion mine = SharedRegion.create("sm4j-test", CAPACITY, 0, true)) {
+            long before = openDescriptors();
+            int file = io.github.sockmap4j.linux.ffi.SysCalls.open("/dev/null", io.github.sockmap4j.linux.ffi.Linux.O_RDWR
+                    | io.github.sockmap4j.linux.ffi.Linux.O_CLOEXEC, 0);
+            int[] bells = mine.bellsForPeer();
+            IOException e = assertThrows(IOException.class,
+                    () -> SharedRegion.open(mine.descriptorForPeer(), CAPACITY, 0, new int[] {bells[0], file}));
+            assertTrue(e.getMessage().contains("/dev/null, not an eventfd"), e.getMessage());
+            io.github.sockmap4j.linux.ffi.LibC.close(bells[1]);
+            int[] one = mine.bellsForPeer();
+            io.github.sockmap4j.linux.ffi.LibC.close(one[1]);
+            e = assertThrows(IOException.class,
+                    () -> SharedRegion.open(mine.descriptorForPeer(), CAPACITY, 0, new int[] {one[0]}));
+            assertTrue(e.getMessage().contains("1 bells came"), e.getMessage());
+            assertEquals(before, openDescriptors(), "every descriptor of the refused offers closed");
+        }
+    }
 }

@@ -27,6 +27,15 @@ public final class Epoll {
             FunctionDescriptor.of(C_INT, C_INT, C_PTR, C_INT, C_INT));
     private static final MethodHandle EVENTFD = Native.downcall(LIBC, "eventfd",
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    /** write(2) without errno capture: a signal whose failure nobody could act on. */
+    private static final MethodHandle WRITE = Native.plain(LIBC, "write",
+            FunctionDescriptor.of(Native.C_LONG, C_INT, C_PTR, Native.C_LONG));
+    /** The 8 bytes an eventfd is raised by: 1. Only ever read. */
+    private static final MemorySegment ONE = java.lang.foreign.Arena.global().allocate(8, 8);
+
+    static {
+        ONE.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 1L);
+    }
 
     private Epoll() {
     }
@@ -60,6 +69,19 @@ public final class Epoll {
         try {
             return LibC.result((int) EPOLL_WAIT.invokeExact(st, epfd, events,
                     (int) (events.byteSize() / EpollEvent.SIZE), timeoutMillis), st);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * Raises the eventfd {@code fd}'s count by one, waking whoever waits on it (a poll, an epoll
+     * set, a read): 0, or -1 where it failed (a count at its maximum of 2^64 - 2, never reached by
+     * raises of one; a descriptor that is not open).
+     */
+    public static int signal(int fd) {
+        try {
+            return (long) WRITE.invokeExact(fd, ONE, 8L) == 8 ? 0 : -1;
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }

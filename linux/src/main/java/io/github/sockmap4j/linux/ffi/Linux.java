@@ -73,6 +73,9 @@ public final class Linux {
     public static final int MFD_ALLOW_SEALING = 2;
     public static final int F_ADD_SEALS = 1033;
     public static final int F_GET_SEALS = 1034;
+    public static final int F_DUPFD_CLOEXEC = 1030;
+    /** open(2)'s and fcntl(F_GETFL)'s non-blocking flag (04000, as EFD_NONBLOCK). */
+    public static final int O_NONBLOCK = 0x800;
     public static final int F_SEAL_SEAL = 1;
     public static final int F_SEAL_SHRINK = 2;
     public static final int F_SEAL_GROW = 4;

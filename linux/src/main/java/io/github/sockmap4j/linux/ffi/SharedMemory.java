@@ -82,6 +82,19 @@ public final class SharedMemory {
         }
     }
 
+    /** A copy of {@code fd} (close-on-exec), which the caller owns ({@code F_DUPFD_CLOEXEC}). */
+    public static int dupCloexec(int fd) throws NativeIOException {
+        MemorySegment st = Native.callState();
+        try {
+            int r = (int) FCNTL_INT.invokeExact(st, fd, Linux.F_DUPFD_CLOEXEC, 0);
+            return Errno.ok("fcntl(F_DUPFD_CLOEXEC)", LibC.result(r, st), "fd " + fd);
+        } catch (NativeIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
     /** The seals {@code fd} carries ({@code F_GET_SEALS}); fails on a descriptor that is not a memfd. */
     public static int seals(int fd) throws NativeIOException {
         MemorySegment st = Native.callState();

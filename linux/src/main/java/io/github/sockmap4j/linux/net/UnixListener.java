@@ -332,6 +332,10 @@ public final class UnixListener implements AutoCloseable {
         public record LineAndFd(String line, int fd) {
         }
 
+        /** A line and the descriptors that came with its bytes, in the order sent, which the caller owns. */
+        public record LineAndFds(String line, int[] fds) {
+        }
+
         /**
          * The next line (at most {@code maxLength} bytes) with the descriptor the peer attached to
          * it ({@code SCM_RIGHTS}; see {@link FdPassing}): read with the descriptors, not by
@@ -343,12 +347,21 @@ public final class UnixListener implements AutoCloseable {
          * the line
          */
         public LineAndFd readLineAndFd(int maxLength, int timeoutMillis) throws IOException {
+            LineAndFds r = readLineAndFds(maxLength, timeoutMillis, 1);
+            return new LineAndFd(r.line(), r.fds().length == 0 ? -1 : r.fds()[0]);
+        }
+
+        /**
+         * As {@link #readLineAndFd}, keeping up to {@code maxFds} descriptors (those past it are
+         * closed): as many as came, which the caller then counts.
+         */
+        public LineAndFds readLineAndFds(int maxLength, int timeoutMillis, int maxFds) throws IOException {
             if (!pending.isEmpty()) {
                 throw new IOException("the peer sent more than one line before its descriptor");
             }
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-            int[] fds = new int[1];
-            int kept = -1;
+            int[] fds = new int[FdPassing.MAX_FDS];
+            int[] kept = new int[0];
             byte[] line = new byte[0];
             try {
                 while (!closed) {
@@ -361,11 +374,15 @@ public final class UnixListener implements AutoCloseable {
                         continue;
                     }
                     long n = FdPassing.tryRecvFds(socket.intValue(), buf, fds);
-                    if (fds[0] >= 0) {
-                        if (kept < 0) {
-                            kept = fds[0];
+                    for (int fd : fds) {
+                        if (fd < 0) {
+                            break;
+                        }
+                        if (kept.length < maxFds) {
+                            kept = java.util.Arrays.copyOf(kept, kept.length + 1);
+                            kept[kept.length - 1] = fd;
                         } else {
-                            LibC.close(fds[0]);
+                            LibC.close(fd);
                         }
                     }
                     if (n == -Errno.EAGAIN || n == -Errno.EINTR) {
@@ -387,15 +404,15 @@ public final class UnixListener implements AutoCloseable {
                         throw new LineTooLongException(maxLength);
                     }
                     if (nl >= 0) {
-                        LineAndFd result = new LineAndFd(new String(line, 0, nl, StandardCharsets.UTF_8), kept);
-                        kept = -1;
+                        LineAndFds result = new LineAndFds(new String(line, 0, nl, StandardCharsets.UTF_8), kept);
+                        kept = new int[0];
                         return result;
                     }
                 }
                 throw new IOException("closed");
             } finally {
-                if (kept >= 0) {
-                    LibC.close(kept);
+                for (int fd : kept) {
+                    LibC.close(fd);
                 }
             }
         }
