@@ -33,6 +33,7 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
     private int maxInboundMessage = GrpcUtil.DEFAULT_MAX_MESSAGE_SIZE;
     private int maxInboundMetadata = GrpcUtil.DEFAULT_MAX_HEADER_LIST_SIZE;
     private Runnable whenEnded;
+    private ReadLoop readLoop;
 
     private ColocatedChannelBuilder(SharedRegion region, String name) {
         ColocatedAddress address = new ColocatedAddress(name);
@@ -54,6 +55,17 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
     /** Runs {@code r} once the channel's connection has ended (on the thread that ended it). */
     ColocatedChannelBuilder whenEnded(Runnable r) {
         this.whenEnded = r;
+        return this;
+    }
+
+    /**
+     * Reads the connection on {@code loop} instead of a thread of its own, where the region has
+     * bells ({@code SharedRegion.create(..., true)}); a region without them, or a loop that cannot
+     * watch one, is read by a thread as before. With {@link #directExecutor()} the calls'
+     * callbacks then run on that loop.
+     */
+    public ColocatedChannelBuilder readOn(ReadLoop loop) {
+        this.readLoop = loop;
         return this;
     }
 
@@ -92,7 +104,7 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
             SharedRegion r = region.getAndSet(null);
             ColocatedConnection c;
             if (r != null) {
-                c = new ColocatedConnection(r, address.name());
+                c = new ColocatedConnection(r, address.name(), readLoop);
                 first = c;
                 if (whenEnded != null) {
                     c.whenClosed(whenEnded);

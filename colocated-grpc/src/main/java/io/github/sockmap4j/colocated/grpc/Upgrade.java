@@ -40,6 +40,13 @@ final class Upgrade implements ClientInterceptor {
     private static final Executor AGREEING = Executors.newCachedThreadPool(r ->
             Thread.ofPlatform().daemon().name("sockmap4j-colocated-agree").unstarted(r));
 
+    /**
+     * Whether a channel's co-located connection is read on the event loop of the TCP connection it
+     * was agreed over, where the transport says which ({@link ReadLoop.Finder}) and that loop can
+     * ({@code -Dsockmap4j.colocated.readOnLoops}, default true); false: a thread of its own.
+     */
+    static final boolean READ_ON_LOOPS = Boolean.parseBoolean(System.getProperty("sockmap4j.colocated.readOnLoops", "true"));
+
     private final long maxCapacity;
     private final Function<SocketAddress, ? extends CompletionStage<?>> lifelines;
     private final ManagedChannelBuilder<?> builder;
@@ -180,8 +187,10 @@ final class Upgrade implements ClientInterceptor {
             return "the server asked for rings of " + capacity + " bytes; this process takes at most " + maxCapacity;
         }
         SharedRegion region;
+        // read on the event loop of the TCP connection it came over, where that loop can (the switch aside)
+        ReadLoop loop = READ_ON_LOOPS && lifelines instanceof ReadLoop.Finder f ? f.readLoopFor(local) : null;
         try {
-            region = SharedRegion.create("sm4j-grpc", capacity);
+            region = SharedRegion.create("sm4j-grpc", capacity, 0, loop != null);
         } catch (IOException | RuntimeException e) {
             why[0] = Fallback.NO_MEMORY;
             return "rings of " + capacity + " bytes: " + e.getMessage();
@@ -202,7 +211,7 @@ final class Upgrade implements ClientInterceptor {
             return "the hand-over: " + e.getMessage();
         }
         ManagedChannel[] made = new ManagedChannel[1];
-        ManagedChannel ch = s.applyTo(ColocatedChannelBuilder.forRegion(region, authority))
+        ManagedChannel ch = s.applyTo(ColocatedChannelBuilder.forRegion(region, authority).readOn(loop))
                 .whenEnded(() -> {
                     retire(made[0]); // at once: a call made until the pool ran ended() would fail
                     AGREEING.execute(() -> ended(made[0]));

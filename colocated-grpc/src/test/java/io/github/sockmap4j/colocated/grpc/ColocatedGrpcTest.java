@@ -162,10 +162,16 @@ class ColocatedGrpcTest {
         return false;
     }
 
+    /** The loop that reads the channel's connection (with the region's bells); null: a thread of its own. */
+    ReadLoop loop() {
+        return null;
+    }
+
     @BeforeEach
     void start() throws IOException {
-        SharedRegion mine = SharedRegion.create("sm4j-grpc-test", 1 << 20);
-        SharedRegion theirs = SharedRegion.open(mine.descriptorForPeer(), 1 << 20);
+        ReadLoop loop = loop();
+        SharedRegion mine = SharedRegion.create("sm4j-grpc-test", 1 << 20, 0, loop != null);
+        SharedRegion theirs = SharedRegion.open(mine.descriptorForPeer(), 1 << 20, 0, mine.bellsForPeer());
         ColocatedServer.Builder serverBuilder = ColocatedServer.builder("test").addService(service())
                 .intercept(new io.grpc.ServerInterceptor() {
                     @Override
@@ -190,7 +196,7 @@ class ColocatedGrpcTest {
         server = serverBuilder.buildColocated();
         server.server().start();
         server.attach(theirs);
-        ColocatedChannelBuilder channelBuilder = ColocatedChannelBuilder.forRegion(mine, "test");
+        ColocatedChannelBuilder channelBuilder = ColocatedChannelBuilder.forRegion(mine, "test").readOn(loop);
         channel = (direct() ? channelBuilder.directExecutor() : channelBuilder).build();
     }
 
@@ -205,6 +211,11 @@ class ColocatedGrpcTest {
             Thread.onSpinWait();
         }
         assertEquals(List.of(), readerThreads(), "no connection's thread left");
+        afterStop();
+    }
+
+    /** What a variant checks and frees once both ends are shut down. */
+    void afterStop() {
     }
 
     /** The connections' readers (not the process's hand-over listener or agreement pool, which other tests start). */

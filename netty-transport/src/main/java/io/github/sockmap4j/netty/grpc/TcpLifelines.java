@@ -1,5 +1,6 @@
 package io.github.sockmap4j.netty.grpc;
 
+import io.github.sockmap4j.colocated.grpc.ReadLoop;
 import io.netty.channel.ChannelFactory;
 import io.netty.channel.socket.SocketChannel;
 import java.net.SocketAddress;
@@ -14,7 +15,8 @@ import java.util.function.Function;
  * co-located connection agreed on it, which ends when the TCP connection does (its peer closed,
  * reset, or killed: the kernel ends the TCP connection of a killed process).
  */
-final class TcpLifelines implements ChannelFactory<SocketChannel>, Function<SocketAddress, CompletionStage<?>> {
+final class TcpLifelines implements ChannelFactory<SocketChannel>, Function<SocketAddress, CompletionStage<?>>,
+        ReadLoop.Finder {
     private final ChannelFactory<SocketChannel> channels;
     private final Set<SocketChannel> open = ConcurrentHashMap.newKeySet();
 
@@ -38,6 +40,17 @@ final class TcpLifelines implements ChannelFactory<SocketChannel>, Function<Sock
                 CompletableFuture<Void> closed = new CompletableFuture<>();
                 ch.closeFuture().addListener(f -> closed.complete(null));
                 return closed;
+            }
+        }
+        return null;
+    }
+
+    /** The event loop of the open connection from {@code local}, where it is an epoll loop; else null. */
+    @Override
+    public ReadLoop readLoopFor(SocketAddress local) {
+        for (SocketChannel ch : open) {
+            if (local != null && local.equals(ch.localAddress())) {
+                return EpollReadLoop.of(ch.eventLoop());
             }
         }
         return null;
