@@ -29,9 +29,9 @@ import java.util.logging.Logger;
  * "on the reader" asks whether it holds the role.
  *
  * <p>Given a {@link ReadLoop} and a ring with a bell, there is no reader thread: the loop reads a
- * pass at a time when the bell rings, as it reads a socket, and waits among its other descriptors
- * in between. A write from the loop's thread then never waits (the loop is what reads the peer's
- * answers): what does not fit waits in order, and the loop comes back for it within a millisecond.
+ * pass at a time when the bell rings ({@link LoopReader}). A write from the loop's thread then
+ * never waits (the loop is what reads the peer's answers): what does not fit waits in order, and
+ * the loop comes back for it within a millisecond.
  */
 final class ColocatedConnection {
     private static final Logger log = Logger.getLogger(ColocatedConnection.class.getName());
@@ -56,12 +56,6 @@ final class ColocatedConnection {
     private static final int POLL_FRAMES = 64;
     /** Full polls after which the reader runs {@link #afterReads} tasks even though the ring is not drained. */
     private static final int AFTER_READS_POLLS = 16;
-    /** Polls a loop's pass takes at most before it lets the loop's other work run (then it comes back). */
-    private static final int LOOP_POLLS = 16;
-    /** How soon a loop looks again where its writes wait for room. */
-    private static final long LOOP_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
-    /** Connections read on a loop, in this process so far: for tests and benches. */
-    private static final java.util.concurrent.atomic.LongAdder LOOP_READERS = new java.util.concurrent.atomic.LongAdder();
 
     /** What a connection's owner (a client or server transport) does with frames and the end. */
     interface Handler {
@@ -92,16 +86,8 @@ final class ColocatedConnection {
     private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
     private volatile Handler handler;
     private volatile Thread reader;
-    /** The loop that reads, where there is one and the ring has a bell; null: a thread of its own. */
-    private final ReadLoop loop;
-    /** Whether the loop reads (set once its watch is in place); false where a thread does or none started. */
-    private volatile boolean onLoop;
-    /** The loop's watch of the bell, once registered (or failed). */
-    private volatile java.util.concurrent.CompletableFuture<ReadLoop.Watch> watch;
-    /** Whether the loop came to read while a borrower held the ring: the borrower then runs a pass for it. */
-    private final java.util.concurrent.atomic.AtomicBoolean loopMissed = new java.util.concurrent.atomic.AtomicBoolean();
-    /** Whether a loop's look for waiting writes is scheduled. */
-    private final java.util.concurrent.atomic.AtomicBoolean retryScheduled = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The loop that reads, where one was given and the ring has a bell; null: a thread of its own. */
+    private final LoopReader onLoop;
     /** Whether a reader (the thread or the loop) was started. */
     private volatile boolean started;
     private final MessageRing.Handler dispatch = (kind, m) -> {
@@ -132,7 +118,7 @@ final class ColocatedConnection {
         this.out = region.outbound().writer();
         this.in = region.inbound().reader();
         this.maxFrame = region.outbound().maxMessage();
-        this.loop = loop != null && region.inbound().bell() >= 0 ? loop : null;
+        this.onLoop = loop != null && region.inbound().bell() >= 0 ? new LoopReader(this, loop) : null;
     }
 
     private ColocatedConnection(String name, Status ended) {
@@ -142,7 +128,7 @@ final class ColocatedConnection {
         this.in = null;
         this.maxFrame = 0;
         this.closed = ended;
-        this.loop = null;
+        this.onLoop = null;
     }
 
     /** A connection that ended before it began: a transport over it fails every call with {@code status}. */
@@ -170,22 +156,22 @@ final class ColocatedConnection {
             throw new IllegalStateException("an ended connection has nothing to read");
         }
         this.handler = h;
-        if (loop != null) {
-            watch = new java.util.concurrent.CompletableFuture<>(); // before the look at closed: a close now leaves
-        }                                                            // the unmapping to this thread
+        if (onLoop != null) {
+            onLoop.asking(); // before the look at closed: a close from here leaves the unmapping to the loop's answer
+        }
         Status ended = closed;
         if (ended != null) {
             // closed before it started (a server shut down as the connection was attached): the close told
             // no handler, and a transport never told would keep its server from terminating
             tellClosed(ended);
-            if (loop != null) {
+            if (onLoop != null) {
                 unmap();
             }
             return;
         }
         started = true;
-        if (loop != null) {
-            startOnLoop();
+        if (onLoop != null) {
+            onLoop.start(region.inbound().bell());
             return;
         }
         startThread();
@@ -197,152 +183,78 @@ final class ColocatedConnection {
         t.start();
     }
 
-    /**
-     * Reads on the loop from when it watches the bell (a pass at once, for what came before); a
-     * loop that cannot watch it leaves the reading to a thread of its own.
-     */
-    private void startOnLoop() {
-        java.util.concurrent.CompletableFuture<ReadLoop.Watch> w = watch;
-        onLoop = true; // from here writes on the loop's thread do not wait, and nobody else starts a thread
-        try {
-            loop.watch(region.inbound().bell(), this::readOnLoop, () -> close(Status.UNAVAILABLE.withDescription(
-                    "co-located connection " + name + ": the event loop that read it ended"))).whenComplete((ok, e) -> {
-                if (e != null) {
-                    w.completeExceptionally(e);
-                } else {
-                    w.complete(ok);
-                }
-            });
-        } catch (RuntimeException e) {
-            w.completeExceptionally(e);
-        }
-        w.whenComplete((ok, e) -> {
-            if (e != null) {
-                log.log(Level.FINE, "co-located connection " + name + ": its event loop cannot read it; a thread does", e);
-                synchronized (this) {
-                    if (closed == null) {
-                        onLoop = false;
-                        startThread();
-                        return;
-                    }
-                }
-                unmap(); // closed while the loop was asked: nothing reads, the close left the unmapping here
-                return;
-            }
-            LOOP_READERS.increment();
-            if (closed != null) {
-                unmap();
-                return;
-            }
-            try {
-                loop.execute(this::readOnLoop); // what came before the watch
-            } catch (java.util.concurrent.RejectedExecutionException gone) {
-                close(Status.UNAVAILABLE.withDescription("co-located connection " + name + ": the event loop that "
-                        + "read it ended"));
-            }
-        });
-    }
-
-    /** Connections read on an event loop ({@link ReadLoop}) in this process so far. */
-    static long loopReaders() {
-        return LOOP_READERS.sum();
-    }
-
-    /**
-     * One pass on the loop when the bell rang (or the loop came back): as the reader thread's
-     * loop, without sleeping; at its end it says it waits for the bell, looks once more, and comes
-     * back at once where something came meanwhile.
-     */
-    private void readOnLoop() {
-        if (unmapped.get()) {
-            return;
-        }
-        if (closed != null) {
-            unmap();
-            return;
-        }
-        if (!readRole.tryLock()) {
-            // a borrower reads: said here, it runs a pass for the loop once it gives the ring back (the
-            // bell that brought the loop here may have been for what the borrower leaves, and the
-            // loop's word may say it reads, so that no writer rings again)
-            loopMissed.set(true);
-            if (!readRole.tryLock()) {
-                return;
-            }
-            loopMissed.set(false);
-        }
-        boolean again = false;
-        try {
-            if (unmapped.get()) {
-                return;
-            }
-            in.awake();
-            try {
-                for (int i = 0; i < LOOP_POLLS && closed == null; i++) {
-                    if (region.peerClosed()) {
-                        close(Status.UNAVAILABLE.withDescription("the other end closed co-located connection " + name));
-                        break;
-                    }
-                    if (readOnce(dispatch) < POLL_FRAMES && !in.hasMessages()) {
-                        break;
-                    }
-                }
-            } catch (RingCorruptException | Frames.ProtocolException e) {
-                close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: the peer broke "
-                        + "the protocol: " + e.getMessage()));
-            } catch (Throwable t) {
-                log.log(Level.WARNING, "co-located connection " + name + " failed", t);
-                close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " failed: " + t).withCause(t));
-            }
+    /** The loop could not watch the bell: a thread reads, or, closed meanwhile, nothing does and this unmaps. */
+    void unwatched() {
+        synchronized (this) {
             if (closed == null) {
-                in.sleepOnBell();
-                if (in.hasMessages() || !afterReads.isEmpty() || !handoff.isEmpty() || region.peerClosed()) {
-                    in.awake();
-                    again = true;
-                }
+                startThread();
+                return;
             }
-        } finally {
-            readRole.unlock();
+        }
+        unmap();
+    }
+
+    /** The loop that read this connection ended (shut down, or refused a pass). */
+    void loopEnded() {
+        close(Status.UNAVAILABLE.withDescription("co-located connection " + name + ": the event loop that read it ended"));
+    }
+
+    /** After a loop's pass found the connection ended: the unmapping, the read role given back. */
+    void endedOnLoop() {
+        unmap();
+    }
+
+    boolean tryReadRole() {
+        return readRole.tryLock();
+    }
+
+    void giveReadRole() {
+        readRole.unlock();
+    }
+
+    /**
+     * A loop's pass, under the read role: as the reader thread's loop, at most {@code polls}
+     * polls and no sleep; at its end it says the reader waits for the bell and looks once more.
+     */
+    LoopReader.After readPass(int polls) {
+        if (unmapped.get()) {
+            return LoopReader.After.IDLE;
         }
         if (closed != null) {
-            unmap();
-            return;
+            return LoopReader.After.ENDED;
         }
+        in.awake();
         try {
-            if (again) {
-                loop.execute(this::readOnLoop);
-            } else if (!pending.isEmpty()) {
-                retryLater();
+            for (int i = 0; i < polls && closed == null; i++) {
+                if (region.peerClosed()) {
+                    close(Status.UNAVAILABLE.withDescription("the other end closed co-located connection " + name));
+                    break;
+                }
+                if (readOnce(dispatch) < POLL_FRAMES && !in.hasMessages()) {
+                    break;
+                }
             }
-        } catch (java.util.concurrent.RejectedExecutionException gone) {
-            close(Status.UNAVAILABLE.withDescription("co-located connection " + name + ": the event loop that read it "
-                    + "ended"));
+        } catch (RingCorruptException | Frames.ProtocolException e) {
+            close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: the peer broke "
+                    + "the protocol: " + e.getMessage()));
+        } catch (Throwable t) {
+            log.log(Level.WARNING, "co-located connection " + name + " failed", t);
+            close(Status.UNAVAILABLE.withDescription("co-located connection " + name + " failed: " + t).withCause(t));
         }
-    }
-
-    /** A pass on the loop, soon; a loop that ended ends the connection. */
-    private void passOnLoop() {
-        try {
-            loop.execute(this::readOnLoop);
-        } catch (java.util.concurrent.RejectedExecutionException gone) {
-            close(Status.UNAVAILABLE.withDescription("co-located connection " + name + ": the event loop that read it "
-                    + "ended"));
+        if (closed != null) {
+            return LoopReader.After.ENDED;
         }
-    }
-
-    /** The loop looks again within a millisecond: writes wait for room the peer's reader makes. */
-    private void retryLater() {
-        if (retryScheduled.compareAndSet(false, true)) {
-            loop.schedule(() -> {
-                retryScheduled.set(false);
-                readOnLoop();
-            }, LOOP_RETRY_NANOS);
+        in.sleepOnBell();
+        if (in.hasMessages() || !afterReads.isEmpty() || !handoff.isEmpty() || region.peerClosed()) {
+            in.awake();
+            return LoopReader.After.AGAIN;
         }
+        return pending.isEmpty() ? LoopReader.After.IDLE : LoopReader.After.WRITES_WAIT;
     }
 
     /** Whether the calling thread is the loop that reads this connection (there, a write never waits). */
     private boolean onReadingLoop() {
-        return onLoop && loop.inLoop();
+        return onLoop != null && onLoop.inLoop();
     }
 
     /** Tells the handler of the end, once, whichever of {@link #close} and {@link #start} sees both first. */
@@ -499,8 +411,8 @@ final class ColocatedConnection {
         } finally {
             readRole.unlock();
         }
-        if (loopMissed.getAndSet(false)) {
-            passOnLoop();
+        if (onLoop != null) {
+            onLoop.afterBorrow();
         }
         if (failure != null) {
             close(failure);
@@ -614,7 +526,7 @@ final class ColocatedConnection {
             pending.add(new Pending(kind, frame));
             flushPending();
             if (!reading && !pending.isEmpty() && closed == null) {
-                retryLater(); // not in a pass, which would look at them as it ends
+                onLoop.retryLater(); // not in a pass, which would look at them as it ends
             }
             return true;
         }
@@ -745,9 +657,8 @@ final class ColocatedConnection {
         if (t == Thread.currentThread() || isReading()) {
             return; // the read loop unmaps as it ends (after a borrower closing here gives the role back)
         }
-        java.util.concurrent.CompletableFuture<ReadLoop.Watch> w = watch;
-        if (w != null && !w.isDone()) {
-            return; // the loop is being asked to watch: that answer unmaps
+        if (onLoop != null && onLoop.settling()) {
+            return; // the loop is being asked to watch: its answer unmaps
         }
         if (t != null) {
             try {
@@ -777,13 +688,11 @@ final class ColocatedConnection {
         } finally {
             readRole.unlock();
         }
-        java.util.concurrent.CompletableFuture<ReadLoop.Watch> w = watch;
-        if (w != null && w.isDone() && !w.isCompletedExceptionally()) {
-            // the bell out of the loop's set before the region closes it (a descriptor closed while still
-            // in the set, its number then reused, would have the loop take the new one's events for it)
-            w.join().cancel().whenComplete((x, e) -> region.close());
+        // nobody touches the mapping once unmapped is set: every use looks first, under a lock
+        if (onLoop != null) {
+            onLoop.release(region::close); // once the bell is out of the loop's set
         } else {
-            region.close(); // nobody touches the mapping once unmapped is set: every use looks first, under a lock
+            region.close();
         }
     }
 }

@@ -71,7 +71,7 @@ class ColocatedGrpcOnLoopTest extends ColocatedGrpcTest {
             assertTrue(thread.startsWith("grpc-default-executor"), "the reply's callback ran on the channel's executor: "
                     + thread);
         }
-        assertTrue(ColocatedConnection.loopReaders() >= 1, "counted");
+        assertTrue(LoopReader.started() >= 1, "counted");
         assertEquals(1, loop.watching(), "the loop watches the ring's bell");
         assertEquals(java.util.List.of("sockmap4j-colocated-test"), readerThreads(),
                 "only the server's end has a reader thread");
