@@ -60,6 +60,8 @@ final class Acceptor {
     private final AtomicInteger pending = new AtomicInteger();
     private final ObjectPool<ScheduledExecutorService> schedulers = SharedResourcePool.forResource(DeadlineTimer.RESOURCE);
     private volatile ServerDoor door;
+    /** Where the server's TCP connections are read, by the client's address; null: none known. */
+    private final ReadLoop.Finder loops;
 
     /** A TCP connection, by its two ends as this server sees them. */
     private record Lifeline(SocketAddress remote, SocketAddress local) {
@@ -68,9 +70,10 @@ final class Acceptor {
         }
     }
 
-    Acceptor(long capacity, int maxConnections) {
+    Acceptor(long capacity, int maxConnections, ReadLoop.Finder loops) {
         this.capacity = capacity;
         this.maxConnections = maxConnections;
+        this.loops = loops;
         ServerCallHandler<byte[], byte[]> agree = (call, headers) -> {
             call.request(1);
             return new ServerCall.Listener<>() {
@@ -202,7 +205,8 @@ final class Acceptor {
 
     private void attach(SharedRegion region, Lifeline lifeline, Attributes attributes, ServerDoor d) {
         String name = "agreed-" + lifeline.remote();
-        ColocatedConnection c = new ColocatedConnection(region, name);
+        ReadLoop loop = Upgrade.READ_ON_LOOPS && loops != null ? loops.readLoopFor(lifeline.remote()) : null;
+        ColocatedConnection c = new ColocatedConnection(region, name, loop);
         if (d.server().isShutdown() || connections.putIfAbsent(lifeline, c) != null) {
             c.close(Status.UNAVAILABLE.withDescription("the server is shutting down"));
             return;

@@ -682,17 +682,19 @@ final class ColocatedConnection {
             writeLock.lock();
             try {
                 region.markClosed();
+                if (onLoop == null) {
+                    region.close();
+                }
             } finally {
                 writeLock.unlock();
             }
         } finally {
             readRole.unlock();
         }
-        // nobody touches the mapping once unmapped is set: every use looks first, under a lock
         if (onLoop != null) {
-            onLoop.release(region::close); // once the bell is out of the loop's set
-        } else {
-            region.close();
+            // once the bell is out of the loop's set; meanwhile nobody touches the mapping: every use looks
+            // at unmapped (or closed, set before it) first, under the read role or the write lock
+            onLoop.release(region::close);
         }
     }
 }

@@ -65,7 +65,17 @@ public final class ColocatedGrpc {
 
     /** Lets {@code builder}'s server agree to co-located connections. */
     public static <T extends ServerBuilder<T>> T configure(T builder) {
-        Acceptor a = new Acceptor(ringBytes(), Integer.getInteger(MAX_CONNECTIONS, 256));
+        return configure(builder, (ReadLoop.Finder) null);
+    }
+
+    /**
+     * As {@link #configure(ServerBuilder)}, where {@code loops} finds the event loop of the TCP
+     * connection a co-located connection was agreed over, by the client's address as the server
+     * sees it: the connection is read there, as that loop reads its socket, where it can (null,
+     * or a null answer: a thread of its own).
+     */
+    public static <T extends ServerBuilder<T>> T configure(T builder, ReadLoop.Finder loops) {
+        Acceptor a = new Acceptor(ringBytes(), Integer.getInteger(MAX_CONNECTIONS, 256), loops);
         return builder.addService(a.definition()).addTransportFilter(a.lifelines());
     }
 

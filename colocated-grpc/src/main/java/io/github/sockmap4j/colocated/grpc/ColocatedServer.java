@@ -61,6 +61,7 @@ public final class ColocatedServer {
         private final Listening listening;
         private int maxInboundMessage = GrpcUtil.DEFAULT_MAX_MESSAGE_SIZE;
         private int maxInboundMetadata = GrpcUtil.DEFAULT_MAX_HEADER_LIST_SIZE;
+        private ReadLoop readLoop;
 
         private Builder(String name) {
             Listening[] l = new Listening[1];
@@ -86,6 +87,15 @@ public final class ColocatedServer {
         @Override
         public Builder maxInboundMetadataSize(int bytes) {
             this.maxInboundMetadata = bytes;
+            return this;
+        }
+
+        /**
+         * Reads each attached connection on {@code loop} instead of a thread of its own, where its
+         * region has bells; with {@link #directExecutor()} the handlers then run on that loop.
+         */
+        public Builder readOn(ReadLoop loop) {
+            this.readLoop = loop;
             return this;
         }
 
@@ -125,7 +135,7 @@ public final class ColocatedServer {
                 throw new IllegalStateException(listener == null ? "start the server before attaching a connection"
                         : "the server is shut down");
             }
-            ColocatedConnection c = new ColocatedConnection(region, address.name());
+            ColocatedConnection c = new ColocatedConnection(region, address.name(), builder.readLoop);
             ColocatedServerTransport t = new ColocatedServerTransport(c, address, tracers, schedulers,
                     builder.maxInboundMessage, builder.maxInboundMetadata);
             t.start(listener.transportCreated(t));

@@ -44,9 +44,12 @@ public interface ReadLoop {
         CompletionStage<Void> cancel();
     }
 
-    /** Where a channel's TCP connections run: the loop of the one whose local address is given. */
+    /**
+     * Where an end's TCP connections run: the loop of the one known by the address given (a
+     * channel's by its own, local address; a server's by its client's).
+     */
     interface Finder {
-        /** The loop that runs the connection from {@code local}, or null where it cannot read a connection. */
-        ReadLoop readLoopFor(java.net.SocketAddress local);
+        /** The loop that runs the connection known by {@code address}, or null where none can read one. */
+        ReadLoop readLoopFor(java.net.SocketAddress address);
     }
 }

@@ -23,11 +23,7 @@ class ColocatedGrpcOnLoopTest extends ColocatedGrpcTest {
 
     @Override
     ReadLoop loop() {
-        try {
-            loop = new EpollTestLoop("test-read-loop");
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+        loop = EpollTestLoop.open("test-read-loop");
         return loop;
     }
 

@@ -167,10 +167,16 @@ class ColocatedGrpcTest {
         return null;
     }
 
+    /** The loop that reads the server's end; null: a thread of its own. */
+    ReadLoop serverLoop() {
+        return null;
+    }
+
     @BeforeEach
     void start() throws IOException {
         ReadLoop loop = loop();
-        SharedRegion mine = SharedRegion.create("sm4j-grpc-test", 1 << 20, 0, loop != null);
+        ReadLoop serverLoop = serverLoop();
+        SharedRegion mine = SharedRegion.create("sm4j-grpc-test", 1 << 20, 0, loop != null || serverLoop != null);
         SharedRegion theirs = SharedRegion.open(mine.descriptorForPeer(), 1 << 20, 0, mine.bellsForPeer());
         ColocatedServer.Builder serverBuilder = ColocatedServer.builder("test").addService(service())
                 .intercept(new io.grpc.ServerInterceptor() {
@@ -193,6 +199,7 @@ class ColocatedGrpcTest {
         if (direct()) {
             serverBuilder.directExecutor();
         }
+        serverBuilder.readOn(serverLoop);
         server = serverBuilder.buildColocated();
         server.server().start();
         server.attach(theirs);

@@ -54,6 +54,15 @@ final class EpollTestLoop implements ReadLoop, AutoCloseable {
         }
     }
 
+    /** A loop named {@code name}, started. */
+    static EpollTestLoop open(String name) {
+        try {
+            return new EpollTestLoop(name);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     private void run() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment events = a.allocate(EpollEvent.SIZE * 16, 8);

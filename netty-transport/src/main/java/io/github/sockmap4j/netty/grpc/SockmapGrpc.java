@@ -249,18 +249,24 @@ public final class SockmapGrpc {
     private static final Duration LOOP_STALL_WARNING = Duration.ofMillis(200);
 
     public static NettyServerBuilder configure(NettyServerBuilder builder, EventLoopGroup boss, EventLoopGroup worker) {
-        return colocated(builder.channelFactory(SockmapNetty.serverChannelFactory())
+        return colocated(builder, SockmapNetty.serverChannelFactory())
                 .bossEventLoopGroup(boss)
-                .workerEventLoopGroup(worker));
+                .workerEventLoopGroup(worker);
     }
 
-    /** Lets the server agree to co-located connections where {@code -Dsockmap4j.colocated=true}. */
-    private static NettyServerBuilder colocated(NettyServerBuilder builder) {
+    /**
+     * {@code builder}'s server channels made by {@code servers}, and the server let agree to
+     * co-located connections where {@code -Dsockmap4j.colocated=true}: each read on the event loop
+     * of the TCP connection it was agreed over.
+     */
+    private static NettyServerBuilder colocated(NettyServerBuilder builder,
+                                                ChannelFactory<io.netty.channel.socket.ServerSocketChannel> servers) {
         if (!ColocatedGrpc.enabled()) {
             ColocatedGrpc.countOff("a server");
-            return builder;
+            return builder.channelFactory(servers);
         }
-        return ColocatedGrpc.configure(builder);
+        ServerLifelines lifelines = new ServerLifelines(servers);
+        return ColocatedGrpc.configure(builder.channelFactory(lifelines), lifelines);
     }
 
     /**
@@ -289,8 +295,8 @@ public final class SockmapGrpc {
      */
     public static NettyServerBuilder configure(NettyServerBuilder builder, SockmapNetty transport, EventLoopGroup boss,
                                                EventLoopGroup worker) {
-        return colocated(builder.channelFactory(transport.serverChannels(0)).bossEventLoopGroup(boss)
-                .workerEventLoopGroup(worker));
+        return colocated(builder, transport.serverChannels(0)).bossEventLoopGroup(boss)
+                .workerEventLoopGroup(worker);
     }
 
     public static NettyChannelBuilder configure(NettyChannelBuilder builder) {

@@ -108,9 +108,21 @@ class ColocatedOnEventLoopTest {
     }
 
     private Server server() throws IOException {
+        return server(false);
+    }
+
+    /** Threads that ran the server's handler. */
+    private final java.util.Set<String> handlers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * An echo server on an epoll loop of its own; {@code onLoops}: as {@code SockmapGrpc} makes one
+     * with the switch on, its co-located connections read on its loop, its handlers direct.
+     */
+    private Server server(boolean onLoops) throws IOException {
         EventLoopGroup g = group(EpollIoHandler.newFactory(), "server-loop");
         ServerServiceDefinition echo = ServerServiceDefinition.builder("test.Loop")
                 .addMethod(ECHO, ServerCalls.asyncUnaryCall((byte[] req, StreamObserver<byte[]> out) -> {
+                    handlers.add(Thread.currentThread().getName());
                     out.onNext(req);
                     out.onCompleted();
                 })).build();
@@ -124,9 +136,15 @@ class ColocatedOnEventLoopTest {
                 return next.startCall(call, headers);
             }
         };
-        Server s = ColocatedGrpc.configure(NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
-                .channelType(EpollServerSocketChannel.class).bossEventLoopGroup(g).workerEventLoopGroup(g))
-                .addService(echo).intercept(counting).build().start();
+        NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+                .bossEventLoopGroup(g).workerEventLoopGroup(g);
+        if (onLoops) {
+            ServerLifelines lifelines = new ServerLifelines(EpollServerSocketChannel::new);
+            ColocatedGrpc.configure(b.channelFactory(lifelines), lifelines).directExecutor();
+        } else {
+            ColocatedGrpc.configure(b.channelType(EpollServerSocketChannel.class));
+        }
+        Server s = b.addService(echo).intercept(counting).build().start();
         cleanup.add(() -> {
             s.shutdownNow();
             assertTrue(s.awaitTermination(10, TimeUnit.SECONDS), "the server terminates");
@@ -196,6 +214,24 @@ class ColocatedOnEventLoopTest {
         assertArrayEquals(large, call(ch, large), "a message over several frames");
         assertTrue(readers().stream().noneMatch(n -> n.contains("127.0.0.1:" + s.getPort())),
                 "the channel's end has no reader thread: " + readers());
+    }
+
+    @Test
+    void aServersEndIsReadOnTheEventLoopOfItsConnection() throws Exception {
+        Server s = server(true);
+        EventLoop loop = group(EpollIoHandler.newFactory(), "client-loop").next();
+        ManagedChannel ch = channel(s, loop, EpollSocketChannel::new);
+        callUntilColocated(ch);
+        handlers.clear();
+        for (int i = 0; i < 20; i++) {
+            assertArrayEquals(new byte[] {4, 5}, call(ch, new byte[] {4, 5}));
+        }
+        assertEquals(1, handlers.size(), "one thread ran the handler: " + handlers);
+        assertTrue(handlers.iterator().next().startsWith("server-loop-"), "the server's event loop ran it: " + handlers);
+        assertEquals(List.of(), readers(), "neither end has a reader thread");
+        byte[] large = new byte[300_000];
+        new java.util.Random(5).nextBytes(large);
+        assertArrayEquals(large, call(ch, large), "a message over several frames");
     }
 
     @Test
