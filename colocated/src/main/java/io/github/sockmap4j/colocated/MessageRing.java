@@ -64,6 +64,8 @@ public final class MessageRing {
     private static final long SPACE_SIGNAL = 196;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    /** Batches this process's writers ended ({@link Writer#wakeIfAsleep} that published something), all rings. */
+    private static final java.util.concurrent.atomic.LongAdder BATCHES = new java.util.concurrent.atomic.LongAdder();
 
     private final String name;
     private final MemorySegment control;
@@ -134,6 +136,14 @@ public final class MessageRing {
 
     static long align(long n) {
         return (n + 7) & ~7L;
+    }
+
+    /**
+     * Batches this process's writers have ended with a wake (each a wake-up of the reader where it
+     * slept), on every ring: what a writer that batches its messages saves shows here.
+     */
+    public static long batchesPublished() {
+        return BATCHES.sum();
     }
 
     /** This ring's writing end. Not thread-safe: one writer. */
@@ -227,11 +237,20 @@ public final class MessageRing {
          * back what another published). Safe from any thread of the writer's process.
          */
         public void publish() {
+            publishNew();
+        }
+
+        /** As {@link #publish}; whether this call published anything. */
+        private boolean publishNew() {
             long w = written;
             long published = (long) LONG.getVolatile(control, TAIL);
-            while (w > published && !LONG.compareAndSet(control, TAIL, published, w)) {
+            while (w > published) {
+                if (LONG.compareAndSet(control, TAIL, published, w)) {
+                    return true;
+                }
                 published = (long) LONG.getVolatile(control, TAIL);
             }
+            return false;
         }
 
         /**
@@ -241,7 +260,9 @@ public final class MessageRing {
          * sleeps, and nobody if it reads (it looks again before it sleeps or gives the end back).
          */
         public void wakeIfAsleep() {
-            publish();
+            if (publishNew()) {
+                BATCHES.increment();
+            }
             int borrower = (int) INT.getVolatile(control, BORROWER);
             if (borrower != NO_BORROWER) {
                 if (borrower == BORROWER_ASLEEP) {

@@ -331,6 +331,8 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
         }
 
         private volatile Ending ending;
+        /** Whether gRPC half-closed this stream (a retry's replay may flush from another thread). */
+        private volatile boolean halfClosed;
 
         @Override
         public void start(ClientStreamListener l) {
@@ -423,6 +425,7 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
 
         @Override
         public void halfClose() {
+            halfClosed = true;
             StreamFlow f = flow;
             if (f != null) {
                 f.sendAfterMessages(Frames.HALF_CLOSE, new Frames.Writer(f.id).bytes(), null);
@@ -463,6 +466,13 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
 
         @Override
         public void flush() {
+            if (method.getType().clientSendsOneMessage() && !halfClosed) {
+                // gRPC's retrying stream flushes after every message, the one message of a call whose
+                // half-close follows too: that flush would wake the server for a call it cannot serve
+                // before the half-close, which wakes it again. The half-close ends the batch instead,
+                // as gRPC's own call does for such a call where it does not retry.
+                return;
+            }
             connection.flush();
         }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.sockmap4j.colocated.MessageRing;
 import io.github.sockmap4j.colocated.SharedRegion;
 import io.grpc.CallOptions;
 import io.grpc.ClientCall;
@@ -418,6 +419,30 @@ class ColocatedGrpcTest {
             }
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /**
+     * A unary call is one batch each way, blocking or not: its headers, message and half-close
+     * wake the server once, and the reply's headers, message and trailers the client once, with
+     * gRPC's retries on (the channel's default), whose stream flushes after every message.
+     */
+    @Test
+    void aUnaryCallIsOneBatchEachWay() throws Exception {
+        assertArrayEquals(new byte[] {0}, echo(new byte[] {0})); // the transport is up
+        int calls = 50;
+        for (boolean blocking : new boolean[] {false, true}) {
+            long before = MessageRing.batchesPublished();
+            for (int i = 0; i < calls; i++) {
+                byte[] m = ByteBuffer.allocate(8).putInt(i).array();
+                byte[] reply = blocking ? echo(m)
+                        : ClientCalls.futureUnaryCall(channel.newCall(ECHO, CallOptions.DEFAULT), m).get(10, TimeUnit.SECONDS);
+                assertArrayEquals(m, reply);
+            }
+            // the count is the process's: an earlier test's stream that ends late (a cancel) adds one
+            long batches = MessageRing.batchesPublished() - before;
+            assertTrue(batches >= 2L * calls && batches <= 2L * calls + calls / 10, (blocking ? "blocking" : "future")
+                    + " unary calls: " + batches + " batches ended with a wake, both ways, for " + calls + " calls");
         }
     }
 
