@@ -2,9 +2,10 @@
 # Where the CPU goes, from async-profiler's samples (Maven Central's tools.profiler:async-profiler,
 # its native library inside), one job a run:
 #
-#   [COLOCATED=true] [DEMO_ARGS=...] scripts/profile.sh demo [OUT] [SECONDS]
-#                                              each stage of the RAG demo, path by path (DEMO_ARGS:
-#                                              the demo's own flags, e.g. --topology loopback)
+#   [COLOCATED=true] [RATE=n] [DEMO_ARGS=...] scripts/profile.sh demo [OUT] [SECONDS]
+#                                              each stage of the RAG demo, path by path, at RATE
+#                                              requests/s (default 100; DEMO_ARGS: the demo's own
+#                                              flags, e.g. --topology loopback)
 #   scripts/profile.sh mesh [OUT] [RATE] [REQUESTS]   each stage of the meshed demo, both paths
 #   [EXECUTOR=direct|polling] [TURNS=n] scripts/profile.sh grpc [OUT] [SECONDS] [TRANSPORTS]
 #                                              a gRPC unary call, transport by transport
@@ -99,13 +100,14 @@ job_demo() {
   need
   out=${1:-/tmp/sm4j-profile}
   secs=${2:-15}
+  rate=${RATE:-100}
   setup_demo_job "$out"
 
   profile_path() { # MODE: the demo on one path; samples of its stages during the fixed-rate phase
     local mode=$1 log="$out/demo-$1.txt" pids pid role r
     : > "$log"
     mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} -XX:+EnableDynamicAgentLoading \
-      -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --requests $(( (secs + 10) * 100 )) \
+      -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --rate $rate --requests $(( (secs + 10) * rate )) \
       --throughput-seconds 0 --idle-seconds 0 ${DEMO_ARGS:-}" > "$log" 2>&1 &
     local demo=$!
     # The fixed-rate phase begins after the warm-up line; give it 3 s more.
