@@ -162,6 +162,12 @@ public final class MessageRing {
         void onMessage(int kind, MemorySegment message) throws Exception;
     }
 
+    /** What a reader does with each message: {@code message} is an array of its own, the handler's to keep. */
+    @FunctionalInterface
+    public interface OwnedHandler {
+        void onMessage(int kind, byte[] message) throws Exception;
+    }
+
     /** How a sleep ended. */
     public enum Wake {
         /** What was waited for is there (or was on the way in). */
@@ -358,6 +364,18 @@ public final class MessageRing {
          * writer of this ring published; nothing past the data area was read
          */
         public int poll(Handler handler, int limit) throws Exception {
+            return poll(handler, null, limit);
+        }
+
+        /**
+         * As {@link #poll(Handler, int)}, each message copied (once) into an array of its own,
+         * which the handler keeps: for a reader that holds on to what it reads.
+         */
+        public int pollOwned(OwnedHandler handler, int limit) throws Exception {
+            return poll(null, handler, limit);
+        }
+
+        private int poll(Handler handler, OwnedHandler owned, int limit) throws Exception {
             long tail = (long) LONG.getAcquire(control, TAIL);
             long available = tail - head;
             if (available < 0 || available > capacity) {
@@ -386,6 +404,15 @@ public final class MessageRing {
                         throw new RingCorruptException(name + ": a record of kind " + kind + " and " + length
                                 + " bytes at " + index + ", where " + Math.min(toEnd, available)
                                 + " bytes were published before the end");
+                    }
+                    if (owned != null) {
+                        byte[] message = new byte[length];
+                        MemorySegment.copy(data, ValueLayout.JAVA_BYTE, index + RECORD_HEADER, message, 0, length);
+                        head += record;
+                        available -= record;
+                        n++;
+                        owned.onMessage(kind, message);
+                        continue;
                     }
                     MemorySegment.copy(data, index + RECORD_HEADER, copy, 0, length);
                     head += record;

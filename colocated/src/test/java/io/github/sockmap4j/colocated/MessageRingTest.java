@@ -34,6 +34,31 @@ class MessageRingTest {
         return m;
     }
 
+    /** Read into arrays of their own and kept while the ring's space is written again: each stays as it came. */
+    @Property(tries = 100)
+    void ownedMessagesStayAsTheyCameWhileTheRingIsReused(
+            @ForAll @Size(min = 1, max = 200) List<@IntRange(min = 0, max = 1024) Integer> sizes) throws Exception {
+        try (SharedRegion region = SharedRegion.create("sm4j-test", CAPACITY)) {
+            MessageRing.Writer w = region.outbound().writer();
+            MessageRing.Reader r = region.outbound().reader();
+            List<byte[]> kept = new ArrayList<>();
+            int sent = 0;
+            while (kept.size() < sizes.size()) {
+                while (sent < sizes.size() && w.offer(sent % 5, pattern(sent, sizes.get(sent)), 0, sizes.get(sent))) {
+                    sent++;
+                }
+                r.pollOwned((kind, m) -> {
+                    assertEquals(kept.size() % 5, kind);
+                    kept.add(m);
+                }, 3);
+            }
+            for (int i = 0; i < kept.size(); i++) {
+                assertEquals(-1, MemorySegment.ofArray(kept.get(i)).mismatch(pattern(i, sizes.get(i)).asSlice(0, sizes.get(i))),
+                        "message " + i + " of " + sizes.get(i) + " bytes");
+            }
+        }
+    }
+
     /** Any sizes, written until full and read in bursts: each message arrives once, whole, in order. */
     @Property(tries = 200)
     void everyMessageArrivesWholeAndInOrder(@ForAll @Size(min = 1, max = 200) List<@IntRange(min = 0, max = 1024) Integer> sizes,

@@ -90,7 +90,7 @@ final class ColocatedConnection {
     private final LoopReader onLoop;
     /** Whether a reader (the thread or the loop) was started. */
     private volatile boolean started;
-    private final MessageRing.Handler dispatch = (kind, m) -> {
+    private final MessageRing.OwnedHandler dispatch = (kind, m) -> {
         if (this.closed == null) {
             this.handler.onFrame(kind, new Frames.Reader(m));
         }
@@ -106,6 +106,10 @@ final class ColocatedConnection {
 
     private record Pending(int kind, byte[] bytes) {
     }
+
+    /** A frame's stream id, as {@link Frames} writes it (little-endian), from its array. */
+    private static final java.lang.invoke.VarHandle FRAME_INT =
+            java.lang.invoke.MethodHandles.byteArrayViewVarHandle(int[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
 
     ColocatedConnection(SharedRegion region, String name) {
         this(region, name, null);
@@ -356,17 +360,17 @@ final class ColocatedConnection {
      * drained (or after a bounded run of full polls), so that a stream's end that follows the
      * frames that asked for a task, in a later poll, is taken first. How many frames it dispatched.
      */
-    private int readOnce(MessageRing.Handler dispatch) throws Exception {
+    private int readOnce(MessageRing.OwnedHandler dispatch) throws Exception {
         int n = 0;
         Pending h;
         while ((h = handoff.poll()) != null) {
             if (closed == null) {
-                handler.onFrame(h.kind(), new Frames.Reader(MemorySegment.ofArray(h.bytes())));
+                handler.onFrame(h.kind(), new Frames.Reader(h.bytes()));
             }
             n++;
         }
         flushPending();
-        int polled = in.poll(dispatch, POLL_FRAMES);
+        int polled = in.pollOwned(dispatch, POLL_FRAMES);
         if (polled < POLL_FRAMES || ++fullPolls >= AFTER_READS_POLLS) {
             fullPolls = 0;
             runAfterReads();
@@ -429,13 +433,13 @@ final class ColocatedConnection {
 
     /** Under the read role, the ring lent: {@link #readOwn}'s reads; why the connection is to close, or null. */
     private Status borrow(int streamId, java.util.function.BooleanSupplier ended, long maxNanos) {
-        MessageRing.Handler own = (kind, m) -> {
-            if (m.byteSize() >= 4 && m.get(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 0) == streamId) {
+        MessageRing.OwnedHandler own = (kind, m) -> {
+            if (m.length >= 4 && (int) FRAME_INT.get(m, 0) == streamId) {
                 if (closed == null) {
                     handler.onFrame(kind, new Frames.Reader(m));
                 }
             } else {
-                handoff.add(new Pending(kind, m.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))); // not ours to run
+                handoff.add(new Pending(kind, m)); // not ours to run
             }
         };
         java.util.function.BooleanSupplier stop = () -> closed != null || ended.getAsBoolean() || !handoff.isEmpty()
@@ -443,7 +447,7 @@ final class ColocatedConnection {
         long deadline = System.nanoTime() + maxNanos;
         try {
             while (!stop.getAsBoolean()) {
-                if (in.poll(own, 1) > 0) {
+                if (in.pollOwned(own, 1) > 0) {
                     continue;
                 }
                 long left = deadline - System.nanoTime();

@@ -33,7 +33,7 @@ abstract class FrameDispatch implements ColocatedConnection.Handler {
         switch (kind) {
             case Frames.MESSAGE -> {
                 boolean more = f.getByte("flags") == Frames.MORE;
-                byte[] bytes = f.rest();
+                Frames.Slice bytes = f.restSlice();
                 StreamFlow s = flowOf(id);
                 if (s != null) {
                     s.messageFrame(more, bytes);

@@ -43,6 +43,8 @@ final class Frames {
     static final int PING = 9;
     static final int PONG = 10;
     static final byte MORE = 1;
+    /** The bytes of a MESSAGE frame before its message's: the stream's id and the flags. */
+    static final int MESSAGE_HEADER = 5;
 
     private Frames() {
     }
@@ -61,10 +63,22 @@ final class Frames {
      * {@code off}, made in one array (a message is the one frame large enough to matter).
      */
     static byte[] message(int streamId, boolean more, byte[] message, int off, int n) {
-        byte[] f = new byte[5 + n];
-        ByteBuffer.wrap(f).order(ByteOrder.LITTLE_ENDIAN).putInt(streamId).put(more ? MORE : 0);
-        System.arraycopy(message, off, f, 5, n);
-        return f;
+        byte[] f = new byte[MESSAGE_HEADER + n];
+        System.arraycopy(message, off, f, MESSAGE_HEADER, n);
+        return messageHeader(f, streamId, more);
+    }
+
+    /** A MESSAGE frame's header (stream id, flags) written into the first {@link #MESSAGE_HEADER} bytes of {@code frame}. */
+    static byte[] messageHeader(byte[] frame, int streamId, boolean more) {
+        ByteBuffer.wrap(frame).order(ByteOrder.LITTLE_ENDIAN).putInt(streamId).put(more ? MORE : 0);
+        return frame;
+    }
+
+    /** {@code length} bytes of {@code array} from {@code offset}: a message, or a frame's share of one. */
+    record Slice(byte[] array, int offset, int length) {
+        java.io.InputStream stream() {
+            return new java.io.ByteArrayInputStream(array, offset, length);
+        }
     }
 
     /** Builds one frame's bytes. Not thread-safe. */
@@ -129,10 +143,19 @@ final class Frames {
     /** Reads one frame from the reader's own copy, each length checked. */
     static final class Reader {
         private final MemorySegment frame;
+        /** The array {@link #frame} is, where the reader owns one ({@link #restSlice} then copies nothing). */
+        private final byte[] array;
         private long pos;
 
         Reader(MemorySegment frame) {
             this.frame = frame;
+            this.array = null;
+        }
+
+        /** A frame in an array of its own, which the reader keeps (a slice of it may outlive the reader). */
+        Reader(byte[] frame) {
+            this.frame = MemorySegment.ofArray(frame);
+            this.array = frame;
         }
 
         private void need(long n, String what) throws ProtocolException {
@@ -172,6 +195,17 @@ final class Frames {
             String s = new String(frame.asSlice(pos, len).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
             pos += len;
             return s;
+        }
+
+        /** The rest of the frame: a slice of the frame's own array where it has one, else a copy. */
+        Slice restSlice() {
+            int at = (int) pos;
+            pos = frame.byteSize();
+            if (array != null) {
+                return new Slice(array, at, array.length - at);
+            }
+            byte[] b = frame.asSlice(at).toArray(ValueLayout.JAVA_BYTE);
+            return new Slice(b, 0, b.length);
         }
 
         /** The rest of the frame. */

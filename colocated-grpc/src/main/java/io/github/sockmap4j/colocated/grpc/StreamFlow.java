@@ -34,7 +34,7 @@ abstract class StreamFlow {
      */
     private boolean draining;
     // inbound
-    private final ArrayDeque<byte[]> inbox = new ArrayDeque<>();
+    private final ArrayDeque<Frames.Slice> inbox = new ArrayDeque<>();
     private ByteArrayOutputStream assembling;
     private long inboxBytes;
     private int requested;
@@ -66,25 +66,30 @@ abstract class StreamFlow {
 
     // ---- outbound ----
 
-    static byte[] readAll(InputStream message) throws IOException {
+    /**
+     * Reads the application's message into an array with {@link Frames#MESSAGE_HEADER} bytes free
+     * before it, where a message of one frame gets its header: sized as the stream says it is
+     * (protobuf's and a byte array's streams know), copied once, not again into a frame.
+     */
+    static Framed readFramed(InputStream message) throws IOException {
         try (message) {
+            Framed out = new Framed(message.available());
             if (message instanceof Drainable d) {
-                // a marshaller's stream knows its size (protobuf's does): drained into an array of it, not copied again
-                Exact out = new Exact(message.available());
                 d.drainTo(out);
-                return out.bytes();
+            } else {
+                out.readFrom(message);
             }
-            return message.readAllBytes();
+            return out;
         }
     }
 
-    /** An output stream into an array of the size expected, grown only where more comes. */
-    private static final class Exact extends java.io.OutputStream {
+    /** An output stream into an array of the size expected after a frame's header, grown only where more comes. */
+    static final class Framed extends java.io.OutputStream {
         private byte[] buf;
-        private int count;
+        private int count = Frames.MESSAGE_HEADER;
 
-        Exact(int expected) {
-            buf = new byte[Math.max(0, expected)];
+        Framed(int expected) {
+            buf = new byte[Frames.MESSAGE_HEADER + Math.max(0, expected)];
         }
 
         @Override
@@ -101,13 +106,37 @@ abstract class StreamFlow {
             count += len;
         }
 
+        /** Reads {@code in} to its end, straight into the array where it has room. */
+        void readFrom(InputStream in) throws IOException {
+            while (true) {
+                if (count == buf.length) {
+                    int b = in.read();
+                    if (b < 0) {
+                        return;
+                    }
+                    write(b);
+                }
+                int n = in.read(buf, count, buf.length - count);
+                if (n < 0) {
+                    return;
+                }
+                count += n;
+            }
+        }
+
         private void room(int n) {
             if (buf.length - count < n) {
                 buf = java.util.Arrays.copyOf(buf, Math.max(count + n, Math.max(32, buf.length * 2)));
             }
         }
 
-        byte[] bytes() {
+        /** The message's length. */
+        int length() {
+            return count - Frames.MESSAGE_HEADER;
+        }
+
+        /** The array, the message from {@link Frames#MESSAGE_HEADER}, exactly as long as they are. */
+        byte[] frame() {
             return count == buf.length ? buf : java.util.Arrays.copyOf(buf, count);
         }
     }
@@ -119,37 +148,45 @@ abstract class StreamFlow {
      * false where reading it failed (the caller cancels the stream).
      */
     final boolean writeMessage(InputStream message, io.grpc.internal.StatsTraceContext stats) {
-        byte[] m;
+        Framed m;
         try {
-            m = readAll(message);
+            m = readFramed(message);
         } catch (IOException e) {
             return false;
         }
         stats.outboundMessage(outboundSeq);
-        stats.outboundMessageSent(outboundSeq, m.length, m.length);
+        stats.outboundMessageSent(outboundSeq, m.length(), m.length());
         outboundSeq++;
-        sendMessage(m);
+        sendMessage(m.frame(), m.length());
         return true;
     }
 
-    /** Queues or sends one message in frames; false once the stream is done. */
-    final boolean sendMessage(byte[] message) {
-        int max = connection.maxFrame() - 5;
+    /**
+     * Queues or sends one message in frames; false once the stream is done. {@code framed} holds
+     * the message's {@code length} bytes after {@link Frames#MESSAGE_HEADER} free bytes: a message
+     * of one frame is sent in it.
+     */
+    final boolean sendMessage(byte[] framed, int length) {
+        int max = connection.maxFrame() - Frames.MESSAGE_HEADER;
         synchronized (lock) {
             if (done) {
                 return false;
             }
-            int off = 0;
-            boolean first = true;
-            do {
-                int n = Math.min(max, message.length - off);
-                boolean more = off + n < message.length;
-                byte[] f = Frames.message(id, more, message, off, n);
-                // quiet: gRPC follows a message with a flush, a half-close or trailers, which wake the reader
-                outbox.add(new Out(Frames.MESSAGE, f, first ? message.length : 0, null, true));
-                first = false;
-                off += n;
-            } while (off < message.length);
+            // quiet: gRPC follows a message with a flush, a half-close or trailers, which wake the reader
+            if (length <= max) {
+                outbox.add(new Out(Frames.MESSAGE, Frames.messageHeader(framed, id, false), length, null, true));
+            } else {
+                int off = 0;
+                boolean first = true;
+                do {
+                    int n = Math.min(max, length - off);
+                    boolean more = off + n < length;
+                    byte[] f = Frames.message(id, more, framed, Frames.MESSAGE_HEADER + off, n);
+                    outbox.add(new Out(Frames.MESSAGE, f, first ? length : 0, null, true));
+                    first = false;
+                    off += n;
+                } while (off < length);
+            }
         }
         drainOutbox();
         return true;
@@ -264,22 +301,22 @@ abstract class StreamFlow {
     // ---- inbound ----
 
     /** A MESSAGE frame's payload; a whole message goes to the inbox. */
-    final void messageFrame(boolean more, byte[] bytes) throws Frames.ProtocolException {
+    final void messageFrame(boolean more, Frames.Slice bytes) throws Frames.ProtocolException {
         synchronized (lock) {
             if (done) {
                 return;
             }
             if (assembling == null && !more) {
-                // the whole message in one frame (most are): taken as it came, no reassembly
-                if (bytes.length > maxInboundMessage) {
+                // the whole message in one frame (most are): taken where the reader copied it, no reassembly
+                if (bytes.length() > maxInboundMessage) {
                     throw new Frames.ProtocolException("a message on stream " + id + " larger than " + maxInboundMessage
                             + " bytes");
                 }
-                if (inboxBytes + unreturned + bytes.length > WINDOW + (long) maxInboundMessage) {
+                if (inboxBytes + unreturned + bytes.length() > WINDOW + (long) maxInboundMessage) {
                     throw new Frames.ProtocolException("stream " + id + " sent past its window");
                 }
                 inbox.add(bytes);
-                inboxBytes += bytes.length;
+                inboxBytes += bytes.length();
             } else {
                 if (!assemble(more, bytes)) {
                     return;
@@ -290,15 +327,15 @@ abstract class StreamFlow {
     }
 
     /** Under the lock: one frame of a message in several; true once the message is whole (in the inbox). */
-    private boolean assemble(boolean more, byte[] bytes) throws Frames.ProtocolException {
+    private boolean assemble(boolean more, Frames.Slice bytes) throws Frames.ProtocolException {
         if (assembling == null) {
-            assembling = new ByteArrayOutputStream(bytes.length);
+            assembling = new ByteArrayOutputStream(bytes.length());
         }
-        if ((long) assembling.size() + bytes.length > maxInboundMessage) {
+        if ((long) assembling.size() + bytes.length() > maxInboundMessage) {
             throw new Frames.ProtocolException("a message on stream " + id + " larger than " + maxInboundMessage
                     + " bytes");
         }
-        assembling.write(bytes, 0, bytes.length);
+        assembling.write(bytes.array(), bytes.offset(), bytes.length());
         if (inboxBytes + unreturned + assembling.size() > WINDOW + (long) maxInboundMessage) {
             throw new Frames.ProtocolException("stream " + id + " sent past its window");
         }
@@ -307,7 +344,7 @@ abstract class StreamFlow {
         }
         byte[] m = assembling.toByteArray();
         assembling = null;
-        inbox.add(m);
+        inbox.add(new Frames.Slice(m, 0, m.length));
         inboxBytes += m.length;
         return true;
     }
@@ -335,11 +372,11 @@ abstract class StreamFlow {
         int giveBack = 0;
         synchronized (lock) {
             while (requested > 0 && !inbox.isEmpty() && !done) {
-                byte[] m = inbox.poll();
-                inboxBytes -= m.length;
+                Frames.Slice m = inbox.poll();
+                inboxBytes -= m.length();
                 requested--;
-                unreturned += m.length;
-                InputStream s = new ByteArrayInputStream(m);
+                unreturned += m.length();
+                InputStream s = m.stream();
                 callbacks.executeLater(() -> listener().messagesAvailable(new SingleMessage(s)));
             }
             if (unreturned >= WINDOW / 4) {

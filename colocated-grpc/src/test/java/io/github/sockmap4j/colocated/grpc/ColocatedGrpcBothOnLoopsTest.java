@@ -36,7 +36,8 @@ class ColocatedGrpcBothOnLoopsTest extends ColocatedGrpcTest {
     @Override
     void afterStop() {
         try {
-            assertEquals(0, clientLoop.watching() + serverLoop.watching(), "no loop watches a bell once both ends shut down");
+            assertEquals(0, EpollTestLoop.watchingOnceNone(clientLoop, serverLoop),
+                    "no loop watches a bell once both ends shut down");
         } finally {
             clientLoop.close();
             serverLoop.close();

@@ -35,7 +35,7 @@ class ColocatedGrpcOnLoopTest extends ColocatedGrpcTest {
     @Override
     void afterStop() {
         try {
-            assertEquals(0, loop.watching(), "the loop watches no bell once the channel is shut down");
+            assertEquals(0, EpollTestLoop.watchingOnceNone(loop), "the loop watches no bell once the channel is shut down");
         } finally {
             loop.close();
         }

@@ -423,6 +423,40 @@ class ColocatedGrpcTest {
     }
 
     /**
+     * A message is read into the frame it is sent in, sized as its stream says: one whose stream
+     * says less than it holds, more, or nothing arrives whole, in one frame or in several.
+     */
+    @Test
+    void aMessageArrivesWholeWhateverItsStreamSaysOfItsSize() throws Exception {
+        java.util.Random random = new java.util.Random(7);
+        for (int size : new int[] {0, 1000, 300_000}) {
+            byte[] m = new byte[size];
+            random.nextBytes(m);
+            for (int says : new int[] {0, size / 2, size + 17}) {
+                MethodDescriptor.Marshaller<byte[]> lying = new MethodDescriptor.Marshaller<>() {
+                    @Override
+                    public InputStream stream(byte[] value) {
+                        return new java.io.FilterInputStream(new ByteArrayInputStream(value)) {
+                            @Override
+                            public int available() {
+                                return says;
+                            }
+                        };
+                    }
+
+                    @Override
+                    public byte[] parse(InputStream stream) {
+                        return BYTES.parse(stream);
+                    }
+                };
+                MethodDescriptor<byte[], byte[]> echo = ECHO.toBuilder(lying, BYTES).build();
+                assertArrayEquals(m, ClientCalls.blockingUnaryCall(channel, echo,
+                        CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), m), size + " B said to be " + says);
+            }
+        }
+    }
+
+    /**
      * A unary call is one batch each way, blocking or not: its headers, message and half-close
      * wake the server once, and the reply's headers, message and trailers the client once, with
      * gRPC's retries on (the channel's default), whose stream flushes after every message.

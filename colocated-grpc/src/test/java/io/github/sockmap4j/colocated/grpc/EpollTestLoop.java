@@ -136,6 +136,24 @@ final class EpollTestLoop implements ReadLoop, AutoCloseable {
         return watched.size();
     }
 
+    /**
+     * How many descriptors the loop watches once none is, or after 10 s: a connection's end takes
+     * its bell out as it closes, which may be just after its transport said it terminated.
+     */
+    static int watchingOnceNone(EpollTestLoop... loops) {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            int n = 0;
+            for (EpollTestLoop l : loops) {
+                n += l.watching();
+            }
+            if (n == 0 || System.nanoTime() > deadline) {
+                return n;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
     String threadName() {
         return thread.getName();
     }
