@@ -15,10 +15,8 @@ import java.util.logging.Logger;
  * One co-located connection: a region's two rings, the thread that reads the inbound one and
  * hands each frame to {@link #handler}, and the writes onto the outbound one.
  *
- * <p>Writes come from any thread, one at a time under a lock; a writer that finds the ring full
- * waits for room. The reading thread never waits to write (it would stop draining, and a peer in
- * the same state would never make room): what it cannot write at once waits in order, and whoever
- * writes next, or the reader between reads, sends it first.
+ * <p>Writes come from any thread ({@link FrameWriter}): one at a time, a writer that finds the
+ * ring full waits for room, and the reading side never waits.
  *
  * <p>The reader sleeps on the ring's futex as soon as the ring is empty (or polls first for
  * {@link #SPIN_NANOS}, where set), and the writer wakes it once.
@@ -49,9 +47,6 @@ final class ColocatedConnection {
      * idle readers (each wake about 100 µs, with cold code), 60 s is a twelfth of that.
      */
     private static final long READER_SLEEP_NANOS = TimeUnit.SECONDS.toNanos(60);
-    /** How long a writer waiting for room sleeps before it looks whether the connection closed. */
-    private static final long SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
-    private static final long WRITE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
     /** Frames the reader takes a poll. */
     private static final int POLL_FRAMES = 64;
     /** Full polls after which the reader runs {@link #afterReads} tasks even though the ring is not drained. */
@@ -67,14 +62,14 @@ final class ColocatedConnection {
 
     private final SharedRegion region;
     private final String name;
-    private final MessageRing.Writer out;
     private final MessageRing.Reader in;
     private final int maxFrame;
-    private final ReentrantLock writeLock = new ReentrantLock();
+    /** The outbound ring's writes; null for a connection that ended before it began. */
+    private final FrameWriter writer;
     /**
      * Held by whoever reads the inbound ring now (one at a time): the reader's thread between its
      * sleeps, or a borrower ({@link #readOwn}). The unmapping takes it too, so that a borrower
-     * never reads an unmapped ring. Taken before {@link #writeLock}, never after it.
+     * never reads an unmapped ring. Taken before the writer's lock ({@link FrameWriter#lock}), never after it.
      */
     private final ReentrantLock readRole = new ReentrantLock();
     /** Frames a borrower read that were not its stream's, for the reader's thread to dispatch first, in order. */
@@ -83,7 +78,6 @@ final class ColocatedConnection {
     private static final java.util.concurrent.atomic.LongAdder CALLER_READS = new java.util.concurrent.atomic.LongAdder();
     /** The reader's full polls in a row (under the read role). */
     private int fullPolls;
-    private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
     private volatile Handler handler;
     private volatile Thread reader;
     /** The loop that reads, where one was given and the ring has a bell; null: a thread of its own. */
@@ -119,18 +113,18 @@ final class ColocatedConnection {
     ColocatedConnection(SharedRegion region, String name, ReadLoop loop) {
         this.region = region;
         this.name = name;
-        this.out = region.outbound().writer();
         this.in = region.inbound().reader();
         this.maxFrame = region.outbound().maxMessage();
+        this.writer = new FrameWriter(this, region.outbound().writer(), maxFrame);
         this.onLoop = loop != null && region.inbound().bell() >= 0 ? new LoopReader(this, loop) : null;
     }
 
     private ColocatedConnection(String name, Status ended) {
         this.region = null;
         this.name = name;
-        this.out = null;
         this.in = null;
         this.maxFrame = 0;
+        this.writer = null;
         this.closed = ended;
         this.onLoop = null;
     }
@@ -253,11 +247,11 @@ final class ColocatedConnection {
             in.awake();
             return LoopReader.After.AGAIN;
         }
-        return pending.isEmpty() ? LoopReader.After.IDLE : LoopReader.After.WRITES_WAIT;
+        return writer.hasPending() ? LoopReader.After.WRITES_WAIT : LoopReader.After.IDLE;
     }
 
     /** Whether the calling thread is the loop that reads this connection (there, a write never waits). */
-    private boolean onReadingLoop() {
+    boolean onReadingLoop() {
         return onLoop != null && onLoop.inLoop();
     }
 
@@ -310,7 +304,7 @@ final class ColocatedConnection {
     }
 
     /** Whether the calling thread reads the ring now: the reader's thread between sleeps, or a borrower. */
-    private boolean isReading() {
+    boolean isReading() {
         return readRole.isHeldByCurrentThread();
     }
 
@@ -340,7 +334,7 @@ final class ColocatedConnection {
                     Thread.onSpinWait();
                     continue;
                 }
-                in.awaitMessages(pending.isEmpty() ? READER_SLEEP_NANOS : TimeUnit.MILLISECONDS.toNanos(1),
+                in.awaitMessages(writer.hasPending() ? TimeUnit.MILLISECONDS.toNanos(1) : READER_SLEEP_NANOS,
                         () -> closed != null || region.peerClosed() || !afterReads.isEmpty() || !handoff.isEmpty());
             }
         } catch (RingCorruptException | Frames.ProtocolException e) {
@@ -369,7 +363,7 @@ final class ColocatedConnection {
             }
             n++;
         }
-        flushPending();
+        writer.flushPending();
         int polled = in.pollOwned(dispatch, POLL_FRAMES);
         if (polled < POLL_FRAMES || ++fullPolls >= AFTER_READS_POLLS) {
             fullPolls = 0;
@@ -410,7 +404,7 @@ final class ColocatedConnection {
             } finally {
                 in.giveBack(); // then looked at: what the writer published while it saw us awake woke nobody
             }
-            wakeReader = in.hasMessages() || !handoff.isEmpty() || !afterReads.isEmpty() || !pending.isEmpty()
+            wakeReader = in.hasMessages() || !handoff.isEmpty() || !afterReads.isEmpty() || writer.hasPending()
                     || region.peerClosed();
         } finally {
             readRole.unlock();
@@ -467,23 +461,18 @@ final class ColocatedConnection {
     }
 
     /**
-     * Writes one frame, after any frame still waiting: from the reader thread without waiting
-     * (left in order for later if the ring is full), from any other thread waiting for room.
+     * Writes one frame, after any frame still waiting: from the reader without waiting (left in
+     * order for later if the ring is full), from any other thread waiting for room ({@link FrameWriter}).
      *
      * @return false when the connection is closed (nothing written)
      */
     boolean write(int kind, byte[] frame) {
-        return write(kind, frame, true);
+        return writer != null && writer.write(kind, frame, true);
     }
 
-    /**
-     * As {@link #write(int, byte[])}, without waking the reader now: for a frame that more of its
-     * batch follows (a call's headers before its message, a message before its half-close or
-     * trailers), which then wakes it once, or {@link #flush()} does. Where the frame has to wait
-     * for room (or, on the reader's thread, for the lock), the reader is woken as for any frame.
-     */
+    /** As {@link #write(int, byte[])}, without waking the reader now ({@link FrameWriter#write}). */
     boolean writeQuiet(int kind, byte[] frame) {
-        return write(kind, frame, false);
+        return writer != null && writer.write(kind, frame, false);
     }
 
     /** Wakes the other end's reader if it sleeps: the end of a batch written with {@link #writeQuiet}. */
@@ -491,152 +480,22 @@ final class ColocatedConnection {
         if (closed != null || region == null) {
             return;
         }
-        if (isReading()) {
-            out.wakeIfAsleep(); // the region stays mapped while the read role is held: the unmapping takes it
-            return;
-        }
-        whileMapped(out::wakeIfAsleep);
+        writer.flush(isReading());
     }
 
     /** Runs {@code r}, a native call on the mapping, under the lock the unmapping takes, unless it is unmapped. */
     private void whileMapped(Runnable r) {
-        writeLock.lock();
-        try {
-            if (!unmapped.get()) {
-                r.run();
-            }
-        } finally {
-            writeLock.unlock();
-        }
+        writer.whileMapped(r);
     }
 
-    private boolean write(int kind, byte[] frame, boolean wake) {
-        if (frame.length > maxFrame) {
-            throw new IllegalArgumentException("a frame of " + frame.length + " bytes; at most " + maxFrame);
-        }
-        if (closed != null) {
-            return false;
-        }
-        boolean reading = isReading();
-        if (reading || onReadingLoop()) {
-            // a handler or callback run by the reader (a direct executor), or other work of the loop that reads:
-            // never waits, so never for the lock
-            if (!wake && pending.isEmpty() && tryUnderLock(() -> offer(kind, frame, false))) {
-                return true;
-            }
-            if (closed != null) {
-                return false;
-            }
-            pending.add(new Pending(kind, frame));
-            flushPending();
-            if (!reading && !pending.isEmpty() && closed == null) {
-                onLoop.retryLater(); // not in a pass, which would look at them as it ends
-            }
-            return true;
-        }
-        Status failure;
-        writeLock.lock();
-        try {
-            if (unmapped.get()) {
-                return false;
-            }
-            if (pending.isEmpty() && offer(kind, frame, wake)) {
-                failure = null;
-            } else {
-                pending.add(new Pending(kind, frame));
-                failure = drainBlocking();
-            }
-        } catch (RingCorruptException e) {
-            failure = corrupt(e);
-        } finally {
-            writeLock.unlock();
-        }
-        if (failure != null) {
-            close(failure); // never under the lock: the reader takes it to unmap as it ends
-            return false;
-        }
-        if (!pending.isEmpty()) {
-            flushPending();
-        }
-        return closed == null;
+    /** The loop looks again within a millisecond for writes that wait (where a loop reads). */
+    void retryWritesLater() {
+        onLoop.retryLater();
     }
 
-    private Status corrupt(RingCorruptException e) {
-        return Status.UNAVAILABLE.withDescription("co-located connection " + name + " closed: " + e.getMessage());
-    }
-
-    /** Under the write lock: one frame into the ring if it fits now, waking the reader where {@code wake}. */
-    private boolean offer(int kind, byte[] frame, boolean wake) throws RingCorruptException {
-        return out.offer(kind, MemorySegment.ofArray(frame), 0, frame.length, wake); // copied once, into the ring
-    }
-
-    /** Under the write lock: every waiting frame out, waiting for room; why it could not, or null. */
-    private Status drainBlocking() throws RingCorruptException {
-        long start = System.nanoTime();
-        Pending p;
-        while (closed == null && (p = pending.peek()) != null) {
-            if (offer(p.kind(), p.bytes(), true)) {
-                pending.poll();
-                start = System.nanoTime();
-                continue;
-            }
-            out.wakeIfAsleep(); // what quiet writes left in the ring is what its reader must take to make room
-            out.awaitSpace(p.bytes().length, SLEEP_NANOS);
-            if (System.nanoTime() - start > WRITE_TIMEOUT_NANOS) {
-                return Status.UNAVAILABLE.withDescription("co-located connection " + name + ": the peer took nothing "
-                        + "for " + TimeUnit.NANOSECONDS.toSeconds(WRITE_TIMEOUT_NANOS) + " s");
-            }
-        }
-        return null;
-    }
-
-    /** Whatever waiting frames fit now, in order, if no other thread is writing. */
-    private void flushPending() {
-        boolean emptied = true;
-        while (emptied && !pending.isEmpty() && closed == null) {
-            emptied = tryUnderLock(() -> {
-                Pending p;
-                while ((p = pending.peek()) != null && offer(p.kind(), p.bytes(), true)) {
-                    pending.poll();
-                }
-                if (pending.isEmpty()) {
-                    return true; // another thread may have queued one since: looked at again
-                }
-                out.wakeIfAsleep(); // what quiet writes left there must be taken first
-                return false; // full: the reader comes back within a millisecond, a writer waits for room
-            });
-        }
-    }
-
-    /** A write to the ring, under the write lock. */
-    @FunctionalInterface
-    private interface RingWrite {
-        boolean run() throws RingCorruptException;
-    }
-
-    /**
-     * Runs {@code w} if the write lock is free and the region still mapped, without waiting; a ring
-     * the peer corrupted closes the connection (after the lock is released: the reader takes it to
-     * unmap as it ends).
-     *
-     * @return what {@code w} returned; false where it did not run or the ring was corrupt
-     */
-    private boolean tryUnderLock(RingWrite w) {
-        if (!writeLock.tryLock()) {
-            return false;
-        }
-        Status failure = null;
-        try {
-            return !unmapped.get() && w.run();
-        } catch (RingCorruptException e) {
-            failure = corrupt(e);
-            return false;
-        } finally {
-            writeLock.unlock();
-            if (failure != null) {
-                close(failure);
-            }
-        }
+    /** Whether the region is unmapped (or being unmapped): nothing may touch it then. */
+    boolean isUnmapped() {
+        return unmapped.get();
     }
 
     /** Ends the connection once: stops the reader, tells the handler, unmaps the region. */
@@ -683,14 +542,14 @@ final class ColocatedConnection {
         }
         readRole.lock(); // a borrower still reading stops as it sees the end, and gives the role back
         try {
-            writeLock.lock();
+            writer.lock.lock();
             try {
                 region.markClosed();
                 if (onLoop == null) {
                     region.close();
                 }
             } finally {
-                writeLock.unlock();
+                writer.lock.unlock();
             }
         } finally {
             readRole.unlock();
