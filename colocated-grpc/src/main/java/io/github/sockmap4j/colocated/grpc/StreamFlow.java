@@ -135,6 +135,11 @@ abstract class StreamFlow {
             return count - Frames.MESSAGE_HEADER;
         }
 
+        /** The array, the message from {@link Frames#MESSAGE_HEADER}; it may be longer than they are. */
+        byte[] array() {
+            return buf;
+        }
+
         /** The array, the message from {@link Frames#MESSAGE_HEADER}, exactly as long as they are. */
         byte[] frame() {
             return count == buf.length ? buf : java.util.Arrays.copyOf(buf, count);
@@ -157,16 +162,16 @@ abstract class StreamFlow {
         stats.outboundMessage(outboundSeq);
         stats.outboundMessageSent(outboundSeq, m.length(), m.length());
         outboundSeq++;
-        sendMessage(m.frame(), m.length());
+        sendMessage(m);
         return true;
     }
 
     /**
-     * Queues or sends one message in frames; false once the stream is done. {@code framed} holds
-     * the message's {@code length} bytes after {@link Frames#MESSAGE_HEADER} free bytes: a message
-     * of one frame is sent in it.
+     * Queues or sends one message in frames; false once the stream is done. A message of one
+     * frame is sent in the array it was read into.
      */
-    final boolean sendMessage(byte[] framed, int length) {
+    private boolean sendMessage(Framed m) {
+        int length = m.length();
         int max = connection.maxFrame() - Frames.MESSAGE_HEADER;
         synchronized (lock) {
             if (done) {
@@ -174,14 +179,14 @@ abstract class StreamFlow {
             }
             // quiet: gRPC follows a message with a flush, a half-close or trailers, which wake the reader
             if (length <= max) {
-                outbox.add(new Out(Frames.MESSAGE, Frames.messageHeader(framed, id, false), length, null, true));
+                outbox.add(new Out(Frames.MESSAGE, Frames.messageHeader(m.frame(), id, false), length, null, true));
             } else {
                 int off = 0;
                 boolean first = true;
                 do {
                     int n = Math.min(max, length - off);
                     boolean more = off + n < length;
-                    byte[] f = Frames.message(id, more, framed, Frames.MESSAGE_HEADER + off, n);
+                    byte[] f = Frames.message(id, more, m.array(), Frames.MESSAGE_HEADER + off, n);
                     outbox.add(new Out(Frames.MESSAGE, f, first ? length : 0, null, true));
                     first = false;
                     off += n;
