@@ -18,13 +18,18 @@ public final class ColocatedMetrics implements MeterBinder {
     public ColocatedMetrics() {
     }
 
+    /**
+     * Registers the meters. Their state is {@link ColocatedGrpc}'s class, not this binder: a
+     * registry holds a function counter's state weakly, and {@code new ColocatedMetrics().bindTo(registry)}
+     * keeps no binder alive.
+     */
     @Override
     public void bindTo(MeterRegistry registry) {
-        FunctionCounter.builder("sockmap4j.colocated.agreements", this, m -> ColocatedGrpc.upgrades())
+        FunctionCounter.builder("sockmap4j.colocated.agreements", ColocatedGrpc.class, c -> ColocatedGrpc.upgrades())
                 .description("co-located gRPC agreements of this process, either end, by outcome")
                 .tag("outcome", "upgraded").register(registry);
         for (Fallback f : Fallback.values()) {
-            FunctionCounter.builder("sockmap4j.colocated.agreements", this, m -> ColocatedGrpc.fallbacks().get(f))
+            FunctionCounter.builder("sockmap4j.colocated.agreements", ColocatedGrpc.class, c -> ColocatedGrpc.fallbacks().get(f))
                     .description("co-located gRPC agreements of this process, either end, by outcome")
                     .tag("outcome", f.name().toLowerCase(Locale.ROOT)).register(registry);
         }

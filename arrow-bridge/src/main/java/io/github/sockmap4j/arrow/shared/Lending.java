@@ -97,13 +97,15 @@ public final class Lending {
         return LAST.get(reason);
     }
 
-    /** Counts an end's outcome, and says a fallback in the log. */
+    /** Counts an end's outcome, says it in JFR ({@link LendingEvent}), and a fallback in the log. */
     private static <T> Agreed<T> counted(Agreed<T> a, SocketChannel channel) {
         if (a.lent()) {
             LENT.increment();
+            LendingEvent.emit("LENT", String.valueOf(channel));
         } else {
             FALLBACKS.get(a.reason()).increment();
             LAST.put(a.reason(), a.why());
+            LendingEvent.emit(a.reason().name(), a.why());
             LOG.info("Arrow batches are not lent on {} ({}: {}): they go through the connection.", channel, a.reason(),
                     a.why());
         }

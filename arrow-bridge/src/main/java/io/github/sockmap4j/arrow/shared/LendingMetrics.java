@@ -17,19 +17,24 @@ public final class LendingMetrics implements MeterBinder {
     public LendingMetrics() {
     }
 
+    /**
+     * Registers the meters. Their state is the counting classes, not this binder: a registry holds
+     * a function counter's state weakly, and {@code new LendingMetrics().bindTo(registry)} keeps no
+     * binder alive.
+     */
     @Override
     public void bindTo(MeterRegistry registry) {
         String agreements = "sockmap4j.arrow.lending.agreements";
         String what = "Arrow lending agreements of this process, either end, by outcome";
-        FunctionCounter.builder(agreements, this, m -> Lending.lentAgreements()).description(what)
+        FunctionCounter.builder(agreements, Lending.class, c -> Lending.lentAgreements()).description(what)
                 .tag("outcome", "lent").register(registry);
         for (Lending.Reason r : Lending.Reason.values()) {
-            FunctionCounter.builder(agreements, this, m -> Lending.fallbacks().get(r)).description(what)
+            FunctionCounter.builder(agreements, Lending.class, c -> Lending.fallbacks().get(r)).description(what)
                     .tag("outcome", r.name().toLowerCase(Locale.ROOT)).register(registry);
         }
-        FunctionCounter.builder("sockmap4j.arrow.lending.batches", this, m -> BatchSender.batchesLent())
+        FunctionCounter.builder("sockmap4j.arrow.lending.batches", BatchSender.class, c -> BatchSender.batchesLent())
                 .description("Arrow batches this process lent by reference").register(registry);
-        FunctionCounter.builder("sockmap4j.arrow.lending.bytes", this, m -> BatchSender.bytesLent())
+        FunctionCounter.builder("sockmap4j.arrow.lending.bytes", BatchSender.class, c -> BatchSender.bytesLent())
                 .description("bytes of the Arrow batches this process lent by reference, which no socket carried")
                 .baseUnit("bytes").register(registry);
     }
