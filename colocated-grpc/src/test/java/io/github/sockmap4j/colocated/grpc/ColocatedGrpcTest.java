@@ -69,6 +69,8 @@ class ColocatedGrpcTest {
     static final MethodDescriptor<byte[], byte[]> FAIL = method("Fail", MethodDescriptor.MethodType.UNARY);
     static final MethodDescriptor<byte[], byte[]> HANG = method("Hang", MethodDescriptor.MethodType.UNARY);
     static final MethodDescriptor<byte[], byte[]> SPRAY = method("Spray", MethodDescriptor.MethodType.SERVER_STREAMING);
+    static final MethodDescriptor<byte[], byte[]> READY_SPRAY = method("ReadySpray",
+            MethodDescriptor.MethodType.SERVER_STREAMING);
     static final MethodDescriptor<byte[], byte[]> SUM = method("Sum", MethodDescriptor.MethodType.CLIENT_STREAMING);
     static final MethodDescriptor<byte[], byte[]> BIDI = method("Bidi", MethodDescriptor.MethodType.BIDI_STREAMING);
     static final Metadata.Key<String> TEXT = Metadata.Key.of("x-test", Metadata.ASCII_STRING_MARSHALLER);
@@ -118,6 +120,23 @@ class ColocatedGrpcTest {
                             o.onNext(m);
                         }
                         if (!o.isCancelled()) {
+                            o.onCompleted();
+                        }
+                    });
+                }))
+                .addMethod(READY_SPRAY, ServerCalls.asyncServerStreamingCall((req, out) -> {
+                    // as a server streaming much should: only while the call is ready, from its onReady
+                    ServerCallStreamObserver<byte[]> o = (ServerCallStreamObserver<byte[]>) out;
+                    int n = ByteBuffer.wrap(req).getInt();
+                    byte[] m = new byte[ByteBuffer.wrap(req).getInt(4)];
+                    int[] sent = {0};
+                    o.setOnReadyHandler(() -> {
+                        while (sent[0] < n && o.isReady()) {
+                            o.onNext(m);
+                            sent[0]++;
+                        }
+                        if (sent[0] == n) {
+                            sent[0]++;
                             o.onCompleted();
                         }
                     });
@@ -419,6 +438,26 @@ class ColocatedGrpcTest {
             }
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /**
+     * A server that sends only while its call is ready (from onReady, as a server streaming much
+     * should) streams 1,024 messages of 64 KiB, 64 MiB, to a blocking caller, several calls in a row:
+     * the window it waits for always comes back.
+     */
+    @Test
+    void aServerSendingOnlyWhileReadyStreamsToTheEnd() {
+        for (int call = 0; call < 4; call++) {
+            Iterator<byte[]> it = ClientCalls.blockingServerStreamingCall(channel, READY_SPRAY,
+                    CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS),
+                    ByteBuffer.allocate(8).putInt(1024).putInt(64 * 1024).array());
+            int n = 0;
+            while (it.hasNext()) {
+                assertEquals(64 * 1024, it.next().length);
+                n++;
+            }
+            assertEquals(1024, n, "call " + call);
         }
     }
 
