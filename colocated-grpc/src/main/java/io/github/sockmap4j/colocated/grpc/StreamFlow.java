@@ -33,6 +33,13 @@ abstract class StreamFlow {
      * reader's as the window opens) would each take a frame and write it in either order.
      */
     private boolean draining;
+    /**
+     * Whether the listener is owed an onReady: someone was told the stream is not ready ({@link
+     * #isReady}), or the window ran out, since it was last told. Readiness also ends for a moment
+     * while another thread drains a message just queued, and comes back without a window frame:
+     * an application that stops writing on a false isReady is told whichever way it comes back.
+     */
+    private boolean owesOnReady;
     // inbound
     private final ArrayDeque<Frames.Slice> inbox = new ArrayDeque<>();
     private ByteArrayOutputStream assembling;
@@ -237,12 +244,16 @@ abstract class StreamFlow {
                     } else {
                         outbox.poll();
                         sendWindow -= next.messageBytes();
+                        if (sendWindow <= 0) {
+                            owesOnReady = true;
+                        }
                     }
                 }
                 if (stopped) {
                     if (next != null && quiet) {
                         connection.flush(); // the window stopped a batch
                     }
+                    notifyIfReady(); // this thread may have sent what another queued, and told not ready meanwhile
                     return quiet;
                 }
                 if (!(next.quiet() ? connection.writeQuiet(next.kind(), next.frame())
@@ -268,9 +279,7 @@ abstract class StreamFlow {
         if (bytes <= 0) {
             throw new Frames.ProtocolException("a window of " + bytes + " bytes on stream " + id);
         }
-        boolean wasReady;
         synchronized (lock) {
-            wasReady = readyLocked();
             sendWindow += bytes;
             if (sendWindow > WINDOW) {
                 throw new Frames.ProtocolException("stream " + id + "'s window given back past what was sent");
@@ -281,16 +290,30 @@ abstract class StreamFlow {
             // before them, so their batch ends here
             connection.flush();
         }
-        if (!wasReady && isReady()) {
-            callbacks.execute(() -> listener().onReady());
+        notifyIfReady();
+    }
+
+    /** Tells the listener onReady where it is owed one and the stream is ready now. */
+    private void notifyIfReady() {
+        synchronized (lock) {
+            if (!owesOnReady || !readyLocked()) {
+                return;
+            }
+            owesOnReady = false;
         }
+        callbacks.execute(() -> listener().onReady());
     }
 
     /** The stream can take messages now: tells the listener once, as a transport does when a stream is made. */
     final void readyOnStart() {
-        if (isReady()) {
-            callbacks.execute(() -> listener().onReady());
+        synchronized (lock) {
+            if (!readyLocked()) {
+                owesOnReady = true;
+                return;
+            }
+            owesOnReady = false;
         }
+        callbacks.execute(() -> listener().onReady());
     }
 
     private boolean readyLocked() {
@@ -299,7 +322,11 @@ abstract class StreamFlow {
 
     final boolean isReady() {
         synchronized (lock) {
-            return readyLocked();
+            boolean ready = readyLocked();
+            if (!ready) {
+                owesOnReady = true;
+            }
+            return ready;
         }
     }
 
