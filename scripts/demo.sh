@@ -33,8 +33,13 @@ enter_child_cgroup sockmap4j-demo
 java_flags=(--enable-native-access=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
   --sun-misc-unsafe-memory-access=allow)
 # COLOCATED=true: the fast path's stages agree on co-located connections where they can
-# (-Dsockmap4j.colocated=true; docs/colocated.md): on one loopback, not between pods
-[ "${COLOCATED:-false}" = true ] && java_flags+=(-Dsockmap4j.colocated=true)
+# (-Dsockmap4j.colocated=true; docs/colocated.md), between pods through a broker directory all the
+# stages are given (as pods that mount one directory), removed afterwards
+if [ "${COLOCATED:-false}" = true ]; then
+  broker_dir=$(mktemp -d /tmp/sm4j-demo-broker.XXXXXX)
+  trap 'rc=$?; rm -rf "$broker_dir"; leave_child_cgroup $rc' EXIT
+  java_flags+=(-Dsockmap4j.colocated=true "-Dsockmap4j.colocated.brokerDir=$broker_dir")
+fi
 rc=0
 case ${1:-} in
   echo)

@@ -219,6 +219,11 @@ public final class Handover {
         NoListenerException(Path socket, IOException cause) {
             super("nothing listens at " + socket + " as seen from this process (" + cause.getMessage() + ")", cause);
         }
+
+        /** As the one it was told, with what the caller adds (where else it looked, what to do). */
+        public NoListenerException(String message, NoListenerException cause) {
+            super(message, cause);
+        }
     }
 
     /** This process's effective uid: what a listener's rule compares an offerer's with. */
@@ -263,14 +268,19 @@ public final class Handover {
      */
     public static final class Listener implements AutoCloseable {
         private final UnixListener socket;
-        private final Map<String, Expected> expected = new ConcurrentHashMap<>();
+        private final Map<String, Expected> expected;
+        /** Whether this listener owns {@link #expected} (not one made by {@link #alsoAt}). */
+        private final boolean owner;
+        private volatile boolean closed;
 
         private record Expected(byte[] nonce, long capacity, long maxHeap, IntPredicate allowed,
                                 CompletableFuture<Received> result) {
         }
 
-        private Listener(UnixListener socket) {
+        private Listener(UnixListener socket, Map<String, Expected> expected, boolean owner) {
             this.socket = socket;
+            this.expected = expected;
+            this.owner = owner;
         }
 
         /**
@@ -279,11 +289,26 @@ public final class Handover {
          * in this network namespace and gone with the process.
          */
         public static Listener listen(Path path) throws IOException {
-            return new Listener(UnixListener.listen(path));
+            return new Listener(UnixListener.listen(path), new ConcurrentHashMap<>(), true);
+        }
+
+        /**
+         * A second socket for this listener's expectations, at {@code path}: an offer is taken at
+         * either, each expectation still answered once (an expectation made with either is this
+         * one's). Its own {@link #acceptOne} takes the offers that come there; closing it closes
+         * only its socket (and removes its file), closing this one ends the expectations too.
+         */
+        public Listener alsoAt(Path path) throws IOException {
+            return new Listener(UnixListener.listen(path), expected, false);
         }
 
         public Path path() {
             return socket.path();
+        }
+
+        /** Whether {@link #close} was called: {@link #acceptOne} takes nothing more. */
+        public boolean isClosed() {
+            return closed;
         }
 
         /**
@@ -408,9 +433,12 @@ public final class Handover {
 
         @Override
         public void close() {
+            closed = true;
             socket.close();
-            expected.values().forEach(e -> e.result().cancel(false));
-            expected.clear();
+            if (owner) {
+                expected.values().forEach(e -> e.result().cancel(false));
+                expected.clear();
+            }
         }
     }
 }

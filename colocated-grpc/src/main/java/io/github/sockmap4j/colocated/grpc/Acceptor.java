@@ -1,5 +1,6 @@
 package io.github.sockmap4j.colocated.grpc;
 
+import io.github.sockmap4j.colocated.BrokerDirectory;
 import io.github.sockmap4j.colocated.Handover;
 import io.github.sockmap4j.colocated.SharedRegion;
 import io.grpc.Attributes;
@@ -39,8 +40,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Who may use it: any client of the server may call {@code Agree} (it learns a nonce and where
  * the hand-over listens, nothing a call could not reach already); only a process of this process's
- * uid, in this network namespace (the hand-over's socket is an abstract name), that proves the
- * nonce gets a co-located connection, one per TCP connection. What it moves: that TCP connection's
+ * uid that reaches the hand-over's socket (an abstract name: this network namespace; or its file in
+ * the broker directory, {@link ColocatedGrpc#BROKER_DIR}, which only pods that mount it reach) and
+ * proves the nonce gets a co-located connection, one per TCP connection. What it moves: that TCP connection's
  * calls, into this same server through the door its TCP connections use ({@link ServerDoor}), with
  * that connection's attributes (addresses, TLS session) and {@link ColocatedGrpc#TRANSPORT_ATTR_COLOCATED}.
  * When the TCP connection ends, so does its co-located connection.
@@ -175,6 +177,10 @@ final class Acceptor {
             LOG.warn("No co-located connections: the hand-over could not listen ({}).", e.getMessage());
             return new Agreement.Decline(Fallback.NO_BROKER, "the server's hand-over could not listen");
         }
+        String dir = System.getProperty(ColocatedGrpc.BROKER_DIR);
+        if (dir != null && !dir.isBlank()) {
+            broker.alsoIn(dir); // where it cannot, said once; the abstract socket still serves this namespace
+        }
         if (pending.incrementAndGet() > MAX_PENDING) {
             pending.decrementAndGet();
             return new Agreement.Decline(Fallback.BUSY, MAX_PENDING + " agreements wait for their regions");
@@ -249,12 +255,17 @@ final class Acceptor {
 
     /**
      * The process's hand-over listener: an abstract Unix socket (seen only in this network
-     * namespace, gone with the process), with one daemon thread that takes offers.
+     * namespace, gone with the process), with one daemon thread that takes offers; and, for each
+     * broker directory named ({@link ColocatedGrpc#BROKER_DIR}), the same listener's socket as a
+     * file there, with a thread of its own, removed as the process exits (one killed leaves it to
+     * the next listener's sweep).
      */
     static final class Broker {
         private static Broker instance;
         final Handover.Listener listener;
         final String name;
+        /** By directory: its socket there, or null where the directory refused it (said once). Under the broker's lock. */
+        private final Map<String, BrokerDirectory.Placed> directories = new java.util.HashMap<>();
 
         private Broker(Handover.Listener listener, String name) {
             this.listener = listener;
@@ -265,19 +276,64 @@ final class Acceptor {
             if (instance == null) {
                 byte[] r = new byte[8];
                 RANDOM.nextBytes(r);
-                String name = "@sockmap4j-colocated-" + ProcessHandle.current().pid() + "-" + HexFormat.of().formatHex(r);
+                String name = "@" + BrokerDirectory.PREFIX + ProcessHandle.current().pid() + "-" + HexFormat.of().formatHex(r);
                 Broker b = new Broker(Handover.Listener.listen(Path.of(name)), name);
-                Thread.ofPlatform().daemon().name("sockmap4j-colocated-handover").start(b::run);
+                Thread.ofPlatform().daemon().name("sockmap4j-colocated-handover").start(() -> run(b.listener));
+                Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().unstarted(b::closeDirectories));
                 instance = b;
             }
             return instance;
         }
 
-        private void run() {
-            while (true) {
+        /** Listens in {@code dir} too, from now on; false where the directory cannot take the socket (logged once). */
+        synchronized boolean alsoIn(String dir) {
+            if (directories.containsKey(dir)) {
+                return directories.get(dir) != null;
+            }
+            try {
+                BrokerDirectory d = BrokerDirectory.prepare(Path.of(dir));
+                int swept = d.sweep();
+                if (swept > 0) {
+                    LOG.info("Removed {} co-located hand-over socket(s) that processes which ended left in {}.", swept,
+                            d.path());
+                }
+                BrokerDirectory.Placed p = d.place(listener, name.substring(1));
+                directories.put(dir, p);
+                Thread.ofPlatform().daemon().name("sockmap4j-colocated-handover-dir").start(() -> run(p.listener()));
+                return true;
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("Co-located connections from other network namespaces (pods) cannot reach this server: "
+                        + "-D{}={}: {}", ColocatedGrpc.BROKER_DIR, dir, e.getMessage());
+                directories.put(dir, null);
+                return false;
+            }
+        }
+
+        /** Stops listening in {@code dir} and removes the socket there (for tests: a process leaves its directories as it exits). */
+        static synchronized void leave(String dir) {
+            if (instance != null) {
+                synchronized (instance) {
+                    BrokerDirectory.Placed p = instance.directories.remove(dir);
+                    if (p != null) {
+                        p.close();
+                    }
+                }
+            }
+        }
+
+        private synchronized void closeDirectories() {
+            directories.values().forEach(p -> {
+                if (p != null) {
+                    p.close();
+                }
+            });
+        }
+
+        private static void run(Handover.Listener at) {
+            while (!at.isClosed()) {
                 try {
                     // the listener lives as long as the process: no periodic wake while idle
-                    listener.acceptOne(Duration.ofSeconds(2), Duration.ofHours(1));
+                    at.acceptOne(Duration.ofSeconds(2), Duration.ofHours(1));
                 } catch (IOException | RuntimeException e) {
                     LOG.debug("A co-located hand-over failed: {}", e.toString());
                     java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // not a hot loop on a failing socket

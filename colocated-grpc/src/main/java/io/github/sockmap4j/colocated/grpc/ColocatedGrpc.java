@@ -41,6 +41,14 @@ public final class ColocatedGrpc {
      * connection starts.
      */
     public static final String CALLER_READS_MICROS = "sockmap4j.colocated.callerReadsMicros";
+    /**
+     * A directory both ends mount, where a server's hand-over also listens as a file and a
+     * channel looks for it ({@code -Dsockmap4j.colocated.brokerDir}; unset: the hand-over is an
+     * abstract socket, reached only from the server's network namespace). Two pods of one node
+     * share memory only where both are given one directory: mounting it is the grant. Read at
+     * each agreement.
+     */
+    public static final String BROKER_DIR = "sockmap4j.colocated.brokerDir";
     /** On a server call's attributes: true where the call came over a co-located connection. */
     public static final Attributes.Key<Boolean> TRANSPORT_ATTR_COLOCATED = Attributes.Key.create("sockmap4j.colocated");
 

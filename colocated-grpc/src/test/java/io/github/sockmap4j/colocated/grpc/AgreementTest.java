@@ -297,6 +297,102 @@ class AgreementTest {
                 ColocatedGrpc.lastFallback(Fallback.NOT_OURS));
     }
 
+    /**
+     * A broker directory named at both ends ({@link ColocatedGrpc#BROKER_DIR}), as two pods that
+     * mount one directory are given: made where missing, with this user's mode only; nothing of it
+     * left once the directory is left (a process leaves it as it exits). Returns the directory.
+     */
+    private java.nio.file.Path brokerDirectory() throws IOException {
+        java.nio.file.Path parent = java.nio.file.Files.createTempDirectory("sm4j-agree-broker");
+        java.nio.file.Path dir = parent.resolve("broker");
+        System.setProperty(ColocatedGrpc.BROKER_DIR, dir.toString());
+        cleanup.add(() -> {
+            System.clearProperty(ColocatedGrpc.BROKER_DIR);
+            Acceptor.Broker.leave(dir.toString());
+            try {
+                try (java.util.stream.Stream<java.nio.file.Path> left = java.nio.file.Files.list(dir)) {
+                    assertEquals(List.of(), left.toList(), "the hand-over's socket and lock were removed");
+                }
+                java.nio.file.Files.delete(dir);
+                java.nio.file.Files.delete(parent);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        return dir;
+    }
+
+    private static List<String> namesIn(java.nio.file.Path dir) throws IOException {
+        try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.list(dir)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    @Test
+    void withABrokerDirectoryTheHandOverListensThereToo() throws Exception {
+        java.nio.file.Path dir = brokerDirectory();
+        Server s = server(true);
+        ManagedChannel ch = channel(s.getPort());
+        callUntilColocated(ch);
+        List<String> names = namesIn(dir);
+        assertEquals(2, names.size(), names.toString());
+        assertTrue(names.get(0).startsWith("sockmap4j-colocated-") && names.get(0).endsWith(".lock"), names.toString());
+        assertEquals(names.get(0).replace(".lock", ".sock"), names.get(1));
+        assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                java.nio.file.Files.getPosixFilePermissions(dir)));
+    }
+
+    /**
+     * Someone who can write into the broker directory puts a socket of its own in the hand-over's
+     * place: the channel offers there first, the impostor cannot prove the connection's nonce and
+     * gets no descriptor, and the channel's calls stay on HTTP/2, saying why.
+     */
+    @Test
+    void aSocketPutInTheHandOversPlaceGetsNoRegionAndTheCallsStayOnHttp2() throws Exception {
+        java.nio.file.Path dir = brokerDirectory();
+        Server s = server(true);
+        callUntilColocated(channel(s.getPort())); // the server's hand-over listens in the directory now
+        java.nio.file.Path socket = dir.resolve(namesIn(dir).get(1));
+        java.nio.file.Files.delete(socket);
+        io.github.sockmap4j.linux.net.UnixListener impostor = io.github.sockmap4j.linux.net.UnixListener.listen(socket);
+        java.util.concurrent.CompletableFuture<Integer> descriptors = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> {
+                    try (io.github.sockmap4j.linux.net.UnixListener.Connection c = impostor.accept()) {
+                        c.readLine(256);
+                        c.writeLine("PROOF " + "00".repeat(32));
+                        try {
+                            int[] fds = c.readLineAndFds(256, 10_000, 3).fds();
+                            for (int fd : fds) {
+                                io.github.sockmap4j.linux.ffi.LibC.close(fd);
+                            }
+                            return fds.length;
+                        } catch (IOException hungUp) {
+                            return 0;
+                        }
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+        cleanup.add(() -> {
+            impostor.close(); // removes its socket file too, before the directory is looked at
+            descriptors.cancel(true);
+        });
+        long failed = ColocatedGrpc.fallbacks().get(Fallback.FAILED);
+        ManagedChannel ch = channel(s.getPort());
+        int before = seen.size();
+        for (int i = 0; i < 20; i++) {
+            assertEquals("after " + i, new String(call(ch, "after " + i), StandardCharsets.UTF_8));
+        }
+        waitFor(() -> ColocatedGrpc.fallbacks().get(Fallback.FAILED) > failed, "the fallback is counted");
+        assertEquals(0, descriptors.get(10, TimeUnit.SECONDS), "the impostor got no descriptor");
+        assertTrue(ColocatedGrpc.lastFallback(Fallback.FAILED).contains("is not the other end"),
+                ColocatedGrpc.lastFallback(Fallback.FAILED));
+        for (int i = 0; i < 20; i++) {
+            call(ch, "again " + i);
+        }
+        assertTrue(seen.subList(before, seen.size()).stream().noneMatch(Seen::colocated), "no call went co-located");
+    }
+
     @Test
     void aProxyBetweenTheEndsKeepsTheCallsOnHttp2() throws Exception {
         Server s = server(true);

@@ -59,6 +59,8 @@ public final class Linux {
     public static final int O_RDONLY = 0;
     public static final int O_RDWR = 2;
     public static final int O_CREAT = 0x40;
+    /** With O_CREAT: fail with EEXIST where the file is there already (0200 on x86-64 and arm64 alike). */
+    public static final int O_EXCL = 0x80;
     public static final int O_DIRECTORY = Platform.current().oDirectory();
     public static final int O_CLOEXEC = 0x80000;
     public static final int O_NOFOLLOW = Platform.current().oNofollow();

@@ -56,6 +56,8 @@ public final class UnixListener implements AutoCloseable {
     private final Path path;
     private final NativeSocket socket;
     private volatile boolean closed;
+    /** Threads in {@link #accept(int)} now (under this listener's lock): the last one out of a closed listener closes its fd. */
+    private int accepting;
 
     private UnixListener(Path path, NativeSocket socket) {
         this.path = path;
@@ -116,8 +118,29 @@ public final class UnixListener implements AutoCloseable {
      * listener nobody closes while its process runs waits longer, and wakes its thread less.
      */
     public Connection accept(int pollMillis) throws IOException {
+        synchronized (this) {
+            if (closed) {
+                return null;
+            }
+            accepting++;
+        }
+        try {
+            return acceptOpen(pollMillis);
+        } finally {
+            synchronized (this) {
+                if (--accepting == 0 && closed) {
+                    socket.closeNow(); // closed while this thread used the fd: closed now that none does
+                }
+            }
+        }
+    }
+
+    private Connection acceptOpen(int pollMillis) throws IOException {
         while (!closed) {
             int r = socket.poll(Linux.POLLIN, pollMillis);
+            if (closed) {
+                return null;
+            }
             if (r == 0 || r == -Errno.EINTR) {
                 continue;
             }
@@ -174,16 +197,27 @@ public final class UnixListener implements AutoCloseable {
     /** Stops accepting and removes the socket file; open connections stay until closed. */
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
-            try {
-                if (!Sockets.isAbstract(path)) {
-                    Files.deleteIfExists(path);
-                }
-            } catch (IOException ignored) {
-                // Replaced by the next listener.
+        synchronized (this) {
+            if (closed) {
+                return;
             }
-            socket.closeNow(); // accept() polls with a timeout, so it sees 'closed' soon
+            closed = true;
+        }
+        try {
+            if (!Sockets.isAbstract(path)) {
+                Files.deleteIfExists(path);
+            }
+        } catch (IOException ignored) {
+            // Replaced by the next listener.
+        }
+        synchronized (this) {
+            if (accepting > 0) {
+                // a thread waits in poll on the fd: woken now (shutdown ends a listening socket's poll), it
+                // closes the fd as it leaves; closed here, the number could go to another file under it
+                socket.wakeWaiters();
+            } else {
+                socket.closeNow();
+            }
         }
     }
 

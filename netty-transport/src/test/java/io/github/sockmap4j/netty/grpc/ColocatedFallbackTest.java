@@ -22,6 +22,8 @@ import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ClientCalls;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -118,6 +120,65 @@ class ColocatedFallbackTest {
         assertEquals("20", client.expect("CALLS OK ", 30), "every call after the fallback answered over HTTP/2");
         assertEquals("0", client.expect("UPGRADES ", 10));
         assertEquals(0, client.waitFor(30), client.output());
+    }
+
+    /** {@code command} (a java command) with {@code flag} before its class path. */
+    private static List<String> withFlag(List<String> command, String flag) {
+        List<String> c = new ArrayList<>(command);
+        c.add(1, flag);
+        return c;
+    }
+
+    private static List<String> namesIn(Path dir) throws java.io.IOException {
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    /**
+     * Two pods of one node given one broker directory ({@code -Dsockmap4j.colocated.brokerDir},
+     * as pods that mount one directory): the client reaches the server's hand-over there and its
+     * calls go co-located. The server's socket and lock are removed as it exits; those of one
+     * killed with SIGKILL stay until the next listener's sweep, which finds their lock free.
+     */
+    @Test
+    void aServerInAnotherPodIsReachedThroughADirectoryBothMount() throws Exception {
+        VethPods pods = VethPods.create("cb", "10.231.8.1", "10.231.8.2");
+        cleanup.add(pods);
+        Path parent = Files.createTempDirectory("sm4j-broker-pods");
+        Path dir = parent.resolve("broker");
+        cleanup.add(() -> {
+            for (Path p : Files.exists(dir) ? namesIn(dir).stream().map(dir::resolve).toList() : List.<Path>of()) {
+                Files.delete(p);
+            }
+            Files.deleteIfExists(dir);
+            Files.delete(parent);
+        });
+        String flag = "-D" + ColocatedGrpc.BROKER_DIR + "=" + dir;
+        for (boolean killed : new boolean[] {false, true}) {
+            ChildJvm server = ChildJvm.start(Sh.in(pods.nsA, withFlag(ChildJvm.javaCommand(ColocatedPeer.class,
+                    "server-at", pods.addrA), flag)));
+            cleanup.add(server);
+            String port = server.expect("PORT ", 30);
+            ChildJvm client = ChildJvm.start(Sh.in(pods.nsB, withFlag(ChildJvm.javaCommand(ColocatedPeer.class,
+                    "fallback-client", pods.addrA, port), flag)));
+            cleanup.add(client);
+            assertEquals("20", client.expect("CALLS OK ", 60), client.output());
+            assertEquals("1", client.expect("UPGRADES ", 10), "the client made a co-located connection: "
+                    + client.output());
+            assertEquals(0, client.waitFor(30), client.output());
+            List<String> names = namesIn(dir);
+            assertEquals(2, names.size(), "the server's socket and lock: " + names);
+            if (killed) {
+                server.kill();
+                assertEquals(names, namesIn(dir), "a killed server leaves them");
+                assertEquals(1, io.github.sockmap4j.colocated.BrokerDirectory.of(dir).sweep(), "its lock is free");
+            } else {
+                server.terminate();
+                server.waitFor(30);
+            }
+            assertEquals(List.of(), namesIn(dir), "nothing of the server is left in the directory");
+        }
     }
 
     /** A client that runs as another user than the server: the server's hand-over refuses it, and both say NOT_ALLOWED. */
