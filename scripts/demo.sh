@@ -32,14 +32,10 @@ mvn_b -q install -DskipTests
 enter_child_cgroup sockmap4j-demo
 java_flags=(--enable-native-access=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
   --sun-misc-unsafe-memory-access=allow)
-# COLOCATED=true: the fast path's stages agree on co-located connections where they can
-# (-Dsockmap4j.colocated=true; docs/colocated.md), between pods through a broker directory all the
-# stages are given (as pods that mount one directory), removed afterwards
-if [ "${COLOCATED:-false}" = true ]; then
-  broker_dir=$(mktemp -d /tmp/sm4j-demo-broker.XXXXXX)
-  trap 'rc=$?; rm -rf "$broker_dir"; leave_child_cgroup $rc' EXIT
-  java_flags+=(-Dsockmap4j.colocated=true "-Dsockmap4j.colocated.brokerDir=$broker_dir")
-fi
+# The fast path's stages agree on co-located connections where they can (-Dsockmap4j.colocated=true;
+# docs/colocated.md), between pods through a broker directory all of them are given;
+# COLOCATED=false leaves the transport off (HTTP/2 over the fast path's sockets)
+colocated_flags
 rc=0
 case ${1:-} in
   echo)

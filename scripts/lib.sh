@@ -55,6 +55,16 @@ enter_child_cgroup() {
   trap leave_child_cgroup EXIT
 }
 
+# The co-located transport for the demo's fast path (COLOCATED, default true; docs/colocated.md):
+# adds the switch to java_flags, and a broker directory all the stages are given (as pods that mount
+# one directory), removed on exit with the child cgroup. After enter_child_cgroup.
+colocated_flags() {
+  [ "${COLOCATED:-true}" = true ] || return 0
+  SM4J_BROKER_DIR=$(mktemp -d /tmp/sm4j-demo-broker.XXXXXX)
+  trap 'rc=$?; rm -rf "$SM4J_BROKER_DIR"; leave_child_cgroup $rc' EXIT
+  java_flags+=(-Dsockmap4j.colocated=true "-Dsockmap4j.colocated.brokerDir=$SM4J_BROKER_DIR")
+}
+
 # Exits with the status it is given, else the one it was called with ($? of the trap).
 leave_child_cgroup() {
   local rc=${1:-$?}

@@ -2,7 +2,7 @@
 # Where the CPU goes, from async-profiler's samples (Maven Central's tools.profiler:async-profiler,
 # its native library inside), one job a run:
 #
-#   [COLOCATED=true] [RATE=n] [DEMO_ARGS=...] scripts/profile.sh demo [OUT] [SECONDS]
+#   [COLOCATED=false] [RATE=n] [DEMO_ARGS=...] scripts/profile.sh demo [OUT] [SECONDS]
 #                                              each stage of the RAG demo, path by path, at RATE
 #                                              requests/s (default 100; DEMO_ARGS: the demo's own
 #                                              flags, e.g. --topology loopback)
@@ -82,8 +82,8 @@ setup_demo_job() {
   java_flags=(--enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
     --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow
     -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
-  # COLOCATED=true: the fast path's stages agree on co-located connections where they can (as demo.sh)
-  [ "${COLOCATED:-false}" = true ] && java_flags+=(-Dsockmap4j.colocated=true)
+  # the fast path's stages agree on co-located connections where they can, as demo.sh (COLOCATED=false: off)
+  colocated_flags
   return 0
 }
 
