@@ -43,10 +43,56 @@ public final class BrokerDirectory {
     private static final Duration LOCKLESS_AFTER = Duration.ofMinutes(1);
     private static final int STICKY = 01000;
 
+    /**
+     * The system property that names the directory ({@code -Dsockmap4j.colocated.brokerDir}): both
+     * ends of a co-located gRPC connection and of an Arrow lending read it at each agreement.
+     */
+    public static final String PROPERTY = "sockmap4j.colocated.brokerDir";
+
     private final Path dir;
 
     private BrokerDirectory(Path dir) {
         this.dir = dir;
+    }
+
+    /** The directory {@link #PROPERTY} names now, as an offerer looks into it; null where it names none. */
+    public static BrokerDirectory configured() {
+        String d = System.getProperty(PROPERTY);
+        return d == null || d.isBlank() ? null : of(Path.of(d));
+    }
+
+    /**
+     * Offers {@code region} to the listener named {@code name} (an abstract name, '@' first): at
+     * its socket in the configured directory ({@link #PROPERTY}) where one is named and the socket
+     * is there (the way from another network namespace), else, or where nothing listens there, at
+     * the abstract name.
+     *
+     * @throws Handover.NoListenerException where neither is reached, saying where it looked and
+     * what to do
+     */
+    public static void offer(String name, byte[] nonce, SharedRegion region, java.time.Duration timeout)
+            throws IOException {
+        BrokerDirectory dir = configured();
+        Path inDir = null;
+        if (dir != null) {
+            inDir = dir.socketFor(name.substring(1));
+            if (Files.exists(inDir, LinkOption.NOFOLLOW_LINKS)) {
+                try {
+                    Handover.offer(inDir, nonce, region, timeout);
+                    return;
+                } catch (Handover.NoListenerException left) {
+                    // a socket its listener left behind: the abstract name may still be reached
+                }
+            }
+        }
+        try {
+            Handover.offer(Path.of(name), nonce, region, timeout);
+        } catch (Handover.NoListenerException e) {
+            throw new Handover.NoListenerException(e.getMessage() + (inDir == null
+                    ? "; a listener in another network namespace (pod) is reached through a directory both mount: "
+                    + "-D" + PROPERTY + "=DIR at both ends"
+                    : ", nor at " + inDir + " (is -D" + PROPERTY + " the listener's directory too?)"), e);
+        }
     }
 
     /** The directory as an offerer looks into it: nothing is checked or made. */
@@ -96,12 +142,20 @@ public final class BrokerDirectory {
         return d;
     }
 
-    /** Where a listener named {@code name} (the agreement's name without its '@') has its socket here. */
+    /**
+     * Where a listener named {@code name} (the agreement's name without its '@') has its socket
+     * here: {@code name.sock}, its name given {@link #PREFIX} where it lacks it (the files a sweep
+     * looks at).
+     */
     public Path socketFor(String name) {
+        return dir.resolve(fileName(name) + SOCKET);
+    }
+
+    private static String fileName(String name) {
         if (!NAME.matcher(name).matches() || name.startsWith(".")) {
             throw new IllegalArgumentException("not a hand-over's name: '" + name + "'");
         }
-        return dir.resolve(name + SOCKET);
+        return name.startsWith(PREFIX) ? name : PREFIX + name;
     }
 
     /**
@@ -110,7 +164,7 @@ public final class BrokerDirectory {
      */
     public Placed place(Handover.Listener listener, String name) throws IOException {
         Path socket = socketFor(name);
-        Path lock = dir.resolve(name + LOCK);
+        Path lock = dir.resolve(fileName(name) + LOCK);
         int fd = SysCalls.tryOpen(lock.toString(), Linux.O_RDWR | Linux.O_CREAT | Linux.O_EXCL | Linux.O_NOFOLLOW, 0600);
         if (fd < 0) {
             throw Errno.error("open", fd, lock + " (the co-located broker directory must be writable by this user)");

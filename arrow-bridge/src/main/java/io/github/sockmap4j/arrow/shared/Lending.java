@@ -1,5 +1,6 @@
 package io.github.sockmap4j.arrow.shared;
 
+import io.github.sockmap4j.colocated.BrokerDirectory;
 import io.github.sockmap4j.colocated.Handover;
 import io.github.sockmap4j.colocated.SharedRegion;
 import java.io.IOException;
@@ -187,7 +188,7 @@ public final class Lending {
         writeLine(channel, "OFFERING");
         Agreed<BatchSender> result;
         try {
-            Handover.offer(Path.of(answer[1]), nonce, region, timeout);
+            BrokerDirectory.offer(answer[1], nonce, region, timeout); // the receiver's directory first, where one is named
             result = new Agreed<>(new BatchSender(region, timeout), null, null);
         } catch (Handover.NoListenerException e) {
             result = Agreed.no(Reason.NO_BROKER, e.getMessage());
@@ -271,7 +272,9 @@ public final class Lending {
         String name = "@sm4j-arrow-" + HEX.formatHex(nonce, 0, 8);
         int uid = Handover.ownUid();
         Handover.Listener listener = Handover.Listener.listen(Path.of(name));
+        BrokerDirectory.Placed placed = null;
         try {
+            placed = inBrokerDirectory(listener, name);
             CompletableFuture<Handover.Received> region = listener.expect(nonce, RINGS, heap, peer -> peer == uid);
             writeLine(channel, "LISTEN " + name + " " + HEX.formatHex(nonce) + " " + seen(r));
             String[] offering = readLine(channel).split(" ");
@@ -281,20 +284,16 @@ public final class Lending {
             if (!offering[0].equals("OFFERING")) {
                 return Agreed.no(Reason.OTHER_VERSION, "the sender said '" + clip(String.join(" ", offering)) + "'");
             }
-            CompletableFuture<Void> taking = CompletableFuture.runAsync(() -> {
-                // offers until one is taken, the sender says how it went (the listener closes), or the time is up
-                long deadline = System.nanoTime() + timeout.toNanos();
-                try {
-                    while (!region.isDone() && System.nanoTime() < deadline) {
-                        listener.acceptOne(timeout, Duration.ofMillis(50));
-                    }
-                } catch (IOException e) {
-                    region.completeExceptionally(e);
-                }
-            });
+            CompletableFuture<Void> taking = take(listener, region, timeout);
+            CompletableFuture<Void> takingThere = placed == null ? CompletableFuture.completedFuture(null)
+                    : take(placed.listener(), region, timeout);
             String[] outcome = readLine(channel).split(" ");
             listener.close(); // ends the taking
+            if (placed != null) {
+                placed.close();
+            }
             taking.join();
+            takingThere.join();
             if (!outcome[0].equals("LENT")) {
                 region.thenAccept(got -> got.region().close());
                 return outcome[0].equals("NO") ? declined(outcome, "the sender")
@@ -312,6 +311,54 @@ public final class Lending {
             return new Agreed<>(new BatchReceiver(got.region()), null, null);
         } finally {
             listener.close();
+            if (placed != null) {
+                placed.close();
+            }
+        }
+    }
+
+    /**
+     * Offers at {@code at} until one is taken, the listener closes (the sender said how it went), or
+     * the time is up; on a thread of its own (the common pool may have one thread, which the other
+     * listener's taking would hold).
+     */
+    private static CompletableFuture<Void> take(Handover.Listener at, CompletableFuture<Handover.Received> region,
+                                                Duration timeout) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("sockmap4j-arrow-lending-take").start(() -> {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            try {
+                while (!region.isDone() && !at.isClosed() && System.nanoTime() < deadline) {
+                    at.acceptOne(timeout, Duration.ofMillis(50));
+                }
+            } catch (IOException e) {
+                region.completeExceptionally(e);
+            } finally {
+                done.complete(null);
+            }
+        });
+        return done;
+    }
+
+    /**
+     * The listener's socket in the broker directory too, where one is named ({@link
+     * BrokerDirectory#PROPERTY}: a sender in another pod that mounts it reaches it there); null
+     * where none is, or where the directory refuses it (logged: a sender in this network
+     * namespace still reaches the abstract name).
+     */
+    private static BrokerDirectory.Placed inBrokerDirectory(Handover.Listener listener, String name) {
+        BrokerDirectory configured = BrokerDirectory.configured();
+        if (configured == null) {
+            return null;
+        }
+        try {
+            BrokerDirectory d = BrokerDirectory.prepare(configured.path());
+            d.sweep();
+            return d.place(listener, name.substring(1));
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Arrow batches cannot be lent to this end from other network namespaces (pods): -D{}={}: {}",
+                    BrokerDirectory.PROPERTY, configured.path(), e.getMessage());
+            return null;
         }
     }
 

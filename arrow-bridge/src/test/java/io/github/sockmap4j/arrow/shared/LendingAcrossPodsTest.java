@@ -62,6 +62,49 @@ class LendingAcrossPodsTest {
         bothSay(receiver, sender, Lending.Reason.NO_BROKER.name());
     }
 
+    /**
+     * Ends in two pods given one broker directory (as pods that mount one directory): the sender
+     * reaches the receiver's listener there, and the batch is lent; nothing is left in the
+     * directory once the agreement is over.
+     */
+    @Test
+    void endsInTwoPodsGivenOneBrokerDirectoryLend() throws Exception {
+        VethPods pods = VethPods.create("ab", "10.231.10.1", "10.231.10.2");
+        cleanup.add(pods);
+        java.nio.file.Path parent = java.nio.file.Files.createTempDirectory("sm4j-lending-broker");
+        java.nio.file.Path dir = parent.resolve("broker");
+        cleanup.add(() -> {
+            if (java.nio.file.Files.exists(dir)) {
+                try (java.util.stream.Stream<java.nio.file.Path> left = java.nio.file.Files.list(dir)) {
+                    for (java.nio.file.Path p : left.toList()) {
+                        java.nio.file.Files.delete(p);
+                    }
+                }
+                java.nio.file.Files.delete(dir);
+            }
+            java.nio.file.Files.delete(parent);
+        });
+        String flag = "-D" + io.github.sockmap4j.colocated.BrokerDirectory.PROPERTY + "=" + dir;
+        List<String> receiving = java("receiver-at", pods.addrA);
+        receiving.add(1, flag);
+        ChildJvm receiver = ChildJvm.start(VethPods.in(pods.nsA, receiving));
+        cleanup.add(receiver);
+        String port = receiver.expect("PORT ", 30);
+        List<String> sending = java("sender", pods.addrA, port);
+        sending.add(1, flag);
+        ChildJvm sender = ChildJvm.start(VethPods.in(pods.nsB, sending));
+        cleanup.add(sender);
+        assertEquals("", sender.expect("LENT", 60), sender.output());
+        assertEquals("", receiver.expect("LENT", 60), receiver.output());
+        assertEquals(Integer.toString(LendingPeer.ROWS), sender.expect("ROWS ", 30), sender.output());
+        assertEquals(Integer.toString(LendingPeer.ROWS), receiver.expect("ROWS ", 30), receiver.output());
+        assertEquals(0, sender.waitFor(30), sender.output());
+        assertEquals(0, receiver.waitFor(30), receiver.output());
+        try (java.util.stream.Stream<java.nio.file.Path> left = java.nio.file.Files.list(dir)) {
+            assertEquals(List.of(), left.toList(), "the listener's socket and lock went with the agreement");
+        }
+    }
+
     @Test
     void aSenderOfAnotherUserIsNotAllowedToShareAndStreams() throws Exception {
         ChildJvm receiver = ChildJvm.start(java("receiver-at", "127.0.0.1"));

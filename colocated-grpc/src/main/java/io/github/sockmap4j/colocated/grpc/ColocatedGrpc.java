@@ -48,7 +48,7 @@ public final class ColocatedGrpc {
      * share memory only where both are given one directory: mounting it is the grant. Read at
      * each agreement.
      */
-    public static final String BROKER_DIR = "sockmap4j.colocated.brokerDir";
+    public static final String BROKER_DIR = io.github.sockmap4j.colocated.BrokerDirectory.PROPERTY;
     /** On a server call's attributes: true where the call came over a co-located connection. */
     public static final Attributes.Key<Boolean> TRANSPORT_ATTR_COLOCATED = Attributes.Key.create("sockmap4j.colocated");
 

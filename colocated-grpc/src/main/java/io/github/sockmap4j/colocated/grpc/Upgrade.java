@@ -197,7 +197,7 @@ final class Upgrade implements ClientInterceptor {
             return "rings of " + capacity + " bytes: " + e.getMessage();
         }
         try {
-            handOver(accept, region);
+            BrokerDirectory.offer(accept.socket(), accept.nonce(), region, AGREE_TIMEOUT);
         } catch (Handover.NoListenerException e) {
             region.close();
             why[0] = Fallback.NO_BROKER;
@@ -265,38 +265,6 @@ final class Upgrade implements ClientInterceptor {
         retire(ch);
         if (ch != null) {
             ch.shutdownNow();
-        }
-    }
-
-    /**
-     * Offers {@code region} to the server's hand-over: at its socket in the broker directory
-     * ({@link ColocatedGrpc#BROKER_DIR}) where one is named and the socket is there (the way from
-     * another network namespace), else, or where nothing listens there, at its abstract name.
-     *
-     * @throws Handover.NoListenerException where neither is reached, saying where it looked
-     */
-    private static void handOver(Agreement.Accept accept, SharedRegion region) throws IOException {
-        Path named = Path.of(accept.socket());
-        String dir = System.getProperty(ColocatedGrpc.BROKER_DIR);
-        Path inDir = null;
-        if (dir != null && !dir.isBlank()) {
-            inDir = BrokerDirectory.of(Path.of(dir)).socketFor(accept.socket().substring(1));
-            if (java.nio.file.Files.exists(inDir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                try {
-                    Handover.offer(inDir, accept.nonce(), region, AGREE_TIMEOUT);
-                    return;
-                } catch (Handover.NoListenerException left) {
-                    // a socket its listener left behind: the abstract name may still be reached
-                }
-            }
-        }
-        try {
-            Handover.offer(named, accept.nonce(), region, AGREE_TIMEOUT);
-        } catch (Handover.NoListenerException e) {
-            throw new Handover.NoListenerException(e.getMessage() + (inDir == null
-                    ? "; a server in another network namespace (pod) is reached through a directory both mount: "
-                    + "-D" + ColocatedGrpc.BROKER_DIR + "=DIR at both ends"
-                    : ", nor at " + inDir + " (is -D" + ColocatedGrpc.BROKER_DIR + " the server's directory too?)"), e);
         }
     }
 }

@@ -143,7 +143,7 @@ class ColocatedFallbackTest {
      */
     @Test
     void aServerInAnotherPodIsReachedThroughADirectoryBothMount() throws Exception {
-        VethPods pods = VethPods.create("cb", "10.231.8.1", "10.231.8.2");
+        VethPods pods = VethPods.create("cb", "10.231.9.1", "10.231.9.2");
         cleanup.add(pods);
         Path parent = Files.createTempDirectory("sm4j-broker-pods");
         Path dir = parent.resolve("broker");
