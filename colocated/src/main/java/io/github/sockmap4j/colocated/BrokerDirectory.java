@@ -179,7 +179,14 @@ public final class BrokerDirectory {
                 throw new IOException(lock + " was removed as it was made; try again");
             }
             Handover.Listener at = listener.alsoAt(socket);
-            return new Placed(at, socket, lock, fd);
+            Object key;
+            try {
+                key = fileKey(socket);
+            } catch (IOException e) {
+                at.close();
+                throw e;
+            }
+            return new Placed(at, socket, lock, fd, key);
         } catch (IOException | RuntimeException e) {
             try {
                 Files.deleteIfExists(lock);
@@ -191,18 +198,46 @@ public final class BrokerDirectory {
         }
     }
 
+    private static Object fileKey(Path p) throws IOException {
+        return Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+                .fileKey();
+    }
+
+    /** What is at a placed socket's path now. */
+    public enum Found {
+        /** The socket this listener bound. */
+        OURS,
+        /** Nothing: someone removed it (the listener there is unreachable). */
+        GONE,
+        /** Another file: someone put their own in its place. */
+        REPLACED
+    }
+
     /** A listener's socket in the directory, and the lock that says it lives. */
     public static final class Placed implements AutoCloseable {
         private final Handover.Listener listener;
         private final Path socket;
         private final Path lock;
+        private final Object key;
         private int fd;
 
-        private Placed(Handover.Listener listener, Path socket, Path lock, int fd) {
+        private Placed(Handover.Listener listener, Path socket, Path lock, int fd, Object key) {
             this.listener = listener;
             this.socket = socket;
             this.lock = lock;
             this.fd = fd;
+            this.key = key;
+        }
+
+        /** Whether the file at the socket's path is still the one this listener bound (its device and inode). */
+        public Found found() {
+            try {
+                return key != null && key.equals(fileKey(socket)) ? Found.OURS : Found.REPLACED;
+            } catch (NoSuchFileException e) {
+                return Found.GONE;
+            } catch (IOException e) {
+                return Found.REPLACED;
+            }
         }
 
         /** The listener at the socket: its {@link Handover.Listener#acceptOne} takes the offers that come there. */

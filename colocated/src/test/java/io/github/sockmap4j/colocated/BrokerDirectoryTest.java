@@ -107,6 +107,20 @@ class BrokerDirectoryTest {
     }
 
     @Test
+    void aPlacedSocketKnowsWhetherItIsStillThere() throws Exception {
+        BrokerDirectory d = BrokerDirectory.prepare(base.resolve("found"));
+        try (Handover.Listener l = Handover.Listener.listen(Path.of("@sm4j-broker-test-" + RANDOM.nextLong()));
+             BrokerDirectory.Placed p = d.place(l, BrokerDirectory.PREFIX + "f")) {
+            assertEquals(BrokerDirectory.Found.OURS, p.found());
+            Files.delete(p.socket());
+            assertEquals(BrokerDirectory.Found.GONE, p.found());
+            leftSocket(p.socket()); // someone else's socket at its path
+            assertEquals(BrokerDirectory.Found.REPLACED, p.found());
+        }
+        assertEquals(0, names(d.path()).length, "closing removed the lock, and the file at the socket's path");
+    }
+
+    @Test
     void whatAListenerThatDiedLeftIsSweptAndNothingElse() throws Exception {
         BrokerDirectory d = BrokerDirectory.prepare(base.resolve("swept"));
         // a listener that died: its socket, and its lock that nobody holds any more

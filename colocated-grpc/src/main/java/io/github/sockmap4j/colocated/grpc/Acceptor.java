@@ -266,6 +266,8 @@ final class Acceptor {
         final String name;
         /** By directory: its socket there, or null where the directory refused it (said once). Under the broker's lock. */
         private final Map<String, BrokerDirectory.Placed> directories = new java.util.HashMap<>();
+        /** Directories whose socket someone replaced, said once each. */
+        private final Set<String> replacedSaid = new java.util.HashSet<>();
 
         private Broker(Handover.Listener listener, String name) {
             this.listener = listener;
@@ -288,7 +290,30 @@ final class Acceptor {
         /** Listens in {@code dir} too, from now on; false where the directory cannot take the socket (logged once). */
         synchronized boolean alsoIn(String dir) {
             if (directories.containsKey(dir)) {
-                return directories.get(dir) != null;
+                BrokerDirectory.Placed placed = directories.get(dir);
+                if (placed == null) {
+                    return false;
+                }
+                switch (placed.found()) {
+                    case OURS -> {
+                        return true;
+                    }
+                    case REPLACED -> {
+                        if (replacedSaid.add(dir)) {
+                            LOG.warn("Someone put a file of their own at this server's co-located hand-over socket {}: "
+                                    + "channels in other network namespaces (pods) cannot reach it until it is removed "
+                                    + "(check who may write into {}).", placed.socket(), dir);
+                        }
+                        return false;
+                    }
+                    case GONE -> {
+                        LOG.warn("This server's co-located hand-over socket {} was removed; it listens there again.",
+                                placed.socket());
+                        placed.close();
+                        directories.remove(dir);
+                    }
+                    default -> throw new IllegalStateException();
+                }
             }
             try {
                 BrokerDirectory d = BrokerDirectory.prepare(Path.of(dir));

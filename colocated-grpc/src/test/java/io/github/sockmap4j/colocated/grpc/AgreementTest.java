@@ -340,6 +340,10 @@ class AgreementTest {
         assertEquals(names.get(0).replace(".lock", ".sock"), names.get(1));
         assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
                 java.nio.file.Files.getPosixFilePermissions(dir)));
+        // someone removes the socket: the next agreement finds it gone and listens there again
+        java.nio.file.Files.delete(dir.resolve(names.get(1)));
+        callUntilColocated(channel(s.getPort()));
+        assertEquals(names, namesIn(dir), "the socket is back, with its lock");
     }
 
     /**
