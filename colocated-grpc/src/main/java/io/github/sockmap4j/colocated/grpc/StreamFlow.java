@@ -236,11 +236,17 @@ abstract class StreamFlow {
         try {
             while (true) {
                 Out next;
+                boolean tellReady = false;
                 synchronized (lock) {
                     next = outbox.peek();
                     stopped = next == null || next.messageBytes() > 0 && sendWindow <= 0;
                     if (stopped) {
                         draining = false; // decided under the lock: whoever queues or opens the window after drains
+                        // this thread may have sent what another queued, and told not ready meanwhile
+                        tellReady = owesOnReady && readyLocked();
+                        if (tellReady) {
+                            owesOnReady = false;
+                        }
                     } else {
                         outbox.poll();
                         sendWindow -= next.messageBytes();
@@ -253,7 +259,9 @@ abstract class StreamFlow {
                     if (next != null && quiet) {
                         connection.flush(); // the window stopped a batch
                     }
-                    notifyIfReady(); // this thread may have sent what another queued, and told not ready meanwhile
+                    if (tellReady) {
+                        callbacks.execute(() -> listener().onReady());
+                    }
                     return quiet;
                 }
                 if (!(next.quiet() ? connection.writeQuiet(next.kind(), next.frame())
