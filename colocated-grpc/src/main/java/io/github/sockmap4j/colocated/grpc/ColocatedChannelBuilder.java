@@ -9,6 +9,7 @@ import io.grpc.Status;
 import io.grpc.internal.ClientTransportFactory;
 import io.grpc.internal.ConnectionClientTransport;
 import io.grpc.internal.GrpcUtil;
+import io.grpc.internal.KeepAliveManager;
 import io.grpc.internal.ManagedChannelImplBuilder;
 import io.grpc.internal.SharedResourceHolder;
 import java.net.SocketAddress;
@@ -34,6 +35,9 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
     private int maxInboundMetadata = GrpcUtil.DEFAULT_MAX_HEADER_LIST_SIZE;
     private Runnable whenEnded;
     private ReadLoop readLoop;
+    private long keepAliveNanos = GrpcUtil.KEEPALIVE_TIME_NANOS_DISABLED;
+    private long keepAliveTimeoutNanos = GrpcUtil.DEFAULT_KEEPALIVE_TIMEOUT_NANOS;
+    private boolean keepAliveWithoutCalls;
 
     private ColocatedChannelBuilder(SharedRegion region, String name) {
         ColocatedAddress address = new ColocatedAddress(name);
@@ -86,6 +90,34 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
         return this;
     }
 
+    /**
+     * Pings the server over the rings after {@code time} without an answer to the last ping (at
+     * least 10 s, as gRPC's Netty channel takes it; {@code Long.MAX_VALUE} of any unit: never), and
+     * ends the connection, its calls UNAVAILABLE, where no answer comes within the keepalive's
+     * timeout: a server whose reader is stuck, or a connection without a lifeline whose server died.
+     */
+    @Override
+    public ColocatedChannelBuilder keepAliveTime(long time, TimeUnit unit) {
+        long nanos = unit.toNanos(time);
+        keepAliveNanos = nanos >= TimeUnit.DAYS.toNanos(1000L * 365) ? GrpcUtil.KEEPALIVE_TIME_NANOS_DISABLED
+                : KeepAliveManager.clampKeepAliveTimeInNanos(nanos);
+        return this;
+    }
+
+    /** How long a keepalive ping waits for its answer (20 s unless told; at least 10 ms). */
+    @Override
+    public ColocatedChannelBuilder keepAliveTimeout(long timeout, TimeUnit unit) {
+        keepAliveTimeoutNanos = KeepAliveManager.clampKeepAliveTimeoutInNanos(unit.toNanos(timeout));
+        return this;
+    }
+
+    /** Whether keepalive pings go while no call is open (false unless told). */
+    @Override
+    public ColocatedChannelBuilder keepAliveWithoutCalls(boolean enable) {
+        keepAliveWithoutCalls = enable;
+        return this;
+    }
+
     private final class Factory implements ClientTransportFactory {
         private final AtomicReference<SharedRegion> region;
         private final ColocatedAddress address;
@@ -116,8 +148,12 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
                         + (how == null || how.getDescription() == null ? "" : " (" + how.getDescription() + ")")
                         + "; this channel makes no other"));
             }
-            return new ColocatedClientTransport(c, address, options.getAuthority(), options.getUserAgent(),
-                    maxInboundMessage, maxInboundMetadata, options.getEagAttributes());
+            ColocatedClientTransport t = new ColocatedClientTransport(c, address, options.getAuthority(),
+                    options.getUserAgent(), maxInboundMessage, maxInboundMetadata, options.getEagAttributes());
+            if (keepAliveNanos != GrpcUtil.KEEPALIVE_TIME_NANOS_DISABLED) {
+                t.keepAlive(timer, keepAliveNanos, keepAliveTimeoutNanos, keepAliveWithoutCalls);
+            }
+            return t;
         }
 
         @Override

@@ -1,6 +1,7 @@
 package io.github.sockmap4j.colocated.grpc;
 
 import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
 import io.grpc.Attributes;
 import io.grpc.CallOptions;
 import io.grpc.ClientStreamTracer;
@@ -22,6 +23,7 @@ import io.grpc.internal.GrpcAttributes;
 import io.grpc.internal.GrpcUtil;
 import io.grpc.internal.InUseStateAggregator;
 import io.grpc.internal.InsightBuilder;
+import io.grpc.internal.KeepAliveManager;
 import io.grpc.internal.NoopClientStream;
 import io.grpc.internal.SimpleDisconnectError;
 import io.grpc.internal.StatsTraceContext;
@@ -32,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -56,15 +59,24 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
     private Listener listener;
     private Status shutdownStatus;
     private boolean terminated;
+    private volatile KeepAliveManager keepAlive; // null: none asked for
     private final InUseStateAggregator<ClientStreamImpl> inUse = new InUseStateAggregator<>() {
         @Override
         protected void handleInUse() {
             listener.transportInUse(true);
+            KeepAliveManager k = keepAlive;
+            if (k != null) {
+                k.onTransportActive();
+            }
         }
 
         @Override
         protected void handleNotInUse() {
             listener.transportInUse(false);
+            KeepAliveManager k = keepAlive;
+            if (k != null) {
+                k.onTransportIdle();
+            }
         }
     };
 
@@ -87,6 +99,37 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
                 .build();
     }
 
+    /**
+     * Pings the server after {@code timeNanos} without an answer (gRPC's {@link KeepAliveManager},
+     * as its Netty transport does), and ends this connection where none comes within
+     * {@code timeoutNanos}; before {@link #start}.
+     */
+    void keepAlive(ScheduledExecutorService timer, long timeNanos, long timeoutNanos, boolean withoutCalls) {
+        keepAlive = new KeepAliveManager(new KeepAliveManager.KeepAlivePinger() {
+            @Override
+            public void ping() {
+                ColocatedClientTransport.this.ping(new PingCallback() {
+                    @Override
+                    public void onSuccess(long roundTripTimeNanos) {
+                    }
+
+                    @Override
+                    public void onFailure(Status cause) {
+                        shutdownNow(Status.UNAVAILABLE.withDescription("a keepalive ping could not be sent over co-located "
+                                + "connection " + connection.name() + ": " + cause.getDescription()));
+                    }
+                }, MoreExecutors.directExecutor());
+            }
+
+            @Override
+            public void onPingTimeout() {
+                shutdownNow(Status.UNAVAILABLE.withDescription("Keepalive failed: the co-located server answered no ping "
+                        + "within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms over connection "
+                        + connection.name()));
+            }
+        }, timer, timeNanos, timeoutNanos, withoutCalls);
+    }
+
     @Override
     public Runnable start(Listener l) {
         synchronized (lock) {
@@ -101,6 +144,10 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
         return () -> {
             l.transportReady();
             connection.start(this);
+            KeepAliveManager k = keepAlive;
+            if (k != null) {
+                k.onTransportStarted();
+            }
         };
     }
 
@@ -170,6 +217,10 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
 
     @Override
     public void onClosed(Status status) {
+        KeepAliveManager pinging = keepAlive;
+        if (pinging != null) {
+            pinging.onTransportTermination();
+        }
         List<ClientStreamImpl> open = new ArrayList<>(streams.values());
         Status failed = status.isOk() ? Status.UNAVAILABLE.withDescription("co-located connection "
                 + connection.name() + " closed") : status;
@@ -237,6 +288,10 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
             case Frames.PONG -> {
                 long data = f.getLong("pong");
                 f.end("PONG");
+                KeepAliveManager k = keepAlive;
+                if (k != null) {
+                    k.onDataReceived(); // an answer: the next ping after the keepalive's time
+                }
                 PingWaiter w = pings.remove(data);
                 if (w != null) {
                     long rtt = System.nanoTime() - w.sentNanos();

@@ -6,7 +6,7 @@ package io.github.sockmap4j.colocated.grpc;
  * on the end that saw it.
  */
 public enum Fallback {
-    /** The switch is off ({@code -Dsockmap4j.colocated=false}, the default for now). */
+    /** The switch is off ({@code -Dsockmap4j.colocated=false}; on by default). */
     OFF("the switch is off"),
     /** The server has no agreement: not a sockmap4j server, or one configured without it. */
     NOT_OURS("the server does not offer co-located connections"),
@@ -21,6 +21,12 @@ public enum Fallback {
     NO_BROKER("the server's hand-over is not reachable from this process"),
     /** The server's rule does not let this process share memory with it (another user). */
     NOT_ALLOWED("the server does not let this process share memory with it"),
+    /**
+     * The channel spreads its calls over several servers (a load-balancing policy other than
+     * {@code pick_first} set on its builder, or more than one TCP connection open at once), which
+     * a co-located connection to one of them would not: its calls stay where the balancer puts them.
+     */
+    BALANCED("the channel balances its calls over several servers"),
     /** The server has as many co-located connections or pending agreements as it takes. */
     BUSY("the server takes no more co-located connections now"),
     /** The memory could not be made or mapped. */

@@ -32,9 +32,11 @@ import java.util.function.Function;
  * again after a pause that grows (a minute to half an hour for reasons a retry does not change, a
  * second to a minute for the others).
  *
- * <p>The channel's calls all move to the one server that agreed: for a channel that spreads its
- * calls over several backends (a load-balancing policy other than {@code pick_first}), leave the
- * switch off.
+ * <p>The channel's calls all move to the one server that agreed; so a channel that spreads its
+ * calls over several servers keeps them on HTTP/2, where its balancer puts them
+ * ({@link Fallback#BALANCED}): one whose builder names a load-balancing policy other than
+ * {@code pick_first}, and, where its lifelines know its connections ({@link ChannelConnections}),
+ * one connected to more than one server at once, when it agrees or later.
  */
 final class Upgrade implements ClientInterceptor {
     static final Duration AGREE_TIMEOUT = Duration.ofSeconds(5);
@@ -55,7 +57,9 @@ final class Upgrade implements ClientInterceptor {
     private String unreadable;
     private final Object lock = new Object();
     private ManagedChannel colocated;
+    private SocketAddress colocatedWith; // the server, as the agreement's TCP connection saw it
     private boolean agreeing;
+    private boolean never; // the builder balances: no agreement, ever
     private long notBefore = System.nanoTime();
     private long pauseNanos;
 
@@ -68,6 +72,9 @@ final class Upgrade implements ClientInterceptor {
         this.maxCapacity = maxCapacity;
         this.lifelines = lifelines;
         this.builder = builder;
+        if (lifelines instanceof ChannelConnections c) {
+            c.onConnected(this::connected);
+        }
     }
 
     @Override
@@ -79,7 +86,7 @@ final class Upgrade implements ClientInterceptor {
         boolean start = false;
         synchronized (lock) {
             c = colocated;
-            if (c == null && !agreeing && System.nanoTime() - notBefore >= 0) {
+            if (c == null && !agreeing && !never && System.nanoTime() - notBefore >= 0) {
                 agreeing = true;
                 start = true;
             }
@@ -100,15 +107,28 @@ final class Upgrade implements ClientInterceptor {
     }
 
     private void agree(Channel next) {
+        ChannelSettings s = settings();
+        if (s != null && s.balancer() != null) {
+            synchronized (lock) {
+                never = true;
+                agreeing = false;
+            }
+            ColocatedGrpc.count(Fallback.BALANCED, "channel to " + next.authority() + ": its builder names the "
+                    + "load-balancing policy '" + s.balancer() + "', which spreads its calls over its servers; a "
+                    + "co-located connection to one would not, so they stay where the balancer puts them");
+            return;
+        }
         ClientCall<byte[], byte[]> call = next.newCall(Agreement.METHOD,
                 CallOptions.DEFAULT.withDeadlineAfter(AGREE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
         call.start(new ClientCall.Listener<>() {
             private byte[] answer;
             private SocketAddress local;
+            private SocketAddress remote;
 
             @Override
             public void onHeaders(Metadata headers) {
                 local = call.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR);
+                remote = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
             }
 
             @Override
@@ -119,7 +139,8 @@ final class Upgrade implements ClientInterceptor {
             @Override
             public void onClose(Status status, Metadata trailers) {
                 SocketAddress l = local != null ? local : call.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR);
-                AGREEING.execute(() -> settle(status, answer, l, next.authority()));
+                SocketAddress r = remote != null ? remote : call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+                AGREEING.execute(() -> settle(status, answer, l, r, next.authority()));
             }
         }, new Metadata());
         call.request(1);
@@ -127,7 +148,7 @@ final class Upgrade implements ClientInterceptor {
         call.halfClose();
     }
 
-    private void settle(Status status, byte[] answer, SocketAddress local, String authority) {
+    private void settle(Status status, byte[] answer, SocketAddress local, SocketAddress remote, String authority) {
         Fallback reason;
         String words;
         if (!status.isOk()) {
@@ -147,7 +168,7 @@ final class Upgrade implements ClientInterceptor {
             } else {
                 Agreement.Accept accept = (Agreement.Accept) a;
                 Fallback[] why = new Fallback[1];
-                words = handOver(accept, local, authority, why);
+                words = handOver(accept, local, remote, authority, why);
                 if (words == null) {
                     return;
                 }
@@ -172,10 +193,16 @@ final class Upgrade implements ClientInterceptor {
     }
 
     /** Hands a region over as accepted; null when the calls moved, else why not (its reason in {@code why[0]}). */
-    private String handOver(Agreement.Accept accept, SocketAddress local, String authority, Fallback[] why) {
+    private String handOver(Agreement.Accept accept, SocketAddress local, SocketAddress remote, String authority,
+                            Fallback[] why) {
         if (!Agreement.sameEnd(accept.clientAsSeen(), local)) {
             why[0] = Fallback.PROXIED;
             return "the server saw this connection come from " + accept.clientAsSeen() + ", its end here is " + local;
+        }
+        String others = otherServers(remote);
+        if (others != null) {
+            why[0] = Fallback.BALANCED;
+            return others;
         }
         ChannelSettings s = settings();
         if (s == null) {
@@ -222,6 +249,7 @@ final class Upgrade implements ClientInterceptor {
         ch.getState(true); // its connection starts reading now, so an end is seen before a call
         synchronized (lock) {
             colocated = ch;
+            colocatedWith = remote;
             agreeing = false;
             pauseNanos = 0;
         }
@@ -234,6 +262,46 @@ final class Upgrade implements ClientInterceptor {
         }
         ColocatedGrpc.countUpgrade("channel to " + authority + ": calls go co-located from " + local);
         return null;
+    }
+
+    /**
+     * Where this channel is connected to servers other than {@code remote} now (its lifelines know
+     * its connections), the words that say so; else null.
+     */
+    private String otherServers(SocketAddress remote) {
+        if (!(lifelines instanceof ChannelConnections c)) {
+            return null;
+        }
+        java.util.Set<SocketAddress> servers = c.remotes();
+        if (remote == null || servers.stream().allMatch(remote::equals)) {
+            return null;
+        }
+        return "this channel is connected to " + servers.size() + " servers at once (" + servers + "): its load "
+                + "balancer spreads its calls over them, and a co-located connection to " + remote + " would not";
+    }
+
+    /**
+     * One of the channel's TCP connections connected, to {@code server}: where it is another server
+     * than the co-located connection's, the channel balances, and its new calls go back to HTTP/2
+     * (the co-located connection ends once its calls have; an agreement is tried again later).
+     */
+    private void connected(SocketAddress server) {
+        ManagedChannel ch;
+        SocketAddress with;
+        synchronized (lock) {
+            ch = colocated;
+            with = colocatedWith;
+            if (ch == null || with == null || with.equals(server)) {
+                return;
+            }
+            colocated = null;
+            colocatedWith = null;
+            pauseNanos = 0;
+            notBefore = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        }
+        ColocatedGrpc.count(Fallback.BALANCED, "channel to " + with + ": it connected to " + server + " too, so its "
+                + "load balancer spreads its calls; they go back to HTTP/2 where it puts them");
+        AGREEING.execute(ch::shutdown); // the calls on it finish there
     }
 
     /** The channel's settings, read once; null where its builder could not be read ({@link #unreadable} says why). */
@@ -255,6 +323,7 @@ final class Upgrade implements ClientInterceptor {
         synchronized (lock) {
             if (ch != null && colocated == ch) {
                 colocated = null;
+                colocatedWith = null;
                 notBefore = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
             }
         }

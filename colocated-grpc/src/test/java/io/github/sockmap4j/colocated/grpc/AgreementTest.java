@@ -398,6 +398,41 @@ class AgreementTest {
     }
 
     @Test
+    void aChannelWhoseBuilderNamesABalancerKeepsItsCallsOnHttp2AndSaysWhy() throws Exception {
+        Server s = server(true);
+        long balanced = ColocatedGrpc.fallbacks().get(Fallback.BALANCED);
+        ManagedChannel ch = channel(s.getPort(), b -> b.defaultLoadBalancingPolicy("round_robin"));
+        for (int i = 0; i < 20; i++) {
+            call(ch, "balanced " + i);
+        }
+        waitFor(() -> ColocatedGrpc.fallbacks().get(Fallback.BALANCED) > balanced, "the fallback is counted");
+        for (int i = 0; i < 20; i++) {
+            call(ch, "balanced again " + i);
+        }
+        assertEquals(40, seen.size(), "only the calls reached the server: no agreement was asked for");
+        assertTrue(seen.stream().noneMatch(Seen::colocated), "no call went co-located: " + seen);
+        assertTrue(ColocatedGrpc.lastFallback(Fallback.BALANCED).contains("'round_robin'"),
+                ColocatedGrpc.lastFallback(Fallback.BALANCED));
+    }
+
+    @Test
+    void aBalancerIsReadFromTheBuildersPolicyAndServiceConfig() throws Exception {
+        assertEquals(null, ChannelSettings.balancer(null, null), "gRPC's default, pick_first");
+        assertEquals(null, ChannelSettings.balancer("pick_first", null));
+        assertEquals("round_robin", ChannelSettings.balancer("round_robin", null));
+        assertEquals("round_robin", ChannelSettings.balancer(null, java.util.Map.of("loadBalancingPolicy", "round_robin")));
+        assertEquals("weighted_round_robin", ChannelSettings.balancer("pick_first", java.util.Map.of("loadBalancingConfig",
+                List.of(java.util.Map.of("weighted_round_robin", java.util.Map.of()), java.util.Map.of("pick_first", java.util.Map.of())))),
+                "a service config's first policy over the builder's");
+        assertEquals(null, ChannelSettings.balancer("round_robin", java.util.Map.of("loadBalancingConfig",
+                List.of(java.util.Map.of("pick_first", java.util.Map.of())))));
+        assertEquals("round_robin", ChannelSettings.balancer("round_robin", java.util.Map.of("methodConfig", List.of())),
+                "a service config that names no policy leaves the builder's");
+        org.junit.jupiter.api.Assertions.assertThrows(NoSuchFieldException.class,
+                () -> ChannelSettings.balancer(42, null), "a field of another kind is refused, not guessed at");
+    }
+
+    @Test
     void aProxyBetweenTheEndsKeepsTheCallsOnHttp2() throws Exception {
         Server s = server(true);
         Relay relay = new Relay(s.getPort());

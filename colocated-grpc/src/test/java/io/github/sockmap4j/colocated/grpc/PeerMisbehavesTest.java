@@ -140,4 +140,36 @@ class PeerMisbehavesTest {
             assertTrue(s.awaitTermination(10, TimeUnit.SECONDS));
         }
     }
+
+    /**
+     * A server end that never answers (its reader stuck, or a connection without a TCP lifeline
+     * whose server is gone): a channel with keepalive ends the connection when its ping goes
+     * unanswered, and the call open on it fails UNAVAILABLE then, not at its deadline.
+     */
+    @Test
+    void aServerThatAnswersNoPingEndsTheConnectionAtTheKeepalivesTimeout() throws Exception {
+        SharedRegion client = SharedRegion.create("sm4j-grpc-test", CAPACITY);
+        try (SharedRegion silent = SharedRegion.open(client.descriptorForPeer(), CAPACITY)) {
+            ManagedChannel ch = ColocatedChannelBuilder.forRegion(client, "silent")
+                    .keepAliveTime(1, TimeUnit.SECONDS) // taken as 10 s, gRPC's least
+                    .keepAliveTimeout(500, TimeUnit.MILLISECONDS)
+                    .build();
+            try {
+                long start = System.nanoTime();
+                StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> ClientCalls
+                        .blockingUnaryCall(ch, ColocatedGrpcTest.ECHO,
+                                CallOptions.DEFAULT.withDeadlineAfter(60, TimeUnit.SECONDS), new byte[] {1}));
+                long took = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+                assertEquals(Status.Code.UNAVAILABLE, e.getStatus().getCode(), e.toString());
+                assertTrue(e.getStatus().getDescription().contains("Keepalive failed"), e.getStatus().getDescription());
+                assertTrue(took >= 9 && took < 40, "ended by the keepalive after its ping, not the deadline: " + took + " s");
+                java.util.List<Integer> kinds = new java.util.ArrayList<>();
+                silent.inbound().reader().poll((kind, message) -> kinds.add(kind), 100);
+                assertTrue(kinds.contains(Frames.PING), "a ping reached the silent end's ring: " + kinds);
+            } finally {
+                ch.shutdownNow();
+                assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS));
+            }
+        }
+    }
 }
