@@ -425,8 +425,13 @@ public final class Handover {
                     e.result().completeExceptionally(refused);
                     return false;
                 }
+                if (!e.result().complete(new Received(mapped, c.peer().pid(), c.peer().uid(), c.peer().gid()))) {
+                    // the expectation ended meanwhile (it timed out, or was withdrawn): nobody takes the region
+                    mapped.close();
+                    c.writeLine("NO the listener stopped waiting for this offer");
+                    return false;
+                }
                 c.writeLine("OK");
-                e.result().complete(new Received(mapped, c.peer().pid(), c.peer().uid(), c.peer().gid()));
                 return true;
             }
         }
