@@ -59,7 +59,10 @@ enter_child_cgroup() {
 # adds the switch to java_flags, and a broker directory all the stages are given (as pods that mount
 # one directory), removed on exit with the child cgroup. After enter_child_cgroup.
 colocated_flags() {
-  [ "${COLOCATED:-true}" = true ] || return 0
+  if [ "${COLOCATED:-true}" != true ]; then
+    java_flags+=(-Dsockmap4j.colocated=false) # the library's default is on
+    return 0
+  fi
   SM4J_BROKER_DIR=$(mktemp -d /tmp/sm4j-demo-broker.XXXXXX)
   trap 'rc=$?; rm -rf "$SM4J_BROKER_DIR"; leave_child_cgroup $rc' EXIT
   java_flags+=(-Dsockmap4j.colocated=true "-Dsockmap4j.colocated.brokerDir=$SM4J_BROKER_DIR")

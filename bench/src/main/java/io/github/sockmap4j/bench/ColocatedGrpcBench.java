@@ -84,7 +84,7 @@ public final class ColocatedGrpcBench {
             }
             case "agreed" -> {
                 // the same rings, picked by the agreement on a TCP connection (ColocatedGrpc), as
-                // SockmapGrpc.configure does under -Dsockmap4j.colocated=true; the rings as large as above
+                // SockmapGrpc.configure does unless -Dsockmap4j.colocated=false; the rings as large as above
                 if (System.getProperty(ColocatedGrpc.RING_BYTES) == null) {
                     System.setProperty(ColocatedGrpc.RING_BYTES, Integer.toString(4 << 20));
                 }

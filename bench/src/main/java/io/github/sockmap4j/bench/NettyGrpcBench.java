@@ -134,6 +134,8 @@ public final class NettyGrpcBench {
 
     public static void main(String[] args) throws Exception {
         BenchRun run = BenchRun.of("NettyGrpcBench [rounds] [round-trips-per-round]", args);
+        // gRPC's HTTP/2 over each transport: the co-located transport (on by default) is ColocatedGrpcBench's
+        System.setProperty(io.github.sockmap4j.colocated.grpc.ColocatedGrpc.SWITCH, "false");
         int rounds = run.intArg(0, 7);
         int iterations = run.intArg(1, 20_000);
         Sockmap sockmap = Sockmap.global();

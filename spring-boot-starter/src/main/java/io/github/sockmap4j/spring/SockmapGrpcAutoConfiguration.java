@@ -45,7 +45,8 @@ public class SockmapGrpcAutoConfiguration {
                     LOG.info("The gRPC server listens on a Unix domain socket: it stays off the sockmap fast path");
                     return;
                 }
-                builder.channelFactory(transport.serverChannels(bound)).bossEventLoopGroup(loops)
+                // its channels the fast path's, and co-located connections agreed to (unless switched off)
+                SockmapGrpc.acceptedBy(builder, transport.serverChannels(bound)).bossEventLoopGroup(loops)
                         .workerEventLoopGroup(loops);
                 GrpcProfiles.executor(builder, properties);
                 LOG.info("The gRPC server {} ({}, profile {}{})", FastPathState.of(sockmap), transport,

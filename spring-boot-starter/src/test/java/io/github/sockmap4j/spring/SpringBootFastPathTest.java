@@ -10,6 +10,7 @@ import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.netty.SockmapNetty;
 import io.github.sockmap4j.spring.app.EchoApplication;
 import io.github.sockmap4j.testsupport.ConnectionEvents;
+import io.github.sockmap4j.testsupport.Http2Only;
 import io.github.sockmap4j.testsupport.RedirectedShare;
 import io.grpc.ManagedChannel;
 import io.grpc.stub.ClientCalls;
@@ -28,6 +29,7 @@ import jdk.jfr.consumer.RecordedEvent;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
@@ -41,6 +43,7 @@ import org.springframework.web.reactive.function.client.WebClient;
  * counters (at least 99% of the bytes redirected) and whose channels carried them.
  */
 @Tag("kernel")
+@ExtendWith(Http2Only.class) // gRPC's HTTP/2 over the redirect: the co-located transport is SpringBootGrpcColocatedTest's
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 // The context closes with the class, before the run checks that no socket is left registered.
 @DirtiesContext(classMode = DirtiesContext.ClassMode.AFTER_CLASS)

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.spring.app.EchoApplication;
+import io.github.sockmap4j.testsupport.Http2Only;
 import io.github.sockmap4j.testsupport.RedirectedShare;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
@@ -21,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -33,6 +35,7 @@ import org.springframework.test.annotation.DirtiesContext;
  * byte echoed and redirected.
  */
 @Tag("kernel")
+@ExtendWith(Http2Only.class) // HTTP/2 over the redirect: the co-located transport is SpringBootGrpcColocatedTest's
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 @DirtiesContext(classMode = DirtiesContext.ClassMode.AFTER_CLASS)
 @SpringBootTest(classes = EchoApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,

@@ -25,6 +25,7 @@ import java.util.HexFormat;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
@@ -60,10 +61,17 @@ final class Acceptor {
     private final Map<Lifeline, ColocatedConnection> connections = new ConcurrentHashMap<>();
     private final Set<Lifeline> live = ConcurrentHashMap.newKeySet();
     private final AtomicInteger pending = new AtomicInteger();
+    /** The agreements waiting for their regions, by nonce (hex), each with its TCP connection. */
+    private final Map<String, Waiting> waiting = new ConcurrentHashMap<>();
+    /** The agreements all servers of this process wait on. */
+    private static final AtomicInteger WAITING = new AtomicInteger();
     private final ObjectPool<ScheduledExecutorService> schedulers = SharedResourcePool.forResource(DeadlineTimer.RESOURCE);
     private volatile ServerDoor door;
     /** Where the server's TCP connections are read, by the client's address; null: none known. */
     private final ReadLoop.Finder loops;
+
+    private record Waiting(Lifeline lifeline, CompletableFuture<?> region) {
+    }
 
     /** A TCP connection, by its two ends as this server sees them. */
     private record Lifeline(SocketAddress remote, SocketAddress local) {
@@ -127,7 +135,12 @@ final class Acceptor {
                 live.remove(l);
                 ColocatedConnection c = connections.remove(l);
                 if (c != null) {
-                    c.close(Status.UNAVAILABLE.withDescription("its TCP connection " + l.remote() + " ended"));
+                    Status ended = Status.UNAVAILABLE.withDescription("its TCP connection " + l.remote() + " ended");
+                    if (c.handler() instanceof FrameDispatch f) {
+                        f.drain(ended); // its calls run to their end while the client lives
+                    } else {
+                        c.close(ended);
+                    }
                 }
             }
         };
@@ -135,12 +148,37 @@ final class Acceptor {
 
     /** The answer to one client's offer, over the TCP connection that {@code attributes} describe. */
     private byte[] answer(byte[] offer, Attributes attributes) {
+        byte[] withdrawn = offer == null ? null : Agreement.withdrawn(offer);
+        if (withdrawn != null) {
+            return withdraw(withdrawn, attributes);
+        }
         Agreement.Answer a = decide(offer, attributes);
         if (a instanceof Agreement.Decline d) {
             ColocatedGrpc.count(d.reason(), "declined " + Lifeline.of(attributes).remote() + ": " + d.words());
             return d.encode();
         }
         return ((Agreement.Accept) a).encode();
+    }
+
+    /** The agreements the servers of this process wait on for their regions now. */
+    static int waitingNow() {
+        return WAITING.get();
+    }
+
+    /**
+     * A client withdrew its agreement (it will hand no region over: it cannot reach the hand-over,
+     * a proxy is between, its channel balances): the wait for it ends now, not in {@link #OFFER_WAIT},
+     * so that it holds none of the {@link #MAX_PENDING} places. Only over the TCP connection that
+     * was given the nonce.
+     */
+    private byte[] withdraw(byte[] nonce, Attributes attributes) {
+        String key = java.util.HexFormat.of().formatHex(nonce);
+        Waiting w = waiting.get(key);
+        if (w == null || !w.lifeline().equals(Lifeline.of(attributes)) || !waiting.remove(key, w)) {
+            return "UNKNOWN".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        }
+        w.region().cancel(false);
+        return "WITHDRAWN".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     }
 
     private Agreement.Answer decide(byte[] offer, Attributes attributes) {
@@ -188,9 +226,14 @@ final class Acceptor {
         byte[] nonce = new byte[32];
         RANDOM.nextBytes(nonce);
         int uid = Handover.ownUid();
-        broker.listener.expect(nonce, capacity, peer -> peer == uid)
-                .orTimeout(OFFER_WAIT.toMillis(), TimeUnit.MILLISECONDS)
-                .whenComplete((received, failure) -> {
+        String key = java.util.HexFormat.of().formatHex(nonce);
+        CompletableFuture<Handover.Received> region = broker.listener.expect(nonce, capacity, peer -> peer == uid)
+                .orTimeout(OFFER_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        waiting.put(key, new Waiting(lifeline, region));
+        WAITING.incrementAndGet();
+        region.whenComplete((received, failure) -> {
+                    waiting.remove(key);
+                    WAITING.decrementAndGet();
                     pending.decrementAndGet();
                     if (failure == null) {
                         attach(received.region(), lifeline, attributes, d);
@@ -200,7 +243,9 @@ final class Acceptor {
                     Throwable why = failure instanceof CompletionException ? failure.getCause() : failure;
                     if (why instanceof Handover.NotAllowedException) {
                         ColocatedGrpc.count(Fallback.NOT_ALLOWED, why.getMessage());
-                    } else if (why instanceof TimeoutException || why instanceof CancellationException) {
+                    } else if (why instanceof CancellationException) {
+                        LOG.debug("{} withdrew its agreement.", client);
+                    } else if (why instanceof TimeoutException) {
                         ColocatedGrpc.count(Fallback.FAILED, "no region came for " + client + " within " + OFFER_WAIT);
                     } else {
                         ColocatedGrpc.count(Fallback.FAILED, "the hand-over for " + client + ": " + why.getMessage());

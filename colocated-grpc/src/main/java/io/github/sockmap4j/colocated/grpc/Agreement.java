@@ -21,6 +21,8 @@ import java.util.HexFormat;
  *                    (IP PORT: the client as the server sees it; SOCKET: where the server's hand-over
  *                    listens; NONCE: 32 bytes in hex; CAPACITY: each ring's bytes)
  *                  | DECLINE FALLBACK words
+ * client -> server   SM4J-WITHDRAW 1 NONCE   (after an ACCEPT, where it will not hand a region over)
+ * server -> client   WITHDRAWN | UNKNOWN
  * </pre>
  *
  * The nonce travels only over the TCP connection, so whoever proves it at the hand-over saw that
@@ -47,6 +49,21 @@ final class Agreement {
 
     static byte[] offer() {
         return ("SM4J-AGREE " + VERSION).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** A client's word that it will not hand a region over for {@code nonce}: its server stops waiting for one. */
+    static byte[] withdrawal(byte[] nonce) {
+        return ("SM4J-WITHDRAW " + VERSION + " " + HEX.formatHex(nonce)).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** The nonce a withdrawal names (32 bytes); null where {@code line} is not a withdrawal of this version. */
+    static byte[] withdrawn(byte[] line) {
+        String[] f = text(line).split(" ");
+        if (f.length != 3 || !f[0].equals("SM4J-WITHDRAW") || !f[1].equals(Integer.toString(VERSION))
+                || !f[2].matches("[0-9a-f]{64}")) {
+            return null;
+        }
+        return HEX.parseHex(f[2]);
     }
 
     /** The version a client's offer names, or -1 when it is not an offer. */

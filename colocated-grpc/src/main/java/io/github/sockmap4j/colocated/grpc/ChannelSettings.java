@@ -143,6 +143,37 @@ record ChannelSettings(Executor executor, int maxMessage, int maxMetadata, Strin
         return b.maxInboundMessageSize(maxMessage).maxInboundMetadataSize(maxMetadata);
     }
 
+    /**
+     * Whether the channel that {@code next} (what a channel's interceptor is given) belongs to was
+     * shut down now ({@code shutdownNow}): read by name from gRPC 1.84's {@code ManagedChannelImpl}
+     * behind its interceptors; always false where it is not found so.
+     */
+    static java.util.function.BooleanSupplier shutdownNowOf(io.grpc.Channel next) {
+        try {
+            Object c = next;
+            for (int i = 0; i < 64 && c != null && c.getClass().getName().equals("io.grpc.ClientInterceptors$InterceptorChannel"); i++) {
+                c = read(c, "channel");
+            }
+            if (c == null || !c.getClass().getName().equals("io.grpc.internal.ManagedChannelImpl$RealChannel")) {
+                return () -> false;
+            }
+            // held weakly: the agreement's state must not keep its channel alive
+            java.lang.ref.WeakReference<Object> channel = new java.lang.ref.WeakReference<>(read(c, "this$0"));
+            Field nowed = channel.get().getClass().getDeclaredField("shutdownNowed");
+            nowed.setAccessible(true);
+            return () -> {
+                Object ch = channel.get();
+                try {
+                    return ch != null && nowed.getBoolean(ch);
+                } catch (IllegalAccessException e) {
+                    return false;
+                }
+            };
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return () -> false;
+        }
+    }
+
     private static ManagedChannelImplBuilder implOf(ManagedChannelBuilder<?> builder) throws ReflectiveOperationException {
         for (Class<?> c = builder.getClass(); c != null; c = c.getSuperclass()) {
             for (Field f : c.getDeclaredFields()) {

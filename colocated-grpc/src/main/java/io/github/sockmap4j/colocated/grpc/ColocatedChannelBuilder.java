@@ -34,6 +34,7 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
     private int maxInboundMessage = GrpcUtil.DEFAULT_MAX_MESSAGE_SIZE;
     private int maxInboundMetadata = GrpcUtil.DEFAULT_MAX_HEADER_LIST_SIZE;
     private Runnable whenEnded;
+    private java.util.function.Consumer<ColocatedClientTransport> onTransport;
     private ReadLoop readLoop;
     private long keepAliveNanos = GrpcUtil.KEEPALIVE_TIME_NANOS_DISABLED;
     private long keepAliveTimeoutNanos = GrpcUtil.DEFAULT_KEEPALIVE_TIMEOUT_NANOS;
@@ -59,6 +60,12 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
     /** Runs {@code r} once the channel's connection has ended (on the thread that ended it). */
     ColocatedChannelBuilder whenEnded(Runnable r) {
         this.whenEnded = r;
+        return this;
+    }
+
+    /** Hands {@code c} the channel's transport as it is made (its one connection's). */
+    ColocatedChannelBuilder onTransport(java.util.function.Consumer<ColocatedClientTransport> c) {
+        this.onTransport = c;
         return this;
     }
 
@@ -149,9 +156,12 @@ public final class ColocatedChannelBuilder extends ForwardingChannelBuilder2<Col
                         + "; this channel makes no other"));
             }
             ColocatedClientTransport t = new ColocatedClientTransport(c, address, options.getAuthority(),
-                    options.getUserAgent(), maxInboundMessage, maxInboundMetadata, options.getEagAttributes());
+                    options.getUserAgent(), maxInboundMessage, maxInboundMetadata, options.getEagAttributes(), timer);
             if (keepAliveNanos != GrpcUtil.KEEPALIVE_TIME_NANOS_DISABLED) {
-                t.keepAlive(timer, keepAliveNanos, keepAliveTimeoutNanos, keepAliveWithoutCalls);
+                t.keepAlive(keepAliveNanos, keepAliveTimeoutNanos, keepAliveWithoutCalls);
+            }
+            if (onTransport != null) {
+                onTransport.accept(t);
             }
             return t;
         }

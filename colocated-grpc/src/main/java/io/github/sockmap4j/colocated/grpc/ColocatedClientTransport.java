@@ -60,6 +60,8 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
     private Status shutdownStatus;
     private boolean terminated;
     private volatile KeepAliveManager keepAlive; // null: none asked for
+    private final ScheduledExecutorService timer;
+    private volatile Runnable onGoAway; // null: a GOAWAY shuts this transport down
     private final InUseStateAggregator<ClientStreamImpl> inUse = new InUseStateAggregator<>() {
         @Override
         protected void handleInUse() {
@@ -84,8 +86,10 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
     }
 
     ColocatedClientTransport(ColocatedConnection connection, ColocatedAddress address, String authority,
-                             String userAgent, int maxInboundMessage, int maxInboundMetadata, Attributes eagAttrs) {
+                             String userAgent, int maxInboundMessage, int maxInboundMetadata, Attributes eagAttrs,
+                             ScheduledExecutorService timer) {
         super(connection, maxInboundMetadata);
+        this.timer = timer;
         this.address = address;
         this.authority = authority;
         this.userAgent = GrpcUtil.getGrpcUserAgent("sockmap4j-colocated", userAgent);
@@ -104,7 +108,7 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
      * as its Netty transport does), and ends this connection where none comes within
      * {@code timeoutNanos}; before {@link #start}.
      */
-    void keepAlive(ScheduledExecutorService timer, long timeNanos, long timeoutNanos, boolean withoutCalls) {
+    void keepAlive(long timeNanos, long timeoutNanos, boolean withoutCalls) {
         keepAlive = new KeepAliveManager(new KeepAliveManager.KeepAlivePinger() {
             @Override
             public void ping() {
@@ -283,19 +287,11 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
             }
             case Frames.GOAWAY -> {
                 f.end("GOAWAY");
-                shutdown(Status.UNAVAILABLE.withDescription("the co-located server is shutting down"));
-            }
-            case Frames.PONG -> {
-                long data = f.getLong("pong");
-                f.end("PONG");
-                KeepAliveManager k = keepAlive;
-                if (k != null) {
-                    k.onDataReceived(); // an answer: the next ping after the keepalive's time
-                }
-                PingWaiter w = pings.remove(data);
-                if (w != null) {
-                    long rtt = System.nanoTime() - w.sentNanos();
-                    w.executor().execute(() -> w.callback().onSuccess(rtt));
+                Runnable r = onGoAway;
+                if (r != null) {
+                    r.run();
+                } else {
+                    shutdown(Status.UNAVAILABLE.withDescription("the co-located server is shutting down"));
                 }
             }
             default -> {
@@ -303,6 +299,38 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
             }
         }
         return true;
+    }
+
+    @Override
+    void pong(long data) {
+        KeepAliveManager k = keepAlive;
+        if (k != null) {
+            k.onDataReceived(); // an answer: the next ping after the keepalive's time
+        }
+        PingWaiter w = pings.remove(data);
+        if (w != null) {
+            long rtt = System.nanoTime() - w.sentNanos();
+            w.executor().execute(() -> w.callback().onSuccess(rtt));
+        }
+    }
+
+    /**
+     * Runs {@code r} instead of shutting down when the server says the connection goes away: the
+     * owner sends new calls elsewhere first, then drains this transport ({@link #drain}), so that a
+     * call it sent here a moment before is not refused.
+     */
+    void onGoAway(Runnable r) {
+        onGoAway = r;
+    }
+
+    @Override
+    void goAway(Status reason) {
+        shutdown(reason);
+    }
+
+    @Override
+    ScheduledExecutorService timer() {
+        return timer;
     }
 
     private void streamDone(ClientStreamImpl s) {

@@ -148,6 +148,11 @@ final class ColocatedConnection {
         return name;
     }
 
+    /** The handler reading this connection; null before {@link #start}. */
+    Handler handler() {
+        return handler;
+    }
+
     /** Starts reading with {@code h}; frames before this wait in the ring. Not on an ended connection. */
     void start(Handler h) {
         if (region == null) {

@@ -24,11 +24,12 @@ import org.slf4j.LoggerFactory;
  * ManagedChannel ch = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("localhost", port)).usePlaintext().build();
  * }</pre>
  *
- * {@code SockmapGrpc.configure} does this where {@code -Dsockmap4j.colocated=true}; off by
- * default until the transport's remaining parts are built (docs/colocated.md).
+ * {@code SockmapGrpc.configure} does this unless {@code -Dsockmap4j.colocated=false}: on by
+ * default, since a channel or server falls back to HTTP/2 by itself wherever the other end, the
+ * rules or the channel's balancing do not let its calls move (docs/colocated.md).
  */
 public final class ColocatedGrpc {
-    /** The switch {@code SockmapGrpc.configure} reads. */
+    /** The switch {@code SockmapGrpc.configure} reads: on unless {@code -Dsockmap4j.colocated=false}. */
     public static final String SWITCH = "sockmap4j.colocated";
     /** Each ring's bytes a server asks for ({@code -Dsockmap4j.colocated.ringBytes}, a power of two; 1 MiB). */
     public static final String RING_BYTES = "sockmap4j.colocated.ringBytes";
@@ -66,9 +67,9 @@ public final class ColocatedGrpc {
     private ColocatedGrpc() {
     }
 
-    /** Whether {@code -Dsockmap4j.colocated} is {@code true}. */
+    /** Whether the switch is on: {@code -Dsockmap4j.colocated} unset (the default) or {@code true}. */
     public static boolean enabled() {
-        return Boolean.parseBoolean(System.getProperty(SWITCH, "false"));
+        return Boolean.parseBoolean(System.getProperty(SWITCH, "true"));
     }
 
     /** Lets {@code builder}'s server agree to co-located connections. */
@@ -100,8 +101,13 @@ public final class ColocatedGrpc {
     /**
      * As {@link #configure(ManagedChannelBuilder)}, where {@code lifelines} finds the channel's TCP
      * connection by its local address: a stage that completes when that connection ends (null
-     * where it knows none). A co-located connection ends with it, so a server killed outright
-     * fails the calls in flight with UNAVAILABLE as its TCP connection's end is seen.
+     * where it knows none). A co-located connection goes away with it: new calls go over HTTP/2 at
+     * once, the open ones run to their end while the server answers a ping each second, so that a
+     * server's maximum connection age fails none and a server killed outright fails them with
+     * UNAVAILABLE within about two seconds; after the channel's {@code shutdownNow} they end at
+     * once. Where
+     * {@code lifelines} is also {@link ChannelConnections}, a channel connected to several servers
+     * keeps its calls on HTTP/2 ({@link Fallback#BALANCED}).
      */
     public static <T extends ManagedChannelBuilder<T>> T configure(
             T builder, Function<SocketAddress, ? extends CompletionStage<?>> lifelines) {

@@ -155,6 +155,21 @@ final class ColocatedServerTransport extends FrameDispatch implements ServerTran
         listener.transportTerminated();
     }
 
+    /**
+     * Tells the client to open no more streams; those it opened before it heard are served, and the
+     * client closes the connection after its last (it drains as well). Nothing is refused here: a
+     * stream already on its way would fail where over HTTP/2 it would have been retried.
+     */
+    @Override
+    void goAway(Status reason) {
+        connection.write(Frames.GOAWAY, new Frames.Writer(0).bytes());
+    }
+
+    @Override
+    ScheduledExecutorService timer() {
+        return scheduler;
+    }
+
     @Override
     public void shutdown() {
         boolean empty;

@@ -22,9 +22,10 @@ public enum Fallback {
     /** The server's rule does not let this process share memory with it (another user). */
     NOT_ALLOWED("the server does not let this process share memory with it"),
     /**
-     * The channel spreads its calls over several servers (a load-balancing policy other than
-     * {@code pick_first} set on its builder, or more than one TCP connection open at once), which
-     * a co-located connection to one of them would not: its calls stay where the balancer puts them.
+     * The channel spreads its calls over several servers (connected to more than one at once; or,
+     * where the channel's connections cannot be seen, a load-balancing policy other than
+     * {@code pick_first} on its builder), which a co-located connection to one of them would not:
+     * its calls stay where the balancer puts them.
      */
     BALANCED("the channel balances its calls over several servers"),
     /** The server has as many co-located connections or pending agreements as it takes. */

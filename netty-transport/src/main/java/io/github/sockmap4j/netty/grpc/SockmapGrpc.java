@@ -255,8 +255,23 @@ public final class SockmapGrpc {
     }
 
     /**
+     * {@code builder}'s connections accepted by channels of {@code servers} (a {@link SockmapNetty}
+     * transport's, say), and its server let agree to co-located connections unless
+     * {@code -Dsockmap4j.colocated=false}: what {@code configure} does beside its event loops, for a
+     * framework that chooses those itself (the Spring Boot starter).
+     *
+     * @param builder the server's builder
+     * @param servers what makes its listening channels
+     * @return {@code builder}
+     */
+    public static NettyServerBuilder acceptedBy(NettyServerBuilder builder,
+                                                ChannelFactory<io.netty.channel.socket.ServerSocketChannel> servers) {
+        return colocated(builder, servers);
+    }
+
+    /**
      * {@code builder}'s server channels made by {@code servers}, and the server let agree to
-     * co-located connections where {@code -Dsockmap4j.colocated=true}: each read on the event loop
+     * co-located connections unless {@code -Dsockmap4j.colocated=false}: each read on the event loop
      * of the TCP connection it was agreed over.
      */
     private static NettyServerBuilder colocated(NettyServerBuilder builder,
@@ -271,7 +286,7 @@ public final class SockmapGrpc {
 
     /**
      * {@code builder}'s connections made by {@code channels}, and its calls moved to a co-located
-     * connection where the server agrees and {@code -Dsockmap4j.colocated=true}: each TCP connection
+     * connection where the server agrees, unless {@code -Dsockmap4j.colocated=false}: each TCP connection
      * that carried an agreement is its co-located connection's lifeline.
      */
     private static NettyChannelBuilder colocated(NettyChannelBuilder builder, ChannelFactory<SocketChannel> channels) {

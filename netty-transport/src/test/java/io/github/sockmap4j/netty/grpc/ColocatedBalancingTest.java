@@ -231,6 +231,27 @@ class ColocatedBalancingTest {
                 "round robin reached both servers: " + (toA.get() - aBefore) + " and " + (toB.get() - bBefore));
     }
 
+    /** A builder's round robin with one server to go to (as Spring gRPC's channels have by default) moves its calls. */
+    @Test
+    void roundRobinOverOneServerMovesItsCalls() throws Exception {
+        Server a = server(new AtomicInteger());
+        long balanced = ColocatedGrpc.fallbacks().get(Fallback.BALANCED);
+        TcpLifelines lifelines = new TcpLifelines(EpollSocketChannel::new);
+        ManagedChannel ch = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", a.getPort())
+                .defaultLoadBalancingPolicy("round_robin").channelFactory(lifelines)
+                .eventLoopGroup(SockmapGrpc.sharedGroup()).usePlaintext(), lifelines).build();
+        cleanup.add(() -> {
+            ch.shutdownNow();
+            assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS), "the channel terminates");
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        for (int i = 0; colocated.get() == 0; i++) {
+            assertTrue(System.nanoTime() < deadline, "no call went co-located: " + ColocatedGrpc.fallbacks());
+            call(ch, i);
+        }
+        assertEquals(balanced, ColocatedGrpc.fallbacks().get(Fallback.BALANCED), "one server: nothing to balance");
+    }
+
     @Test
     void pickFirstOverTheSameTwoAddressesStillMovesItsCalls() throws Exception {
         Server a = server(new AtomicInteger());

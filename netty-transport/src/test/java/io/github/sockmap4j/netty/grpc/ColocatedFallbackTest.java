@@ -76,7 +76,15 @@ class ColocatedFallbackTest {
 
     @Test
     void withTheSwitchOffCallsStayOnHttp2AndSayWhy() throws Exception {
-        assertTrue(System.getProperty(ColocatedGrpc.SWITCH) == null, "the switch is off by default");
+        String set = System.getProperty(ColocatedGrpc.SWITCH);
+        System.setProperty(ColocatedGrpc.SWITCH, "false"); // the one switch: on by default
+        cleanup.add(() -> {
+            if (set == null) {
+                System.clearProperty(ColocatedGrpc.SWITCH);
+            } else {
+                System.setProperty(ColocatedGrpc.SWITCH, set);
+            }
+        });
         long off = ColocatedGrpc.fallbacks().get(Fallback.OFF);
         long upgrades = ColocatedGrpc.upgrades();
         AtomicInteger colocated = new AtomicInteger();

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.testbed.Await;
+import io.github.sockmap4j.testsupport.Http2Only;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.grpc.CallOptions;
@@ -38,10 +39,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
-/** gRPC-Java over the transport, with byte[] messages (no generated code needed). */
+/**
+ * gRPC-Java's HTTP/2 over the transport, with byte[] messages (no generated code needed); the
+ * co-located transport, on by default, is left off here (its tests: the Colocated*Test classes).
+ */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 @Tag("kernel")
+@ExtendWith(Http2Only.class)
 class GrpcFastPathTest {
     static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
 

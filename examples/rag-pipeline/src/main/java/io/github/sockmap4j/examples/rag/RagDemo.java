@@ -275,11 +275,11 @@ public final class RagDemo implements Callable<Integer> {
                     + "threads of its handlers' executor (SockmapGrpc.Profile.POLLING); the plain path's sleep" : "both paths' sleep until an event comes (SockmapGrpc.Profile.STANDARD)"));
             out.println("handlers: " + describeHandlers(handlers) + (plainHandlers.equals(handlers) ? " on both paths"
                     : " on the fast path; on the plain path " + describeHandlers(plainHandlers)));
-            out.println("co-located transport: " + (Boolean.getBoolean("sockmap4j.colocated")
-                    ? "on for the fast path (-Dsockmap4j.colocated=true" + (System.getProperty("sockmap4j.colocated.brokerDir")
+            out.println("co-located transport: " + (io.github.sockmap4j.colocated.grpc.ColocatedGrpc.enabled()
+                    ? "on for the fast path (the default" + (System.getProperty("sockmap4j.colocated.brokerDir")
                     == null ? "" : ", a broker directory all its stages are given") + "): where two stages agree, their "
                     + "calls go over shared rings, not HTTP/2 (docs/colocated.md; COLOCATED=false to leave it off)"
-                    : "off (HTTP/2 over the fast path's sockets)"));
+                    : "off (-Dsockmap4j.colocated=false: HTTP/2 over the fast path's sockets)"));
             if (curve) {
                 StringBuilder at = new StringBuilder();
                 loadFractions.forEach(f -> at.append(at.length() == 0 ? "" : ", ").append(Math.round(100 * f)).append('%'));

@@ -270,12 +270,12 @@ final class RagReport {
 
     /**
      * Nothing went through the redirect: a failure, but where the stages may agree on co-located
-     * connections (-Dsockmap4j.colocated=true), whose calls go over shared rings the redirect's
+     * connections (the default; -Dsockmap4j.colocated=false turns it off), whose calls go over shared rings the redirect's
      * counters do not see.
      */
     static int nothingRedirected(PrintStream out) {
-        if (Boolean.getBoolean("sockmap4j.colocated")) {
-            out.println("\nThe fast path's redirect carried nothing: with -Dsockmap4j.colocated=true its stages' calls "
+        if (io.github.sockmap4j.colocated.grpc.ColocatedGrpc.enabled()) {
+            out.println("\nThe fast path's redirect carried nothing: with the co-located transport on its stages' calls "
                     + "go over co-located connections where they agree (shared rings; docs/colocated.md), which the "
                     + "redirect's counters do not see; the stages' co-located threads (sockmap4j-coloc) above show "
                     + "where they did");

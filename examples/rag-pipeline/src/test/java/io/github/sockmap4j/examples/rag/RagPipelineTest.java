@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
+import io.github.sockmap4j.colocated.grpc.ColocatedGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.util.ArrayList;
@@ -14,7 +15,10 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The four stages in this JVM: the same answers on both paths, and the fast path carries them. */
+/**
+ * The four stages in this JVM: the same answers on both paths, the fast path's redirect carries them
+ * over HTTP/2, and so do the co-located connections its stages agree on by default.
+ */
 @Tag("kernel")
 class RagPipelineTest {
     static final RagService.Settings SETTINGS = new RagService.Settings(384, 1500, 3, 32, 5, 0.3f);
@@ -25,9 +29,23 @@ class RagPipelineTest {
     void bothPathsGiveTheSameAnswersAndTheFastPathCarriesTheVectors() throws Exception {
         System.setProperty("rag.warmUpMillis", "100");
         List<String> plain = answers(false);
-        SockmapStats before = Sockmap.global().stats();
-        List<String> fast = answers(true);
-        SockmapStats after = Sockmap.global().stats();
+        // the fast path's HTTP/2 (the co-located transport, on by default, off for this part)
+        String set = System.getProperty(ColocatedGrpc.SWITCH);
+        System.setProperty(ColocatedGrpc.SWITCH, "false");
+        SockmapStats before;
+        SockmapStats after;
+        List<String> fast;
+        try {
+            before = Sockmap.global().stats();
+            fast = answers(true);
+            after = Sockmap.global().stats();
+        } finally {
+            if (set == null) {
+                System.clearProperty(ColocatedGrpc.SWITCH);
+            } else {
+                System.setProperty(ColocatedGrpc.SWITCH, set);
+            }
+        }
         assertEquals(plain, fast);
         for (String a : fast) {
             assertTrue(a.startsWith("Answer from this context (") && a.contains("[1] doc "), a);
@@ -37,6 +55,11 @@ class RagPipelineTest {
         long vectorBytes = 2L * QUESTIONS * SETTINGS.candidates() * SETTINGS.dim() * Float.BYTES;
         long redirected = after.bytesRedirected() - before.bytesRedirected();
         assertTrue(redirected >= vectorBytes, "redirected " + redirected + " B, the vectors alone are " + vectorBytes);
+        // as a user gets it: the stages agree on co-located connections, with the same answers
+        long upgrades = ColocatedGrpc.upgrades();
+        assertEquals(plain, answers(true));
+        assertTrue(ColocatedGrpc.upgrades() > upgrades, "the stages agreed on co-located connections: "
+                + ColocatedGrpc.fallbacks());
     }
 
     @Test
