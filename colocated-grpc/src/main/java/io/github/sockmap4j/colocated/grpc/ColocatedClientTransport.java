@@ -1,7 +1,6 @@
 package io.github.sockmap4j.colocated.grpc;
 
 import com.google.common.util.concurrent.ListenableFuture;
-import com.google.common.util.concurrent.MoreExecutors;
 import io.grpc.Attributes;
 import io.grpc.CallOptions;
 import io.grpc.ClientStreamTracer;
@@ -109,29 +108,8 @@ final class ColocatedClientTransport extends FrameDispatch implements Connection
      * {@code timeoutNanos}; before {@link #start}.
      */
     void keepAlive(long timeNanos, long timeoutNanos, boolean withoutCalls) {
-        keepAlive = new KeepAliveManager(new KeepAliveManager.KeepAlivePinger() {
-            @Override
-            public void ping() {
-                ColocatedClientTransport.this.ping(new PingCallback() {
-                    @Override
-                    public void onSuccess(long roundTripTimeNanos) {
-                    }
-
-                    @Override
-                    public void onFailure(Status cause) {
-                        shutdownNow(Status.UNAVAILABLE.withDescription("a keepalive ping could not be sent over co-located "
-                                + "connection " + connection.name() + ": " + cause.getDescription()));
-                    }
-                }, MoreExecutors.directExecutor());
-            }
-
-            @Override
-            public void onPingTimeout() {
-                shutdownNow(Status.UNAVAILABLE.withDescription("Keepalive failed: the co-located server answered no ping "
-                        + "within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms over connection "
-                        + connection.name()));
-            }
-        }, timer, timeNanos, timeoutNanos, withoutCalls);
+        keepAlive = new KeepAliveManager(new KeepAlivePings(this, timeoutNanos), timer, timeNanos, timeoutNanos,
+                withoutCalls);
     }
 
     @Override

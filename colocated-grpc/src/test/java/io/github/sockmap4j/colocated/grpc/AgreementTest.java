@@ -137,7 +137,11 @@ class AgreementTest {
     private ManagedChannel channel(int port, java.util.function.Consumer<NettyChannelBuilder> settings) {
         NettyChannelBuilder b = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", port)).usePlaintext();
         settings.accept(b); // after configure, as a user sets what the builder is for
-        ManagedChannel ch = b.build();
+        return closedAfter(b.build());
+    }
+
+    /** {@code ch}, shut down after the test (it must terminate). */
+    private ManagedChannel closedAfter(ManagedChannel ch) {
         cleanup.add(() -> {
             ch.shutdownNow();
             try {
@@ -552,18 +556,8 @@ class AgreementTest {
     void twoChannelsOfOneBuilderAgreeEachOnItsOwn() throws Exception {
         Server s = server(true);
         NettyChannelBuilder b = ColocatedGrpc.configure(NettyChannelBuilder.forAddress("127.0.0.1", s.getPort())).usePlaintext();
-        ManagedChannel first = b.build();
-        ManagedChannel second = b.build();
-        for (ManagedChannel ch : List.of(first, second)) {
-            cleanup.add(() -> {
-                ch.shutdownNow();
-                try {
-                    assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS), "the channel terminates");
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
-        }
+        ManagedChannel first = closedAfter(b.build());
+        ManagedChannel second = closedAfter(b.build());
         callUntilColocated(first);
         SocketAddress firstEnd = seen.get(seen.size() - 1).remote();
         callUntilColocated(second);

@@ -160,14 +160,21 @@ class ColocatedBalancingTest {
                 CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), m)[0]);
     }
 
-    @Test
-    void aResolversRoundRobinOverTwoServersKeepsTheCallsWhereItPutsThem() throws Exception {
-        AtomicInteger toA = new AtomicInteger();
-        AtomicInteger toB = new AtomicInteger();
-        Server a = server(toA);
-        Server b = server(toB);
-        long balanced = ColocatedGrpc.fallbacks().get(Fallback.BALANCED);
-        ManagedChannel ch = channel(a, b, Map.of("loadBalancingConfig", List.of(Map.of("round_robin", Map.of()))));
+    /** Calls until one goes co-located (each a real call, 20 s of them at most). */
+    private void callUntilColocated(ManagedChannel ch) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        for (int i = 0; colocated.get() == 0; i++) {
+            assertTrue(System.nanoTime() < deadline, "no call went co-located: " + ColocatedGrpc.fallbacks());
+            call(ch, i);
+        }
+    }
+
+    /**
+     * Calls until the channel says it balances (counted past {@code balanced}); then, once the calls
+     * given a co-located connection before have ended, 40 calls: none co-located, both servers reached.
+     */
+    private void callsStayWhereTheBalancerPutsThem(ManagedChannel ch, long balanced, AtomicInteger toA,
+                                                   AtomicInteger toB) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         for (int i = 0; ColocatedGrpc.fallbacks().get(Fallback.BALANCED) == balanced; i++) {
             assertTrue(System.nanoTime() < deadline, "the channel never said it balances: " + ColocatedGrpc.fallbacks());
@@ -185,6 +192,17 @@ class ColocatedBalancingTest {
         assertEquals(colocatedBefore, colocated.get(), "no call went co-located once the channel said it balances");
         assertTrue(toA.get() - aBefore >= 10 && toB.get() - bBefore >= 10,
                 "round robin reached both servers: " + (toA.get() - aBefore) + " and " + (toB.get() - bBefore));
+    }
+
+    @Test
+    void aResolversRoundRobinOverTwoServersKeepsTheCallsWhereItPutsThem() throws Exception {
+        AtomicInteger toA = new AtomicInteger();
+        AtomicInteger toB = new AtomicInteger();
+        Server a = server(toA);
+        Server b = server(toB);
+        long balanced = ColocatedGrpc.fallbacks().get(Fallback.BALANCED);
+        ManagedChannel ch = channel(a, b, Map.of("loadBalancingConfig", List.of(Map.of("round_robin", Map.of()))));
+        callsStayWhereTheBalancerPutsThem(ch, balanced, toA, toB);
         assertTrue(ColocatedGrpc.lastFallback(Fallback.BALANCED).contains("balancer"),
                 ColocatedGrpc.lastFallback(Fallback.BALANCED));
     }
@@ -205,30 +223,10 @@ class ColocatedBalancingTest {
                 new java.util.concurrent.atomic.AtomicReference<>();
         ManagedChannel ch = channel(List.of(a), Map.of("loadBalancingConfig", List.of(Map.of("round_robin", Map.of()))),
                 resolve);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        for (int i = 0; colocated.get() == 0; i++) {
-            assertTrue(System.nanoTime() < deadline, "no call went co-located: " + ColocatedGrpc.fallbacks());
-            call(ch, i);
-        }
+        callUntilColocated(ch);
         assertEquals(balanced, ColocatedGrpc.fallbacks().get(Fallback.BALANCED), "one server: nothing to balance");
         resolve.get().accept(List.of(a, b));
-        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        for (int i = 0; ColocatedGrpc.fallbacks().get(Fallback.BALANCED) == balanced; i++) {
-            assertTrue(System.nanoTime() < deadline, "the channel never said it balances: " + ColocatedGrpc.fallbacks());
-            call(ch, i);
-        }
-        for (int i = 0; i < 5; i++) {
-            call(ch, i);
-        }
-        int colocatedBefore = colocated.get();
-        int aBefore = toA.get();
-        int bBefore = toB.get();
-        for (int i = 0; i < 40; i++) {
-            call(ch, i);
-        }
-        assertEquals(colocatedBefore, colocated.get(), "no call went co-located once the channel said it balances");
-        assertTrue(toA.get() - aBefore >= 10 && toB.get() - bBefore >= 10,
-                "round robin reached both servers: " + (toA.get() - aBefore) + " and " + (toB.get() - bBefore));
+        callsStayWhereTheBalancerPutsThem(ch, balanced, toA, toB);
     }
 
     /** A builder's round robin with one server to go to (as Spring gRPC's channels have by default) moves its calls. */
@@ -244,11 +242,7 @@ class ColocatedBalancingTest {
             ch.shutdownNow();
             assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS), "the channel terminates");
         });
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        for (int i = 0; colocated.get() == 0; i++) {
-            assertTrue(System.nanoTime() < deadline, "no call went co-located: " + ColocatedGrpc.fallbacks());
-            call(ch, i);
-        }
+        callUntilColocated(ch);
         assertEquals(balanced, ColocatedGrpc.fallbacks().get(Fallback.BALANCED), "one server: nothing to balance");
     }
 
@@ -258,11 +252,7 @@ class ColocatedBalancingTest {
         Server b = server(new AtomicInteger());
         long balanced = ColocatedGrpc.fallbacks().get(Fallback.BALANCED);
         ManagedChannel ch = channel(a, b, null);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        for (int i = 0; colocated.get() == 0; i++) {
-            assertTrue(System.nanoTime() < deadline, "no call went co-located: " + ColocatedGrpc.fallbacks());
-            call(ch, i);
-        }
+        callUntilColocated(ch);
         assertEquals(balanced, ColocatedGrpc.fallbacks().get(Fallback.BALANCED), "pick_first is not balancing");
     }
 }
