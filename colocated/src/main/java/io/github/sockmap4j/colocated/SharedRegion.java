@@ -22,10 +22,12 @@ import java.lang.foreign.ValueLayout;
  * heap: from the next 4 KiB boundary after ring 1, heap bytes, where there is a heap
  * </pre>
  *
- * <p>The heap is memory for what the creator lends the opener by reference (Arrow batches, whose
- * places a ring message names): the creator allocates in it with bookkeeping kept in its own
- * memory, never in the region, so nothing the opener writes there can steer the creator's
- * allocations; the opener checks every place it is told of against the heap's bounds.
+ * <p>The heap is memory for what an end lends the other by reference (Arrow batches, message
+ * bodies, whose places a ring message names): who writes where is the protocol's (the Arrow
+ * bridge's creator lends into all of it; co-located gRPC gives each end a half), and each end
+ * allocates with bookkeeping kept in its own memory, never in the region, so nothing the other
+ * end writes there can steer its allocations; a reader checks every place it is told of against
+ * the bounds of the part that end may write.
  * A region without a heap is laid out byte for byte as before there was one.
  *
  * <p>A region may come with bells, one eventfd a ring ({@link MessageRing#bell}), which the creator
@@ -293,11 +295,16 @@ public final class SharedRegion implements AutoCloseable {
     }
 
     /**
-     * The heap (empty where the region has none): the creator's to write, the opener's to read
-     * where a ring message points, each place checked against these bounds first.
+     * The heap (empty where the region has none): written by the end or ends its protocol says,
+     * read where a ring message points, each place checked against the writer's bounds first.
      */
     public MemorySegment heap() {
         return heap;
+    }
+
+    /** Whether this end made the region (else it opened what the other end handed over). */
+    public boolean isCreator() {
+        return creator;
     }
 
     /** The whole mapping (for tests that play a peer that writes what it likes). */

@@ -1,5 +1,6 @@
 package io.github.sockmap4j.arrow.shared;
 
+import io.github.sockmap4j.colocated.HeapSpace;
 import io.github.sockmap4j.colocated.MessageRing;
 import io.github.sockmap4j.colocated.RingCorruptException;
 import io.github.sockmap4j.colocated.SharedRegion;

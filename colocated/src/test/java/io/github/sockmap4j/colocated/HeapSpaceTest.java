@@ -1,4 +1,4 @@
-package io.github.sockmap4j.arrow.shared;
+package io.github.sockmap4j.colocated;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

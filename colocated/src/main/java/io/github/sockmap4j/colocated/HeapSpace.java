@@ -1,4 +1,4 @@
-package io.github.sockmap4j.arrow.shared;
+package io.github.sockmap4j.colocated;
 
 import java.util.Map;
 import java.util.TreeMap;
@@ -8,15 +8,15 @@ import java.util.TreeMap;
  * process's own memory (never in the region, where the peer could write), runs merged with their
  * neighbours when freed. Every place handed out is {@link #ALIGNMENT}-aligned. Thread-safe.
  */
-final class HeapSpace {
+public final class HeapSpace {
     /** Arrow's own buffers are 64-byte aligned; so is every place here. */
-    static final long ALIGNMENT = 64;
+    public static final long ALIGNMENT = 64;
 
     private final long size;
     private final TreeMap<Long, Long> free = new TreeMap<>();
     private long used;
 
-    HeapSpace(long size) {
+    public HeapSpace(long size) {
         if (size < 0 || size % ALIGNMENT != 0) {
             throw new IllegalArgumentException("a heap of " + size + " bytes: a multiple of " + ALIGNMENT);
         }
@@ -26,12 +26,12 @@ final class HeapSpace {
         }
     }
 
-    static long round(long bytes) {
+    public static long round(long bytes) {
         return (bytes + ALIGNMENT - 1) & -ALIGNMENT;
     }
 
     /** The offset of {@code bytes} (rounded up to the alignment) now taken, or -1 where no free run holds them. */
-    synchronized long take(long bytes) {
+    public synchronized long take(long bytes) {
         if (bytes <= 0 || bytes > size) {
             return bytes == 0 ? 0 : -1;
         }
@@ -52,7 +52,7 @@ final class HeapSpace {
     }
 
     /** Gives back what {@link #take} handed out at {@code at} for {@code bytes}. */
-    synchronized void give(long at, long bytes) {
+    public synchronized void give(long at, long bytes) {
         if (bytes == 0) {
             return;
         }
@@ -83,12 +83,12 @@ final class HeapSpace {
     }
 
     /** Bytes taken now. */
-    synchronized long used() {
+    public synchronized long used() {
         return used;
     }
 
     /** The largest run that {@link #take} could hand out now. */
-    synchronized long largestFree() {
+    public synchronized long largestFree() {
         long max = 0;
         for (long length : free.values()) {
             max = Math.max(max, length);
@@ -96,7 +96,7 @@ final class HeapSpace {
         return max;
     }
 
-    long size() {
+    public long size() {
         return size;
     }
 }
