@@ -38,4 +38,15 @@ class ColocatedMetricsTest {
         assertEquals(ColocatedGrpc.upgrades(),
                 registry.get("sockmap4j.colocated.agreements").tag("outcome", "upgraded").functionCounter().count());
     }
+
+    /** What was lent is counted where it is lent (colocated-grpc's LendingTest); the meters read those counts. */
+    @Test
+    void theLendingMetersReadTheProcesssCounts() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new ColocatedMetrics().bindTo(registry);
+        collectGarbage();
+        assertEquals(ColocatedGrpc.messagesLent(), registry.get("sockmap4j.colocated.lent.messages").functionCounter().count());
+        assertEquals(ColocatedGrpc.bytesLent(), registry.get("sockmap4j.colocated.lent.bytes").functionCounter().count());
+        assertEquals(ColocatedGrpc.lendingNoRoom(), registry.get("sockmap4j.colocated.lent.no_room").functionCounter().count());
+    }
 }

@@ -96,8 +96,14 @@ final class Acceptor {
 
                 @Override
                 public void onHalfClose() {
-                    byte[] answer = answer(offer, call.getAttributes());
-                    call.sendHeaders(new Metadata());
+                    long own = ColocatedGrpc.lendBytes();
+                    long lend = own == 0 ? 0 : Agreement.lendBytes(headers, own);
+                    byte[] answer = answer(offer, call.getAttributes(), lend);
+                    Metadata h = new Metadata();
+                    if (lend > 0) {
+                        h.put(Agreement.LEND, Long.toString(lend));
+                    }
+                    call.sendHeaders(h);
                     call.sendMessage(answer);
                     call.close(Status.OK, new Metadata());
                 }
@@ -147,12 +153,12 @@ final class Acceptor {
     }
 
     /** The answer to one client's offer, over the TCP connection that {@code attributes} describe. */
-    private byte[] answer(byte[] offer, Attributes attributes) {
+    private byte[] answer(byte[] offer, Attributes attributes, long lend) {
         byte[] withdrawn = offer == null ? null : Agreement.withdrawn(offer);
         if (withdrawn != null) {
             return withdraw(withdrawn, attributes);
         }
-        Agreement.Answer a = decide(offer, attributes);
+        Agreement.Answer a = decide(offer, attributes, lend);
         if (a instanceof Agreement.Decline d) {
             ColocatedGrpc.count(d.reason(), "declined " + Lifeline.of(attributes).remote() + ": " + d.words());
             return d.encode();
@@ -181,7 +187,7 @@ final class Acceptor {
         return "WITHDRAWN".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     }
 
-    private Agreement.Answer decide(byte[] offer, Attributes attributes) {
+    private Agreement.Answer decide(byte[] offer, Attributes attributes, long lend) {
         int version;
         try {
             version = offer == null ? -1 : Agreement.offeredVersion(offer);
@@ -227,7 +233,7 @@ final class Acceptor {
         RANDOM.nextBytes(nonce);
         int uid = Handover.ownUid();
         String key = java.util.HexFormat.of().formatHex(nonce);
-        CompletableFuture<Handover.Received> region = broker.listener.expect(nonce, capacity, peer -> peer == uid)
+        CompletableFuture<Handover.Received> region = broker.listener.expect(nonce, capacity, 2 * lend, peer -> peer == uid)
                 .orTimeout(OFFER_WAIT.toMillis(), TimeUnit.MILLISECONDS);
         waiting.put(key, new Waiting(lifeline, region));
         WAITING.incrementAndGet();

@@ -25,7 +25,13 @@ import java.util.HexFormat;
  * server -> client   WITHDRAWN | UNKNOWN
  * </pre>
  *
- * The nonce travels only over the TCP connection, so whoever proves it at the hand-over saw that
+ * Lending ({@link ColocatedGrpc#LEND_BYTES}) is agreed in the call's headers, which an end of an
+ * earlier version ignores: the client's request carries {@code sm4j-lend: BYTES} (the heap it
+ * would give each end), the server's response headers {@code sm4j-lend: BYTES} (the smaller of
+ * the two, where it lends too); the region then carries a heap of twice that, and none where the
+ * server did not say it.
+ *
+ * <p>The nonce travels only over the TCP connection, so whoever proves it at the hand-over saw that
  * connection's bytes; the client moves only when the server saw it at its own local address and
  * port (no proxy between). Lines of printable ASCII, at most {@link #MAX} bytes; anything else is
  * a malformed answer.
@@ -35,6 +41,23 @@ final class Agreement {
     static final int MAX = 512;
     static final String SERVICE = "sockmap4j.colocated.v1.Agreement";
     private static final HexFormat HEX = HexFormat.of();
+
+    /** Each end's heap for lent bodies: the client's offer, the server's agreed size. */
+    static final io.grpc.Metadata.Key<String> LEND = io.grpc.Metadata.Key.of("sm4j-lend",
+            io.grpc.Metadata.ASCII_STRING_MARSHALLER);
+
+    /**
+     * The heap each end lends from, as a header of the other end says it: 0 where absent or not
+     * a multiple of 4096 up to {@code most} (a header out of bounds lends nothing, it fails nothing).
+     */
+    static long lendBytes(io.grpc.Metadata headers, long most) {
+        String v = headers == null ? null : headers.get(LEND);
+        if (v == null || !v.matches("[0-9]{1,12}")) {
+            return 0;
+        }
+        long b = Long.parseLong(v);
+        return b % 4096 == 0 && b <= most ? b : 0;
+    }
 
     static final MethodDescriptor<byte[], byte[]> METHOD = MethodDescriptor.<byte[], byte[]>newBuilder()
             .setType(MethodDescriptor.MethodType.UNARY)

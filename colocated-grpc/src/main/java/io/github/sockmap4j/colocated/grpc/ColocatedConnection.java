@@ -101,6 +101,15 @@ final class ColocatedConnection {
     private record Pending(int kind, byte[] bytes) {
     }
 
+    /** The heap's halves, where the region has a heap (its ends agreed on lending); else null. */
+    private final Lending lending;
+    /**
+     * Holds on the mapping: 1 for the connection itself, one more for each lent body a reader keeps
+     * ({@link LentMessage#keep}); the region is unmapped when the last is let go, so that no
+     * address into it outlives it.
+     */
+    private final java.util.concurrent.atomic.AtomicInteger pins = new java.util.concurrent.atomic.AtomicInteger(1);
+
     /** A frame's stream id, as {@link Frames} writes it (little-endian), from its array. */
     private static final java.lang.invoke.VarHandle FRAME_INT =
             java.lang.invoke.MethodHandles.byteArrayViewVarHandle(int[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
@@ -117,6 +126,7 @@ final class ColocatedConnection {
         this.maxFrame = region.outbound().maxMessage();
         this.writer = new FrameWriter(this, region.outbound().writer(), maxFrame);
         this.onLoop = loop != null && region.inbound().bell() >= 0 ? new LoopReader(this, loop) : null;
+        this.lending = Lending.of(region);
     }
 
     private ColocatedConnection(String name, Status ended) {
@@ -127,6 +137,7 @@ final class ColocatedConnection {
         this.writer = null;
         this.closed = ended;
         this.onLoop = null;
+        this.lending = null;
     }
 
     /** A connection that ended before it began: a transport over it fails every call with {@code status}. */
@@ -137,6 +148,38 @@ final class ColocatedConnection {
     /** Why the connection ended; null while open. */
     Status closedStatus() {
         return closed;
+    }
+
+    /** The heap's halves, where this connection's ends agreed on lending; null where they did not. */
+    Lending lending() {
+        return lending;
+    }
+
+    /** Keeps the region mapped until {@link #unpin}; false where it is unmapped already. */
+    boolean pin() {
+        while (true) {
+            int p = pins.get();
+            if (p == 0) {
+                return false;
+            }
+            if (pins.compareAndSet(p, p + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Lets go of a {@link #pin}: the last one unmaps the region. */
+    void unpin() {
+        if (pins.decrementAndGet() == 0) {
+            region.close();
+        }
+    }
+
+    /** Tells the peer this end is done with a body it lent (no wake: the peer needs it only when it next lends). */
+    void giveBack(long at, long bytes) {
+        if (closed == null) {
+            writeQuiet(Frames.RETURNED, new Frames.Writer(0).putLong(at).putLong(bytes).bytes());
+        }
     }
 
     /** The largest frame this connection writes; a larger message goes in several. */
@@ -551,7 +594,7 @@ final class ColocatedConnection {
             try {
                 region.markClosed();
                 if (onLoop == null) {
-                    region.close();
+                    unpin();
                 }
             } finally {
                 writer.lock.unlock();
@@ -562,7 +605,7 @@ final class ColocatedConnection {
         if (onLoop != null) {
             // once the bell is out of the loop's set; meanwhile nobody touches the mapping: every use looks
             // at unmapped (or closed, set before it) first, under the read role or the write lock
-            onLoop.release(region::close);
+            onLoop.release(this::unpin);
         }
     }
 }

@@ -50,10 +50,20 @@ public final class ColocatedGrpc {
      * each agreement.
      */
     public static final String BROKER_DIR = io.github.sockmap4j.colocated.BrokerDirectory.PROPERTY;
+    /**
+     * The bytes of heap each end of a co-located connection lends message bodies from ({@code
+     * -Dsockmap4j.colocated.lendBytes}, a multiple of 4096 up to 1 GiB; 0, the default: no lending).
+     * Where both ends set it, they agree on the smaller and the region carries a heap of twice
+     * that, half for each end: a {@link LendableMessage}'s body then stays in shared memory and
+     * the peer reads it in place ({@link LentMessage}). Read at each agreement. Memory is taken
+     * only where a body is put (the heap is a file's pages, touched as used).
+     */
+    public static final String LEND_BYTES = "sockmap4j.colocated.lendBytes";
     /** On a server call's attributes: true where the call came over a co-located connection. */
     public static final Attributes.Key<Boolean> TRANSPORT_ATTR_COLOCATED = Attributes.Key.create("sockmap4j.colocated");
 
     private static final Logger LOG = LoggerFactory.getLogger(ColocatedGrpc.class);
+    private static final java.util.concurrent.atomic.AtomicBoolean LEND_WARNED = new java.util.concurrent.atomic.AtomicBoolean();
     private static final LongAdder UPGRADES = new LongAdder();
     private static final Map<Fallback, LongAdder> FALLBACKS = new EnumMap<>(Fallback.class);
     private static final Map<Fallback, String> LAST = new java.util.concurrent.ConcurrentHashMap<>();
@@ -112,6 +122,43 @@ public final class ColocatedGrpc {
     public static <T extends ManagedChannelBuilder<T>> T configure(
             T builder, Function<SocketAddress, ? extends CompletionStage<?>> lifelines) {
         return builder.intercept(new Upgrade(ringBytes(), lifelines, builder));
+    }
+
+    /** Each end's heap for lent bodies as set ({@link #LEND_BYTES}), 0 where lending is off. */
+    static long lendBytes() {
+        String v = System.getProperty(LEND_BYTES);
+        if (v == null || v.isBlank()) {
+            return 0;
+        }
+        long b;
+        try {
+            b = Long.parseLong(v.trim());
+        } catch (NumberFormatException e) {
+            b = -1;
+        }
+        if (b < 0 || b > (1L << 30) || b % 4096 != 0) {
+            if (LEND_WARNED.compareAndSet(false, true)) {
+                LOG.warn("-D{}={}: not a multiple of 4096 from 0 to 1073741824; nothing is lent (set it to such a "
+                        + "size, e.g. 67108864, or leave it unset)", LEND_BYTES, v);
+            }
+            return 0;
+        }
+        return b;
+    }
+
+    /** Messages this process lent over co-located connections (their bodies left in shared memory). */
+    public static long messagesLent() {
+        return Lending.messagesLent();
+    }
+
+    /** The bodies of those messages, in bytes: what no ring carried. */
+    public static long bytesLent() {
+        return Lending.bytesLent();
+    }
+
+    /** Lendable messages that went through a ring as bytes because this end's heap had no room for them then. */
+    public static long lendingNoRoom() {
+        return Lending.noRoom();
     }
 
     private static long ringBytes() {

@@ -118,6 +118,38 @@ abstract class FrameDispatch implements ColocatedConnection.Handler {
                     s.messageFrame(more, bytes);
                 }
             }
+            case Frames.LENT -> {
+                Lending lending = connection.lending();
+                if (lending == null) {
+                    throw new Frames.ProtocolException("a LENT frame on a connection whose ends did not agree on lending");
+                }
+                long at = f.getLong("place");
+                long bytes = f.getLong("body bytes");
+                int headBytes = f.getInt("head length");
+                if (headBytes < 0 || headBytes > connection.maxFrame()) {
+                    throw new Frames.ProtocolException("a LENT frame's head of " + headBytes + " bytes");
+                }
+                byte[] head = f.getBytes("head", headBytes);
+                byte[] tail = f.rest();
+                LentIn m = new LentIn(connection, at, lending.peerBody(at, bytes), head, tail);
+                StreamFlow s = flowOf(id);
+                if (s == null) {
+                    m.drop(); // the stream ended here: the body goes back at once
+                } else {
+                    s.lentFrame(m);
+                }
+            }
+            case Frames.RETURNED -> {
+                long at = f.getLong("place");
+                long bytes = f.getLong("body bytes");
+                f.end("RETURNED");
+                Lending lending = connection.lending();
+                if (lending == null || id != 0) {
+                    throw new Frames.ProtocolException("a RETURNED frame on stream " + id + (lending == null
+                            ? " of a connection whose ends did not agree on lending" : ", not the connection's"));
+                }
+                lending.returned(at, bytes);
+            }
             case Frames.WINDOW -> {
                 int bytes = f.getInt("window");
                 f.end("WINDOW");

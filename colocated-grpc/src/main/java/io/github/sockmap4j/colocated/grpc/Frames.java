@@ -23,6 +23,11 @@ import java.nio.charset.StandardCharsets;
  * WINDOW     id, bytes (int): the receiver took that many of the stream's    both ways
  * GOAWAY     0: no new stream will be served                                 server to client
  * PING, PONG 0, data (long)                                                  both ways
+ * LENT       id, place (long), body bytes (long), head (int length, bytes),  both ways, where the
+ *            tail (the rest): a message whose body is in the sender's half   region has a heap
+ *            of the heap ({@link Lending})
+ * RETURNED   0, place (long), body bytes (long): the receiver is done with   both ways
+ *            a body it was lent
  * string: int length, UTF-8 bytes; metadata: int count of pairs, then each key and value as
  * int length and bytes (InternalMetadata's serialized form)
  * </pre>
@@ -42,6 +47,8 @@ final class Frames {
     static final int GOAWAY = 8;
     static final int PING = 9;
     static final int PONG = 10;
+    static final int LENT = 11;
+    static final int RETURNED = 12;
     static final byte MORE = 1;
     /** The bytes of a MESSAGE frame before its message's: the stream's id and the flags. */
     static final int MESSAGE_HEADER = 5;
@@ -75,8 +82,9 @@ final class Frames {
     }
 
     /** {@code length} bytes of {@code array} from {@code offset}: a message, or a frame's share of one. */
-    record Slice(byte[] array, int offset, int length) {
-        java.io.InputStream stream() {
+    record Slice(byte[] array, int offset, int length) implements StreamFlow.Inbound {
+        @Override
+        public java.io.InputStream stream() {
             return new java.io.ByteArrayInputStream(array, offset, length);
         }
     }
@@ -206,6 +214,14 @@ final class Frames {
             }
             byte[] b = frame.asSlice(at).toArray(ValueLayout.JAVA_BYTE);
             return new Slice(b, 0, b.length);
+        }
+
+        /** {@code n} bytes, copied. */
+        byte[] getBytes(String what, int n) throws ProtocolException {
+            need(n, what);
+            byte[] b = frame.asSlice(pos, n).toArray(ValueLayout.JAVA_BYTE);
+            pos += n;
+            return b;
         }
 
         /** The rest of the frame. */

@@ -41,7 +41,7 @@ abstract class StreamFlow {
      */
     private boolean owesOnReady;
     // inbound
-    private final ArrayDeque<Frames.Slice> inbox = new ArrayDeque<>();
+    private final ArrayDeque<Inbound> inbox = new ArrayDeque<>();
     private ByteArrayOutputStream assembling;
     private long inboxBytes;
     private int requested;
@@ -53,7 +53,20 @@ abstract class StreamFlow {
      * An outbound frame; a message's first frame carries the message's length, which takes window.
      * {@code quiet}: more of its batch follows, which wakes the reader.
      */
-    private record Out(int kind, byte[] frame, int messageBytes, Runnable sent, boolean quiet) {
+    private record Out(int kind, byte[] frame, int messageBytes, Runnable sent, boolean quiet, Runnable dropped) {
+        Out(int kind, byte[] frame, int messageBytes, Runnable sent, boolean quiet) {
+            this(kind, frame, messageBytes, sent, quiet, null);
+        }
+    }
+
+    /** A whole message in the inbox: what it counts against the window, its bytes, and what dropping it undelivered does. */
+    interface Inbound {
+        int length();
+
+        InputStream stream();
+
+        default void drop() {
+        }
     }
 
     StreamFlow(int id, ColocatedConnection connection, int maxInboundMessage) {
@@ -160,6 +173,22 @@ abstract class StreamFlow {
      * false where reading it failed (the caller cancels the stream).
      */
     final boolean writeMessage(InputStream message, io.grpc.internal.StatsTraceContext stats) {
+        Lending lending = connection.lending();
+        if (lending != null && message instanceof LendableMessage l) {
+            try {
+                if (l.bodyBytes() >= LendableMessage.LEND_MIN && lend(lending, l, stats)) {
+                    message.close();
+                    return true;
+                }
+            } catch (IOException | RuntimeException e) {
+                try {
+                    message.close(); // what it holds goes (an Arrow batch's buffers)
+                } catch (IOException | RuntimeException ignored) {
+                    // failing already
+                }
+                return false;
+            }
+        }
         Framed m;
         try {
             m = readFramed(message);
@@ -170,6 +199,40 @@ abstract class StreamFlow {
         stats.outboundMessageSent(outboundSeq, m.length(), m.length());
         outboundSeq++;
         sendMessage(m);
+        return true;
+    }
+
+    /**
+     * Lends {@code l}'s body from this end's half of the heap and queues its LENT frame; false
+     * where the half has no room now, or the frame would not fit the ring (it then goes as bytes).
+     */
+    private boolean lend(Lending lending, LendableMessage l, io.grpc.internal.StatsTraceContext stats) throws IOException {
+        byte[] head = l.head();
+        byte[] tail = l.tail();
+        int inline = head.length + tail.length;
+        if (inline > connection.maxFrame() - 32) {
+            return false;
+        }
+        long bytes = l.bodyBytes();
+        long at = lending.place(l);
+        if (at < 0) {
+            return false;
+        }
+        byte[] frame = new Frames.Writer(id).putLong(at).putLong(bytes).putInt(head.length)
+                .putBytes(head, 0, head.length).putBytes(tail, 0, tail.length).bytes();
+        long whole = inline + bytes;
+        stats.outboundMessage(outboundSeq);
+        stats.outboundMessageSent(outboundSeq, whole, whole);
+        outboundSeq++;
+        Runnable unsent = () -> lending.unsent(at, bytes);
+        synchronized (lock) {
+            if (done) {
+                unsent.run();
+                return true; // the stream ended: as a message written to a finished stream, nothing goes
+            }
+            outbox.add(new Out(Frames.LENT, frame, inline + LentIn.DESCRIPTOR_BYTES, null, true, unsent));
+        }
+        drainOutbox();
         return true;
     }
 
@@ -366,6 +429,32 @@ abstract class StreamFlow {
         deliver();
     }
 
+    /** A LENT frame: a whole message whose body the peer lent. */
+    final void lentFrame(LentIn m) throws Frames.ProtocolException {
+        synchronized (lock) {
+            if (!done) {
+                if (assembling != null) {
+                    throw new Frames.ProtocolException("a lent message on stream " + id + " inside a message in frames");
+                }
+                if (m.messageBytes() > maxInboundMessage) {
+                    throw new Frames.ProtocolException("a message on stream " + id + " larger than " + maxInboundMessage
+                            + " bytes");
+                }
+                if (inboxBytes + unreturned + m.length() > WINDOW + (long) maxInboundMessage) {
+                    throw new Frames.ProtocolException("stream " + id + " sent past its window");
+                }
+                inbox.add(m);
+                inboxBytes += m.length();
+                m = null;
+            }
+        }
+        if (m != null) {
+            m.drop();
+            return;
+        }
+        deliver();
+    }
+
     /** Under the lock: one frame of a message in several; true once the message is whole (in the inbox). */
     private boolean assemble(boolean more, Frames.Slice bytes) throws Frames.ProtocolException {
         if (assembling == null) {
@@ -412,7 +501,7 @@ abstract class StreamFlow {
         int giveBack = 0;
         synchronized (lock) {
             while (requested > 0 && !inbox.isEmpty() && !done) {
-                Frames.Slice m = inbox.poll();
+                Inbound m = inbox.poll();
                 inboxBytes -= m.length();
                 requested--;
                 unreturned += m.length();
@@ -436,16 +525,26 @@ abstract class StreamFlow {
 
     /** Ends the stream here: nothing more is sent or delivered. True the first time. */
     final boolean finish() {
+        java.util.List<Runnable> drops = new java.util.ArrayList<>();
         synchronized (lock) {
             if (done) {
                 return false;
             }
             done = true;
+            for (Out o : outbox) {
+                if (o.dropped() != null) {
+                    drops.add(o.dropped());
+                }
+            }
+            for (Inbound m : inbox) {
+                drops.add(m::drop);
+            }
             outbox.clear();
             inbox.clear();
             assembling = null;
-            return true;
         }
+        drops.forEach(Runnable::run); // lent bodies back, outside the lock (a give-back writes a frame)
+        return true;
     }
 
     final boolean isDone() {

@@ -222,17 +222,24 @@ final class Upgrade implements ClientInterceptor {
                         + "lifelines see its connections, as SockmapGrpc's do, a balancer with one server moves)");
                 return;
             }
+            long offeredLend = ColocatedGrpc.lendBytes();
+            Metadata offer = new Metadata();
+            if (offeredLend > 0) {
+                offer.put(Agreement.LEND, Long.toString(offeredLend));
+            }
             ClientCall<byte[], byte[]> call = next.newCall(Agreement.METHOD,
                     CallOptions.DEFAULT.withDeadlineAfter(AGREE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
             call.start(new ClientCall.Listener<>() {
                 private byte[] answer;
                 private SocketAddress local;
                 private SocketAddress remote;
+                private long lend;
 
                 @Override
                 public void onHeaders(Metadata headers) {
                     local = call.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR);
                     remote = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+                    lend = offeredLend == 0 ? 0 : Agreement.lendBytes(headers, offeredLend);
                 }
 
                 @Override
@@ -244,15 +251,17 @@ final class Upgrade implements ClientInterceptor {
                 public void onClose(Status status, Metadata trailers) {
                     SocketAddress l = local != null ? local : call.getAttributes().get(Grpc.TRANSPORT_ATTR_LOCAL_ADDR);
                     SocketAddress r = remote != null ? remote : call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
-                    AGREEING.execute(() -> settle(status, answer, l, r, next));
+                    long agreedLend = lend;
+                    AGREEING.execute(() -> settle(status, answer, l, r, next, agreedLend));
                 }
-            }, new Metadata());
+            }, offer);
             call.request(1);
             call.sendMessage(Agreement.offer());
             call.halfClose();
         }
 
-        private void settle(Status status, byte[] answer, SocketAddress local, SocketAddress remote, Channel next) {
+        private void settle(Status status, byte[] answer, SocketAddress local, SocketAddress remote, Channel next,
+                            long lend) {
             String authority = next.authority();
             Fallback reason;
             String words;
@@ -273,7 +282,7 @@ final class Upgrade implements ClientInterceptor {
                 } else {
                     Agreement.Accept accept = (Agreement.Accept) a;
                     Fallback[] why = new Fallback[1];
-                    words = handOver(accept, local, remote, authority, why);
+                    words = handOver(accept, local, remote, authority, why, lend);
                     if (words == null) {
                         return;
                     }
@@ -293,7 +302,7 @@ final class Upgrade implements ClientInterceptor {
 
         /** Hands a region over as accepted; null when the calls moved, else why not (its reason in {@code why[0]}). */
         private String handOver(Agreement.Accept accept, SocketAddress local, SocketAddress remote, String authority,
-                                Fallback[] why) {
+                                Fallback[] why, long lend) {
             if (!Agreement.sameEnd(accept.clientAsSeen(), local)) {
                 why[0] = Fallback.PROXIED;
                 return "the server saw this connection come from " + accept.clientAsSeen() + ", its end here is " + local;
@@ -317,7 +326,7 @@ final class Upgrade implements ClientInterceptor {
             // read on the event loop of the TCP connection it came over, where that loop can (the switch aside)
             ReadLoop loop = READ_ON_LOOPS && lifelines instanceof ReadLoop.Finder f ? f.readLoopFor(local) : null;
             try {
-                region = SharedRegion.create("sm4j-grpc", capacity, 0, loop != null);
+                region = SharedRegion.create("sm4j-grpc", capacity, 2 * lend, loop != null);
             } catch (IOException | RuntimeException e) {
                 why[0] = Fallback.NO_MEMORY;
                 return "rings of " + capacity + " bytes: " + e.getMessage();
