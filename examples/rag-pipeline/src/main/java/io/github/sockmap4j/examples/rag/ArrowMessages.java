@@ -27,9 +27,11 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * The pipeline's messages as Arrow IPC streams (one schema, one record batch): a question's
- * embedding, and search candidates with their vectors and chunks. The question text rides in the
- * schema's metadata so the gateway forwards each service's reply as it came.
+ * The pipeline's messages as Arrow record batches: a question's embedding, and search candidates
+ * with their vectors and chunks. The question text rides in the schema's metadata so the gateway
+ * forwards each service's reply as it came. The stages send them as roots ({@code ArrowGrpc}'s
+ * marshaller: an Arrow IPC stream of one schema and one batch, lent where the connection lends);
+ * {@code encode}/{@code decode} are the same messages as IPC bytes.
  */
 @SuppressWarnings("restricted") // MemorySegment.reinterpret over ArrowBuf memory (--enable-native-access)
 public final class ArrowMessages {
@@ -55,12 +57,31 @@ public final class ArrowMessages {
                 List.of(new Field("item", FieldType.notNullable(new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)), null)));
     }
 
-    public static byte[] encodeQuery(BufferAllocator alloc, Query q) {
+    /** A query as a root of {@code alloc}'s, the caller's to close. */
+    public static VectorSchemaRoot queryRoot(BufferAllocator alloc, Query q) {
         Schema schema = new Schema(List.of(vectorField(q.vector().length)), Map.of(QUESTION, q.question()));
-        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, alloc)) {
+        VectorSchemaRoot root = VectorSchemaRoot.create(schema, alloc);
+        try {
             FixedSizeListVector emb = (FixedSizeListVector) root.getVector(0);
             fillVectors(emb, new float[][] {q.vector()});
             root.setRowCount(1);
+            return root;
+        } catch (RuntimeException e) {
+            root.close();
+            throw e;
+        }
+    }
+
+    /** The query a root holds. */
+    public static Query query(VectorSchemaRoot root) {
+        if (root.getRowCount() != 1 || !(root.getVector("embedding") instanceof FixedSizeListVector emb)) {
+            throw new IllegalArgumentException("a query is one row of one embedding");
+        }
+        return new Query(question(root), readVectors(emb, 1)[0]);
+    }
+
+    public static byte[] encodeQuery(BufferAllocator alloc, Query q) {
+        try (VectorSchemaRoot root = queryRoot(alloc, q)) {
             return write(root);
         }
     }
@@ -68,23 +89,30 @@ public final class ArrowMessages {
     public static Query decodeQuery(BufferAllocator alloc, byte[] ipc) {
         try (ArrowStreamReader reader = new ArrowStreamReader(new ByteArrayInputStream(ipc), alloc)) {
             VectorSchemaRoot root = reader.getVectorSchemaRoot();
-            if (!reader.loadNextBatch() || root.getRowCount() != 1) {
+            if (!reader.loadNextBatch()) {
                 throw new IllegalArgumentException("a query is one row of one embedding");
             }
-            float[][] v = readVectors((FixedSizeListVector) root.getVector("embedding"), 1);
-            return new Query(question(root), v[0]);
+            return query(root);
         } catch (IOException e) {
             throw new UncheckedIOException("not an Arrow IPC query: " + e.getMessage(), e);
         }
     }
 
     public static byte[] encodeCandidates(BufferAllocator alloc, Candidates c, int dim) {
+        try (VectorSchemaRoot root = candidatesRoot(alloc, c, dim)) {
+            return write(root);
+        }
+    }
+
+    /** Candidates as a root of {@code alloc}'s, the caller's to close. */
+    public static VectorSchemaRoot candidatesRoot(BufferAllocator alloc, Candidates c, int dim) {
         Schema schema = new Schema(List.of(
                 Field.notNullable("id", new ArrowType.Int(32, true)),
                 Field.notNullable("score", new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE)),
                 vectorField(dim),
                 Field.notNullable("chunk", ArrowType.Utf8.INSTANCE)), Map.of(QUESTION, c.question()));
-        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, alloc)) {
+        VectorSchemaRoot root = VectorSchemaRoot.create(schema, alloc);
+        try {
             int n = c.size();
             IntVector ids = (IntVector) root.getVector("id");
             Float4Vector scores = (Float4Vector) root.getVector("score");
@@ -102,7 +130,10 @@ public final class ArrowMessages {
                 v.setValueCount(n);
             }
             root.setRowCount(n);
-            return write(root);
+            return root;
+        } catch (RuntimeException e) {
+            root.close();
+            throw e;
         }
     }
 
@@ -112,7 +143,16 @@ public final class ArrowMessages {
             if (!reader.loadNextBatch()) {
                 throw new IllegalArgumentException("candidates: the stream has no record batch");
             }
-            int n = root.getRowCount();
+            return candidates(root);
+        } catch (IOException e) {
+            throw new UncheckedIOException("not an Arrow IPC candidates batch: " + e.getMessage(), e);
+        }
+    }
+
+    /** The candidates a root holds. */
+    public static Candidates candidates(VectorSchemaRoot root) {
+        int n = root.getRowCount();
+        {
             IntVector ids = (IntVector) root.getVector("id");
             Float4Vector scores = (Float4Vector) root.getVector("score");
             VarCharVector chunks = (VarCharVector) root.getVector("chunk");
@@ -126,8 +166,6 @@ public final class ArrowMessages {
             }
             return new Candidates(question(root), outIds, outScores,
                     readVectors((FixedSizeListVector) root.getVector("embedding"), n), outChunks);
-        } catch (IOException e) {
-            throw new UncheckedIOException("not an Arrow IPC candidates batch: " + e.getMessage(), e);
         }
     }
 
@@ -165,8 +203,9 @@ public final class ArrowMessages {
     private static float[][] readVectors(FixedSizeListVector list, int rows) {
         int dim = list.getListSize();
         Float4Vector items = (Float4Vector) list.getDataVector();
-        if (items.getValueCount() < rows * dim) {
-            throw new IllegalArgumentException("embedding column holds " + items.getValueCount() + " floats, not " + rows * dim);
+        if (items.getValueCount() < rows * dim || items.getDataBuffer().capacity() < (long) rows * dim * Float.BYTES) {
+            throw new IllegalArgumentException("embedding column holds " + items.getValueCount() + " floats in "
+                    + items.getDataBuffer().capacity() + " bytes, not " + rows * dim);
         }
         MemorySegment data = MemorySegment.ofAddress(items.getDataBuffer().memoryAddress())
                 .reinterpret((long) rows * dim * Float.BYTES);

@@ -199,6 +199,10 @@ final class RagReport {
                     "%.2f", both);
             row("  the rest of the hop: network, hand-offs, waits", plain, fast, r -> r.budget().hopRest(hop), "%.2f", both);
         }
+        if (fast.stream().anyMatch(r -> !Double.isNaN(r.budget().lentPerRequest()))) {
+            row("messages lent a request (bodies left in shared memory, all stages)", plain, fast,
+                    r -> r.budget().lentPerRequest(), "%.2f", both);
+        }
         for (RagService.Role role : RagService.Role.values()) {
             row(role.name().toLowerCase(Locale.ROOT) + "'s threads waiting for a CPU (summed)", plain, fast,
                     r -> r.budget().waitMillis().getOrDefault(role, Double.NaN), "%.2f", both);

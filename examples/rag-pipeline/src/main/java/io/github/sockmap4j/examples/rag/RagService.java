@@ -1,6 +1,7 @@
 package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
+import io.github.sockmap4j.arrow.grpc.ArrowGrpc;
 import io.github.sockmap4j.netty.grpc.LoopLocalChannel;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.CallOptions;
@@ -36,6 +37,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -70,15 +72,62 @@ public final class RagService implements AutoCloseable {
         }
     }
 
-    static final MethodDescriptor<byte[], byte[]> EMBED = unary("rag.Embedding/Embed");
-    static final MethodDescriptor<byte[], byte[]> SEARCH = unary("rag.Search/Search");
-    static final MethodDescriptor<byte[], byte[]> ASSEMBLE = unary("rag.Context/Assemble");
-    static final MethodDescriptor<byte[], byte[]> ASK = unary("rag.Gateway/Ask");
+    /** Where the Arrow messages a stage receives are put (those lent to it are accounted here). */
+    private static final BufferAllocator MESSAGES = new RootAllocator();
+    private static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
+    /**
+     * The stages' Arrow batches: an Arrow IPC stream a message, lent through the connection's heap
+     * where a co-located connection lends ({@code -Dsockmap4j.colocated.lendBytes}).
+     */
+    private static final MethodDescriptor.Marshaller<VectorSchemaRoot> ARROW = ArrowGrpc.marshaller(MESSAGES);
 
-    private static MethodDescriptor<byte[], byte[]> unary(String name) {
-        return MethodDescriptor.<byte[], byte[]>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
-                .setFullMethodName(name).setRequestMarshaller(SockmapGrpc.bytesMarshaller())
-                .setResponseMarshaller(SockmapGrpc.bytesMarshaller()).build();
+    /** A question's text in, its embedding out. */
+    static final MethodDescriptor<byte[], VectorSchemaRoot> EMBED = unary("rag.Embedding/Embed", BYTES, ARROW);
+    /** An embedding in, the candidates out. */
+    static final MethodDescriptor<VectorSchemaRoot, VectorSchemaRoot> SEARCH = unary("rag.Search/Search", ARROW, ARROW);
+    /** Candidates in, the context's text out. */
+    static final MethodDescriptor<VectorSchemaRoot, byte[]> ASSEMBLE = unary("rag.Context/Assemble", ARROW, BYTES);
+    static final MethodDescriptor<byte[], byte[]> ASK = unary("rag.Gateway/Ask", BYTES, BYTES);
+
+    private static <Q, R> MethodDescriptor<Q, R> unary(String name, MethodDescriptor.Marshaller<Q> request,
+                                                       MethodDescriptor.Marshaller<R> response) {
+        return MethodDescriptor.<Q, R>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
+                .setFullMethodName(name).setRequestMarshaller(request).setResponseMarshaller(response).build();
+    }
+
+    /** A request as a stage's server read it: its value, or why it is not one (answered INVALID_ARGUMENT, named). */
+    record Arrival<T>(T value, String error) {
+    }
+
+    /**
+     * {@code method} as a stage serves it: a request that does not parse arrives as an {@link
+     * Arrival} with the reason, so that the stage answers INVALID_ARGUMENT naming itself (gRPC
+     * answers a marshaller's failure UNKNOWN, "Application error processing RPC").
+     */
+    private static <Q, R> MethodDescriptor<Arrival<Q>, R> served(MethodDescriptor<Q, R> method) {
+        MethodDescriptor.Marshaller<Q> m = method.getRequestMarshaller();
+        return method.toBuilder(new MethodDescriptor.Marshaller<Arrival<Q>>() {
+            @Override
+            public java.io.InputStream stream(Arrival<Q> value) {
+                return m.stream(value.value());
+            }
+
+            @Override
+            public Arrival<Q> parse(java.io.InputStream stream) {
+                try {
+                    return new Arrival<>(m.parse(stream), null);
+                } catch (RuntimeException e) {
+                    return new Arrival<>(null, String.valueOf(e.getMessage()));
+                }
+            }
+        }, method.getResponseMarshaller()).build();
+    }
+
+    /** Closes {@code message} where it is an Arrow root (its memory, or what it was lent, goes back). */
+    private static void release(Object message) {
+        if (message instanceof VectorSchemaRoot r) {
+            r.close();
+        }
     }
 
     private static final Object GROUP_LOCK = new Object();
@@ -186,9 +235,9 @@ public final class RagService implements AutoCloseable {
             switch (role) {
                 case EMBEDDING -> {
                     Embedder embedder = new Embedder(s.dim());
-                    Function<byte[], byte[]> embed = req -> {
+                    Function<byte[], VectorSchemaRoot> embed = req -> {
                         String q = new String(req, StandardCharsets.UTF_8);
-                        return ArrowMessages.encodeQuery(alloc, new ArrowMessages.Query(q, embedder.embed(q)));
+                        return ArrowMessages.queryRoot(alloc, new ArrowMessages.Query(q, embedder.embed(q)));
                     };
                     warmUp(embed, n -> Corpus.question(s.seed() + 1, n).getBytes(StandardCharsets.UTF_8));
                     service = service("rag.Embedding", EMBED, embed, clock);
@@ -196,8 +245,8 @@ public final class RagService implements AutoCloseable {
                 case SEARCH -> {
                     VectorIndex index = VectorIndex.build(new Embedder(s.dim()), s.seed(), s.docs());
                     info = "scoring: " + index.scoring();
-                    Function<byte[], byte[]> search = req -> {
-                        ArrowMessages.Query q = ArrowMessages.decodeQuery(alloc, req);
+                    Function<VectorSchemaRoot, VectorSchemaRoot> search = req -> {
+                        ArrowMessages.Query q = ArrowMessages.query(req);
                         VectorIndex.Hits hits = index.search(q.vector(), s.candidates());
                         int n = hits.ids().length;
                         float[][] vectors = new float[n][];
@@ -206,22 +255,22 @@ public final class RagService implements AutoCloseable {
                             vectors[i] = index.vector(hits.ids()[i]);
                             chunks[i] = Corpus.chunk(s.seed(), hits.ids()[i]);
                         }
-                        return ArrowMessages.encodeCandidates(alloc,
+                        return ArrowMessages.candidatesRoot(alloc,
                                 new ArrowMessages.Candidates(q.question(), hits.ids(), hits.scores(), vectors, chunks), s.dim());
                     };
                     Embedder warmEmbedder = new Embedder(s.dim());
                     warmUp(search, n -> {
                         String q = Corpus.question(s.seed() + 1, n);
-                        return ArrowMessages.encodeQuery(alloc, new ArrowMessages.Query(q, warmEmbedder.embed(q)));
+                        return ArrowMessages.queryRoot(alloc, new ArrowMessages.Query(q, warmEmbedder.embed(q)));
                     });
                     service = service("rag.Search", SEARCH, search, clock);
                 }
                 case CONTEXT -> {
                     ContextAssembler assembler = new ContextAssembler(s.threshold(), s.topK(), 0.7f);
-                    Function<byte[], byte[]> assemble = req -> assembler
-                            .assemble(ArrowMessages.decodeCandidates(alloc, req)).getBytes(StandardCharsets.UTF_8);
-                    byte[] sample = sampleCandidates(alloc, s);
-                    warmUp(assemble, n -> sample);
+                    Function<VectorSchemaRoot, byte[]> assemble = req -> assembler
+                            .assemble(ArrowMessages.candidates(req)).getBytes(StandardCharsets.UTF_8);
+                    ArrowMessages.Candidates sample = sampleCandidates(s);
+                    warmUp(assemble, n -> ArrowMessages.candidatesRoot(alloc, sample, s.dim()));
                     service = service("rag.Context", ASSEMBLE, assemble, clock);
                 }
                 case GATEWAY -> {
@@ -252,12 +301,21 @@ public final class RagService implements AutoCloseable {
                     service = asyncService("rag.Gateway", ASK, req -> {
                         long[] t = new long[4];
                         t[0] = System.nanoTime();
+                        // each batch forwarded as it came, and closed once sent (its memory, or what was lent, goes back)
                         return call(embed, EMBED, req).thenCompose(query -> {
                             t[1] = System.nanoTime();
-                            return call(search, SEARCH, query);
+                            try {
+                                return call(search, SEARCH, query);
+                            } finally {
+                                query.close();
+                            }
                         }).thenCompose(candidates -> {
                             t[2] = System.nanoTime();
-                            return call(contexts, ASSEMBLE, candidates);
+                            try {
+                                return call(contexts, ASSEMBLE, candidates);
+                            } finally {
+                                candidates.close();
+                            }
                         }).thenApply(context -> {
                             t[3] = System.nanoTime();
                             clock.hop(0, t[1] - t[0]);
@@ -322,22 +380,27 @@ public final class RagService implements AutoCloseable {
      * Runs a stage's handler on local inputs until it is compiled, about a second, before the
      * stage serves: both paths then start measured with warm code.
      */
-    private static void warmUp(Function<byte[], byte[]> handler, java.util.function.LongFunction<byte[]> input) {
+    private static <Q, R> void warmUp(Function<Q, R> handler, java.util.function.LongFunction<Q> input) {
         long end = System.nanoTime() + WARM_UP_NANOS;
         for (long n = 0; n < 20_000 && System.nanoTime() < end; n++) {
-            handler.apply(input.apply(n));
+            Q in = input.apply(n);
+            try {
+                release(handler.apply(in));
+            } finally {
+                release(in);
+            }
         }
     }
 
     static final long WARM_UP_NANOS = Long.getLong("rag.warmUpMillis", 1500) * 1_000_000L;
 
     /** Candidates as the search stage would send them, for the context stage's warm-up. */
-    private static byte[] sampleCandidates(BufferAllocator alloc, Settings s) {
+    private static ArrowMessages.Candidates sampleCandidates(Settings s) {
         float[] scores = new float[s.candidates()];
         for (int i = 0; i < scores.length; i++) {
             scores[i] = 1f - i / (float) scores.length;
         }
-        return ArrowMessages.encodeCandidates(alloc, Corpus.candidates(s.seed(), new Embedder(s.dim()), scores), s.dim());
+        return Corpus.candidates(s.seed(), new Embedder(s.dim()), scores);
     }
 
     private static CallOptions deadline() {
@@ -370,14 +433,19 @@ public final class RagService implements AutoCloseable {
         return b.build();
     }
 
-    private static ServerServiceDefinition service(String name, MethodDescriptor<byte[], byte[]> method,
-            Function<byte[], byte[]> handler, StageClock clock) {
-        return ServerServiceDefinition.builder(name).addMethod(method, ServerCalls.asyncUnaryCall(
-                (byte[] req, StreamObserver<byte[]> out) -> {
-                    byte[] reply;
+    /** A stage's service: each request handled and released, each reply sent and released. */
+    private static <Q, R> ServerServiceDefinition service(String name, MethodDescriptor<Q, R> method,
+            Function<Q, R> handler, StageClock clock) {
+        return ServerServiceDefinition.builder(name).addMethod(served(method), ServerCalls.asyncUnaryCall(
+                (Arrival<Q> req, StreamObserver<R> out) -> {
+                    if (req.error() != null) {
+                        out.onError(Status.INVALID_ARGUMENT.withDescription(name + ": " + req.error()).asRuntimeException());
+                        return;
+                    }
+                    R reply;
                     long t0 = System.nanoTime();
                     try {
-                        reply = handler.apply(req);
+                        reply = handler.apply(req.value());
                         clock.handled(System.nanoTime() - t0);
                     } catch (io.grpc.StatusRuntimeException e) {
                         out.onError(e);
@@ -385,9 +453,15 @@ public final class RagService implements AutoCloseable {
                     } catch (RuntimeException e) {
                         out.onError(Status.INVALID_ARGUMENT.withDescription(name + ": " + e.getMessage()).asRuntimeException());
                         return;
+                    } finally {
+                        release(req.value());
                     }
-                    out.onNext(reply);
-                    out.onCompleted();
+                    try {
+                        out.onNext(reply);
+                        out.onCompleted();
+                    } finally {
+                        release(reply);
+                    }
                 })).build();
     }
 
@@ -422,11 +496,11 @@ public final class RagService implements AutoCloseable {
     }
 
     /** A unary call that does not block: its reply's future, completed on the channel's executor. */
-    private static CompletableFuture<byte[]> call(ManagedChannel ch, MethodDescriptor<byte[], byte[]> method, byte[] req) {
-        CompletableFuture<byte[]> reply = new CompletableFuture<>();
+    private static <Q, R> CompletableFuture<R> call(ManagedChannel ch, MethodDescriptor<Q, R> method, Q req) {
+        CompletableFuture<R> reply = new CompletableFuture<>();
         ClientCalls.asyncUnaryCall(ch.newCall(method, deadline()), req, new StreamObserver<>() {
             @Override
-            public void onNext(byte[] value) {
+            public void onNext(R value) {
                 reply.complete(value);
             }
 
@@ -522,7 +596,9 @@ public final class RagService implements AutoCloseable {
                 while ((line = in.readLine()) != null) {
                     // runs until the driver closes our standard input; answers its questions meanwhile
                     if (line.equals("TIMES")) {
-                        System.out.println(s.times().line());
+                        // alone in this process: its co-located lending is the process's
+                        System.out.println(s.times().withLent(io.github.sockmap4j.colocated.grpc.ColocatedGrpc.messagesLent())
+                                .line());
                         System.out.flush();
                     }
                 }

@@ -12,11 +12,11 @@ import java.util.Map;
  * both parts). What the transport can change is in "the rest".
  */
 record TimeBudget(double requestMillis, Map<RagService.Role, Double> ownMillis, Map<RagService.Role, Double> hopMillis,
-        Map<RagService.Role, Double> waitMillis) {
+        Map<RagService.Role, Double> waitMillis, double lentPerRequest) {
     /** The hops in the gateway's call order. */
     static final RagService.Role[] HOPS = {RagService.Role.EMBEDDING, RagService.Role.SEARCH, RagService.Role.CONTEXT};
 
-    static final TimeBudget NONE = new TimeBudget(Double.NaN, Map.of(), Map.of(), Map.of());
+    static final TimeBudget NONE = new TimeBudget(Double.NaN, Map.of(), Map.of(), Map.of(), Double.NaN);
 
     /**
      * The budget of {@code requests} requests whose mean latency was {@code requestMillis}, from
@@ -35,15 +35,17 @@ record TimeBudget(double requestMillis, Map<RagService.Role, Double> ownMillis, 
             hop.put(HOPS[h], ms);
             hops += ms;
         }
+        long lent = 0;
         for (RagService.Role r : RagService.Role.values()) {
             StageClock.Times t = times.getOrDefault(r, StageClock.Times.NONE);
+            lent = lent < 0 || t.lent() < 0 ? -1 : lent + t.lent();
             double handler = t.calls() == 0 ? Double.NaN : t.handlerNanos() / 1e6 / t.calls();
             // The gateway's handler waits out the three hops: its own work is what is left.
             own.put(r, r == RagService.Role.GATEWAY ? handler - hops : handler);
             long w = waitNanos.getOrDefault(r, -1L);
             wait.put(r, w < 0 || requests == 0 ? Double.NaN : w / 1e6 / requests);
         }
-        return new TimeBudget(requestMillis, own, hop, wait);
+        return new TimeBudget(requestMillis, own, hop, wait, lent < 0 || requests == 0 ? Double.NaN : (double) lent / requests);
     }
 
     /** All stages' own work a request. */

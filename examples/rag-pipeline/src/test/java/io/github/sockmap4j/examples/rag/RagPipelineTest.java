@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.sockmap4j.Sockmap;
 import io.github.sockmap4j.SockmapStats;
 import io.github.sockmap4j.colocated.grpc.ColocatedGrpc;
+import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.util.ArrayList;
@@ -17,7 +18,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The four stages in this JVM: the same answers on both paths, the fast path's redirect carries them
- * over HTTP/2, and so do the co-located connections its stages agree on by default.
+ * over HTTP/2, and so do the co-located connections its stages agree on by default, which lend
+ * the batches where both ends set {@code sockmap4j.colocated.lendBytes}.
  */
 @Tag("kernel")
 class RagPipelineTest {
@@ -60,6 +62,18 @@ class RagPipelineTest {
         assertEquals(plain, answers(true));
         assertTrue(ColocatedGrpc.upgrades() > upgrades, "the stages agreed on co-located connections: "
                 + ColocatedGrpc.fallbacks());
+        // and, lending, their batches cross by reference: the same answers
+        long lent = ColocatedGrpc.messagesLent();
+        System.setProperty(ColocatedGrpc.LEND_BYTES, Long.toString(16 << 20));
+        try {
+            assertEquals(plain, answers(true));
+        } finally {
+            System.clearProperty(ColocatedGrpc.LEND_BYTES);
+        }
+        // the query (1.5 KiB at 384 dimensions, under LEND_MIN) goes as bytes; the candidates are lent twice an
+        // answer (search to gateway, gateway to context) once the stages agreed (the first calls go over HTTP/2)
+        assertTrue(ColocatedGrpc.messagesLent() - lent > QUESTIONS, "lent " + (ColocatedGrpc.messagesLent() - lent)
+                + " batches for " + QUESTIONS + " answers; no room " + ColocatedGrpc.lendingNoRoom());
     }
 
     @Test
@@ -68,7 +82,8 @@ class RagPipelineTest {
             ManagedChannel ch = RagService.channel(context.port(), true);
             try {
                 StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
-                        () -> io.grpc.stub.ClientCalls.blockingUnaryCall(ch, RagService.ASSEMBLE,
+                        () -> io.grpc.stub.ClientCalls.blockingUnaryCall(ch, RagService.ASSEMBLE.toBuilder(
+                                        SockmapGrpc.bytesMarshaller(), SockmapGrpc.bytesMarshaller()).build(),
                                 io.grpc.CallOptions.DEFAULT, new byte[] {1, 2, 3}));
                 assertEquals(io.grpc.Status.Code.INVALID_ARGUMENT, e.getStatus().getCode());
                 assertTrue(e.getStatus().getDescription().startsWith("rag.Context: "), e.getStatus().getDescription());
