@@ -103,12 +103,8 @@ final class ColocatedConnection {
 
     /** The heap's halves, where the region has a heap (its ends agreed on lending); else null. */
     private final Lending lending;
-    /**
-     * Holds on the mapping: 1 for the connection itself, one more for each lent body a reader keeps
-     * ({@link LentMessage#keep}); the region is unmapped when the last is let go, so that no
-     * address into it outlives it.
-     */
-    private final java.util.concurrent.atomic.AtomicInteger pins = new java.util.concurrent.atomic.AtomicInteger(1);
+    /** The connection's hold on the mapping, and kept lent bodies'; null for a connection that ended before it began. */
+    private final MappingHolds holds;
 
     /** A frame's stream id, as {@link Frames} writes it (little-endian), from its array. */
     private static final java.lang.invoke.VarHandle FRAME_INT =
@@ -127,6 +123,7 @@ final class ColocatedConnection {
         this.writer = new FrameWriter(this, region.outbound().writer(), maxFrame);
         this.onLoop = loop != null && region.inbound().bell() >= 0 ? new LoopReader(this, loop) : null;
         this.lending = Lending.of(region);
+        this.holds = new MappingHolds(region);
     }
 
     private ColocatedConnection(String name, Status ended) {
@@ -138,6 +135,7 @@ final class ColocatedConnection {
         this.closed = ended;
         this.onLoop = null;
         this.lending = null;
+        this.holds = null;
     }
 
     /** A connection that ended before it began: a transport over it fails every call with {@code status}. */
@@ -155,24 +153,9 @@ final class ColocatedConnection {
         return lending;
     }
 
-    /** Keeps the region mapped until {@link #unpin}; false where it is unmapped already. */
-    boolean pin() {
-        while (true) {
-            int p = pins.get();
-            if (p == 0) {
-                return false;
-            }
-            if (pins.compareAndSet(p, p + 1)) {
-                return true;
-            }
-        }
-    }
-
-    /** Lets go of a {@link #pin}: the last one unmaps the region. */
-    void unpin() {
-        if (pins.decrementAndGet() == 0) {
-            region.close();
-        }
+    /** Who holds the region mapped (a lent body kept past its stream holds it too). */
+    MappingHolds holds() {
+        return holds;
     }
 
     /** Tells the peer this end is done with a body it lent (no wake: the peer needs it only when it next lends). */
@@ -594,7 +577,7 @@ final class ColocatedConnection {
             try {
                 region.markClosed();
                 if (onLoop == null) {
-                    unpin();
+                    holds.release();
                 }
             } finally {
                 writer.lock.unlock();
@@ -605,7 +588,7 @@ final class ColocatedConnection {
         if (onLoop != null) {
             // once the bell is out of the loop's set; meanwhile nobody touches the mapping: every use looks
             // at unmapped (or closed, set before it) first, under the read role or the write lock
-            onLoop.release(this::unpin);
+            onLoop.release(holds::release);
         }
     }
 }

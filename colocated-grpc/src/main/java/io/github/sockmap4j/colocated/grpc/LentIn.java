@@ -82,7 +82,7 @@ final class LentIn implements StreamFlow.Inbound {
             if (kept || closed) {
                 throw new IllegalStateException(kept ? "the body is kept already" : "the message's stream is closed");
             }
-            if (!connection.pin()) {
+            if (!connection.holds().hold()) {
                 throw new IllegalStateException("the co-located connection that lent this body has ended");
             }
             kept = true;
@@ -90,7 +90,7 @@ final class LentIn implements StreamFlow.Inbound {
             return () -> {
                 if (done.compareAndSet(false, true)) {
                     giveBack();
-                    connection.unpin();
+                    connection.holds().release();
                 }
             };
         }

@@ -239,21 +239,7 @@ class LendingTest {
 
     /** As a server that writes what it likes: one raw frame, then a call that cannot be answered. */
     private static Status afterRawFrame(int kind, byte[] payload) throws Exception {
-        SharedRegion client = SharedRegion.create("sm4j-lend-test", CAPACITY, 2 * HALF);
-        try (SharedRegion raw = SharedRegion.open(client.descriptorForPeer(), CAPACITY, 2 * HALF, new int[0])) {
-            ManagedChannel ch = ColocatedChannelBuilder.forRegion(client, "raw").build();
-            try {
-                ch.getState(true);
-                assertTrue(raw.outbound().writer().offer(kind, MemorySegment.ofArray(payload), 0, payload.length));
-                StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> ClientCalls
-                        .blockingUnaryCall(ch, ColocatedGrpcTest.ECHO,
-                                CallOptions.DEFAULT.withDeadlineAfter(20, TimeUnit.SECONDS), new byte[] {1}));
-                return e.getStatus();
-            } finally {
-                ch.shutdownNow();
-                assertTrue(ch.awaitTermination(10, TimeUnit.SECONDS));
-            }
-        }
+        return PeerMisbehavesTest.callAfterGarbage(kind, payload, 2 * HALF);
     }
 
     @Test

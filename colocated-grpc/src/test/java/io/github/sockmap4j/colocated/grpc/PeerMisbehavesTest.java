@@ -39,8 +39,13 @@ class PeerMisbehavesTest {
 
     /** Writes one raw record as the "server" and makes a call that it will never answer properly. */
     private static Status callAfterGarbage(int kind, byte[] payload) throws Exception {
-        SharedRegion client = SharedRegion.create("sm4j-grpc-test", CAPACITY);
-        try (SharedRegion raw = SharedRegion.open(client.descriptorForPeer(), CAPACITY)) {
+        return callAfterGarbage(kind, payload, 0);
+    }
+
+    /** As {@link #callAfterGarbage(int, byte[])}, over a region with a heap of {@code heap} bytes (0: none). */
+    static Status callAfterGarbage(int kind, byte[] payload, long heap) throws Exception {
+        SharedRegion client = SharedRegion.create("sm4j-grpc-test", CAPACITY, heap);
+        try (SharedRegion raw = SharedRegion.open(client.descriptorForPeer(), CAPACITY, heap)) {
             ManagedChannel ch = ColocatedChannelBuilder.forRegion(client, "raw").build();
             try {
                 MessageRing.Writer w = raw.outbound().writer();

@@ -41,7 +41,7 @@ final class LoadGenerator {
 
     /** One question, answered synchronously: the assembled context. */
     String ask(String question) {
-        return new String(ClientCalls.blockingUnaryCall(gateway, RagService.ASK,
+        return new String(ClientCalls.blockingUnaryCall(gateway, RagMethods.ASK,
                 CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS), question.getBytes(StandardCharsets.UTF_8)),
                 StandardCharsets.UTF_8);
     }
@@ -190,7 +190,7 @@ final class LoadGenerator {
 
     private com.google.common.util.concurrent.ListenableFuture<byte[]> call() {
         String q = Corpus.question(seed, questions.getAndIncrement());
-        return ClientCalls.futureUnaryCall(gateway.newCall(RagService.ASK,
+        return ClientCalls.futureUnaryCall(gateway.newCall(RagMethods.ASK,
                 CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS)), q.getBytes(StandardCharsets.UTF_8));
     }
 

@@ -1,7 +1,6 @@
 package io.github.sockmap4j.examples.rag;
 
 import io.github.sockmap4j.Sockmap;
-import io.github.sockmap4j.arrow.grpc.ArrowGrpc;
 import io.github.sockmap4j.netty.grpc.LoopLocalChannel;
 import io.github.sockmap4j.netty.grpc.SockmapGrpc;
 import io.grpc.CallOptions;
@@ -69,64 +68,6 @@ public final class RagService implements AutoCloseable {
         List<String> args() {
             return List.of("--dim=" + dim, "--docs=" + docs, "--seed=" + seed, "--candidates=" + candidates,
                     "--top-k=" + topK, "--threshold=" + threshold);
-        }
-    }
-
-    /** Where the Arrow messages a stage receives are put (those lent to it are accounted here). */
-    private static final BufferAllocator MESSAGES = new RootAllocator();
-    private static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
-    /**
-     * The stages' Arrow batches: an Arrow IPC stream a message, lent through the connection's heap
-     * where a co-located connection lends ({@code -Dsockmap4j.colocated.lendBytes}).
-     */
-    private static final MethodDescriptor.Marshaller<VectorSchemaRoot> ARROW = ArrowGrpc.marshaller(MESSAGES);
-
-    /** A question's text in, its embedding out. */
-    static final MethodDescriptor<byte[], VectorSchemaRoot> EMBED = unary("rag.Embedding/Embed", BYTES, ARROW);
-    /** An embedding in, the candidates out. */
-    static final MethodDescriptor<VectorSchemaRoot, VectorSchemaRoot> SEARCH = unary("rag.Search/Search", ARROW, ARROW);
-    /** Candidates in, the context's text out. */
-    static final MethodDescriptor<VectorSchemaRoot, byte[]> ASSEMBLE = unary("rag.Context/Assemble", ARROW, BYTES);
-    static final MethodDescriptor<byte[], byte[]> ASK = unary("rag.Gateway/Ask", BYTES, BYTES);
-
-    private static <Q, R> MethodDescriptor<Q, R> unary(String name, MethodDescriptor.Marshaller<Q> request,
-                                                       MethodDescriptor.Marshaller<R> response) {
-        return MethodDescriptor.<Q, R>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
-                .setFullMethodName(name).setRequestMarshaller(request).setResponseMarshaller(response).build();
-    }
-
-    /** A request as a stage's server read it: its value, or why it is not one (answered INVALID_ARGUMENT, named). */
-    record Arrival<T>(T value, String error) {
-    }
-
-    /**
-     * {@code method} as a stage serves it: a request that does not parse arrives as an {@link
-     * Arrival} with the reason, so that the stage answers INVALID_ARGUMENT naming itself (gRPC
-     * answers a marshaller's failure UNKNOWN, "Application error processing RPC").
-     */
-    private static <Q, R> MethodDescriptor<Arrival<Q>, R> served(MethodDescriptor<Q, R> method) {
-        MethodDescriptor.Marshaller<Q> m = method.getRequestMarshaller();
-        return method.toBuilder(new MethodDescriptor.Marshaller<Arrival<Q>>() {
-            @Override
-            public java.io.InputStream stream(Arrival<Q> value) {
-                return m.stream(value.value());
-            }
-
-            @Override
-            public Arrival<Q> parse(java.io.InputStream stream) {
-                try {
-                    return new Arrival<>(m.parse(stream), null);
-                } catch (RuntimeException e) {
-                    return new Arrival<>(null, String.valueOf(e.getMessage()));
-                }
-            }
-        }, method.getResponseMarshaller()).build();
-    }
-
-    /** Closes {@code message} where it is an Arrow root (its memory, or what it was lent, goes back). */
-    private static void release(Object message) {
-        if (message instanceof VectorSchemaRoot r) {
-            r.close();
         }
     }
 
@@ -240,7 +181,7 @@ public final class RagService implements AutoCloseable {
                         return ArrowMessages.queryRoot(alloc, new ArrowMessages.Query(q, embedder.embed(q)));
                     };
                     warmUp(embed, n -> Corpus.question(s.seed() + 1, n).getBytes(StandardCharsets.UTF_8));
-                    service = service("rag.Embedding", EMBED, embed, clock);
+                    service = service("rag.Embedding", RagMethods.EMBED, embed, clock);
                 }
                 case SEARCH -> {
                     VectorIndex index = VectorIndex.build(new Embedder(s.dim()), s.seed(), s.docs());
@@ -263,7 +204,7 @@ public final class RagService implements AutoCloseable {
                         String q = Corpus.question(s.seed() + 1, n);
                         return ArrowMessages.queryRoot(alloc, new ArrowMessages.Query(q, warmEmbedder.embed(q)));
                     });
-                    service = service("rag.Search", SEARCH, search, clock);
+                    service = service("rag.Search", RagMethods.SEARCH, search, clock);
                 }
                 case CONTEXT -> {
                     ContextAssembler assembler = new ContextAssembler(s.threshold(), s.topK(), 0.7f);
@@ -271,7 +212,7 @@ public final class RagService implements AutoCloseable {
                             .assemble(ArrowMessages.candidates(req)).getBytes(StandardCharsets.UTF_8);
                     ArrowMessages.Candidates sample = sampleCandidates(s);
                     warmUp(assemble, n -> ArrowMessages.candidatesRoot(alloc, sample, s.dim()));
-                    service = service("rag.Context", ASSEMBLE, assemble, clock);
+                    service = service("rag.Context", RagMethods.ASSEMBLE, assemble, clock);
                 }
                 case GATEWAY -> {
                     if (downstream.size() != 3) {
@@ -298,21 +239,21 @@ public final class RagService implements AutoCloseable {
                     ManagedChannel contexts = channels.get(2);
                     // The gateway forwards each stage's reply to the next as it came, without blocking:
                     // each reply's callback makes the next call, on whichever thread read the reply.
-                    service = asyncService("rag.Gateway", ASK, req -> {
+                    service = asyncService("rag.Gateway", RagMethods.ASK, req -> {
                         long[] t = new long[4];
                         t[0] = System.nanoTime();
                         // each batch forwarded as it came, and closed once sent (its memory, or what was lent, goes back)
-                        return call(embed, EMBED, req).thenCompose(query -> {
+                        return call(embed, RagMethods.EMBED, req).thenCompose(query -> {
                             t[1] = System.nanoTime();
                             try {
-                                return call(search, SEARCH, query);
+                                return call(search, RagMethods.SEARCH, query);
                             } finally {
                                 query.close();
                             }
                         }).thenCompose(candidates -> {
                             t[2] = System.nanoTime();
                             try {
-                                return call(contexts, ASSEMBLE, candidates);
+                                return call(contexts, RagMethods.ASSEMBLE, candidates);
                             } finally {
                                 candidates.close();
                             }
@@ -385,9 +326,9 @@ public final class RagService implements AutoCloseable {
         for (long n = 0; n < 20_000 && System.nanoTime() < end; n++) {
             Q in = input.apply(n);
             try {
-                release(handler.apply(in));
+                RagMethods.release(handler.apply(in));
             } finally {
-                release(in);
+                RagMethods.release(in);
             }
         }
     }
@@ -436,8 +377,8 @@ public final class RagService implements AutoCloseable {
     /** A stage's service: each request handled and released, each reply sent and released. */
     private static <Q, R> ServerServiceDefinition service(String name, MethodDescriptor<Q, R> method,
             Function<Q, R> handler, StageClock clock) {
-        return ServerServiceDefinition.builder(name).addMethod(served(method), ServerCalls.asyncUnaryCall(
-                (Arrival<Q> req, StreamObserver<R> out) -> {
+        return ServerServiceDefinition.builder(name).addMethod(RagMethods.served(method), ServerCalls.asyncUnaryCall(
+                (RagMethods.Arrival<Q> req, StreamObserver<R> out) -> {
                     if (req.error() != null) {
                         out.onError(Status.INVALID_ARGUMENT.withDescription(name + ": " + req.error()).asRuntimeException());
                         return;
@@ -454,13 +395,13 @@ public final class RagService implements AutoCloseable {
                         out.onError(Status.INVALID_ARGUMENT.withDescription(name + ": " + e.getMessage()).asRuntimeException());
                         return;
                     } finally {
-                        release(req.value());
+                        RagMethods.release(req.value());
                     }
                     try {
                         out.onNext(reply);
                         out.onCompleted();
                     } finally {
-                        release(reply);
+                        RagMethods.release(reply);
                     }
                 })).build();
     }

@@ -82,7 +82,7 @@ class RagPipelineTest {
             ManagedChannel ch = RagService.channel(context.port(), true);
             try {
                 StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
-                        () -> io.grpc.stub.ClientCalls.blockingUnaryCall(ch, RagService.ASSEMBLE.toBuilder(
+                        () -> io.grpc.stub.ClientCalls.blockingUnaryCall(ch, RagMethods.ASSEMBLE.toBuilder(
                                         SockmapGrpc.bytesMarshaller(), SockmapGrpc.bytesMarshaller()).build(),
                                 io.grpc.CallOptions.DEFAULT, new byte[] {1, 2, 3}));
                 assertEquals(io.grpc.Status.Code.INVALID_ARGUMENT, e.getStatus().getCode());
