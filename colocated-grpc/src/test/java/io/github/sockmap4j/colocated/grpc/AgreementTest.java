@@ -623,6 +623,52 @@ class AgreementTest {
         assertNotEquals(true, Agreement.sameEnd(new InetSocketAddress("127.0.0.1", 5), new InetSocketAddress("127.0.0.1", 6)));
     }
 
+    /**
+     * Lending is agreed in the agreement call's headers: with {@code lendBytes} at both ends a
+     * lendable message's body goes lent over the agreed connection; a setting that is not a size
+     * lends nothing, and the calls go on.
+     */
+    @Test
+    void lendingIsAgreedWhereBothEndsLendAndABadSizeLendsNothing() throws Exception {
+        String was = System.getProperty(ColocatedGrpc.LEND_BYTES);
+        cleanup.add(() -> {
+            if (was == null) {
+                System.clearProperty(ColocatedGrpc.LEND_BYTES);
+            } else {
+                System.setProperty(ColocatedGrpc.LEND_BYTES, was);
+            }
+        });
+        MethodDescriptor<byte[], byte[]> lendingEcho = ECHO.toBuilder(LendingTest.lendableBytes(), ColocatedGrpcTest.BYTES)
+                .build();
+        byte[] body = new byte[64 * 1024];
+        new java.util.Random(5).nextBytes(body);
+        for (String setting : new String[] {Long.toString(1 << 20), "12345"}) {
+            System.setProperty(ColocatedGrpc.LEND_BYTES, setting);
+            ManagedChannel ch = channel(server(true).getPort());
+            callUntilColocated(ch);
+            long lent = ColocatedGrpc.messagesLent();
+            assertArrayEquals(body, ClientCalls.blockingUnaryCall(ch, lendingEcho,
+                    CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), body), setting);
+            assertEquals(setting.equals("12345") ? 0 : 1, ColocatedGrpc.messagesLent() - lent, "lent with " + setting);
+        }
+    }
+
+    @Test
+    void aLendingHeaderIsASizeUpToThisEndsOrNothing() {
+        Metadata h = new Metadata();
+        assertEquals(0, Agreement.lendBytes(h, 1 << 20), "absent");
+        assertEquals(0, Agreement.lendBytes(null, 1 << 20));
+        for (String bad : new String[] {"-4096", "4097", "1e6", " 4096", "99999999999999"}) {
+            Metadata m = new Metadata();
+            m.put(Agreement.LEND, bad);
+            assertEquals(0, Agreement.lendBytes(m, 1L << 40), bad);
+        }
+        Metadata m = new Metadata();
+        m.put(Agreement.LEND, "8192");
+        assertEquals(8192, Agreement.lendBytes(m, 8192));
+        assertEquals(0, Agreement.lendBytes(m, 4096), "more than this end lends: nothing");
+    }
+
     /** A TCP relay on loopback: what a sidecar proxy is to the two ends. */
     static final class Relay implements AutoCloseable {
         private final ServerSocket listener;

@@ -82,6 +82,25 @@ class LendingTest {
         }
     }
 
+    /** Byte arrays sent as bodies that may be lent (all body, no head or tail), read as bytes. */
+    static MethodDescriptor.Marshaller<byte[]> lendableBytes() {
+        return new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(byte[] value) {
+                return new Lendable(new Parts(new byte[0], value, new byte[0], false));
+            }
+
+            @Override
+            public byte[] parse(InputStream stream) {
+                try {
+                    return stream.readAllBytes();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+        };
+    }
+
     /** Leases a receiving marshaller takes instead of letting the stream's close give bodies back. */
     private final List<LentMessage.Lease> kept = new CopyOnWriteArrayList<>();
     private volatile boolean keep;
