@@ -92,11 +92,7 @@ class LendingTest {
 
             @Override
             public byte[] parse(InputStream stream) {
-                try {
-                    return stream.readAllBytes();
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
+                return ColocatedGrpcTest.BYTES.parse(stream);
             }
         };
     }
