@@ -27,6 +27,7 @@ BENCHMARKS=(
   'grpc-handoffs|GrpcHandoffs|-Dexecutor=${EXECUTOR:-default} -Dpoll=${POLL:-0} -Dtransports=${TRANSPORTS:-} -Dsyscalls=${SYSCALLS:-true}|20000|where a gRPC unary call'"'"'s time goes between threads, sk_msg runs and system calls a call; [EXECUTOR=direct|polling|loops] [POLL=us] [TRANSPORTS=UDS,SOCKMAP] [SYSCALLS=false] [CALLS]'
   'rings|RingBench||5 20000 1024,65536|round trips between two threads: TCP loopback vs the co-located rings of one shared region; [ROUNDS] [ROUND TRIPS] [SIZES]'
   'colocated-grpc|ColocatedGrpcBench|-Dkinds=${KINDS:-in-process,tcp,colocated} -Dstream=${STREAM:-true} -Didle=${IDLE:-0} -DidleKind=${IDLE_KIND:-colocated}|5 20000 1024,65536|gRPC in one JVM: in-process, grpc-netty over TCP loopback and the co-located transport, unary and a server stream; [KINDS=in-process,tcp,colocated,agreed] [STREAM=false] [IDLE=SECONDS IDLE_KIND=agreed] [ROUNDS] [CALLS] [SIZES]'
+  'arrow-grpc|ArrowGrpcBench|-Dkinds=${KINDS:-tcp,colocated,lent} -Dlend=${LEND:-67108864} -Xmx2g|5 256 65536,1048576,16777216|Arrow batches as gRPC messages in one JVM: grpc-netty over TCP, the co-located rings copying them and the co-located connection lending them; [KINDS=tcp,colocated,lent] [LEND=BYTES] [ROUNDS] [MIB A SIZE A ROUND] [SIZES]'
   'jmh|org.openjdk.jmh.Main||SendReceiveBench|JMH: one thread sends and receives over TCP and the redirect; [JMH OPTIONS]'
   'xdp|XdpBench|||XDP drop vs the kernel stack refusing the same UDP traffic, in a namespace of its own; [ROUNDS] [SECONDS]'
 )
