@@ -66,8 +66,9 @@ colocated_flags() {
   SM4J_BROKER_DIR=$(mktemp -d /tmp/sm4j-demo-broker.XXXXXX)
   trap 'rc=$?; rm -rf "$SM4J_BROKER_DIR"; leave_child_cgroup $rc' EXIT
   java_flags+=(-Dsockmap4j.colocated=true "-Dsockmap4j.colocated.brokerDir=$SM4J_BROKER_DIR")
-  # the stages' Arrow batches lent through each connection's heap (LEND_BYTES=0: copied through the rings)
-  java_flags+=("-Dsockmap4j.colocated.lendBytes=${LEND_BYTES:-16777216}")
+  # the stages' Arrow batches are lent through each connection's heap, the library's default;
+  # LEND_BYTES=0 copies them through the rings, LEND_BYTES=BYTES sets each end's heap
+  if [ -n "${LEND_BYTES:-}" ]; then java_flags+=("-Dsockmap4j.colocated.lendBytes=$LEND_BYTES"); fi
 }
 
 # Exits with the status it is given, else the one it was called with ($? of the trap).

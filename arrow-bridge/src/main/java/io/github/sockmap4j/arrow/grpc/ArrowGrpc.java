@@ -40,7 +40,8 @@ import org.apache.arrow.vector.util.TransferPair;
 /**
  * Arrow record batches as gRPC messages: each message an Arrow IPC stream of one schema and one
  * record batch, which any Arrow reader reads, and which, between two sockmap4j endpoints whose
- * co-located connection lends ({@code -Dsockmap4j.colocated.lendBytes} at both), crosses by
+ * co-located connection lends (by default; {@code -Dsockmap4j.colocated.lendBytes=0} at either
+ * end turns it off), crosses by
  * reference: the batch's buffers are copied once into the sender's half of the connection's
  * heap, and the receiver's vectors are those buffers where they are (no IPC body written,
  * copied through a ring, or read into new memory). Over HTTP/2, or where the heap has no room,

@@ -52,13 +52,21 @@ public final class ColocatedGrpc {
     public static final String BROKER_DIR = io.github.sockmap4j.colocated.BrokerDirectory.PROPERTY;
     /**
      * The bytes of heap each end of a co-located connection lends message bodies from ({@code
-     * -Dsockmap4j.colocated.lendBytes}, a multiple of 4096 up to 1 GiB; 0, the default: no lending).
-     * Where both ends set it, they agree on the smaller and the region carries a heap of twice
-     * that, half for each end: a {@link LendableMessage}'s body then stays in shared memory and
-     * the peer reads it in place ({@link LentMessage}). Read at each agreement. Memory is taken
-     * only where a body is put (the heap is a file's pages, touched as used).
+     * -Dsockmap4j.colocated.lendBytes}, a multiple of 4096 up to 1 GiB; unset, {@link
+     * #DEFAULT_LEND_BYTES}; 0: no lending). Where both ends lend, they agree on the smaller and
+     * the region carries a heap of twice that, half for each end: a {@link LendableMessage}'s
+     * body then stays in shared memory and the peer reads it in place ({@link LentMessage}).
+     * Read at each agreement. Memory is taken only where a body is put (the heap is a file's
+     * pages, touched as used, first fit from its start): a connection holds as many of them as
+     * it once had lent at one time, at most twice this.
      */
     public static final String LEND_BYTES = "sockmap4j.colocated.lendBytes";
+    /**
+     * Each end's heap where {@link #LEND_BYTES} is unset: 16 MiB, four messages of gRPC's
+     * default largest inbound message (4 MiB) in flight each way before a sender copies through
+     * the ring instead.
+     */
+    public static final long DEFAULT_LEND_BYTES = 16L << 20;
     /** On a server call's attributes: true where the call came over a co-located connection. */
     public static final Attributes.Key<Boolean> TRANSPORT_ATTR_COLOCATED = Attributes.Key.create("sockmap4j.colocated");
 
@@ -124,11 +132,11 @@ public final class ColocatedGrpc {
         return builder.intercept(new Upgrade(ringBytes(), lifelines, builder));
     }
 
-    /** Each end's heap for lent bodies as set ({@link #LEND_BYTES}), 0 where lending is off. */
+    /** Each end's heap for lent bodies as set ({@link #LEND_BYTES}, or its default), 0 where lending is off. */
     static long lendBytes() {
         String v = System.getProperty(LEND_BYTES);
         if (v == null || v.isBlank()) {
-            return 0;
+            return DEFAULT_LEND_BYTES;
         }
         long b;
         try {
@@ -139,7 +147,7 @@ public final class ColocatedGrpc {
         if (b < 0 || b > (1L << 30) || b % 4096 != 0) {
             if (LEND_WARNED.compareAndSet(false, true)) {
                 LOG.warn("-D{}={}: not a multiple of 4096 from 0 to 1073741824; nothing is lent (set it to such a "
-                        + "size, e.g. 67108864, or leave it unset)", LEND_BYTES, v);
+                        + "size, e.g. 67108864, 0 to lend nothing, or leave it unset for 16 MiB)", LEND_BYTES, v);
             }
             return 0;
         }

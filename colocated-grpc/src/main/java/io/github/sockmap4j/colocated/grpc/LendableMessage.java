@@ -6,8 +6,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * A message that can leave its body in memory the peer maps, instead of being copied through the
  * rings: implemented by the {@link java.io.InputStream} a marshaller returns. Over a co-located
- * connection whose ends agreed on lending ({@code -Dsockmap4j.colocated.lendBytes} at both), the
- * transport places the body in this end's half of the connection's heap ({@link #writeBody}) and
+ * connection whose ends agreed on lending (both lend by default: {@code
+ * -Dsockmap4j.colocated.lendBytes}), the transport places the body in this end's half of the connection's heap ({@link #writeBody}) and
  * sends the peer its head, its tail and where the body is; the peer's marshaller reads the body in
  * place ({@link LentMessage}) and gives it back when done. Anywhere else (HTTP/2, a connection
  * without a heap, a heap with no room now, a body smaller than {@link #LEND_MIN}) the stream is

@@ -624,12 +624,12 @@ class AgreementTest {
     }
 
     /**
-     * Lending is agreed in the agreement call's headers: with {@code lendBytes} at both ends a
-     * lendable message's body goes lent over the agreed connection; a setting that is not a size
-     * lends nothing, and the calls go on.
+     * Lending is agreed in the agreement call's headers: with {@code lendBytes} unset (the
+     * default) or a size at both ends, a lendable message's body goes lent over the agreed
+     * connection; 0 or a setting that is not a size lends nothing, and the calls go on.
      */
     @Test
-    void lendingIsAgreedWhereBothEndsLendAndABadSizeLendsNothing() throws Exception {
+    void lendingIsAgreedWhereBothEndsLendAndOffOrABadSizeLendsNothing() throws Exception {
         String was = System.getProperty(ColocatedGrpc.LEND_BYTES);
         cleanup.add(() -> {
             if (was == null) {
@@ -642,14 +642,19 @@ class AgreementTest {
                 .build();
         byte[] body = new byte[64 * 1024];
         new java.util.Random(5).nextBytes(body);
-        for (String setting : new String[] {Long.toString(1 << 20), "12345"}) {
-            System.setProperty(ColocatedGrpc.LEND_BYTES, setting);
+        for (String setting : new String[] {null, Long.toString(1 << 20), "0", "12345"}) {
+            if (setting == null) {
+                System.clearProperty(ColocatedGrpc.LEND_BYTES);
+            } else {
+                System.setProperty(ColocatedGrpc.LEND_BYTES, setting);
+            }
             ManagedChannel ch = channel(server(true).getPort());
             callUntilColocated(ch);
             long lent = ColocatedGrpc.messagesLent();
             assertArrayEquals(body, ClientCalls.blockingUnaryCall(ch, lendingEcho,
                     CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), body), setting);
-            assertEquals(setting.equals("12345") ? 0 : 1, ColocatedGrpc.messagesLent() - lent, "lent with " + setting);
+            boolean lends = setting == null || setting.equals(Long.toString(1 << 20));
+            assertEquals(lends ? 1 : 0, ColocatedGrpc.messagesLent() - lent, "lent with " + setting);
         }
     }
 

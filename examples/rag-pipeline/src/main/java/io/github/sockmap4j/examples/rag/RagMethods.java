@@ -18,7 +18,7 @@ final class RagMethods {
     private static final MethodDescriptor.Marshaller<byte[]> BYTES = SockmapGrpc.bytesMarshaller();
     /**
      * The stages' Arrow batches: an Arrow IPC stream a message, lent through the connection's heap
-     * where a co-located connection lends ({@code -Dsockmap4j.colocated.lendBytes}).
+     * where a co-located connection lends (by default; {@code -Dsockmap4j.colocated.lendBytes=0}: copied).
      */
     private static final MethodDescriptor.Marshaller<VectorSchemaRoot> ARROW = ArrowGrpc.marshaller(MESSAGES);
 

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The four stages in this JVM: the same answers on both paths, the fast path's redirect carries them
  * over HTTP/2, and so do the co-located connections its stages agree on by default, which lend
- * the batches where both ends set {@code sockmap4j.colocated.lendBytes}.
+ * the batches unless {@code sockmap4j.colocated.lendBytes} is 0.
  */
 @Tag("kernel")
 class RagPipelineTest {
@@ -57,23 +57,26 @@ class RagPipelineTest {
         long vectorBytes = 2L * QUESTIONS * SETTINGS.candidates() * SETTINGS.dim() * Float.BYTES;
         long redirected = after.bytesRedirected() - before.bytesRedirected();
         assertTrue(redirected >= vectorBytes, "redirected " + redirected + " B, the vectors alone are " + vectorBytes);
-        // as a user gets it: the stages agree on co-located connections, with the same answers
+        // as a user gets it: the stages agree on co-located connections, which lend their batches
+        // (by default), with the same answers
         long upgrades = ColocatedGrpc.upgrades();
+        long lent = ColocatedGrpc.messagesLent();
         assertEquals(plain, answers(true));
         assertTrue(ColocatedGrpc.upgrades() > upgrades, "the stages agreed on co-located connections: "
                 + ColocatedGrpc.fallbacks());
-        // and, lending, their batches cross by reference: the same answers
-        long lent = ColocatedGrpc.messagesLent();
-        System.setProperty(ColocatedGrpc.LEND_BYTES, Long.toString(16 << 20));
+        // the query (1.5 KiB at 384 dimensions, under LEND_MIN) goes as bytes; the candidates are lent twice an
+        // answer (search to gateway, gateway to context) once the stages agreed (the first calls go over HTTP/2)
+        assertTrue(ColocatedGrpc.messagesLent() - lent > QUESTIONS, "lent " + (ColocatedGrpc.messagesLent() - lent)
+                + " batches for " + QUESTIONS + " answers; no room " + ColocatedGrpc.lendingNoRoom());
+        // and with lending off, the batches copied through the rings: the same answers, nothing lent
+        lent = ColocatedGrpc.messagesLent();
+        System.setProperty(ColocatedGrpc.LEND_BYTES, "0");
         try {
             assertEquals(plain, answers(true));
         } finally {
             System.clearProperty(ColocatedGrpc.LEND_BYTES);
         }
-        // the query (1.5 KiB at 384 dimensions, under LEND_MIN) goes as bytes; the candidates are lent twice an
-        // answer (search to gateway, gateway to context) once the stages agreed (the first calls go over HTTP/2)
-        assertTrue(ColocatedGrpc.messagesLent() - lent > QUESTIONS, "lent " + (ColocatedGrpc.messagesLent() - lent)
-                + " batches for " + QUESTIONS + " answers; no room " + ColocatedGrpc.lendingNoRoom());
+        assertEquals(0, ColocatedGrpc.messagesLent() - lent, "lent with lendBytes=0");
     }
 
     @Test
