@@ -28,12 +28,13 @@ BENCHMARKS=(
   'rings|RingBench||5 20000 1024,65536|round trips between two threads: TCP loopback vs the co-located rings of one shared region; [ROUNDS] [ROUND TRIPS] [SIZES]'
   'colocated-grpc|ColocatedGrpcBench|-Dkinds=${KINDS:-in-process,tcp,colocated} -Dstream=${STREAM:-true} -Didle=${IDLE:-0} -DidleKind=${IDLE_KIND:-colocated}|5 20000 1024,65536|gRPC in one JVM: in-process, grpc-netty over TCP loopback and the co-located transport, unary and a server stream; [KINDS=in-process,tcp,colocated,agreed] [STREAM=false] [IDLE=SECONDS IDLE_KIND=agreed] [ROUNDS] [CALLS] [SIZES]'
   'arrow-grpc|ArrowGrpcBench|-Dkinds=${KINDS:-tcp,colocated,lent} -Dlend=${LEND:-67108864} -Xmx2g|5 256 65536,1048576,16777216|Arrow batches as gRPC messages in one JVM: grpc-netty over TCP, the co-located rings copying them and the co-located connection lending them; [KINDS=tcp,colocated,lent] [LEND=BYTES] [ROUNDS] [MIB A SIZE A ROUND] [SIZES]'
+  'arrow-marshal|ArrowMarshalBench||1|what ArrowGrpc'"'"'s marshaller costs a message by itself: a root streamed to bytes and parsed back, ns; [ROWS] [vary]'
   'jmh|org.openjdk.jmh.Main||SendReceiveBench|JMH: one thread sends and receives over TCP and the redirect; [JMH OPTIONS]'
   'xdp|XdpBench|||XDP drop vs the kernel stack refusing the same UDP traffic, in a namespace of its own; [ROUNDS] [SECONDS]'
 )
 # Benchmarks with more than one JVM to run, each a function below.
 OTHERS=(
-  'against|what a change costs: this tree against REV in turns, medians and ratios; REV [ROUNDS] (SM4J_AGAINST=jvm|arrow|netty|stream|mesh|demo)'
+  'against|what a change costs: this tree against REV in turns, medians and ratios; REV [ROUNDS] (SM4J_AGAINST=jvm|arrow|arrow-grpc|netty|stream|mesh|demo)'
   'all|every benchmark once in both topologies, logs and plots in OUT (about 75 minutes); [OUT]'
   'spring-idle|what the Spring Boot starter costs a service that does nothing; [RUNS] [WINDOW]'
   'grpc-wakeups|who wakes whom during gRPC unary calls (perf); [EXECUTOR=direct] [SECONDS] [TRANSPORTS]'
@@ -100,6 +101,9 @@ run_jvm() {
 # With SM4J_AGAINST=mesh: MeshRttBench (each tree's own, 3 rounds of 20,000 64 B round trips a turn,
 # the agent running; its accelerated/plain p50 and p99 and the agent's CPU a turn), for changes to
 # the mesh mode or to what the agent does beside meshed pods.
+# With SM4J_AGAINST=arrow-grpc: ArrowGrpcBench (each tree's own; 3 rounds of 32 MiB a size, 4 KiB
+# and 64 KiB batches, TCP, co-located copied and lent; CPU and p50 a call), for changes to
+# ArrowGrpc's marshaller or to how the co-located transport lends.
 # With SM4J_AGAINST=demo: the RAG demo (each tree's own, node shape, one round of both paths per
 # turn; SM4J_DEMO_ARGS adds flags), its fast/plain ratios and the fast path's own figures, for
 # changes anywhere a service feels.
@@ -165,6 +169,13 @@ bench_against() {
     if [ "${SM4J_AGAINST:-node}" = netty ]; then
       (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
         -Dloops=1 -classpath %classpath io.github.sockmap4j.bench.NettyGrpcBench 5 10000") > "$out/netty-$label-$n.txt"
+      return
+    fi
+    if [ "${SM4J_AGAINST:-node}" = arrow-grpc ]; then
+      (cd "$dir" && mvn_b -q -Dmaven.repo.local="$repo" -pl bench exec:exec -Dexec.args="--enable-native-access=ALL-UNNAMED \
+        --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xmx2g \
+        -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -classpath %classpath io.github.sockmap4j.bench.ArrowGrpcBench 3 32 4096,65536") \
+        > "$out/arrow-grpc-$label-$n.txt"
       return
     fi
     if [ "${SM4J_AGAINST:-node}" = arrow ]; then
@@ -236,6 +247,13 @@ bench_against() {
              /^Netty echo CPU/ {print "netty_echo_cpu_stock", $5; print "netty_echo_cpu_sockmap4j", $6}
              /^gRPC unary 1 KiB p50/ {print "grpc_unary_p50_stock", $7; print "grpc_unary_p50_sockmap4j", $8}
              /^gRPC unary CPU/ {print "grpc_unary_cpu_sockmap4j", $6}' "$f"
+      done
+      return
+    fi
+    if [ "${SM4J_AGAINST:-node}" = arrow-grpc ]; then
+      for f in "$out"/arrow-grpc-"$label"-*.txt; do
+        # ArrowGrpcBench's rows: "lent  65536 B  273.4  200.2-459.0  123.1  2026.5  1.00  0.36  0.41  0.60"
+        awk '/^(tcp|colocated|lent) +[0-9]+ B +[0-9]/ {print "arrow_grpc_" $1 "_" $2 "B_cpu_us", $4; print "arrow_grpc_" $1 "_" $2 "B_p50_us", $6}' "$f"
       done
       return
     fi

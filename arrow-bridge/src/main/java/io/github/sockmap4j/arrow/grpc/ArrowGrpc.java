@@ -12,7 +12,6 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.arrow.flatbuf.MessageHeader;
@@ -20,11 +19,9 @@ import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BoundsChecking;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;
-import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
-import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.ipc.ReadChannel;
 import org.apache.arrow.vector.ipc.WriteChannel;
@@ -35,7 +32,6 @@ import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.apache.arrow.vector.util.TransferPair;
 
 /**
  * Arrow record batches as gRPC messages: each message an Arrow IPC stream of one schema and one
@@ -77,22 +73,70 @@ public final class ArrowGrpc {
         return new Marshaller(allocator);
     }
 
-    private record Marshaller(BufferAllocator allocator) implements MethodDescriptor.Marshaller<VectorSchemaRoot> {
+    /**
+     * A schema with its IPC message's metadata (the flatbuffer, without the stream's framing):
+     * the last one a marshaller wrote or read, which the next batch of the same schema reuses
+     * instead of writing or parsing it again.
+     */
+    private record KnownSchema(Schema schema, ByteBuffer metadata) {
+    }
+
+    private static final class Marshaller implements MethodDescriptor.Marshaller<VectorSchemaRoot> {
+        private final BufferAllocator allocator;
+        /** The schema last written, and its message; read and replaced by any thread. */
+        private volatile KnownSchema written;
+        /** The schema last read, and its message's metadata as it came (this process's copy). */
+        private volatile KnownSchema read;
+
+        Marshaller(BufferAllocator allocator) {
+            this.allocator = allocator;
+        }
+
         @Override
         public InputStream stream(VectorSchemaRoot root) {
-            return new Batch(root);
+            return new Batch(root, this);
         }
 
         @Override
         public VectorSchemaRoot parse(InputStream stream) {
             try {
                 if (stream instanceof LentMessage lent && BoundsChecking.BOUNDS_CHECKING_ENABLED) {
-                    return inPlace(lent, allocator);
+                    return inPlace(lent, this);
                 }
-                return read(stream, allocator);
+                return read(stream, this);
             } catch (IOException e) {
                 throw new UncheckedIOException("not an Arrow IPC stream of one record batch: " + e.getMessage(), e);
             }
+        }
+
+        /** {@code schema}'s IPC message, written once for a run of batches of one schema. */
+        byte[] schemaMessage(Schema schema) throws IOException {
+            KnownSchema k = written;
+            if (k != null && (k.schema() == schema || k.schema().equals(schema))) {
+                return k.metadata().array();
+            }
+            ByteArrayOutputStream b = new ByteArrayOutputStream(256);
+            MessageSerializer.serialize(new WriteChannel(Channels.newChannel(b)), schema, IPC);
+            byte[] message = b.toByteArray();
+            written = new KnownSchema(schema, ByteBuffer.wrap(message));
+            return message;
+        }
+
+        /**
+         * The schema a message's metadata describes, parsed once for a run of batches whose
+         * metadata is byte for byte the same (compared in this process's copy of it).
+         */
+        Schema schemaOf(MessageMetadataResult message) {
+            ByteBuffer metadata = message.getMessageBuffer().duplicate();
+            KnownSchema k = read;
+            if (k != null && k.metadata().equals(metadata)) {
+                return k.schema();
+            }
+            Schema schema = MessageSerializer.deserializeSchema(message);
+            ByteBuffer copy = ByteBuffer.allocate(metadata.remaining());
+            copy.put(metadata).flip();
+            read = new KnownSchema(schema, copy);
+            return schema;
         }
     }
 
@@ -109,7 +153,7 @@ public final class ArrowGrpc {
         private ByteArrayInputStream bytes;
         private boolean closed;
 
-        Batch(VectorSchemaRoot root) {
+        Batch(VectorSchemaRoot root, Marshaller marshaller) {
             for (Field f : root.getSchema().getFields()) {
                 if (f.getDictionary() != null) {
                     throw new IllegalArgumentException("field '" + f.getName() + "' is dictionary-encoded: Arrow "
@@ -120,7 +164,7 @@ public final class ArrowGrpc {
             try {
                 ByteArrayOutputStream h = new ByteArrayOutputStream(256);
                 WriteChannel out = new WriteChannel(Channels.newChannel(h));
-                MessageSerializer.serialize(out, root.getSchema(), IPC);
+                out.write(marshaller.schemaMessage(root.getSchema()));
                 ByteBuffer meta = MessageSerializer.serializeMetadata(batch, IPC);
                 MessageSerializer.writeMessageBuffer(out, meta.remaining(), meta, IPC);
                 this.head = h.toByteArray();
@@ -218,14 +262,15 @@ public final class ArrowGrpc {
     }
 
     /** A lent batch: its head parsed from this process's copy, its buffers where the sender put them. */
-    private static VectorSchemaRoot inPlace(LentMessage lent, BufferAllocator allocator) throws IOException {
+    private static VectorSchemaRoot inPlace(LentMessage lent, Marshaller marshaller) throws IOException {
+        BufferAllocator allocator = marshaller.allocator;
         byte[] head = lent.head();
         ReadChannel in = new ReadChannel(Channels.newChannel(new ByteArrayInputStream(head)));
         MessageMetadataResult schemaMessage = MessageSerializer.readMessage(in);
         if (schemaMessage == null || schemaMessage.getMessage().headerType() != MessageHeader.Schema) {
             throw new IOException("the stream does not begin with a schema");
         }
-        Schema schema = MessageSerializer.deserializeSchema(schemaMessage);
+        Schema schema = marshaller.schemaOf(schemaMessage);
         MessageMetadataResult batchMessage = MessageSerializer.readMessage(in);
         if (batchMessage == null || batchMessage.getMessage().headerType() != MessageHeader.RecordBatch) {
             throw new IOException("the schema is not followed by a record batch");
@@ -241,11 +286,7 @@ public final class ArrowGrpc {
         if (!Arrays.equals(lent.tail(), END_OF_STREAM)) {
             throw new IOException("the batch is not followed by the end of the stream");
         }
-        for (Field f : schema.getFields()) {
-            if (f.getDictionary() != null) {
-                throw new IOException("field '" + f.getName() + "' is dictionary-encoded; no dictionary came");
-            }
-        }
+        refuseDictionaries(schema);
         LentMessage.Lease lease = lent.keep();
         ArrowBuf whole;
         try {
@@ -279,6 +320,15 @@ public final class ArrowGrpc {
         }
     }
 
+    private static void refuseDictionaries(Schema schema) throws IOException {
+        for (Field f : schema.getFields()) {
+            if (f.getDictionary() != null) {
+                throw new IOException("field '" + f.getName() + "' is dictionary-encoded; Arrow batches over gRPC "
+                        + "carry no dictionaries: send its decoded vector");
+            }
+        }
+    }
+
     private static byte[] endOfStream() {
         ByteArrayOutputStream t = new ByteArrayOutputStream(8);
         try {
@@ -289,20 +339,47 @@ public final class ArrowGrpc {
         return t.toByteArray();
     }
 
-    /** A batch that came as bytes: read, and moved into a root of the caller's. */
-    private static VectorSchemaRoot read(InputStream stream, BufferAllocator allocator) throws IOException {
-        try (ArrowStreamReader reader = new ArrowStreamReader(stream, allocator)) {
-            VectorSchemaRoot source = reader.getVectorSchemaRoot();
-            if (!reader.loadNextBatch()) {
-                throw new IOException("the stream has no record batch");
+    /**
+     * A batch that came as bytes (an IPC stream of a schema and a record batch, as any Arrow
+     * writer writes it): read into a root of the marshaller's allocator. A dictionary batch is
+     * refused, as a dictionary-encoded field is where the batch was lent.
+     */
+    private static VectorSchemaRoot read(InputStream stream, Marshaller marshaller) throws IOException {
+        ReadChannel in = new ReadChannel(Channels.newChannel(stream));
+        MessageMetadataResult schemaMessage = MessageSerializer.readMessage(in);
+        if (schemaMessage == null || schemaMessage.getMessage().headerType() != MessageHeader.Schema) {
+            throw new IOException("the stream does not begin with a schema");
+        }
+        Schema schema = marshaller.schemaOf(schemaMessage);
+        refuseDictionaries(schema);
+        MessageMetadataResult batchMessage = MessageSerializer.readMessage(in);
+        if (batchMessage == null) {
+            throw new IOException("the stream has no record batch");
+        }
+        if (batchMessage.getMessage().headerType() != MessageHeader.RecordBatch) {
+            throw new IOException(batchMessage.getMessage().headerType() == MessageHeader.DictionaryBatch
+                    ? "a dictionary batch came; Arrow batches over gRPC carry no dictionaries: send decoded vectors"
+                    : "the schema is not followed by a record batch");
+        }
+        long body = batchMessage.getMessageBodyLength();
+        // a message's bytes are all here: a body longer than what is left is refused before it is allocated
+        if ((stream instanceof KnownLength || stream instanceof ByteArrayInputStream) && stream.available() < body) {
+            throw new IOException("the batch's metadata says a body of " + body + " bytes; " + stream.available()
+                    + " are left in the message");
+        }
+        BufferAllocator allocator = marshaller.allocator;
+        ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(batchMessage,
+                MessageSerializer.readMessageBody(in, body, allocator)); // lets go of the body once sliced
+        VectorSchemaRoot root = null;
+        try (batch) {
+            root = VectorSchemaRoot.create(schema, allocator);
+            new VectorLoader(root).load(batch);
+            return root;
+        } catch (RuntimeException e) {
+            if (root != null) {
+                root.close();
             }
-            List<FieldVector> moved = new ArrayList<>(source.getFieldVectors().size());
-            for (FieldVector v : source.getFieldVectors()) {
-                TransferPair t = v.getTransferPair(allocator);
-                t.transfer();
-                moved.add((FieldVector) t.getTo());
-            }
-            return new VectorSchemaRoot(source.getSchema(), moved, source.getRowCount());
+            throw e;
         }
     }
 }

@@ -298,6 +298,84 @@ class ArrowGrpcTest {
         echo("after the scribble"); // the connection, and the process, go on
     }
 
+    /**
+     * A marshaller writes and parses a schema once for a run of batches of it: the batches whose
+     * schema repeats, changes and comes back arrive with the schema they were sent with, lent and
+     * over HTTP/2; a repeated one is the schema the batch before it arrived with.
+     */
+    @Test
+    void batchesWhoseSchemaRepeatsOrChangesArriveWithTheirOwn() throws Exception {
+        for (boolean lent : new boolean[] {true, false}) {
+            if (lent) {
+                colocated();
+            } else {
+                channel.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
+                http2();
+            }
+            Schema before = null;
+            for (String q : new String[] {"a", "a", "b", "a", "a"}) {
+                try (VectorSchemaRoot sent = batch(clientMemory, q, ROWS);
+                     VectorSchemaRoot back = ClientCalls.blockingUnaryCall(channel, method(clientMarshaller),
+                             CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS), sent)) {
+                    assertSame(read(sent), read(back));
+                    assertEquals(sent.getSchema(), back.getSchema(), "lent " + lent);
+                    if (before != null && before.equals(back.getSchema())) {
+                        org.junit.jupiter.api.Assertions.assertSame(before, back.getSchema(), "parsed once, lent " + lent);
+                    }
+                    before = back.getSchema();
+                }
+            }
+        }
+    }
+
+    /** A dictionary batch (which a batch sent here never carries) is refused, naming what to send instead. */
+    @Test
+    void aStreamWithADictionaryIsRefusedNamingWhatToSend() throws Exception {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (VarCharVector words = new VarCharVector("words", clientMemory);
+             IntVector codes = new IntVector("codes", FieldType.notNullable(new ArrowType.Int(32, true)), clientMemory)) {
+            words.allocateNew(2);
+            words.setSafe(0, "yes".getBytes(StandardCharsets.UTF_8));
+            words.setSafe(1, "no".getBytes(StandardCharsets.UTF_8));
+            words.setValueCount(2);
+            org.apache.arrow.vector.types.pojo.DictionaryEncoding encoding =
+                    new org.apache.arrow.vector.types.pojo.DictionaryEncoding(1, false, new ArrowType.Int(32, true));
+            org.apache.arrow.vector.dictionary.DictionaryProvider.MapDictionaryProvider provider =
+                    new org.apache.arrow.vector.dictionary.DictionaryProvider.MapDictionaryProvider();
+            provider.put(new org.apache.arrow.vector.dictionary.Dictionary(words, encoding));
+            codes.allocateNew(3);
+            codes.set(0, 0);
+            codes.set(1, 1);
+            codes.set(2, 0);
+            codes.setValueCount(3);
+            Field field = new Field("answer", new FieldType(false, new ArrowType.Int(32, true), encoding), null);
+            try (VectorSchemaRoot root = new VectorSchemaRoot(List.of(field), List.of(codes), 3);
+                 org.apache.arrow.vector.ipc.ArrowStreamWriter w = new org.apache.arrow.vector.ipc.ArrowStreamWriter(
+                         root, provider, java.nio.channels.Channels.newChannel(bytes))) {
+                w.start();
+                w.writeBatch();
+                w.end();
+            }
+        }
+        RuntimeException e = assertThrows(RuntimeException.class,
+                () -> serverMarshaller.parse(new ByteArrayInputStream(bytes.toByteArray())));
+        assertTrue(e.getMessage().contains("decoded vector"), e.getMessage());
+        assertEquals(0, serverMemory.getAllocatedMemory());
+    }
+
+    /** A batch whose metadata claims a body longer than the message is refused before any of it is allocated. */
+    @Test
+    void aBatchLongerThanItsMessageIsRefusedBeforeItIsAllocated() throws Exception {
+        byte[] whole;
+        try (VectorSchemaRoot sent = batch(clientMemory, "cut", ROWS); InputStream in = clientMarshaller.stream(sent)) {
+            whole = in.readAllBytes();
+        }
+        RuntimeException e = assertThrows(RuntimeException.class, () -> serverMarshaller.parse(
+                new ByteArrayInputStream(java.util.Arrays.copyOf(whole, whole.length / 2))));
+        assertTrue(e.getMessage().contains("says a body of"), e.getMessage());
+        assertEquals(0, serverMemory.getAllocatedMemory());
+    }
+
     @Test
     void aStreamThatIsNotAnArrowBatchIsRefusedClearly() {
         RuntimeException e = assertThrows(RuntimeException.class,
