@@ -300,11 +300,20 @@ public final class ArrowGrpc {
             lease.close();
             throw e;
         }
+        return load(schema, batchMessage, whole, allocator);
+    }
+
+    /**
+     * {@code body} sliced as the batch's metadata places its buffers and loaded into a new root
+     * of {@code allocator}; the body is let go of either way (the root holds its slices).
+     */
+    private static VectorSchemaRoot load(Schema schema, MessageMetadataResult batchMessage, ArrowBuf body,
+                                         BufferAllocator allocator) throws IOException {
         ArrowRecordBatch sliced;
         try {
-            sliced = MessageSerializer.deserializeRecordBatch(batchMessage, whole); // lets go of whole once sliced
+            sliced = MessageSerializer.deserializeRecordBatch(batchMessage, body); // lets go of the body once sliced
         } catch (IOException | RuntimeException e) {
-            whole.close(); // not sliced: nothing else holds it
+            body.close(); // not sliced: nothing else holds it
             throw e;
         }
         VectorSchemaRoot root = null;
@@ -368,18 +377,6 @@ public final class ArrowGrpc {
                     + " are left in the message");
         }
         BufferAllocator allocator = marshaller.allocator;
-        ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(batchMessage,
-                MessageSerializer.readMessageBody(in, body, allocator)); // lets go of the body once sliced
-        VectorSchemaRoot root = null;
-        try (batch) {
-            root = VectorSchemaRoot.create(schema, allocator);
-            new VectorLoader(root).load(batch);
-            return root;
-        } catch (RuntimeException e) {
-            if (root != null) {
-                root.close();
-            }
-            throw e;
-        }
+        return load(schema, batchMessage, MessageSerializer.readMessageBody(in, body, allocator), allocator);
     }
 }
