@@ -74,11 +74,11 @@ public final class ArrowGrpc {
     }
 
     /**
-     * A schema with its IPC message's metadata (the flatbuffer, without the stream's framing):
-     * the last one a marshaller wrote or read, which the next batch of the same schema reuses
-     * instead of writing or parsing it again.
+     * A schema with the bytes it was known by: the last one a marshaller wrote (its whole IPC
+     * message) or read (its message's metadata, the flatbuffer without the stream's framing),
+     * which the next batch of the same schema reuses instead of writing or parsing it again.
      */
-    private record KnownSchema(Schema schema, ByteBuffer metadata) {
+    private record KnownSchema(Schema schema, ByteBuffer bytes) {
     }
 
     private static final class Marshaller implements MethodDescriptor.Marshaller<VectorSchemaRoot> {
@@ -113,7 +113,7 @@ public final class ArrowGrpc {
         byte[] schemaMessage(Schema schema) throws IOException {
             KnownSchema k = written;
             if (k != null && (k.schema() == schema || k.schema().equals(schema))) {
-                return k.metadata().array();
+                return k.bytes().array();
             }
             ByteArrayOutputStream b = new ByteArrayOutputStream(256);
             MessageSerializer.serialize(new WriteChannel(Channels.newChannel(b)), schema, IPC);
@@ -129,7 +129,7 @@ public final class ArrowGrpc {
         Schema schemaOf(MessageMetadataResult message) {
             ByteBuffer metadata = message.getMessageBuffer().duplicate();
             KnownSchema k = read;
-            if (k != null && k.metadata().equals(metadata)) {
+            if (k != null && k.bytes().equals(metadata)) {
                 return k.schema();
             }
             Schema schema = MessageSerializer.deserializeSchema(message);
