@@ -39,6 +39,7 @@ OTHERS=(
   'spring-idle|what the Spring Boot starter costs a service that does nothing; [RUNS] [WINDOW]'
   'grpc-wakeups|who wakes whom during gRPC unary calls (perf); [EXECUTOR=direct] [SECONDS] [TRANSPORTS]'
   'uring|would io_uring make round trips faster? a C ping-pong; [ROUNDS] [ITERATIONS] [SIZES]'
+  'bells|what waking a sleeping peer costs by the descriptor that rings it (eventfd, pipe, socketpair), C; [ROUNDS] [CALLS]'
 )
 
 list() {
@@ -525,10 +526,49 @@ bench_uring() {
   ./scripts/sockmap4j --pin-dir="$pins" stats | head -n 8
 }
 
+# What waking a sleeping peer costs, by the descriptor that rings it: a C trial (bench/src/main/c/
+# bells.c) with an eventfd (what the co-located rings use), a pipe and a Unix socketpair, in turns,
+# in three shapes: two processes ringing each other (as the scheduler places them, and both on CPU
+# 0), and the demo's: a gateway calling three stages in turn with some work in each and a pause
+# between requests, so that every process sleeps between rings. Prints the medians of the rounds:
+# CPU of all processes a request (a round trip in the first two) and perf's CPU migrations a request.
+# Usage: scripts/bench.sh bells [ROUNDS] [CALLS]
+bench_bells() {
+  need base
+  command -v perf > /dev/null || { echo "perf is missing: apt-get install linux-perf" >&2; exit 1; }
+  rounds=${1:-5}; calls=${2:-20000}
+  bin=$(mktemp -d)/bells
+  cc -O2 -Wall -Werror -o "$bin" bench/src/main/c/bells.c
+  enter_child_cgroup sockmap4j-bells
+  cleanup() { local rc=$?; rm -rf "$(dirname "$bin")"; leave_child_cgroup "$rc"; }
+  trap cleanup EXIT
+  echo "bells: $rounds rounds in turns, kernel $(uname -r), $(nproc) CPUs; medians of the rounds"
+  printf '%-18s %-11s %14s %20s\n' shape bell "CPU us a req." "migrations a req."
+  for r in $(seq "$rounds"); do
+    for kind in eventfd pipe socketpair; do
+      for shape in pingpong pingpong-one-cpu chain; do
+        case $shape in
+          pingpong) n=$calls; cmd=("$bin" "$kind" "$n" 2) ;;
+          pingpong-one-cpu) n=$calls; cmd=(taskset -c 0 "$bin" "$kind" "$n" 2) ;;
+          chain) n=$((calls / 10)); cmd=("$bin" "$kind" "$n" 4 20000 500) ;;
+        esac
+        line=$(perf stat -x, -e cpu-migrations -o "$bin.perf" -- "${cmd[@]}")
+        migrations=$(awk -F, '/cpu-migrations/ { print $1 }' "$bin.perf")
+        echo "$shape $kind $(sed 's/.*wall, \([0-9.]*\) us CPU.*/\1/' <<<"$line") $migrations $n"
+      done
+    done
+  done | awk '{ k = $1 " " $2; cpu[k] = cpu[k] " " $3; mig[k] = mig[k] " " ($4 / $5); keys[k] = 1 }
+    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+        if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END { for (k in keys) { split(k, f, " "); printf "%-18s %-11s %14.1f %20.2f\n", f[1], f[2], median(cpu[k]), median(mig[k]) } }' \
+    | sort -k1,1 -k3,3n
+}
+
 name=${1:-}
 [ $# -eq 0 ] || shift
 case $name in
-  against|all|spring-idle|grpc-wakeups|uring) "bench_${name//-/_}" "$@" ;;
+  against|all|spring-idle|grpc-wakeups|uring|bells) "bench_${name//-/_}" "$@" ;;
   ''|-h|--help) list ;;
   *) run_jvm "$name" "$@" ;;
 esac

@@ -7,6 +7,9 @@
 #                                              requests/s (default 100; DEMO_ARGS: the demo's own
 #                                              flags, e.g. --topology loopback)
 #   scripts/profile.sh mesh [OUT] [RATE] [REQUESTS]   each stage of the meshed demo, both paths
+#   [COLOCATED=false] [RATE=n] [DEMO_ARGS=...] scripts/profile.sh wakes [OUT] [SECONDS]
+#                                              what the demo's stages ask of the kernel a request,
+#                                              path by path: system calls, context switches, CPU
 #   [EXECUTOR=direct|polling] [TURNS=n] scripts/profile.sh grpc [OUT] [SECONDS] [TRANSPORTS]
 #                                              a gRPC unary call, transport by transport
 #
@@ -377,9 +380,71 @@ PY
   echo "collapsed stacks: $out/*.collapsed (cmd-PID: each JVM's command line); the demo's output: $log"
 }
 
+# What the RAG demo's stages ask of the kernel a request, path by path: runs the demo as the demo
+# job does (node shape, one path at a time, a fixed rate) and, once the fixed-rate phase has run
+# for a few seconds, counts with perf over SECONDS, in the stage JVMs only (not the load
+# generator): their system calls by kind, their context switches and their CPU time, each divided
+# by the requests the rate sent in that time. A context switch is a thread that went to sleep and
+# was woken again: the count the transport can change only by batching, where a profile shows what
+# each one costs. Needs root and perf (linux-perf).
+# Usage: [RATE=350] scripts/profile.sh wakes [OUT] [SECONDS]
+job_wakes() {
+  need
+  command -v perf > /dev/null || { echo "perf is missing: apt-get install linux-perf" >&2; exit 1; }
+  out=${1:-/tmp/sm4j-wakes}
+  secs=${2:-10}
+  rate=${RATE:-100}
+  setup_demo_job "$out"
+  local events=task-clock,context-switches,cpu-migrations
+  local calls="write writev read readv sendmsg recvmsg sendto recvfrom epoll_pwait2 epoll_wait futex"
+  for c in $calls; do events+=",syscalls:sys_enter_$c"; done
+
+  count_path() { # MODE: the demo on one path; perf's counts in its stages during the fixed-rate phase
+    local mode=$1 log="$out/demo-$1.txt" pids
+    : > "$log"
+    mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} \
+      -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --rate $rate --requests $(( (secs + 10) * rate )) \
+      --throughput-seconds 0 --idle-seconds 0 ${DEMO_ARGS:-}" > "$log" 2>&1 &
+    local demo=$!
+    until grep -q ' warm-up .* at the rate' "$log" 2>/dev/null; do
+      kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended before its fixed-rate phase" >&2; return 1; }
+      sleep 1
+    done
+    sleep 3
+    pids=$(pgrep -d, -f 'io.github.sockmap4j.examples.rag.RagService ' || true)
+    [ -n "$pids" ] || { echo "no stage JVM found" >&2; return 1; }
+    perf stat -x, -e "$events" -p "$pids" -o "$out/perf-$mode.csv" -- sleep "$secs"
+    wait $demo
+  }
+  count_path plain
+  count_path fast
+
+  python3 - "$out" "$rate" "$secs" <<'PY'
+import sys
+out, rate, secs = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+requests = rate * secs
+def counts(path):
+    c = {}
+    for line in open(f'{out}/perf-{path}.csv'):
+        f = line.strip().split(',')
+        if len(f) > 2 and f[0] and f[0][0].isdigit():
+            c[f[2].replace('syscalls:sys_enter_', '')] = float(f[0])
+    return c
+plain, fast = counts('plain'), counts('fast')
+print(f'the stages, a request ({rate:.0f} requests/s, {secs:.0f} s a path; perf stat in the stage JVMs)')
+print('%-18s %10s %10s' % ('', 'plain', 'fast'))
+for k in plain:
+    if k == 'task-clock':
+        print('%-18s %10.0f %10.0f' % ('CPU µs', plain[k] * 1000 / requests, fast.get(k, 0) * 1000 / requests))
+    elif plain[k] or fast.get(k):
+        print('%-18s %10.2f %10.2f' % (k, plain[k] / requests, fast.get(k, 0) / requests))
+PY
+  echo "perf's counts: $out/perf-{plain,fast}.csv; the demo's output: $out/demo-{plain,fast}.txt"
+}
+
 job=${1:-}
 [ $# -eq 0 ] || shift
 case $job in
-  demo|grpc|mesh) "job_$job" "$@" ;;
-  *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  demo|grpc|mesh|wakes) "job_$job" "$@" ;;
+  *) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
