@@ -90,6 +90,25 @@ setup_demo_job() {
   return 0
 }
 
+# start_fixed_rate MODE LOG [JVM FLAG...]: the demo on one path (node shape unless DEMO_ARGS says
+# otherwise) at $rate requests/s for $secs s and a margin, in the background, its output in LOG;
+# back once its fixed-rate phase has run 3 s, with its process id in $demo.
+start_fixed_rate() {
+  local mode=$1 log=$2
+  shift 2
+  : > "$log"
+  mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} $* \
+    -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --rate $rate --requests $(( (secs + 10) * rate )) \
+    --throughput-seconds 0 --idle-seconds 0 ${DEMO_ARGS:-}" > "$log" 2>&1 &
+  demo=$!
+  # The fixed-rate phase begins after the warm-up line; give it 3 s more.
+  until grep -q ' warm-up .* at the rate' "$log" 2>/dev/null; do
+    kill -0 "$demo" 2>/dev/null || { cat "$log"; echo "the demo ended before its fixed-rate phase" >&2; return 1; }
+    sleep 1
+  done
+  sleep 3
+}
+
 # Where each stage of the RAG demo spends its CPU, path by path: runs the demo (node shape, one
 # path at a time, a longer fixed-rate phase) and, once the fixed-rate phase has run for a few
 # seconds, loads async-profiler into every stage JVM (jcmd JVMTI.agent_load) for SECONDS of CPU
@@ -107,18 +126,8 @@ job_demo() {
   setup_demo_job "$out"
 
   profile_path() { # MODE: the demo on one path; samples of its stages during the fixed-rate phase
-    local mode=$1 log="$out/demo-$1.txt" pids pid role r
-    : > "$log"
-    mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} -XX:+EnableDynamicAgentLoading \
-      -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --rate $rate --requests $(( (secs + 10) * rate )) \
-      --throughput-seconds 0 --idle-seconds 0 ${DEMO_ARGS:-}" > "$log" 2>&1 &
-    local demo=$!
-    # The fixed-rate phase begins after the warm-up line; give it 3 s more.
-    until grep -q ' warm-up .* at the rate' "$log" 2>/dev/null; do
-      kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended before its fixed-rate phase" >&2; return 1; }
-      sleep 1
-    done
-    sleep 3
+    local mode=$1 log="$out/demo-$1.txt" pids pid role r demo
+    start_fixed_rate "$mode" "$log" -XX:+EnableDynamicAgentLoading || return 1
     pids=$(pgrep -f 'io.github.sockmap4j.examples.rag.RagService ' || true)
     for pid in $pids; do
       # jcmd reads NAME=VALUE as its own option: the agent's options go quoted.
@@ -400,17 +409,8 @@ job_wakes() {
   for c in $calls; do events+=",syscalls:sys_enter_$c"; done
 
   count_path() { # MODE: the demo on one path; perf's counts in its stages during the fixed-rate phase
-    local mode=$1 log="$out/demo-$1.txt" pids
-    : > "$log"
-    mvn_b -q -pl examples/rag-pipeline exec:exec -Dexec.args="${java_flags[*]} \
-      -classpath %classpath io.github.sockmap4j.examples.rag.RagDemo --mode $mode --rate $rate --requests $(( (secs + 10) * rate )) \
-      --throughput-seconds 0 --idle-seconds 0 ${DEMO_ARGS:-}" > "$log" 2>&1 &
-    local demo=$!
-    until grep -q ' warm-up .* at the rate' "$log" 2>/dev/null; do
-      kill -0 $demo 2>/dev/null || { cat "$log"; echo "the demo ended before its fixed-rate phase" >&2; return 1; }
-      sleep 1
-    done
-    sleep 3
+    local mode=$1 log="$out/demo-$1.txt" pids demo
+    start_fixed_rate "$mode" "$log" || return 1
     pids=$(pgrep -d, -f 'io.github.sockmap4j.examples.rag.RagService ' || true)
     [ -n "$pids" ] || { echo "no stage JVM found" >&2; return 1; }
     perf stat -x, -e "$events" -p "$pids" -o "$out/perf-$mode.csv" -- sleep "$secs"
